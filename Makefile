@@ -1,0 +1,49 @@
+# Baton. `make run` starts a local three-node cluster; `make test` is what CI runs.
+GO      ?= go
+BIN     := bin
+PKGS    := ./...
+# Fuzz targets run briefly in `make test`; raise FUZZTIME to dig deeper.
+FUZZTIME ?= 10s
+
+.PHONY: all build run test unit fuzz fmt fmt-check vet lint bench chaos clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/batond ./cmd/batond
+	$(GO) build -o $(BIN)/baton ./cmd/baton
+
+## run: a local three-node cluster on 127.0.0.1:7001-7003 (Ctrl-C stops it)
+run: build
+	$(BIN)/batond local --nodes 3
+
+## test: everything CI checks
+test: fmt-check vet build unit fuzz
+
+unit:
+	$(GO) test -race -timeout 20m -count=1 $(PKGS)
+
+fuzz:
+	$(GO) test -run='^$$' -fuzz='^FuzzDecodeEntry$$' -fuzztime=$(FUZZTIME) ./fsm/
+	$(GO) test -run='^$$' -fuzz='^FuzzRequestDecoding$$' -fuzztime=$(FUZZTIME) ./server/
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go') 2>&1); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+lint: fmt-check vet
+
+bench:
+	@echo "make bench: not yet implemented (issue 7)"; exit 1
+
+chaos:
+	@echo "make chaos: not yet implemented (issue 6)"; exit 1
+
+clean:
+	rm -rf $(BIN)

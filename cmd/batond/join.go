@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/baton-dev/baton/server/node"
+)
+
+// joinLoop asks a running cluster to add this node, retrying until it is a
+// member or ctx ends. A node that already has data is in the configuration
+// and the request is a harmless re-add.
+func joinLoop(ctx context.Context, o *options, token string, n *node.Node, log *slog.Logger) {
+	body, _ := json.Marshal(map[string]any{"id": o.id, "raft_addr": o.raftAddr, "http_addr": o.httpAddr, "voter": true})
+	url := strings.TrimRight(o.join, "/") + "/v1/cluster/members"
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		err := joinOnce(ctx, url, token, body)
+		if err == nil {
+			log.Info("joined the cluster", "via", o.join)
+			return
+		}
+		log.Warn("join failed; retrying", "via", o.join, "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func joinOnce(ctx context.Context, url, token string, body []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(b))
+	}
+	return nil
+}

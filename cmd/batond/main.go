@@ -1,0 +1,214 @@
+// Command batond is the Baton server: one member of a Raft cluster serving
+// the HTTP API of API.md. `batond local` runs a local cluster of them.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/baton-dev/baton/fsm"
+	"github.com/baton-dev/baton/server"
+	"github.com/baton-dev/baton/server/node"
+	metrics "github.com/hashicorp/go-metrics/compat"
+	promsink "github.com/hashicorp/go-metrics/compat/prometheus"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	args := os.Args[1:]
+	if len(args) > 0 && args[0] == "local" {
+		os.Exit(runLocal(ctx, args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(run(ctx, args, os.Stderr))
+}
+
+const usageText = `batond: the Baton server, one member of a Raft cluster.
+
+Usage:
+  batond --id n1 --data-dir DIR --http-addr 127.0.0.1:7001 --raft-addr 127.0.0.1:8001 \
+         --peers n1=127.0.0.1:8001,n2=127.0.0.1:8002,n3=127.0.0.1:8003
+  batond --id n4 --data-dir DIR --http-addr ... --raft-addr ... --join http://127.0.0.1:7001
+  batond local --nodes 3        a local three-node cluster (what 'make run' runs)
+
+A node whose data dir is empty bootstraps from --peers (or joins with --join);
+a node with data resumes and ignores both. The admin token comes from
+--admin-token-file or BATON_ADMIN_TOKEN. SIGTERM shuts down cleanly.
+
+Flags:
+`
+
+type options struct {
+	id, dataDir, httpAddr, raftAddr, peers, join string
+	adminTokenFile, logLevel, logFile             string
+	raft                                          node.Config
+	idemTTL                                       time.Duration
+	clockOffset                                   time.Duration
+}
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	o := &options{raft: node.DefaultConfig()}
+	fs := flag.NewFlagSet("batond", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usageText); fs.PrintDefaults() }
+	fs.StringVar(&o.id, "id", "", "this node's id (required), e.g. n1")
+	fs.StringVar(&o.dataDir, "data-dir", "", "directory for the Raft log, snapshots and chunks (required)")
+	fs.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:7001", "HTTP API listen address; also published to peers")
+	fs.StringVar(&o.raftAddr, "raft-addr", "127.0.0.1:8001", "Raft listen address; also advertised to peers")
+	fs.StringVar(&o.peers, "peers", "", "initial voters ID=HOST:PORT,...; bootstraps when the data dir is empty")
+	fs.StringVar(&o.join, "join", "", "URL of a running node to join through, instead of --peers")
+	fs.StringVar(&o.adminTokenFile, "admin-token-file", "", "file holding the admin token (or BATON_ADMIN_TOKEN)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&o.logFile, "log-file", "", "write logs here instead of stderr")
+	fs.DurationVar(&o.raft.HeartbeatTimeout, "heartbeat-timeout", o.raft.HeartbeatTimeout, "Raft heartbeat timeout")
+	fs.DurationVar(&o.raft.ElectionTimeout, "election-timeout", o.raft.ElectionTimeout, "Raft election timeout")
+	fs.DurationVar(&o.raft.LeaderLeaseTimeout, "leader-lease-timeout", o.raft.LeaderLeaseTimeout, "Raft leader lease timeout")
+	fs.DurationVar(&o.raft.CommitTimeout, "commit-timeout", o.raft.CommitTimeout, "Raft commit timeout")
+	fs.Uint64Var(&o.raft.SnapshotThreshold, "snapshot-threshold", o.raft.SnapshotThreshold, "log entries between snapshots")
+	fs.DurationVar(&o.raft.SnapshotInterval, "snapshot-interval", o.raft.SnapshotInterval, "how often to check whether to snapshot")
+	fs.Uint64Var(&o.raft.TrailingLogs, "trailing-logs", o.raft.TrailingLogs, "log entries kept after a snapshot")
+	fs.IntVar(&o.raft.MaxAppendEntries, "max-append-entries", o.raft.MaxAppendEntries, "Raft MaxAppendEntries")
+	fs.DurationVar(&o.idemTTL, "idempotency-ttl", 24*time.Hour, "how long Idempotency-Key answers are remembered")
+	fs.DurationVar(&o.clockOffset, "failpoint-clock-offset", 0, "testing only: skew the time this node stamps when it leads")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q (see --help)", fs.Arg(0))
+	}
+	if o.id == "" || o.dataDir == "" {
+		return nil, errors.New("--id and --data-dir are required (see --help)")
+	}
+	if o.peers != "" && o.join != "" {
+		return nil, errors.New("give --peers or --join, not both")
+	}
+	return o, nil
+}
+
+func adminToken(file string) (string, error) {
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("reading --admin-token-file: %w", err)
+		}
+		if t := strings.TrimSpace(string(b)); t != "" {
+			return t, nil
+		}
+		return "", fmt.Errorf("--admin-token-file %s is empty", file)
+	}
+	if t := strings.TrimSpace(os.Getenv("BATON_ADMIN_TOKEN")); t != "" {
+		return t, nil
+	}
+	return "", errors.New("no admin token: give --admin-token-file or set BATON_ADMIN_TOKEN")
+}
+
+func newLogger(level, file string, stderr io.Writer) (*slog.Logger, func(), error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, nil, fmt.Errorf("--log-level: %w", err)
+	}
+	out, closeFn := stderr, func() {}
+	if file != "" {
+		f, err := os.OpenFile(file, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, nil, err
+		}
+		out, closeFn = f, func() { f.Close() }
+	}
+	return slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: lv})), closeFn, nil
+}
+
+func run(ctx context.Context, args []string, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "batond:", err)
+		return 2
+	}
+	log, closeLog, err := newLogger(o.logLevel, o.logFile, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "batond:", err)
+		return 2
+	}
+	defer closeLog()
+	if err := serve(ctx, o, log); err != nil {
+		log.Error("batond stopped", "err", err)
+		fmt.Fprintln(stderr, "batond:", err)
+		return 1
+	}
+	return 0
+}
+
+func serve(ctx context.Context, o *options, log *slog.Logger) error {
+	token, err := adminToken(o.adminTokenFile)
+	if err != nil {
+		return err
+	}
+	if err := installRaftMetrics(); err != nil {
+		return err
+	}
+	cfg := o.raft
+	cfg.ID, cfg.DataDir, cfg.RaftAddr, cfg.HTTPAddr, cfg.Logger = o.id, o.dataDir, o.raftAddr, o.httpAddr, log
+	if cfg.Peers, err = node.ParsePeers(o.peers); err != nil {
+		return fmt.Errorf("--peers: %w", err)
+	}
+	ln, err := net.Listen("tcp", o.httpAddr)
+	if err != nil {
+		return fmt.Errorf("HTTP listen on %s: %w", o.httpAddr, err)
+	}
+	f := fsm.New()
+	n, err := node.Open(cfg, f)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer n.Close()
+	srv := server.New(server.Config{AdminToken: token, IdempotencyTTL: o.idemTTL, ClockOffset: o.clockOffset, Logger: log}, n, f)
+	srv.Start()
+	defer srv.Close()
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	log.Info("batond serving", "id", o.id, "http", o.httpAddr, "raft", o.raftAddr)
+	if o.join != "" {
+		go joinLoop(ctx, o, token, n, log)
+	}
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(shutdownCtx)
+	return nil
+}
+
+// installRaftMetrics sends hashicorp/raft's go-metrics to Prometheus.
+func installRaftMetrics() error {
+	sink, err := promsink.NewPrometheusSink()
+	if err != nil {
+		return err
+	}
+	mc := metrics.DefaultConfig("baton")
+	mc.EnableHostname = false
+	mc.EnableRuntimeMetrics = false
+	_, err = metrics.NewGlobal(mc, sink)
+	return err
+}

@@ -1,0 +1,114 @@
+package fsm
+
+import "encoding/json"
+
+// Kind names a command.
+type Kind string
+
+// The command kinds. Each has an args struct (below or in its resource's
+// file) carried msgpack-encoded in Command.Args.
+const (
+	KindTenantPut       Kind = "tenant.put"
+	KindPrincipalCreate Kind = "principal.create"
+	KindPrincipalDelete Kind = "principal.delete"
+	KindMemberSet       Kind = "member.set"
+	KindMemberDelete    Kind = "member.delete"
+	// KindNoop changes nothing but the clock. A new leader commits one at
+	// the start of its term so that every later entry of the term reaches
+	// the FSM (Raft's own no-op and barrier entries never do), which is what
+	// lets a read wait for the FSM to reach the commit index.
+	KindNoop Kind = "noop"
+)
+
+// Command is one replicated request. Everything Apply needs to decide is in
+// it: the leader's clock, the caller, generated values.
+type Command struct {
+	Kind Kind
+	// Now is the leader's wall-clock time in Unix milliseconds when it
+	// proposed the command. Replicas use it instead of their own clocks.
+	Now int64
+	// Tenant and Principal identify the caller ("" principal: the admin).
+	Tenant    string
+	Principal string
+	// IdemKey and IdemFP carry an Idempotency-Key and the fingerprint of the
+	// request it came with; IdemTTL is how long the answer is remembered.
+	IdemKey string
+	IdemFP  []byte
+	IdemTTL int64
+	// Args is the msgpack encoding of the kind's argument struct.
+	Args []byte
+}
+
+// NewCommand builds a command with args encoded.
+func NewCommand(kind Kind, now int64, tenant, principal string, args any) *Command {
+	return &Command{Kind: kind, Now: now, Tenant: tenant, Principal: principal, Args: encode(args)}
+}
+
+// Outcome says how a successful result is presented.
+type Outcome uint8
+
+// Outcomes of a successful command.
+const (
+	OutcomeOK        Outcome = iota // 200
+	OutcomeCreated                  // 201
+	OutcomeNoContent                // 204
+)
+
+// Result is the answer of one command, produced by Apply on every replica
+// and delivered to the waiting request on the leader.
+type Result struct {
+	// Code is "" on success, else an error code of API.md (fenced, ...).
+	Code    string
+	Message string
+	// Details holds the JSON object of error details, if any.
+	Details json.RawMessage
+	Outcome Outcome
+	// Value is the JSON encoding of the response body.
+	Value json.RawMessage
+	// Index is the log index at which the command was applied.
+	Index uint64
+	// Replay is set when the answer was remembered for an Idempotency-Key.
+	Replay bool
+}
+
+// OK reports whether the command succeeded.
+func (r *Result) OK() bool { return r.Code == "" }
+
+// Error codes of API.md produced by the FSM.
+const (
+	CodeInvalidArgument     = "invalid_argument"
+	CodeNotFound            = "not_found"
+	CodeAlreadyExists       = "already_exists"
+	CodeLeaseHeld           = "lease_held"
+	CodeFenced              = "fenced"
+	CodeVersionMismatch     = "version_mismatch"
+	CodeIdempotencyMismatch = "idempotency_mismatch"
+	CodeMissingChunks       = "missing_chunks"
+	CodeForbidden           = "forbidden"
+)
+
+func fail(code, msg string, details any) *Result {
+	r := &Result{Code: code, Message: msg}
+	if details != nil {
+		r.Details = mustJSON(details)
+	}
+	return r
+}
+
+func okValue(outcome Outcome, v any) *Result {
+	r := &Result{Outcome: outcome}
+	if v != nil {
+		r.Value = mustJSON(v)
+	}
+	return r
+}
+
+// mustJSON encodes values of this package's own types; encoding/json sorts
+// map keys, so the bytes are deterministic.
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("fsm: json: " + err.Error())
+	}
+	return b
+}

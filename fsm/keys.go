@@ -1,0 +1,29 @@
+package fsm
+
+import "fmt"
+
+// Key layout of the state. Names never contain "/" except KV keys and ref
+// names, which always come last in a key, so prefixes never collide.
+//
+//	m/<node id>                          cluster member metadata
+//	t/<tenant>                           tenant record
+//	t/<tenant>/p/<principal>             principal record
+//	tok/<sha256 hex of token>            token -> principal reference
+//	i/<tenant>/<principal>/<idem key>    remembered idempotent response
+//	ie/<expiry ms, 16 hex>/<i/ key>      idempotency expiry index
+func memberKey(id string) string              { return "m/" + id }
+func tenantKey(t string) string               { return "t/" + t }
+func tenantPrefix(t string) string            { return "t/" + t + "/" }
+func principalKey(t, name string) string      { return "t/" + t + "/p/" + name }
+func principalPrefix(t string) string         { return "t/" + t + "/p/" }
+func tokenKey(hash string) string             { return "tok/" + hash }
+func idemKey(t, principal, key string) string { return "i/" + t + "/" + principal + "/" + key }
+func idemExpiryKey(exp int64, ikey string) string {
+	return fmt.Sprintf("ie/%016x/%s", uint64(exp), ikey)
+}
+
+const (
+	memberPrefix     = "m/"
+	tenantRootPrefix = "t/"
+	idemExpiryPrefix = "ie/"
+)

@@ -1,0 +1,161 @@
+package fsm
+
+import "fmt"
+
+// Grant allows actions on one resource's objects whose names start with Prefix.
+type Grant struct {
+	Resource string   `json:"resource"`
+	Prefix   string   `json:"prefix"`
+	Actions  []string `json:"actions"`
+}
+
+// Tenant is a tenant record.
+type Tenant struct {
+	Name      string `json:"name"`
+	CreatedAt int64  `json:"-"`
+}
+
+// Principal is an identity inside a tenant. Only a hash of its token is kept;
+// TokenSalt lets the server holding the admin secret re-derive the token for
+// an idempotent replay of the creating request.
+type Principal struct {
+	Tenant    string  `json:"tenant"`
+	Name      string  `json:"name"`
+	Grants    []Grant `json:"grants"`
+	TokenHash string  `json:"-"`
+	TokenSalt string  `json:"token_salt"`
+	CreatedAt int64   `json:"-"`
+}
+
+// principalRef is the value of a token index entry.
+type principalRef struct {
+	Tenant, Name string
+}
+
+// TenantPutArgs creates a tenant if it does not exist.
+type TenantPutArgs struct{ Name string }
+
+// PrincipalCreateArgs creates a principal with a token the leader generated.
+type PrincipalCreateArgs struct {
+	Name      string
+	Grants    []Grant
+	TokenHash string
+	TokenSalt string
+}
+
+// PrincipalDeleteArgs revokes a principal and its token.
+type PrincipalDeleteArgs struct{ Name string }
+
+func init() {
+	register(KindTenantPut, applyTenantPut)
+	register(KindPrincipalCreate, applyPrincipalCreate)
+	register(KindPrincipalDelete, applyPrincipalDelete)
+}
+
+func applyTenantPut(f *FSM, ctx *applyCtx, c *Command) *Result {
+	var a TenantPutArgs
+	if r := decodeArgs(c, &a); r != nil {
+		return r
+	}
+	if _, ok := f.st.Get(tenantKey(a.Name)); ok {
+		return okValue(OutcomeOK, map[string]string{"name": a.Name})
+	}
+	f.st.Put(tenantKey(a.Name), encode(&Tenant{Name: a.Name, CreatedAt: ctx.now}))
+	return okValue(OutcomeCreated, map[string]string{"name": a.Name})
+}
+
+func applyPrincipalCreate(f *FSM, ctx *applyCtx, c *Command) *Result {
+	var a PrincipalCreateArgs
+	if r := decodeArgs(c, &a); r != nil {
+		return r
+	}
+	if _, ok := f.st.Get(tenantKey(c.Tenant)); !ok {
+		return fail(CodeNotFound, fmt.Sprintf("tenant %q not found", c.Tenant), nil)
+	}
+	if _, ok := f.st.Get(principalKey(c.Tenant, a.Name)); ok {
+		return fail(CodeAlreadyExists, fmt.Sprintf("principal %q already exists", a.Name), nil)
+	}
+	if _, ok := f.st.Get(tokenKey(a.TokenHash)); ok || a.TokenHash == "" {
+		return fail(CodeInvalidArgument, "token hash is empty or already in use", nil)
+	}
+	p := &Principal{Tenant: c.Tenant, Name: a.Name, Grants: a.Grants, TokenHash: a.TokenHash,
+		TokenSalt: a.TokenSalt, CreatedAt: ctx.now}
+	if p.Grants == nil {
+		p.Grants = []Grant{}
+	}
+	f.st.Put(principalKey(c.Tenant, a.Name), encode(p))
+	f.st.Put(tokenKey(a.TokenHash), encode(&principalRef{Tenant: c.Tenant, Name: a.Name}))
+	return okValue(OutcomeCreated, p)
+}
+
+func applyPrincipalDelete(f *FSM, _ *applyCtx, c *Command) *Result {
+	var a PrincipalDeleteArgs
+	if r := decodeArgs(c, &a); r != nil {
+		return r
+	}
+	raw, ok := f.st.Get(principalKey(c.Tenant, a.Name))
+	if !ok {
+		return fail(CodeNotFound, fmt.Sprintf("principal %q not found", a.Name), nil)
+	}
+	var p Principal
+	if err := decode(raw, &p); err != nil {
+		return fail(CodeInvalidArgument, "corrupt principal record", nil)
+	}
+	f.st.Delete(principalKey(c.Tenant, a.Name))
+	f.st.Delete(tokenKey(p.TokenHash))
+	return okValue(OutcomeNoContent, nil)
+}
+
+// TenantExists reports whether the tenant exists.
+func (f *FSM) TenantExists(name string) bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	_, ok := f.st.Get(tenantKey(name))
+	return ok
+}
+
+// Tenants lists tenant names in order.
+func (f *FSM) Tenants() []string {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := []string{}
+	f.st.Scan(tenantRootPrefix, "", func(k string, _ []byte) bool {
+		if name := k[len(tenantRootPrefix):]; !containsSlash(name) {
+			out = append(out, name)
+		}
+		return true
+	})
+	return out
+}
+
+// PrincipalByToken finds the principal whose token hashes to hash.
+func (f *FSM) PrincipalByToken(hash string) (*Principal, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	raw, ok := f.st.Get(tokenKey(hash))
+	if !ok {
+		return nil, false
+	}
+	var ref principalRef
+	if decode(raw, &ref) != nil {
+		return nil, false
+	}
+	raw, ok = f.st.Get(principalKey(ref.Tenant, ref.Name))
+	if !ok {
+		return nil, false
+	}
+	var p Principal
+	if decode(raw, &p) != nil {
+		return nil, false
+	}
+	return &p, true
+}
+
+func containsSlash(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '/' {
+			return true
+		}
+	}
+	return false
+}

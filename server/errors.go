@@ -1,0 +1,113 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/baton-dev/baton/fsm"
+)
+
+// Wire error codes of API.md that the server itself produces (the FSM's
+// codes are in package fsm).
+const (
+	codeUnauthenticated  = "unauthenticated"
+	codeDigestMismatch   = "digest_mismatch"
+	codeCompacted        = "compacted"
+	codeTooLarge         = "too_large"
+	codeUnavailable      = "unavailable"
+	codeMethodNotAllowed = "method_not_allowed"
+	codeInternal         = "internal"
+)
+
+// statusOf is the one table from error codes to HTTP statuses.
+var statusOf = map[string]int{
+	fsm.CodeInvalidArgument:     http.StatusBadRequest,
+	codeDigestMismatch:          http.StatusBadRequest,
+	fsm.CodeMissingChunks:       http.StatusBadRequest,
+	codeUnauthenticated:         http.StatusUnauthorized,
+	fsm.CodeForbidden:           http.StatusForbidden,
+	fsm.CodeNotFound:            http.StatusNotFound,
+	fsm.CodeAlreadyExists:       http.StatusConflict,
+	fsm.CodeLeaseHeld:           http.StatusConflict,
+	fsm.CodeFenced:              http.StatusConflict,
+	fsm.CodeVersionMismatch:     http.StatusConflict,
+	fsm.CodeIdempotencyMismatch: http.StatusConflict,
+	codeCompacted:               http.StatusGone,
+	codeTooLarge:                http.StatusRequestEntityTooLarge,
+	codeUnavailable:             http.StatusServiceUnavailable,
+	codeMethodNotAllowed:        http.StatusMethodNotAllowed,
+	codeInternal:                http.StatusInternalServerError,
+}
+
+// apiError is an error the handler answers with.
+type apiError struct {
+	Code    string
+	Message string
+	Details map[string]any
+}
+
+func (e *apiError) Error() string { return e.Code + ": " + e.Message }
+
+func errorf(code, format string, args ...any) *apiError {
+	return &apiError{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+func badRequest(format string, args ...any) *apiError {
+	return errorf(fsm.CodeInvalidArgument, format, args...)
+}
+
+var errUnavailable = errorf(codeUnavailable, "no leader or no quorum right now; retry")
+
+// writeError writes err as API.md's error object.
+func writeError(w http.ResponseWriter, err error) {
+	var ae *apiError
+	if !errors.As(err, &ae) {
+		ae = errorf(codeInternal, "%v", err)
+	}
+	body := map[string]any{}
+	for k, v := range ae.Details {
+		body[k] = v
+	}
+	body["code"] = ae.Code
+	body["message"] = ae.Message
+	status, ok := statusOf[ae.Code]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeJSON(w, status, map[string]any{"error": body})
+}
+
+// resultError turns a failed FSM result into an apiError.
+func resultError(r *fsm.Result) *apiError {
+	ae := &apiError{Code: r.Code, Message: r.Message}
+	if len(r.Details) > 0 {
+		_ = json.Unmarshal(r.Details, &ae.Details)
+	}
+	return ae
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":{"code":"internal","message":"encoding failed"}}`)
+	}
+	writeRawJSON(w, status, b)
+}
+
+func writeRawJSON(w http.ResponseWriter, status int, b []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.WriteHeader(status)
+	w.Write(b)
+	w.Write([]byte("\n"))
+}
+
+func setIndex(w http.ResponseWriter, index uint64) {
+	w.Header().Set("X-Baton-Index", strconv.FormatUint(index, 10))
+}

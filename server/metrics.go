@@ -1,0 +1,83 @@
+package server
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/baton-dev/baton/fsm"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are the server's own Prometheus metrics, named
+// baton_<subsystem>_<what>_<unit>. Raft's metrics reach the default
+// registry through the go-metrics Prometheus sink that batond installs; the
+// /metrics handler serves both.
+type metrics struct {
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+}
+
+func newMetrics(c Cluster, f *fsm.FSM) *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "baton_http_requests_total", Help: "HTTP requests by method and status code.",
+	}, []string{"method", "code"})
+	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "baton_http_request_duration_seconds", Help: "HTTP request latency by method.",
+		Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16),
+	}, []string{"method"})
+	gauge := func(name, help string, fn func() float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, fn)
+	}
+	m.reg.MustRegister(m.requests, m.latency,
+		gauge("baton_raft_applied_index", "Index of the last log entry applied to the FSM.",
+			func() float64 { return float64(f.AppliedIndex()) }),
+		gauge("baton_raft_commit_index", "Commit index known to this node.",
+			func() float64 { return float64(c.CommitIndex()) }),
+		gauge("baton_raft_term", "Current Raft term.", func() float64 { return float64(c.Term()) }),
+		gauge("baton_raft_is_leader", "1 if this node is the leader.", func() float64 {
+			if c.IsLeader() {
+				return 1
+			}
+			return 0
+		}),
+		gauge("baton_fsm_keys", "Number of keys in the state machine.", func() float64 { return float64(f.Status().Keys) }),
+	)
+	return m
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(prometheus.Gatherers{m.reg, prometheus.DefaultGatherer}, promhttp.HandlerOpts{})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// Flush lets server-sent events through the recorder.
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+func (m *metrics) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		h.ServeHTTP(rec, r)
+		m.requests.WithLabelValues(r.Method, strconv.Itoa(rec.status)).Inc()
+		m.latency.WithLabelValues(r.Method).Observe(time.Since(start).Seconds())
+	})
+}

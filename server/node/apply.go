@@ -1,0 +1,107 @@
+package node
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/baton-dev/baton/fsm"
+)
+
+// proposal is one command waiting to be committed.
+type proposal struct {
+	cmd  *fsm.Command
+	done chan proposalResult // buffered, 1
+}
+
+type proposalResult struct {
+	res *fsm.Result
+	err error
+}
+
+// Apply proposes cmd and waits until it is applied, ctx ends or the node
+// closes. Concurrent calls are coalesced into one log entry (group commit):
+// the proposer takes every proposal waiting when it wakes, up to
+// fsm.MaxCommandsPerEntry, so a busy cluster writes fewer, larger entries.
+func (n *Node) Apply(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error) {
+	if !n.IsLeader() {
+		return nil, ErrNotLeader
+	}
+	p := &proposal{cmd: cmd, done: make(chan proposalResult, 1)}
+	select {
+	case n.proposals <- p:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-n.done:
+		return nil, ErrClosed
+	}
+	select {
+	case r := <-p.done:
+		return r.res, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-n.done:
+		return nil, ErrClosed
+	}
+}
+
+func (n *Node) proposeLoop() {
+	defer n.wg.Done()
+	batch := make([]*proposal, 0, fsm.MaxCommandsPerEntry)
+	for {
+		select {
+		case p := <-n.proposals:
+			batch = append(batch[:0], p)
+		case <-n.done:
+			return
+		}
+	drain:
+		for len(batch) < fsm.MaxCommandsPerEntry {
+			select {
+			case p := <-n.proposals:
+				batch = append(batch, p)
+			default:
+				break drain
+			}
+		}
+		n.propose(batch)
+	}
+}
+
+// propose hands one entry to Raft and waits for its outcome in the
+// background, so the next entry can be proposed while this one replicates.
+func (n *Node) propose(batch []*proposal) {
+	cmds := make([]*fsm.Command, len(batch))
+	for i, p := range batch {
+		cmds[i] = p.cmd
+	}
+	waiters := append([]*proposal(nil), batch...)
+	future := n.raft.Apply(fsm.EncodeEntry(cmds), n.cfg.ApplyTimeout)
+	go func() {
+		err := translate(future.Error())
+		var results []*fsm.Result
+		if err == nil {
+			switch v := future.Response().(type) {
+			case []*fsm.Result:
+				results = v
+			case error:
+				err = v
+			default:
+				err = fmt.Errorf("node: unexpected apply response %T", v)
+			}
+		}
+		for i, p := range waiters {
+			if err != nil || i >= len(results) {
+				p.done <- proposalResult{err: orErr(err)}
+				continue
+			}
+			p.done <- proposalResult{res: results[i]}
+		}
+	}()
+}
+
+func orErr(err error) error {
+	if err == nil {
+		return fmt.Errorf("node: missing result")
+	}
+	return err
+}

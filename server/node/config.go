@@ -1,0 +1,127 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Config configures a Node. Start from DefaultConfig and call Validate.
+type Config struct {
+	ID       string
+	DataDir  string
+	RaftAddr string // host:port, also advertised to peers
+	HTTPAddr string // host:port of this node's HTTP API, replicated for forwarding
+
+	// Peers are the initial voters; used to bootstrap only when DataDir holds
+	// no Raft state. Empty means: do not bootstrap (join or resume).
+	Peers []raft.Server
+
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+	CommitTimeout      time.Duration
+	SnapshotThreshold  uint64
+	SnapshotInterval   time.Duration
+	TrailingLogs       uint64
+	MaxAppendEntries   int
+	// ApplyTimeout bounds how long a proposal may wait to be enqueued.
+	ApplyTimeout time.Duration
+	// NoSync disables fsync of the Raft log. Only for benchmarks of the
+	// fsync cost itself; never for real data.
+	NoSync bool
+
+	Logger *slog.Logger
+}
+
+// DefaultConfig has LAN defaults.
+func DefaultConfig() Config {
+	return Config{
+		HeartbeatTimeout:   1000 * time.Millisecond,
+		ElectionTimeout:    1000 * time.Millisecond,
+		LeaderLeaseTimeout: 500 * time.Millisecond,
+		CommitTimeout:      50 * time.Millisecond,
+		SnapshotThreshold:  8192,
+		SnapshotInterval:   120 * time.Second,
+		TrailingLogs:       10240,
+		MaxAppendEntries:   64,
+		ApplyTimeout:       5 * time.Second,
+		Logger:             slog.Default(),
+	}
+}
+
+// Validate checks the configuration once, at start.
+func (c Config) Validate() error {
+	var errs []error
+	if c.ID == "" {
+		errs = append(errs, errors.New("node: ID is required"))
+	}
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("node: DataDir is required"))
+	}
+	for name, a := range map[string]string{"RaftAddr": c.RaftAddr, "HTTPAddr": c.HTTPAddr} {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			errs = append(errs, fmt.Errorf("node: %s %q is not host:port", name, a))
+		}
+	}
+	if c.LeaderLeaseTimeout > c.HeartbeatTimeout {
+		errs = append(errs, fmt.Errorf("node: LeaderLeaseTimeout (%s) must not exceed HeartbeatTimeout (%s)",
+			c.LeaderLeaseTimeout, c.HeartbeatTimeout))
+	}
+	if len(c.Peers) > 0 {
+		found := false
+		for _, p := range c.Peers {
+			found = found || string(p.ID) == c.ID
+		}
+		if !found {
+			errs = append(errs, fmt.Errorf("node: Peers does not list this node's ID %q", c.ID))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ParsePeers parses "n1=127.0.0.1:8001,n2=127.0.0.1:8002" into voters.
+func ParsePeers(s string) ([]raft.Server, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []raft.Server
+	seen := map[string]bool{}
+	for _, part := range strings.Split(s, ",") {
+		id, addr, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok || id == "" {
+			return nil, fmt.Errorf("peer %q: want ID=HOST:PORT", part)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("peer %q: %v", part, err)
+		}
+		if seen[id] {
+			return nil, fmt.Errorf("peer %q listed twice", id)
+		}
+		seen[id] = true
+		out = append(out, raft.Server{ID: raft.ServerID(id), Address: raft.ServerAddress(addr), Suffrage: raft.Voter})
+	}
+	return out, nil
+}
+
+func (c Config) raftConfig() *raft.Config {
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(c.ID)
+	rc.HeartbeatTimeout = c.HeartbeatTimeout
+	rc.ElectionTimeout = c.ElectionTimeout
+	rc.LeaderLeaseTimeout = c.LeaderLeaseTimeout
+	rc.CommitTimeout = c.CommitTimeout
+	rc.SnapshotThreshold = c.SnapshotThreshold
+	rc.SnapshotInterval = c.SnapshotInterval
+	rc.TrailingLogs = c.TrailingLogs
+	rc.MaxAppendEntries = c.MaxAppendEntries
+	rc.BatchApplyCh = true
+	rc.PreVoteDisabled = false
+	rc.Logger = newHCLogger(c.Logger)
+	return rc
+}

@@ -1,0 +1,222 @@
+// Package node runs one Baton cluster member: hashicorp/raft over TCP, a
+// raft-boltdb log and stable store, a file snapshot store and the FSM.
+//
+// Contract: Open does all I/O and starts Raft; Close is idempotent. Apply
+// returns only after the command is committed on a majority and applied
+// here, or with an error (ErrNotLeader, ErrUnavailable, ctx's error) when
+// the outcome is unknown or nothing was proposed. ReadBarrier makes a
+// following local read linearizable.
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/baton-dev/baton/fsm"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
+)
+
+// Errors of the node, translated to HTTP by the server.
+var (
+	// ErrNotLeader: this node is not the leader; forward or retry elsewhere.
+	ErrNotLeader = errors.New("node: not the leader")
+	// ErrUnavailable: no leader or no quorum right now; the outcome of a
+	// proposal that returns it is unknown.
+	ErrUnavailable = errors.New("node: unavailable")
+	// ErrClosed: the node is shutting down.
+	ErrClosed = errors.New("node: closed")
+)
+
+// Node is one member of the cluster.
+type Node struct {
+	cfg   Config
+	log   *slog.Logger
+	FSM   *fsm.FSM
+	raft  *raft.Raft
+	trans *raft.NetworkTransport
+	store *raftboltdb.BoltStore
+	snaps *raft.FileSnapshotStore
+
+	proposals chan *proposal
+	verifier  *verifier
+
+	barrierMu   sync.Mutex
+	barrierTerm uint64 // term in which this leader's barrier has applied
+
+	done      chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+	wg        sync.WaitGroup
+}
+
+// Open starts the node. Bootstraps from cfg.Peers when DataDir is empty.
+func Open(cfg Config, f *fsm.FSM) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, log: cfg.Logger, FSM: f, proposals: make(chan *proposal, 4096), done: make(chan struct{})}
+	if err := n.openStorage(); err != nil {
+		return nil, err
+	}
+	if err := n.openTransport(); err != nil {
+		n.store.Close()
+		return nil, err
+	}
+	r, err := raft.NewRaft(cfg.raftConfig(), f, n.store, n.store, n.snaps, n.trans)
+	if err != nil {
+		n.trans.Close()
+		n.store.Close()
+		return nil, fmt.Errorf("node: start raft: %w", err)
+	}
+	n.raft = r
+	n.verifier = &verifier{verify: func() error { return r.VerifyLeader().Error() }}
+	if err := n.maybeBootstrap(); err != nil {
+		n.Close()
+		return nil, err
+	}
+	n.wg.Add(2)
+	go n.proposeLoop()
+	go n.leadershipLoop()
+	return n, nil
+}
+
+func (n *Node) openStorage() error {
+	opts := raftboltdb.Options{
+		Path:        filepath.Join(n.cfg.DataDir, "raft.db"),
+		NoSync:      n.cfg.NoSync,
+		BoltOptions: &bbolt.Options{Timeout: 2 * time.Second, NoFreelistSync: true},
+	}
+	st, err := raftboltdb.New(opts)
+	if err != nil {
+		return fmt.Errorf("node: open raft log %s: %w", opts.Path, err)
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(n.cfg.DataDir, 2, newHCLogger(n.log))
+	if err != nil {
+		st.Close()
+		return fmt.Errorf("node: open snapshot store: %w", err)
+	}
+	n.store, n.snaps = st, snaps
+	return nil
+}
+
+func (n *Node) openTransport() error {
+	addr, err := net.ResolveTCPAddr("tcp", n.cfg.RaftAddr)
+	if err != nil {
+		return err
+	}
+	t, err := raft.NewTCPTransportWithLogger(n.cfg.RaftAddr, addr, 8, 5*time.Second, newHCLogger(n.log))
+	if err != nil {
+		return fmt.Errorf("node: raft transport on %s: %w", n.cfg.RaftAddr, err)
+	}
+	n.trans = t
+	return nil
+}
+
+func (n *Node) maybeBootstrap() error {
+	if len(n.cfg.Peers) == 0 {
+		return nil
+	}
+	has, err := raft.HasExistingState(n.store, n.store, n.snaps)
+	if err != nil {
+		return err
+	}
+	if has {
+		n.log.Info("existing raft state found; resuming and ignoring --peers")
+		return nil
+	}
+	err = n.raft.BootstrapCluster(raft.Configuration{Servers: n.cfg.Peers}).Error()
+	if err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+		return fmt.Errorf("node: bootstrap: %w", err)
+	}
+	return nil
+}
+
+// Close shuts Raft down and closes storage. Safe to call more than once.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		close(n.done)
+		n.wg.Wait()
+		if n.raft != nil {
+			n.closeErr = n.raft.Shutdown().Error()
+		}
+		if n.trans != nil {
+			n.trans.Close()
+		}
+		if n.store != nil {
+			if err := n.store.Close(); err != nil && n.closeErr == nil {
+				n.closeErr = err
+			}
+		}
+	})
+	return n.closeErr
+}
+
+// ID is this node's id.
+func (n *Node) ID() string { return n.cfg.ID }
+
+// HTTPAddr is this node's own HTTP address.
+func (n *Node) HTTPAddr() string { return n.cfg.HTTPAddr }
+
+// RaftAddr is this node's Raft address.
+func (n *Node) RaftAddr() string { return string(n.trans.LocalAddr()) }
+
+// IsLeader reports whether this node believes it leads.
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+
+// Leader returns the id and Raft address of the leader as this node knows it.
+func (n *Node) Leader() (id, raftAddr string) {
+	a, i := n.raft.LeaderWithID()
+	return string(i), string(a)
+}
+
+// Raft exposes the underlying Raft instance to the status and admin code.
+func (n *Node) Raft() *raft.Raft { return n.raft }
+
+// Snapshot takes a Raft snapshot now (tests and operators).
+func (n *Node) Snapshot() error { return n.raft.Snapshot().Error() }
+
+// LastSnapshotIndex is the index of the newest snapshot on disk, or 0.
+func (n *Node) LastSnapshotIndex() uint64 {
+	metas, err := n.snaps.List()
+	if err != nil || len(metas) == 0 {
+		return 0
+	}
+	return metas[0].Index
+}
+
+func translate(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, raft.ErrNotLeader):
+		return ErrNotLeader
+	case errors.Is(err, raft.ErrRaftShutdown):
+		return ErrClosed
+	case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrEnqueueTimeout),
+		errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, raft.ErrAbortedByRestore):
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return err
+}
+
+func bounded(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, d)
+}
+
+// Term is the current Raft term.
+func (n *Node) Term() uint64 { return n.raft.CurrentTerm() }
+
+// CommitIndex is the commit index this node knows.
+func (n *Node) CommitIndex() uint64 { return n.raft.CommitIndex() }

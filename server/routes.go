@@ -1,0 +1,97 @@
+package server
+
+import (
+	"net/http"
+	"sort"
+	"strings"
+)
+
+// routeKind says where a route is served.
+type routeKind int
+
+const (
+	routeLocal routeKind = iota // answered by any node, no auth (health, metrics)
+	routeRead                   // leader after ReadBarrier; ?consistency=stale: any node
+	routeWrite                  // leader
+)
+
+// handlerFunc handles an authenticated request.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, id *identity) error
+
+type route struct {
+	kind routeKind
+	h    handlerFunc
+}
+
+// routes registers API.md's endpoints. One pattern can serve several
+// methods; an unknown method gets a JSON 405, an unknown path a JSON 404.
+func (s *Server) routes() {
+	table := map[string]map[string]route{}
+	add := func(method, pattern string, kind routeKind, h handlerFunc) {
+		if table[pattern] == nil {
+			table[pattern] = map[string]route{}
+		}
+		table[pattern][method] = route{kind: kind, h: h}
+	}
+	s.clusterRoutes(add)
+	s.tenantRoutes(add)
+	for pattern, methods := range table {
+		s.mux.Handle(pattern, s.dispatch(methods))
+	}
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, errorf("not_found", "no such endpoint: %s %s", r.Method, r.URL.Path))
+	})
+}
+
+func (s *Server) dispatch(methods map[string]route) http.Handler {
+	allow := make([]string, 0, len(methods))
+	for m := range methods {
+		allow = append(allow, m)
+	}
+	sort.Strings(allow)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rt, ok := methods[r.Method]
+		if !ok && r.Method == http.MethodHead {
+			rt, ok = methods[http.MethodGet]
+		}
+		if !ok {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			writeError(w, errorf(codeMethodNotAllowed, "%s is not allowed on %s; allowed: %s",
+				r.Method, r.URL.Path, strings.Join(allow, ", ")))
+			return
+		}
+		s.serve(w, r, rt)
+	})
+}
+
+// serve forwards, authenticates and runs one route.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
+	if rt.kind == routeLocal {
+		if err := rt.h(w, r, nil); err != nil {
+			writeError(w, err)
+		}
+		return
+	}
+	stale := rt.kind == routeRead && r.URL.Query().Get("consistency") == "stale"
+	if !stale && !s.cluster.IsLeader() {
+		s.proxy.forward(w, r)
+		return
+	}
+	ctx, cancel := contextWithTimeout(r, s.cfg.RequestTimeout)
+	defer cancel()
+	r = r.WithContext(ctx)
+	id, err := s.authenticate(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if rt.kind == routeRead && !stale {
+		if err := s.cluster.ReadBarrier(ctx); err != nil {
+			writeError(w, unavailable(err))
+			return
+		}
+	}
+	if err := rt.h(w, r, id); err != nil {
+		writeError(w, err)
+	}
+}

@@ -1,0 +1,138 @@
+// Package server is Baton's HTTP API (API.md) over a Raft cluster member.
+//
+// Every request goes through one route table. A route is a write, a read or
+// local. On a follower, writes and linearizable reads are forwarded to the
+// leader as they came (the leader authenticates, validates and applies);
+// stale reads and local routes are answered here. On the leader, a write is
+// encoded as an fsm.Command stamped with the leader's clock and the caller,
+// and answered once applied; a linearizable read first passes
+// node.ReadBarrier. The server knows Raft only through the Cluster
+// interface.
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/baton-dev/baton/fsm"
+	"github.com/baton-dev/baton/server/node"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Cluster is what the HTTP layer needs from the Raft member.
+type Cluster interface {
+	ID() string
+	HTTPAddr() string
+	RaftAddr() string
+	IsLeader() bool
+	Leader() (id, raftAddr string)
+	HTTPAddrOf(id string) string
+	Apply(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error)
+	ReadBarrier(ctx context.Context) error
+	Members() ([]node.MemberInfo, error)
+	AddMember(ctx context.Context, id, raftAddr string, voter bool) error
+	RemoveMember(ctx context.Context, id string) error
+	TransferLeadership(ctx context.Context, id string) error
+	Term() uint64
+	CommitIndex() uint64
+	LastSnapshotIndex() uint64
+}
+
+// Config configures the HTTP layer.
+type Config struct {
+	AdminToken     string
+	MaxJSONBody    int64         // default 1 MiB
+	MaxChunkBody   int64         // default 4 MiB
+	IdempotencyTTL time.Duration // default 24h
+	RequestTimeout time.Duration // bound on one request's wait for Raft; default 10s
+	// ClockOffset is added to the leader's clock when it stamps commands.
+	// Only the chaos harness sets it (clock-skew failpoint).
+	ClockOffset time.Duration
+	Logger      *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.MaxJSONBody == 0 {
+		c.MaxJSONBody = 1 << 20
+	}
+	if c.MaxChunkBody == 0 {
+		c.MaxChunkBody = 4 << 20
+	}
+	if c.IdempotencyTTL == 0 {
+		c.IdempotencyTTL = 24 * time.Hour
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = 10 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Server serves the API for one node.
+type Server struct {
+	cfg       Config
+	cluster   Cluster
+	fsm       *fsm.FSM
+	log       *slog.Logger
+	adminHash [32]byte
+	mux       *http.ServeMux
+	proxy     *forwarder
+	metrics   *metrics
+
+	done      chan struct{}
+	closeOnce sync.Once
+	wg        sync.WaitGroup
+}
+
+// New builds a server; Start begins its background work.
+func New(cfg Config, c Cluster, f *fsm.FSM) *Server {
+	cfg.setDefaults()
+	s := &Server{cfg: cfg, cluster: c, fsm: f, log: cfg.Logger,
+		adminHash: sha256.Sum256([]byte(cfg.AdminToken)), mux: http.NewServeMux(), done: make(chan struct{})}
+	s.proxy = newForwarder(c, s.log)
+	s.metrics = newMetrics(c, f)
+	s.routes()
+	return s
+}
+
+// Start launches background work: registering this node's HTTP address in
+// the replicated membership.
+func (s *Server) Start() {
+	s.wg.Add(1)
+	go s.registerLoop()
+}
+
+// Close stops background work. Idempotent.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		close(s.done)
+		s.wg.Wait()
+		s.proxy.close()
+	})
+}
+
+// Handler is the HTTP handler of the API.
+func (s *Server) Handler() http.Handler { return s.metrics.wrap(s.mux) }
+
+// Registry exposes the server's Prometheus registry (for tests).
+func (s *Server) Registry() *prometheus.Registry { return s.metrics.reg }
+
+// now is the leader's clock as stamped into commands, in Unix ms.
+func (s *Server) now() int64 { return time.Now().Add(s.cfg.ClockOffset).UnixMilli() }
+
+func (s *Server) isAdminToken(tok string) bool {
+	h := sha256.Sum256([]byte(tok))
+	return subtle.ConstantTimeCompare(h[:], s.adminHash[:]) == 1
+}
+
+func hashToken(tok string) string {
+	h := sha256.Sum256([]byte(tok))
+	return hex.EncodeToString(h[:])
+}
