@@ -112,11 +112,13 @@ func (n *Node) openStorage() error {
 }
 
 func (n *Node) openTransport() error {
-	addr, err := net.ResolveTCPAddr("tcp", n.cfg.RaftAddr)
-	if err != nil {
+	var advertise net.Addr // nil: the listener's own address (for port 0 in tests)
+	if addr, err := net.ResolveTCPAddr("tcp", n.cfg.RaftAddr); err != nil {
 		return err
+	} else if addr.Port != 0 {
+		advertise = addr
 	}
-	t, err := raft.NewTCPTransportWithLogger(n.cfg.RaftAddr, addr, 8, 5*time.Second, newHCLogger(n.log))
+	t, err := raft.NewTCPTransportWithLogger(n.cfg.RaftAddr, advertise, 8, 5*time.Second, newHCLogger(n.log))
 	if err != nil {
 		return fmt.Errorf("node: raft transport on %s: %w", n.cfg.RaftAddr, err)
 	}
