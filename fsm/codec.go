@@ -66,3 +66,6 @@ func DecodeEntry(b []byte) ([]*Command, error) {
 	}
 	return cmds, nil
 }
+
+// EncodeArgs encodes a command's (or transaction op's) argument struct.
+func EncodeArgs(v any) []byte { return encode(v) }

@@ -39,12 +39,18 @@ type applyCtx struct {
 	now   int64
 }
 
-// nextToken returns a fencing token strictly greater than every token issued
-// at an earlier log index or earlier in this entry: index<<16 | sequence.
-func (c *applyCtx) nextToken() uint64 {
+// nextSeq returns the next position in this entry: index<<16 | sequence.
+// Strictly greater than every position of an earlier entry or earlier in
+// this one (an entry holds at most MaxCommandsPerEntry commands of at most
+// MaxTxnOps operations, far below 2^16).
+func (c *applyCtx) nextSeq() uint64 {
 	c.seq++
 	return c.index<<16 | c.seq
 }
+
+// nextToken returns a fencing token strictly greater than every token issued
+// at an earlier log index or earlier in this entry: index<<16 | sequence.
+func (c *applyCtx) nextToken() uint64 { return c.nextSeq() }
 
 // ApplyBatch applies committed log entries. For a command entry the response
 // is a []*Result, one per command; for an entry that cannot be decoded it is

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 )
 
 // routeKind says where a route is served.
@@ -13,6 +14,7 @@ const (
 	routeLocal routeKind = iota // answered by any node, no auth (health, metrics)
 	routeRead                   // leader after ReadBarrier; ?consistency=stale: any node
 	routeWrite                  // leader
+	routeLongWrite              // leader, may wait up to maxWaitMs (long poll)
 )
 
 // handlerFunc handles an authenticated request.
@@ -35,6 +37,7 @@ func (s *Server) routes() {
 	}
 	s.clusterRoutes(add)
 	s.tenantRoutes(add)
+	s.taskRoutes(add)
 	for pattern, methods := range table {
 		s.mux.Handle(pattern, s.dispatch(methods))
 	}
@@ -77,7 +80,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
 		s.proxy.forward(w, r)
 		return
 	}
-	ctx, cancel := contextWithTimeout(r, s.cfg.RequestTimeout)
+	timeout := s.cfg.RequestTimeout
+	if rt.kind == routeLongWrite {
+		timeout += maxWaitMs * time.Millisecond
+	}
+	ctx, cancel := contextWithTimeout(r, timeout)
 	defer cancel()
 	r = r.WithContext(ctx)
 	id, err := s.authenticate(r)

@@ -1,0 +1,84 @@
+package fsm
+
+import (
+	"encoding/base64"
+	"strings"
+)
+
+// Reads for the HTTP layer. Each takes the read lock once and returns the
+// applied index of the state it saw, for X-Baton-Index.
+
+// GetTask returns a task.
+func (f *FSM) GetTask(tenant, id string) (*Task, uint64, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	t, ok := getTask(f.st, tenant, id)
+	return t, f.applied, ok
+}
+
+// TaskFilter selects tasks for ListTasks; empty fields match all.
+type TaskFilter struct {
+	Queue, Status, Owner string
+	Limit                int
+	PageToken            string
+	// Visible, if set, hides tasks the caller may not read.
+	Visible func(*Task) bool
+}
+
+// ListTasks lists a tenant's tasks in id order, filtered, one page at a time.
+// The page token is opaque to clients: the last id returned, encoded.
+func (f *FSM) ListTasks(tenant string, flt TaskFilter) (tasks []*Task, next string, index uint64) {
+	after := ""
+	if b, err := base64.RawURLEncoding.DecodeString(flt.PageToken); err == nil {
+		after = string(b)
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	prefix := taskPrefix(tenant)
+	from := ""
+	if after != "" {
+		from = prefix + after + "\x00"
+	}
+	tasks = []*Task{}
+	last := ""
+	f.st.Scan(prefix, from, func(k string, v []byte) bool {
+		var t Task
+		if decode(v, &t) != nil || !matches(&t, flt) || (flt.Visible != nil && !flt.Visible(&t)) {
+			return true
+		}
+		if len(tasks) == flt.Limit {
+			next = base64.RawURLEncoding.EncodeToString([]byte(last))
+			return false
+		}
+		tasks = append(tasks, &t)
+		last = t.ID
+		return true
+	})
+	return tasks, next, f.applied
+}
+
+func matches(t *Task, flt TaskFilter) bool {
+	return (flt.Queue == "" || t.Queue == flt.Queue) && (flt.Status == "" || t.Status == flt.Status) &&
+		(flt.Owner == "" || t.Owner == flt.Owner)
+}
+
+// Claimable reports whether a queue claim at now would find a task, and the
+// earliest future lease expiry among the queue's leased tasks in statuses
+// (0 if none): the time at which a waiting claimer should look again.
+func (f *FSM) Claimable(tenant, queue string, statuses []string, now int64) (ok bool, nextExpiry int64) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if bestClaimable(f.st, tenant, queue, statuses, now) != nil {
+		return true, 0
+	}
+	for _, status := range statuses {
+		f.st.Scan(queuePrefix(tenant, queue, status)+"l/", "", func(k string, _ []byte) bool {
+			t, found := getTask(f.st, tenant, k[strings.LastIndexByte(k, '/')+1:])
+			if found && t.LeaseUntil > now && (nextExpiry == 0 || t.LeaseUntil < nextExpiry) {
+				nextExpiry = t.LeaseUntil
+			}
+			return false
+		})
+	}
+	return false, nextExpiry
+}

@@ -1,0 +1,119 @@
+package fsm
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Task is a task record. Times are Unix ms stamped by the leader.
+type Task struct {
+	Tenant       string
+	ID           string
+	Queue        string
+	Status       string
+	Owner        string
+	LeaseUntil   int64 // 0: no lease
+	FencingToken uint64
+	Version      uint64
+	Attempt      uint64
+	Priority     int64
+	ArtifactID   string
+	Payload      []byte // JSON
+	Result       []byte // JSON, nil = null
+	CreatedAt    int64
+	UpdatedAt    int64
+	// Seq orders tasks of equal priority by age: the log position (index<<16
+	// | sequence) of the command that created the task.
+	Seq uint64
+}
+
+// taskJSON is the wire form of a task (API.md "Tasks").
+type taskJSON struct {
+	TenantID     string          `json:"tenant_id"`
+	TaskID       string          `json:"task_id"`
+	Queue        string          `json:"queue"`
+	Status       string          `json:"status"`
+	Owner        string          `json:"owner"`
+	LeaseUntil   *string         `json:"lease_until"`
+	FencingToken uint64          `json:"fencing_token"`
+	Version      uint64          `json:"version"`
+	Attempt      uint64          `json:"attempt"`
+	Priority     int64           `json:"priority"`
+	ArtifactID   string          `json:"artifact_id"`
+	Payload      json.RawMessage `json:"payload"`
+	Result       json.RawMessage `json:"result"`
+	CreatedAt    string          `json:"created_at"`
+	UpdatedAt    string          `json:"updated_at"`
+}
+
+// MarshalJSON renders the wire form.
+func (t *Task) MarshalJSON() ([]byte, error) {
+	w := taskJSON{TenantID: t.Tenant, TaskID: t.ID, Queue: t.Queue, Status: t.Status, Owner: t.Owner,
+		FencingToken: t.FencingToken, Version: t.Version, Attempt: t.Attempt, Priority: t.Priority,
+		ArtifactID: t.ArtifactID, Payload: t.Payload, Result: t.Result,
+		CreatedAt: FormatMillis(t.CreatedAt), UpdatedAt: FormatMillis(t.UpdatedAt)}
+	if t.LeaseUntil != 0 {
+		s := FormatMillis(t.LeaseUntil)
+		w.LeaseUntil = &s
+	}
+	if len(w.Payload) == 0 {
+		w.Payload = json.RawMessage("{}")
+	}
+	if len(w.Result) == 0 {
+		w.Result = json.RawMessage("null")
+	}
+	return json.Marshal(&w)
+}
+
+// leaseLive reports whether someone holds a live lease at now.
+func (t *Task) leaseLive(now int64) bool { return t.Owner != "" && t.LeaseUntil > now }
+
+// Keys of tasks and their queue indexes. A task is in exactly one of:
+//
+//	t/<tenant>/q/<queue>/<status>/r/<prio>/<seq>/<id>    no lease: ready
+//	t/<tenant>/q/<queue>/<status>/l/<lease until>/<id>   leased (live or expired)
+//
+// <prio> sorts the highest priority first, <seq> the oldest first, so a
+// queue claim reads the first ready key of each asked status plus the
+// leases that already expired, never every task.
+func taskKey(tenant, id string) string { return "t/" + tenant + "/task/" + id }
+func taskPrefix(tenant string) string  { return "t/" + tenant + "/task/" }
+func queuePrefix(tenant, queue, status string) string {
+	return "t/" + tenant + "/q/" + queue + "/" + status + "/"
+}
+
+func prioKey(p int64) string { return fmt.Sprintf("%016x", ^(uint64(p) ^ (1 << 63))) }
+
+func (t *Task) indexKey() string {
+	base := queuePrefix(t.Tenant, t.Queue, t.Status)
+	if t.Owner == "" && t.LeaseUntil == 0 {
+		return base + "r/" + prioKey(t.Priority) + "/" + fmt.Sprintf("%016x", t.Seq) + "/" + t.ID
+	}
+	return base + "l/" + hex16(t.LeaseUntil) + "/" + t.ID
+}
+
+func getTask(st *Store, tenant, id string) (*Task, bool) {
+	raw, ok := st.Get(taskKey(tenant, id))
+	if !ok {
+		return nil, false
+	}
+	var t Task
+	if decode(raw, &t) != nil {
+		return nil, false
+	}
+	return &t, true
+}
+
+// putTask stores t and moves its index entry from old's (nil: new task).
+func putTask(st *Store, old, t *Task) {
+	if old != nil {
+		st.Delete(old.indexKey())
+	}
+	st.Put(taskKey(t.Tenant, t.ID), encode(t))
+	st.Put(t.indexKey(), nil)
+}
+
+func deleteTask(st *Store, t *Task) {
+	st.Delete(t.indexKey())
+	st.Delete(taskKey(t.Tenant, t.ID))
+}

@@ -1,0 +1,280 @@
+package fsm
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Task command kinds.
+const (
+	KindTaskCreate     Kind = "task.create"
+	KindTaskClaim      Kind = "task.claim"
+	KindTaskQueueClaim Kind = "task.queue_claim"
+	KindTaskRenew      Kind = "task.renew"
+	KindTaskUpdate     Kind = "task.update"
+	KindTaskDelete     Kind = "task.delete"
+)
+
+// TaskCreateArgs creates a task; the server fills ID when the client gave none.
+type TaskCreateArgs struct {
+	ID       string
+	Queue    string
+	Status   string
+	Priority int64
+	Payload  []byte
+}
+
+// TaskClaimArgs claims one task.
+type TaskClaimArgs struct {
+	ID            string
+	Owner         string
+	LeaseMs       int64
+	ExpectStatus  *string
+	ExpectVersion *uint64
+	SetStatus     *string
+}
+
+// QueueClaimArgs claims the best claimable task of a queue.
+type QueueClaimArgs struct {
+	Queue     string
+	Owner     string
+	LeaseMs   int64
+	Statuses  []string
+	SetStatus *string
+}
+
+// TaskRenewArgs extends the lease of the current token holder.
+type TaskRenewArgs struct {
+	ID           string
+	FencingToken uint64
+	LeaseMs      int64
+}
+
+// TaskUpdateArgs changes a task; see API.md for the guard rules.
+type TaskUpdateArgs struct {
+	ID            string
+	FencingToken  *uint64
+	ExpectVersion *uint64
+	ExpectStatus  *string
+	Status        *string
+	ArtifactID    *string
+	Result        []byte
+	Payload       []byte
+	Release       bool
+}
+
+// TaskDeleteArgs deletes a task.
+type TaskDeleteArgs struct {
+	ID            string
+	ExpectVersion *uint64
+}
+
+func init() {
+	register(KindTaskCreate, applyTaskCreate)
+	register(KindTaskClaim, applyTaskClaim)
+	register(KindTaskQueueClaim, applyQueueClaim)
+	register(KindTaskRenew, applyTaskRenew)
+	register(KindTaskUpdate, applyTaskUpdate)
+	register(KindTaskDelete, applyTaskDelete)
+}
+
+func taskNotFound(id string) *Result {
+	return fail(CodeNotFound, fmt.Sprintf("task %q not found", id), nil)
+}
+
+func applyTaskCreate(f *FSM, ctx *applyCtx, c *Command) *Result {
+	var a TaskCreateArgs
+	if r := decodeArgs(c, &a); r != nil {
+		return r
+	}
+	if _, ok := f.st.Get(taskKey(c.Tenant, a.ID)); ok {
+		return fail(CodeAlreadyExists, fmt.Sprintf("task %q already exists", a.ID), nil)
+	}
+	status := a.Status
+	if status == "" {
+		status = "pending"
+	}
+	t := &Task{Tenant: c.Tenant, ID: a.ID, Queue: a.Queue, Status: status, Priority: a.Priority,
+		Payload: a.Payload, Version: 1, CreatedAt: ctx.now, UpdatedAt: ctx.now, Seq: ctx.nextSeq()}
+	putTask(f.st, nil, t)
+	return okValue(OutcomeCreated, t)
+}
+
+// checkExpect applies expect_version / expect_status guards.
+func checkExpect(t *Task, version *uint64, status *string) *Result {
+	if version != nil && *version != t.Version {
+		return fail(CodeVersionMismatch, fmt.Sprintf("task %q is at version %d, not %d", t.ID, t.Version, *version),
+			map[string]any{"current_version": t.Version})
+	}
+	if status != nil && *status != t.Status {
+		return fail(CodeVersionMismatch, fmt.Sprintf("task %q has status %q, not %q", t.ID, t.Status, *status),
+			map[string]any{"current_status": t.Status})
+	}
+	return nil
+}
+
+func leaseHeld(t *Task) *Result {
+	return fail(CodeLeaseHeld, fmt.Sprintf("task %q is leased by %q until %s", t.ID, t.Owner, FormatMillis(t.LeaseUntil)),
+		map[string]any{"owner": t.Owner, "lease_until": FormatMillis(t.LeaseUntil)})
+}
+
+// claim gives t to owner with a new fencing token.
+func claim(f *FSM, ctx *applyCtx, t *Task, owner string, leaseMs int64, setStatus *string) *Result {
+	old := *t
+	t.Owner, t.LeaseUntil = owner, ctx.now+leaseMs
+	t.FencingToken = ctx.nextToken()
+	t.Attempt++
+	t.Version++
+	t.UpdatedAt = ctx.now
+	if setStatus != nil {
+		t.Status = *setStatus
+	}
+	putTask(f.st, &old, t)
+	return okValue(OutcomeOK, t)
+}
+
+func applyTaskClaim(f *FSM, ctx *applyCtx, c *Command) *Result {
+	var a TaskClaimArgs
+	if r := decodeArgs(c, &a); r != nil {
+		return r
+	}
+	t, ok := getTask(f.st, c.Tenant, a.ID)
+	if !ok {
+		return taskNotFound(a.ID)
+	}
+	if r := checkExpect(t, a.ExpectVersion, a.ExpectStatus); r != nil {
+		return r
+	}
+	if t.leaseLive(ctx.now) && t.Owner != a.Owner {
+		return leaseHeld(t)
+	}
+	return claim(f, ctx, t, a.Owner, a.LeaseMs, a.SetStatus)
+}
+
+func applyQueueClaim(f *FSM, ctx *applyCtx, c *Command) *Result {
+	var a QueueClaimArgs
+	if r := decodeArgs(c, &a); r != nil {
+		return r
+	}
+	t := bestClaimable(f.st, c.Tenant, a.Queue, a.Statuses, ctx.now)
+	if t == nil {
+		return okValue(OutcomeNoContent, nil)
+	}
+	return claim(f, ctx, t, a.Owner, a.LeaseMs, a.SetStatus)
+}
+
+// bestClaimable finds the highest-priority, then oldest, task of the queue
+// whose status is in statuses and that has no live lease. It reads the first
+// ready entry per status and the expired leases, not the whole queue.
+func bestClaimable(st *Store, tenant, queue string, statuses []string, now int64) *Task {
+	var best *Task
+	better := func(t *Task) {
+		if best == nil || t.Priority > best.Priority || (t.Priority == best.Priority && t.Seq < best.Seq) {
+			best = t
+		}
+	}
+	for _, status := range statuses {
+		base := queuePrefix(tenant, queue, status)
+		st.Scan(base+"r/", "", func(k string, _ []byte) bool {
+			if t, ok := getTask(st, tenant, k[strings.LastIndexByte(k, '/')+1:]); ok {
+				better(t)
+			}
+			return false
+		})
+		st.Scan(base+"l/", "", func(k string, _ []byte) bool {
+			t, ok := getTask(st, tenant, k[strings.LastIndexByte(k, '/')+1:])
+			if !ok || t.LeaseUntil > now {
+				return false // ordered by lease end: the rest are live
+			}
+			better(t)
+			return true
+		})
+	}
+	return best
+}
+
+// fenced is the answer to a stale fencing token.
+func fenced(t *Task, token uint64) *Result {
+	return fail(CodeFenced, fmt.Sprintf("fencing token %d is not current for task %q (current %d)", token, t.ID, t.FencingToken),
+		map[string]any{"current_token": t.FencingToken})
+}
+
+func applyTaskRenew(f *FSM, ctx *applyCtx, c *Command) *Result {
+	var a TaskRenewArgs
+	if r := decodeArgs(c, &a); r != nil {
+		return r
+	}
+	t, ok := getTask(f.st, c.Tenant, a.ID)
+	if !ok {
+		return taskNotFound(a.ID)
+	}
+	if t.FencingToken != a.FencingToken || t.Owner == "" {
+		return fenced(t, a.FencingToken)
+	}
+	old := *t
+	t.LeaseUntil = ctx.now + a.LeaseMs
+	t.Version++
+	t.UpdatedAt = ctx.now
+	putTask(f.st, &old, t)
+	return okValue(OutcomeOK, t)
+}
+
+func applyTaskUpdate(f *FSM, ctx *applyCtx, c *Command) *Result {
+	var a TaskUpdateArgs
+	if r := decodeArgs(c, &a); r != nil {
+		return r
+	}
+	t, ok := getTask(f.st, c.Tenant, a.ID)
+	if !ok {
+		return taskNotFound(a.ID)
+	}
+	if a.FencingToken != nil && *a.FencingToken != t.FencingToken {
+		return fenced(t, *a.FencingToken)
+	}
+	if a.FencingToken == nil && t.leaseLive(ctx.now) {
+		return leaseHeld(t)
+	}
+	if r := checkExpect(t, a.ExpectVersion, a.ExpectStatus); r != nil {
+		return r
+	}
+	old := *t
+	applyTaskChanges(t, &a)
+	t.Version++
+	t.UpdatedAt = ctx.now
+	putTask(f.st, &old, t)
+	return okValue(OutcomeOK, t)
+}
+
+func applyTaskChanges(t *Task, a *TaskUpdateArgs) {
+	if a.Status != nil {
+		t.Status = *a.Status
+	}
+	if a.ArtifactID != nil {
+		t.ArtifactID = *a.ArtifactID
+	}
+	if a.Result != nil {
+		t.Result = a.Result
+	}
+	if a.Payload != nil {
+		t.Payload = a.Payload
+	}
+	if a.Release {
+		t.Owner, t.LeaseUntil = "", 0
+	}
+}
+
+func applyTaskDelete(f *FSM, _ *applyCtx, c *Command) *Result {
+	var a TaskDeleteArgs
+	if r := decodeArgs(c, &a); r != nil {
+		return r
+	}
+	t, ok := getTask(f.st, c.Tenant, a.ID)
+	if !ok {
+		return taskNotFound(a.ID)
+	}
+	if r := checkExpect(t, a.ExpectVersion, nil); r != nil {
+		return r
+	}
+	deleteTask(f.st, t)
+	return okValue(OutcomeNoContent, nil)
+}

@@ -1,0 +1,72 @@
+package fsm
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// KindTxn applies several operations all or nothing.
+const KindTxn Kind = "txn"
+
+// MaxTxnOps bounds the operations of one transaction.
+const MaxTxnOps = 128
+
+// TxnArgs is a transaction: each op is a command kind with its args.
+type TxnArgs struct {
+	Ops []TxnOp
+}
+
+// TxnOp is one operation of a transaction.
+type TxnOp struct {
+	Kind Kind
+	Args []byte
+}
+
+// txnKinds are the kinds a transaction may contain (API.md "Transactions");
+// each resource's file adds its own.
+var txnKinds = map[Kind]bool{KindTaskCreate: true, KindTaskUpdate: true, KindTaskClaim: true}
+
+// TxnAllows reports whether kind may appear in a transaction.
+func TxnAllows(k Kind) bool { return txnKinds[k] }
+
+func init() { register(KindTxn, applyTxn) }
+
+// applyTxn runs the ops in order on the live state. On the first failure it
+// returns that op's error with op_index; applyCommand then rolls the whole
+// state back to before the transaction, so nothing of it is applied.
+func applyTxn(f *FSM, ctx *applyCtx, c *Command) *Result {
+	var a TxnArgs
+	if r := decodeArgs(c, &a); r != nil {
+		return r
+	}
+	if len(a.Ops) == 0 || len(a.Ops) > MaxTxnOps {
+		return fail(CodeInvalidArgument, fmt.Sprintf("a transaction has 1 to %d ops, not %d", MaxTxnOps, len(a.Ops)), nil)
+	}
+	results := make([]json.RawMessage, len(a.Ops))
+	for i, op := range a.Ops {
+		if !txnKinds[op.Kind] {
+			return withOpIndex(fail(CodeInvalidArgument, fmt.Sprintf("op kind %q is not allowed in a transaction", op.Kind), nil), i)
+		}
+		sub := &Command{Kind: op.Kind, Now: c.Now, Tenant: c.Tenant, Principal: c.Principal, Args: op.Args}
+		r := f.dispatch(ctx, sub)
+		if !r.OK() {
+			return withOpIndex(r, i)
+		}
+		results[i] = r.Value
+		if len(results[i]) == 0 {
+			results[i] = json.RawMessage("null")
+		}
+	}
+	return okValue(OutcomeOK, map[string]any{"results": results})
+}
+
+func withOpIndex(r *Result, i int) *Result {
+	details := map[string]any{}
+	if len(r.Details) > 0 {
+		_ = json.Unmarshal(r.Details, &details)
+	}
+	details["op_index"] = i
+	r.Details = mustJSON(details)
+	r.Message = fmt.Sprintf("op %d: %s", i, r.Message)
+	return r
+}

@@ -1,0 +1,260 @@
+package server
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/baton-dev/baton/fsm"
+)
+
+func (s *Server) taskRoutes(add func(string, string, routeKind, handlerFunc)) {
+	add("POST", "/v1/tenants/{tenant}/tasks", routeWrite, s.handleTaskCreate)
+	add("GET", "/v1/tenants/{tenant}/tasks", routeRead, s.handleTaskList)
+	add("GET", "/v1/tenants/{tenant}/tasks/{id}", routeRead, s.handleTaskGet)
+	add("DELETE", "/v1/tenants/{tenant}/tasks/{id}", routeWrite, s.handleTaskDelete)
+	add("POST", "/v1/tenants/{tenant}/tasks/{id}/claim", routeWrite, s.handleTaskClaim)
+	add("POST", "/v1/tenants/{tenant}/tasks/{id}/renew", routeWrite, s.handleTaskRenew)
+	add("POST", "/v1/tenants/{tenant}/tasks/{id}/update", routeWrite, s.handleTaskUpdate)
+	add("POST", "/v1/tenants/{tenant}/queues/{queue}/claim", routeLongWrite, s.handleQueueClaim)
+	add("POST", "/v1/tenants/{tenant}/txn", routeWrite, s.handleTxn)
+}
+
+// authorizeTask checks action on the task's queue. A missing task is 404
+// only for a caller who may act on every queue; anyone else gets 403 for a
+// missing task and for another queue's task alike, so grants on some queues
+// reveal nothing about the others.
+func (s *Server) authorizeTask(id *identity, tenant, taskID, action string) (*fsm.Task, error) {
+	if err := validName("tenant", tenant); err != nil {
+		return nil, err
+	}
+	if err := validName("task id", taskID); err != nil {
+		return nil, err
+	}
+	t, _, ok := s.fsm.GetTask(tenant, taskID)
+	if !ok {
+		if err := id.allow(tenant, resTasks, "", action); err != nil {
+			return nil, err
+		}
+		return nil, errorf(fsm.CodeNotFound, "task %q not found", taskID)
+	}
+	return t, id.allow(tenant, resTasks, t.Queue, action)
+}
+
+func (s *Server) handleTaskCreate(w http.ResponseWriter, r *http.Request, id *identity) error {
+	t := r.PathValue("tenant")
+	var req taskCreateRequest
+	body, err := s.readJSON(w, r, &req)
+	if err != nil {
+		return err
+	}
+	args, err := req.args()
+	if err != nil {
+		return err
+	}
+	if err := s.tenantAccess(id, t, resTasks, args.Queue, actWrite); err != nil {
+		return err
+	}
+	return s.proposeAndReply(w, r, id, t, fsm.KindTaskCreate, args, body)
+}
+
+// tenantAccess validates the tenant name, checks the grant and that the
+// tenant exists (after authorization, so a 404 never leaks to outsiders).
+func (s *Server) tenantAccess(id *identity, tenant, resource, name, action string) error {
+	if err := s.inTenant(id, tenant); err != nil {
+		return err
+	}
+	return id.allow(tenant, resource, name, action)
+}
+
+// inTenant checks that the caller belongs to the tenant (or is the admin)
+// and then that the tenant exists.
+func (s *Server) inTenant(id *identity, tenant string) error {
+	if err := validName("tenant", tenant); err != nil {
+		return err
+	}
+	if !id.admin && id.tenant != tenant {
+		return errorf(fsm.CodeForbidden, "principal %q belongs to another tenant", id.principal)
+	}
+	if !s.fsm.TenantExists(tenant) {
+		return errorf(fsm.CodeNotFound, "tenant %q not found", tenant)
+	}
+	return nil
+}
+
+func (s *Server) proposeAndReply(w http.ResponseWriter, r *http.Request, id *identity, tenant string, kind fsm.Kind, args any, body []byte) error {
+	res, err := s.propose(r, id, tenant, kind, args, body)
+	if err != nil {
+		return err
+	}
+	return reply(w, res, nil)
+}
+
+func (s *Server) handleTaskGet(w http.ResponseWriter, r *http.Request, id *identity) error {
+	tenant, taskID := r.PathValue("tenant"), r.PathValue("id")
+	if _, err := s.authorizeTask(id, tenant, taskID, actRead); err != nil {
+		return err
+	}
+	t, index, ok := s.fsm.GetTask(tenant, taskID)
+	if !ok {
+		return errorf(fsm.CodeNotFound, "task %q not found", taskID)
+	}
+	return s.readReply(w, index, t)
+}
+
+func (s *Server) handleTaskList(w http.ResponseWriter, r *http.Request, id *identity) error {
+	tenant := r.PathValue("tenant")
+	q := r.URL.Query()
+	flt := fsm.TaskFilter{Queue: q.Get("queue"), Status: q.Get("status"), Owner: q.Get("owner"),
+		PageToken: q.Get("page_token"), Limit: 100}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			return badRequest("limit must be 1 to 1000, not %q", v)
+		}
+		flt.Limit = n
+	}
+	if err := s.inTenant(id, tenant); err != nil {
+		return err
+	}
+	if flt.Queue != "" {
+		if err := id.allow(tenant, resTasks, flt.Queue, actRead); err != nil {
+			return err
+		}
+	}
+	// Without a queue filter, a principal with grants on some queues lists
+	// the tasks it may read.
+	flt.Visible = func(t *fsm.Task) bool { return id.allow(tenant, resTasks, t.Queue, actRead) == nil }
+	tasks, next, index := s.fsm.ListTasks(tenant, flt)
+	return s.readReply(w, index, map[string]any{"tasks": tasks, "next_page_token": next})
+}
+
+func (s *Server) handleTaskDelete(w http.ResponseWriter, r *http.Request, id *identity) error {
+	tenant, taskID := r.PathValue("tenant"), r.PathValue("id")
+	if _, err := s.authorizeTask(id, tenant, taskID, actDelete); err != nil {
+		return err
+	}
+	args := &fsm.TaskDeleteArgs{ID: taskID}
+	if v := r.URL.Query().Get("expect_version"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return badRequest("expect_version must be a non-negative integer, not %q", v)
+		}
+		args.ExpectVersion = &n
+	}
+	return s.proposeAndReply(w, r, id, tenant, fsm.KindTaskDelete, args, nil)
+}
+
+func (s *Server) handleTaskClaim(w http.ResponseWriter, r *http.Request, id *identity) error {
+	tenant, taskID := r.PathValue("tenant"), r.PathValue("id")
+	var req taskClaimRequest
+	body, err := s.readJSON(w, r, &req)
+	if err != nil {
+		return err
+	}
+	args, err := req.args(taskID)
+	if err != nil {
+		return err
+	}
+	if _, err := s.authorizeTask(id, tenant, taskID, actWrite); err != nil {
+		return err
+	}
+	return s.proposeAndReply(w, r, id, tenant, fsm.KindTaskClaim, args, body)
+}
+
+func (s *Server) handleTaskRenew(w http.ResponseWriter, r *http.Request, id *identity) error {
+	tenant, taskID := r.PathValue("tenant"), r.PathValue("id")
+	var req taskRenewRequest
+	body, err := s.readJSON(w, r, &req)
+	if err != nil {
+		return err
+	}
+	args, err := req.args(taskID)
+	if err != nil {
+		return err
+	}
+	if _, err := s.authorizeTask(id, tenant, taskID, actWrite); err != nil {
+		return err
+	}
+	return s.proposeAndReply(w, r, id, tenant, fsm.KindTaskRenew, args, body)
+}
+
+func (s *Server) handleTaskUpdate(w http.ResponseWriter, r *http.Request, id *identity) error {
+	tenant, taskID := r.PathValue("tenant"), r.PathValue("id")
+	var req taskUpdateRequest
+	body, err := s.readJSON(w, r, &req)
+	if err != nil {
+		return err
+	}
+	args, err := req.args(taskID)
+	if err != nil {
+		return err
+	}
+	if _, err := s.authorizeTask(id, tenant, taskID, actWrite); err != nil {
+		return err
+	}
+	return s.proposeAndReply(w, r, id, tenant, fsm.KindTaskUpdate, args, body)
+}
+
+// handleQueueClaim claims the best task of a queue. With wait_ms it long-polls:
+// it proposes a claim only when the leader's state shows a claimable task,
+// and otherwise waits for the next applied change or the next lease expiry,
+// never past the deadline and never in a busy loop.
+func (s *Server) handleQueueClaim(w http.ResponseWriter, r *http.Request, id *identity) error {
+	tenant, queue := r.PathValue("tenant"), r.PathValue("queue")
+	var req queueClaimRequest
+	body, err := s.readJSON(w, r, &req)
+	if err != nil {
+		return err
+	}
+	args, err := req.args(queue)
+	if err != nil {
+		return err
+	}
+	if err := s.tenantAccess(id, tenant, resTasks, queue, actWrite); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(time.Duration(req.WaitMs) * time.Millisecond)
+	for {
+		_, changed := s.fsm.Changed()
+		ok, nextExpiry := s.fsm.Claimable(tenant, queue, args.Statuses, s.now())
+		if ok {
+			res, err := s.propose(r, id, tenant, fsm.KindTaskQueueClaim, args, body)
+			if err != nil {
+				return err
+			}
+			if res.Outcome != fsm.OutcomeNoContent || !res.OK() || !time.Now().Before(deadline) {
+				return reply(w, res, nil)
+			}
+			continue
+		}
+		if !time.Now().Before(deadline) {
+			w.WriteHeader(http.StatusNoContent)
+			return nil
+		}
+		if err := s.waitForClaimable(r, changed, deadline, nextExpiry); err != nil {
+			return err
+		}
+	}
+}
+
+func (s *Server) waitForClaimable(r *http.Request, changed <-chan struct{}, deadline time.Time, nextExpiry int64) error {
+	wake := time.Until(deadline)
+	if nextExpiry != 0 {
+		if d := time.Duration(nextExpiry-s.now()) * time.Millisecond; d < wake {
+			wake = d
+		}
+	}
+	timer := time.NewTimer(max(wake, time.Millisecond))
+	defer timer.Stop()
+	select {
+	case <-changed:
+	case <-timer.C:
+	case <-r.Context().Done():
+		return unavailable(r.Context().Err())
+	}
+	if !s.cluster.IsLeader() {
+		return errorf(codeUnavailable, "leadership changed while waiting; retry")
+	}
+	return nil
+}

@@ -1,0 +1,147 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+
+	"github.com/baton-dev/baton/fsm"
+)
+
+type txnRequest struct {
+	Ops []json.RawMessage `json:"ops"`
+}
+
+// The body of each op: {"op": KIND, ...the body of that write...}; writes
+// that name a task in their path take "task_id" in the body instead.
+type txnTaskCreate struct {
+	Op string `json:"op"`
+	taskCreateRequest
+}
+
+type txnTaskClaim struct {
+	Op     string `json:"op"`
+	TaskID string `json:"task_id"`
+	taskClaimRequest
+}
+
+type txnTaskUpdate struct {
+	Op     string `json:"op"`
+	TaskID string `json:"task_id"`
+	taskUpdateRequest
+}
+
+// txnOpDecoder validates one op and authorizes it; it returns the FSM args.
+type txnOpDecoder func(s *Server, id *identity, tenant string, raw []byte) (any, error)
+
+// txnOps maps API.md's op kinds to their decoders. Resources added later
+// register theirs here.
+var txnOps = map[string]struct {
+	kind   fsm.Kind
+	decode txnOpDecoder
+}{
+	"task.create": {fsm.KindTaskCreate, decodeTxnTaskCreate},
+	"task.claim":  {fsm.KindTaskClaim, decodeTxnTaskClaim},
+	"task.update": {fsm.KindTaskUpdate, decodeTxnTaskUpdate},
+}
+
+func decodeTxnTaskCreate(s *Server, id *identity, tenant string, raw []byte) (any, error) {
+	var op txnTaskCreate
+	if err := decodeStrict(raw, &op); err != nil {
+		return nil, err
+	}
+	args, err := op.args()
+	if err != nil {
+		return nil, err
+	}
+	return args, id.allow(tenant, resTasks, args.Queue, actWrite)
+}
+
+func decodeTxnTaskClaim(s *Server, id *identity, tenant string, raw []byte) (any, error) {
+	var op txnTaskClaim
+	if err := decodeStrict(raw, &op); err != nil {
+		return nil, err
+	}
+	args, err := op.args(op.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	_, err = s.authorizeTask(id, tenant, op.TaskID, actWrite)
+	return args, err
+}
+
+func decodeTxnTaskUpdate(s *Server, id *identity, tenant string, raw []byte) (any, error) {
+	var op txnTaskUpdate
+	if err := decodeStrict(raw, &op); err != nil {
+		return nil, err
+	}
+	args, err := op.args(op.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	_, err = s.authorizeTask(id, tenant, op.TaskID, actWrite)
+	return args, err
+}
+
+// handleTxn applies several writes all or nothing. Each op is validated and
+// authorized here; the FSM applies them in one command and rolls all back on
+// the first failure, which it reports with op_index. A task created earlier
+// in the same transaction is authorized by its queue when the FSM applies it.
+func (s *Server) handleTxn(w http.ResponseWriter, r *http.Request, id *identity) error {
+	tenant := r.PathValue("tenant")
+	var req txnRequest
+	body, err := s.readJSON(w, r, &req)
+	if err != nil {
+		return err
+	}
+	if err := s.inTenant(id, tenant); err != nil {
+		return err
+	}
+	if len(req.Ops) == 0 || len(req.Ops) > fsm.MaxTxnOps {
+		return badRequest("ops must hold 1 to %d operations", fsm.MaxTxnOps)
+	}
+	args := &fsm.TxnArgs{Ops: make([]fsm.TxnOp, len(req.Ops))}
+	for i, raw := range req.Ops {
+		op, err := s.decodeTxnOp(id, tenant, raw)
+		if err != nil {
+			return opIndexed(err, i)
+		}
+		args.Ops[i] = op
+	}
+	return s.proposeAndReply(w, r, id, tenant, fsm.KindTxn, args, body)
+}
+
+func (s *Server) decodeTxnOp(id *identity, tenant string, raw []byte) (fsm.TxnOp, error) {
+	var head struct {
+		Op string `json:"op"`
+	}
+	if err := json.NewDecoder(bytes.NewReader(raw)).Decode(&head); err != nil {
+		return fsm.TxnOp{}, badRequest("malformed op: %v", err)
+	}
+	entry, ok := txnOps[head.Op]
+	if !ok {
+		return fsm.TxnOp{}, badRequest("unknown op %q", head.Op)
+	}
+	a, err := entry.decode(s, id, tenant, raw)
+	if err != nil {
+		if ae, ok := err.(*apiError); ok && ae.Code == fsm.CodeNotFound {
+			err = nil // a task made earlier in this transaction; the FSM decides
+		} else {
+			return fsm.TxnOp{}, err
+		}
+	}
+	return fsm.TxnOp{Kind: entry.kind, Args: fsm.EncodeArgs(a)}, nil
+}
+
+func opIndexed(err error, i int) error {
+	ae, ok := err.(*apiError)
+	if !ok {
+		return err
+	}
+	out := *ae
+	out.Details = map[string]any{"op_index": i}
+	for k, v := range ae.Details {
+		out.Details[k] = v
+	}
+	return &out
+}
