@@ -211,4 +211,3 @@ func (s *Server) handleBackup(w http.ResponseWriter, _ *http.Request, id *identi
 	setIndex(w, s.fsm.AppliedIndex())
 	return s.fsm.Backup(w)
 }
-

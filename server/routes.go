@@ -11,10 +11,10 @@ import (
 type routeKind int
 
 const (
-	routeLocal routeKind = iota // answered by any node, no auth (health, metrics)
-	routeRead                   // leader after ReadBarrier; ?consistency=stale: any node
-	routeWrite                  // leader
-	routeLongWrite              // leader, may wait up to maxWaitMs (long poll)
+	routeLocal     routeKind = iota // answered by any node, no auth (health, metrics)
+	routeRead                       // leader after ReadBarrier; ?consistency=stale: any node
+	routeWrite                      // leader
+	routeLongWrite                  // leader, may wait up to maxWaitMs (long poll)
 )
 
 // handlerFunc handles an authenticated request.

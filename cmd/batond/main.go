@@ -51,10 +51,10 @@ Flags:
 
 type options struct {
 	id, dataDir, httpAddr, raftAddr, peers, join string
-	adminTokenFile, logLevel, logFile             string
-	raft                                          node.Config
-	idemTTL                                       time.Duration
-	clockOffset                                   time.Duration
+	adminTokenFile, logLevel, logFile            string
+	raft                                         node.Config
+	idemTTL                                      time.Duration
+	clockOffset                                  time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
