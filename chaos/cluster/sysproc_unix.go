@@ -1,0 +1,11 @@
+//go:build unix && !linux
+
+package cluster
+
+import "syscall"
+
+// sysProcAttr puts each node in its own process group, so a terminal's
+// Ctrl-C reaches only the harness, which then stops the nodes in order.
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}

@@ -1,0 +1,127 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults for Config fields left zero.
+const (
+	DefaultTimeout  = 10 * time.Second // per attempt
+	DefaultMaxRetry = 15 * time.Second // total retry budget of one call
+)
+
+// Backoff between rounds of failed attempts.
+const (
+	backoffStart = 50 * time.Millisecond
+	backoffCap   = time.Second
+)
+
+// Config configures a Client.
+type Config struct {
+	// Endpoints are the base URLs of the nodes, e.g. "http://127.0.0.1:7001".
+	// At least one is required.
+	Endpoints []string
+	// Token is sent as "Authorization: Bearer <Token>" when not empty.
+	Token string
+	// HTTPClient is used for every request; nil means a client with a
+	// connection pool sized for many concurrent callers. Its Timeout, if
+	// any, applies on top of Config.Timeout.
+	HTTPClient *http.Client
+	// Timeout bounds one attempt against one endpoint (default 10s).
+	Timeout time.Duration
+	// MaxRetry bounds the time spent retrying one call (default 15s).
+	MaxRetry time.Duration
+}
+
+// Validate reports the first problem with c, if any.
+func (c Config) Validate() error {
+	if len(c.Endpoints) == 0 {
+		return errors.New("client: at least one endpoint is required")
+	}
+	for _, ep := range c.Endpoints {
+		if _, err := parseEndpoint(ep); err != nil {
+			return err
+		}
+	}
+	if c.Timeout < 0 {
+		return fmt.Errorf("client: timeout must not be negative, got %v", c.Timeout)
+	}
+	if c.MaxRetry < 0 {
+		return fmt.Errorf("client: max retry must not be negative, got %v", c.MaxRetry)
+	}
+	return nil
+}
+
+// Client talks to a Baton cluster. It is safe for concurrent use.
+type Client struct {
+	endpoints []string
+	token     string
+	hc        *http.Client
+	timeout   time.Duration
+	maxRetry  time.Duration
+	preferred atomic.Int64 // index of the endpoint that last answered
+}
+
+// New validates cfg and returns a Client. It does no I/O.
+func New(cfg Config) (*Client, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Client{
+		token:    cfg.Token,
+		hc:       cfg.HTTPClient,
+		timeout:  cfg.Timeout,
+		maxRetry: cfg.MaxRetry,
+	}
+	for _, ep := range cfg.Endpoints {
+		norm, _ := parseEndpoint(ep)
+		c.endpoints = append(c.endpoints, norm)
+	}
+	if c.hc == nil {
+		c.hc = defaultHTTPClient()
+	}
+	if c.timeout == 0 {
+		c.timeout = DefaultTimeout
+	}
+	if c.maxRetry == 0 {
+		c.maxRetry = DefaultMaxRetry
+	}
+	return c, nil
+}
+
+// Endpoints returns the normalized endpoints, in configuration order.
+func (c *Client) Endpoints() []string {
+	return append([]string(nil), c.endpoints...)
+}
+
+// parseEndpoint checks that raw is an http(s) base URL and returns it
+// without a trailing slash.
+func parseEndpoint(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("client: invalid endpoint %q: %w", raw, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return "", fmt.Errorf("client: invalid endpoint %q: scheme must be http or https", raw)
+	}
+	if u.Host == "" {
+		return "", fmt.Errorf("client: invalid endpoint %q: missing host", raw)
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "", fmt.Errorf("client: invalid endpoint %q: must not have user info, query or fragment", raw)
+	}
+	return strings.TrimRight(raw, "/"), nil
+}
+
+func defaultHTTPClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 1024
+	t.MaxIdleConnsPerHost = 256
+	return &http.Client{Transport: t}
+}

@@ -1,0 +1,62 @@
+// Package client is the Go SDK for Baton, a Raft-replicated coordination
+// store for multi-agent systems. It speaks the HTTP API of API.md (version 1).
+//
+// A Client is built once with New and is safe for concurrent use:
+//
+//	c, err := client.New(client.Config{
+//		Endpoints: []string{"http://127.0.0.1:7001", "http://127.0.0.1:7002"},
+//		Token:     os.Getenv("BATON_TOKEN"),
+//	})
+//	task, err := c.ClaimQueue(ctx, "acme", "research", client.QueueClaimRequest{
+//		Owner: "worker-1", LeaseMS: 30_000,
+//	})
+//
+// # Endpoints and failover
+//
+// Any node answers any request (followers forward to the leader), so the
+// client only needs one live endpoint. A request goes first to the endpoint
+// that last answered. On a connection error (refused, reset, EOF, or an
+// attempt that exceeds Config.Timeout) or a 503 response, the client moves to
+// the next endpoint at once; after every endpoint has failed in a round it
+// backs off (50ms doubling up to 1s, or the server's Retry-After when that is
+// longer and fits in the remaining budget) and starts another round. Retrying
+// stops when Config.MaxRetry has elapsed since the call began or ctx is done.
+// Any other response, including every 4xx, is final and never retried.
+//
+// A call that gives up on connection errors returns an error that matches
+// ErrUnavailable and wraps the last transport error. A call stopped by ctx
+// returns an error that matches ctx.Err() and wraps the last failure.
+//
+// The At option pins one request to one endpoint, with a single attempt and
+// no failover; ClusterAt, Healthz and Readyz use it to ask a specific node.
+//
+// # Idempotency
+//
+// Every POST, PUT and DELETE carries an Idempotency-Key header: a random
+// 128-bit hex key generated once per logical call and reused by all of its
+// retries, so a retried write is applied at most once (the server answers a
+// retry with the first response and Idempotent-Replay: true). To choose the
+// key yourself, for example to carry one logical operation across process
+// restarts, pass the IdempotencyKey option or attach it to the context with
+// WithIdempotencyKey; the option wins when both are present.
+//
+// # Errors
+//
+// The server reports failures as {"error": {"code", "message", ...details}}.
+// The client returns them as *Error, whose Is method matches the sentinel for
+// its code, so both styles work:
+//
+//	if errors.Is(err, client.ErrFenced) { ... }
+//	var e *client.Error
+//	if errors.As(err, &e) { tok, _ := e.DetailUint("current_token") }
+//
+// Detail values are decoded with json.Number for numbers, so large fencing
+// tokens keep their precision; use DetailUint, DetailString or OpIndex.
+//
+// # Consistency and metadata
+//
+// Reads are linearizable by default; the Stale option lets the answering
+// node serve from its local state. Every response carries the Raft index it
+// reflects; CaptureMeta records it (and whether the answer was an idempotent
+// replay) for any method, and Do returns it directly.
+package client

@@ -1,0 +1,324 @@
+package client_test
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/baton-dev/baton/client"
+)
+
+func TestFailoverToLiveEndpoint(t *testing.T) {
+	cases := []struct {
+		name string
+		dead func(t *testing.T) string
+	}{
+		{"connection refused", closedEndpoint},
+		{"connection closed", func(t *testing.T) string { u, _ := hangupEndpoint(t); return u }},
+		{"attempt timeout", func(t *testing.T) string { u, _ := stallEndpoint(t); return u }},
+		{"503", func(t *testing.T) string { return serve(t, (&recorder{reply: unavailable}).ServeHTTP).URL }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			live := &recorder{reply: tenantsOK}
+			liveURL := serve(t, live.ServeHTTP).URL
+			c := newClientCfg(t, client.Config{Endpoints: []string{tc.dead(t), liveURL},
+				Timeout: 200 * time.Millisecond, MaxRetry: 5 * time.Second})
+			got, err := c.ListTenants(ctxTimeout(t, 10*time.Second))
+			if err != nil {
+				t.Fatalf("ListTenants: %v", err)
+			}
+			if len(got) != 1 || got[0] != "acme" {
+				t.Errorf("got tenants %v, want [acme]", got)
+			}
+			if n := len(live.requests()); n != 1 {
+				t.Errorf("live endpoint got %d requests, want 1", n)
+			}
+		})
+	}
+}
+
+func TestRemembersLastGoodEndpoint(t *testing.T) {
+	dead, accepted := hangupEndpoint(t)
+	live := &recorder{reply: tenantsOK}
+	c := newClient(t, dead, serve(t, live.ServeHTTP).URL)
+	ctx := ctxTimeout(t, 10*time.Second)
+	for i := range 3 {
+		if _, err := c.ListTenants(ctx); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	if n := accepted.Load(); n != 1 {
+		t.Errorf("dead endpoint saw %d connections, want 1 (only the first call tries it)", n)
+	}
+	if n := len(live.requests()); n != 3 {
+		t.Errorf("live endpoint got %d requests, want 3", n)
+	}
+}
+
+func TestRetryOn503ReusesIdempotencyKey(t *testing.T) {
+	rec := &recorder{reply: func(w http.ResponseWriter, r *http.Request, n int) {
+		if n%3 != 0 { // two 503s, then success, for each logical call
+			unavailable(w, r, n)
+			return
+		}
+		writeJSON(w, 201, map[string]any{"task_id": "t1", "queue": "q"})
+	}}
+	c := newClient(t, serve(t, rec.ServeHTTP).URL)
+	ctx := ctxTimeout(t, 10*time.Second)
+	for range 2 {
+		if _, err := c.CreateTask(ctx, "acme", client.CreateTaskRequest{Queue: "q"}); err != nil {
+			t.Fatalf("CreateTask: %v", err)
+		}
+	}
+	reqs := rec.requests()
+	if len(reqs) != 6 {
+		t.Fatalf("got %d requests, want 6", len(reqs))
+	}
+	for i, r := range reqs {
+		if r.Key != reqs[i/3*3].Key {
+			t.Errorf("request %d: key %q, want the call's first key %q", i, r.Key, reqs[i/3*3].Key)
+		}
+		if b, err := hex.DecodeString(r.Key); err != nil || len(b) != 16 {
+			t.Errorf("request %d: key %q is not 128-bit hex", i, r.Key)
+		}
+	}
+	if reqs[0].Key == reqs[3].Key {
+		t.Errorf("two logical calls share key %q, want distinct keys", reqs[0].Key)
+	}
+}
+
+func TestCallerIdempotencyKey(t *testing.T) {
+	cases := []struct {
+		name string
+		ctx  context.Context
+		opts []client.RequestOption
+		want string
+	}{
+		{"option", context.Background(), []client.RequestOption{client.IdempotencyKey("opt-key")}, "opt-key"},
+		{"context", client.WithIdempotencyKey(context.Background(), "ctx-key"), nil, "ctx-key"},
+		{"option wins", client.WithIdempotencyKey(context.Background(), "ctx-key"),
+			[]client.RequestOption{client.IdempotencyKey("opt-key")}, "opt-key"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &recorder{reply: func(w http.ResponseWriter, _ *http.Request, _ int) { w.WriteHeader(200) }}
+			c := newClient(t, serve(t, rec.ServeHTTP).URL)
+			if _, err := c.PutTenant(tc.ctx, "acme", tc.opts...); err != nil {
+				t.Fatal(err)
+			}
+			if got := rec.requests()[0].Key; got != tc.want {
+				t.Errorf("got key %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestInvalidIdempotencyKeyIsNotSent(t *testing.T) {
+	rec := &recorder{reply: tenantsOK}
+	c := newClient(t, serve(t, rec.ServeHTTP).URL)
+	for _, key := range []string{"has space", strings.Repeat("k", 129), "tab\t"} {
+		_, err := c.PutTenant(context.Background(), "acme", client.IdempotencyKey(key))
+		if !errors.Is(err, client.ErrInvalidArgument) {
+			t.Errorf("key %q: got %v, want ErrInvalidArgument", key, err)
+		}
+	}
+	if n := len(rec.requests()); n != 0 {
+		t.Errorf("got %d requests, want 0", n)
+	}
+}
+
+func TestReadsCarryNoIdempotencyKey(t *testing.T) {
+	rec := &recorder{reply: tenantsOK}
+	c := newClient(t, serve(t, rec.ServeHTTP).URL)
+	if _, err := c.ListTenants(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r := rec.requests()[0]
+	if r.Key != "" {
+		t.Errorf("GET carried Idempotency-Key %q, want none", r.Key)
+	}
+	if r.Auth != "Bearer tok" {
+		t.Errorf("got Authorization %q, want %q", r.Auth, "Bearer tok")
+	}
+}
+
+func TestNonRetryableErrorsAreNotRetried(t *testing.T) {
+	for _, status := range []int{400, 401, 403, 404, 409, 410, 413, 500, 502} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			var hits atomic.Int64
+			h := func(w http.ResponseWriter, r *http.Request) {
+				hits.Add(1)
+				writeError(w, status, "whatever", "no", nil)
+			}
+			c := newClient(t, serve(t, h).URL, serve(t, h).URL)
+			_, err := c.CreateTask(context.Background(), "acme", client.CreateTaskRequest{Queue: "q"})
+			var e *client.Error
+			if !errors.As(err, &e) || e.Status != status {
+				t.Fatalf("got %v, want *Error with status %d", err, status)
+			}
+			if n := hits.Load(); n != 1 {
+				t.Errorf("got %d attempts, want 1", n)
+			}
+		})
+	}
+}
+
+func TestRetryBudgetExhausted(t *testing.T) {
+	cases := []struct {
+		name      string
+		endpoints func(t *testing.T) []string
+		want      error
+	}{
+		{"all refused", func(t *testing.T) []string { return []string{closedEndpoint(t), closedEndpoint(t)} }, client.ErrUnavailable},
+		{"all 503", func(t *testing.T) []string {
+			return []string{serve(t, (&recorder{reply: unavailable}).ServeHTTP).URL}
+		}, client.ErrUnavailable},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newClientCfg(t, client.Config{Endpoints: tc.endpoints(t), MaxRetry: 300 * time.Millisecond})
+			start := time.Now()
+			_, err := c.ListTenants(ctxTimeout(t, 30*time.Second))
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+			if !strings.Contains(err.Error(), "gave up after") {
+				t.Errorf("error %q does not say it gave up", err)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("took %v, want about the 300ms budget", d)
+			}
+		})
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	cases := []struct {
+		name       string
+		retryAfter string
+		maxRetry   time.Duration
+		minElapsed time.Duration
+		maxElapsed time.Duration
+	}{
+		{"honoured when it fits the budget", "1", 10 * time.Second, 900 * time.Millisecond, 8 * time.Second},
+		{"ignored when it exceeds the budget", "30", 2 * time.Second, 0, 1500 * time.Millisecond},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &recorder{reply: func(w http.ResponseWriter, r *http.Request, n int) {
+				if n == 1 {
+					w.Header().Set("Retry-After", tc.retryAfter)
+					writeError(w, 503, "unavailable", "electing", nil)
+					return
+				}
+				tenantsOK(w, r, n)
+			}}
+			c := newClientCfg(t, client.Config{Endpoints: []string{serve(t, rec.ServeHTTP).URL}, MaxRetry: tc.maxRetry})
+			start := time.Now()
+			if _, err := c.ListTenants(ctxTimeout(t, 30*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			if d := time.Since(start); d < tc.minElapsed || d > tc.maxElapsed {
+				t.Errorf("took %v, want between %v and %v", d, tc.minElapsed, tc.maxElapsed)
+			}
+		})
+	}
+}
+
+func TestContextStopsRetries(t *testing.T) {
+	t.Run("cancel between retries", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		rec := &recorder{reply: func(w http.ResponseWriter, r *http.Request, n int) {
+			if n == 2 {
+				cancel()
+			}
+			unavailable(w, r, n)
+		}}
+		c := newClientCfg(t, client.Config{Endpoints: []string{serve(t, rec.ServeHTTP).URL}, MaxRetry: time.Minute})
+		_, err := c.ListTenants(ctx)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("got %v, want context.Canceled", err)
+		}
+		if !errors.Is(err, client.ErrUnavailable) {
+			t.Errorf("got %v, want it to wrap the last failure (unavailable)", err)
+		}
+		if n := len(rec.requests()); n != 2 {
+			t.Errorf("got %d attempts, want 2 (none after cancel)", n)
+		}
+	})
+	t.Run("cancel during an attempt does not fail over", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		stall := serve(t, func(w http.ResponseWriter, r *http.Request) {
+			cancel()
+			<-r.Context().Done()
+		})
+		other := &recorder{reply: tenantsOK}
+		c := newClientCfg(t, client.Config{Endpoints: []string{stall.URL, serve(t, other.ServeHTTP).URL}, MaxRetry: time.Minute})
+		_, err := c.ListTenants(ctx)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("got %v, want context.Canceled", err)
+		}
+		if n := len(other.requests()); n != 0 {
+			t.Errorf("second endpoint got %d requests, want 0", n)
+		}
+	})
+	t.Run("deadline", func(t *testing.T) {
+		c := newClientCfg(t, client.Config{Endpoints: []string{closedEndpoint(t)}, MaxRetry: time.Minute})
+		start := time.Now()
+		_, err := c.ListTenants(ctxTimeout(t, 300*time.Millisecond))
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("got %v, want context.DeadlineExceeded", err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("took %v, want about 300ms", d)
+		}
+	})
+}
+
+func TestPinnedEndpointMakesOneAttempt(t *testing.T) {
+	down := &recorder{reply: unavailable}
+	other := &recorder{reply: tenantsOK}
+	downURL := serve(t, down.ServeHTTP).URL
+	c := newClient(t, serve(t, other.ServeHTTP).URL, downURL)
+	_, err := c.ClusterAt(context.Background(), downURL)
+	if !errors.Is(err, client.ErrUnavailable) {
+		t.Fatalf("got %v, want ErrUnavailable", err)
+	}
+	if n := len(down.requests()); n != 1 {
+		t.Errorf("pinned endpoint got %d requests, want 1", n)
+	}
+	if n := len(other.requests()); n != 0 {
+		t.Errorf("other endpoint got %d requests, want 0", n)
+	}
+	if q := down.requests()[0].Query; q != "consistency=stale" {
+		t.Errorf("got query %q, want consistency=stale", q)
+	}
+}
+
+func TestConcurrentCalls(t *testing.T) {
+	dead, _ := hangupEndpoint(t)
+	live := &recorder{reply: tenantsOK}
+	c := newClient(t, dead, serve(t, live.ServeHTTP).URL)
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	for range 32 {
+		wg.Go(func() {
+			if _, err := c.ListTenants(ctxTimeout(t, 10*time.Second)); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("concurrent call: %v", err)
+	}
+}

@@ -1,0 +1,67 @@
+package client
+
+import (
+	"context"
+	"time"
+)
+
+// RequestOption adjusts one call. Every method accepts them last.
+type RequestOption func(*requestOptions)
+
+type requestOptions struct {
+	stale          bool
+	idempotencyKey string
+	endpoint       string
+	meta           *Meta
+	extraTimeout   time.Duration
+}
+
+// Stale lets a read be answered from the local state of whichever node
+// receives it (?consistency=stale), without a round trip to the leader.
+func Stale() RequestOption {
+	return func(o *requestOptions) { o.stale = true }
+}
+
+// IdempotencyKey sets the Idempotency-Key of a write instead of a random
+// one. The key must be 1-128 printable ASCII characters. It is ignored on
+// reads.
+func IdempotencyKey(key string) RequestOption {
+	return func(o *requestOptions) { o.idempotencyKey = key }
+}
+
+// At sends the call to endpoint only: one attempt, no failover, no retry.
+// endpoint need not be one of Config.Endpoints.
+func At(endpoint string) RequestOption {
+	return func(o *requestOptions) { o.endpoint = endpoint }
+}
+
+// CaptureMeta stores the response metadata of the call in m, also when the
+// call fails with an error response.
+func CaptureMeta(m *Meta) RequestOption {
+	return func(o *requestOptions) { o.meta = m }
+}
+
+// extendTimeout lengthens the per-attempt timeout, for requests the server
+// may legitimately hold (a queue claim with wait_ms).
+func extendTimeout(d time.Duration) RequestOption {
+	return func(o *requestOptions) { o.extraTimeout += d }
+}
+
+type idempotencyKeyCtx struct{}
+
+// WithIdempotencyKey returns a context whose writes use key as their
+// Idempotency-Key. An IdempotencyKey option on the call takes precedence.
+func WithIdempotencyKey(ctx context.Context, key string) context.Context {
+	return context.WithValue(ctx, idempotencyKeyCtx{}, key)
+}
+
+func collectOptions(ctx context.Context, opts []RequestOption) requestOptions {
+	var o requestOptions
+	if key, ok := ctx.Value(idempotencyKeyCtx{}).(string); ok {
+		o.idempotencyKey = key
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}

@@ -1,0 +1,186 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// result is the outcome of one attempt.
+type result struct {
+	meta       Meta
+	body       []byte
+	err        error
+	retry      bool          // a connection error or 503: another endpoint may do
+	answered   bool          // the endpoint answered with something other than 503
+	retryAfter time.Duration // from a 503's Retry-After
+}
+
+// pinned makes a single attempt against endpoint.
+func (c *Client) pinned(ctx context.Context, endpoint string, cl *call) result {
+	ep, err := parseEndpoint(endpoint)
+	if err != nil {
+		return result{err: err}
+	}
+	return c.attempt(ctx, ep, cl)
+}
+
+// failover tries the endpoints in turn, starting with the one that last
+// answered, backing off after each full round of failures, until an
+// endpoint answers, the retry budget is spent or ctx is done.
+func (c *Client) failover(ctx context.Context, cl *call) result {
+	deadline := time.Now().Add(c.maxRetry)
+	n := len(c.endpoints)
+	start := int(c.preferred.Load())
+	bo := backoff{next: backoffStart}
+	var roundRetryAfter time.Duration
+	var last error // the previous retryable failure
+	for i := 0; ; i++ {
+		idx := (start + i) % n
+		res := c.attempt(ctx, c.endpoints[idx], cl)
+		if res.answered {
+			c.preferred.Store(int64(idx))
+		}
+		if !res.retry {
+			if res.err != nil && ctx.Err() != nil && last != nil {
+				res.err = fmt.Errorf("%w (last error: %w)", res.err, last)
+			}
+			return res
+		}
+		last = res.err
+		roundRetryAfter = max(roundRetryAfter, res.retryAfter)
+		remaining := time.Until(deadline)
+		delay := time.Duration(0)
+		if (i+1)%n == 0 {
+			delay = bo.delay(roundRetryAfter, remaining)
+			roundRetryAfter = 0
+		}
+		if delay >= remaining {
+			res.err = fmt.Errorf("%w (gave up after %d attempts)", res.err, i+1)
+			return res
+		}
+		if err := sleep(ctx, delay); err != nil {
+			res.err = fmt.Errorf("%w (last error: %w)", err, res.err)
+			return res
+		}
+	}
+}
+
+// backoff doubles from backoffStart up to backoffCap.
+type backoff struct{ next time.Duration }
+
+// delay returns the pause before the next round: the backoff, or the
+// server's Retry-After when that is longer and fits in remaining.
+func (b *backoff) delay(retryAfter, remaining time.Duration) time.Duration {
+	d := b.next - rand.N(b.next/4) // jitter, so callers that failed together spread out
+	b.next = min(2*b.next, backoffCap)
+	if retryAfter > d && retryAfter < remaining {
+		d = retryAfter
+	}
+	return d
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// attempt sends cl to one endpoint, bounded by the per-attempt timeout.
+func (c *Client) attempt(ctx context.Context, endpoint string, cl *call) result {
+	actx, cancel := context.WithTimeout(ctx, cl.timeout)
+	defer cancel()
+	req, err := c.request(actx, endpoint, cl)
+	if err != nil {
+		return result{err: err}
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return transportFailure(ctx, cl, endpoint, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return transportFailure(ctx, cl, endpoint, err)
+	}
+	return responseResult(resp, body)
+}
+
+func (c *Client) request(ctx context.Context, endpoint string, cl *call) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, cl.method, endpoint+cl.path, bytes.NewReader(cl.body))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "baton-go-client/1")
+	if cl.contentType != "" {
+		req.Header.Set("Content-Type", cl.contentType)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if cl.key != "" {
+		req.Header.Set("Idempotency-Key", cl.key)
+	}
+	return req, nil
+}
+
+// transportFailure classifies an error before a complete response: final
+// when the caller's ctx is done, retryable otherwise (refused, reset, EOF,
+// attempt timeout).
+func transportFailure(ctx context.Context, cl *call, endpoint string, err error) result {
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		err = uerr.Err
+	}
+	if ctx.Err() != nil {
+		return result{err: fmt.Errorf("%s %s%s: %w", cl.method, endpoint, cl.path, ctx.Err())}
+	}
+	return result{retry: true,
+		err: fmt.Errorf("%w: %s %s%s: %w", ErrUnavailable, cl.method, endpoint, cl.path, err)}
+}
+
+func responseResult(resp *http.Response, body []byte) result {
+	meta := Meta{Status: resp.StatusCode, Replay: resp.Header.Get("Idempotent-Replay") == "true"}
+	meta.Index, _ = strconv.ParseUint(resp.Header.Get("X-Baton-Index"), 10, 64)
+	if resp.StatusCode < 300 {
+		return result{meta: meta, body: body, answered: true}
+	}
+	res := result{meta: meta, err: decodeError(resp.StatusCode, meta.Index, body)}
+	if resp.StatusCode == http.StatusServiceUnavailable {
+		res.retry = true
+		res.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"))
+	} else {
+		res.answered = true
+	}
+	return res
+}
+
+// parseRetryAfter reads delay-seconds or an HTTP date; 0 when absent.
+func parseRetryAfter(v string) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.Atoi(v); err == nil && secs >= 0 {
+		return time.Duration(secs) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0)
+	}
+	return 0
+}

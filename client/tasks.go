@@ -1,0 +1,211 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Task is a unit of work in a queue, as stored by the cluster.
+type Task struct {
+	TenantID     string          `json:"tenant_id"`
+	TaskID       string          `json:"task_id"`
+	Queue        string          `json:"queue"`
+	Status       string          `json:"status"`
+	Owner        string          `json:"owner"`
+	LeaseUntil   *time.Time      `json:"lease_until"` // nil when no lease
+	FencingToken uint64          `json:"fencing_token"`
+	Version      uint64          `json:"version"`
+	Attempt      uint64          `json:"attempt"`
+	Priority     int64           `json:"priority"`
+	ArtifactID   string          `json:"artifact_id"`
+	Payload      json.RawMessage `json:"payload"`
+	Result       json.RawMessage `json:"result"`
+	CreatedAt    time.Time       `json:"created_at"`
+	UpdatedAt    time.Time       `json:"updated_at"`
+}
+
+// Fence guards a write: it applies only if Token is the current fencing
+// token of task TaskID in the same tenant, else ErrFenced.
+type Fence struct {
+	TaskID string `json:"task_id"`
+	Token  uint64 `json:"token"`
+}
+
+// CreateTaskRequest is the body of CreateTask. TaskID is generated when
+// empty; Status defaults to "pending".
+type CreateTaskRequest struct {
+	TaskID   string          `json:"task_id,omitempty"`
+	Queue    string          `json:"queue"`
+	Status   string          `json:"status,omitempty"`
+	Priority *int64          `json:"priority,omitempty"`
+	Payload  json.RawMessage `json:"payload,omitempty"`
+}
+
+// ListTasksOptions filters ListTasks; zero fields do not filter.
+type ListTasksOptions struct {
+	Queue     string
+	Status    string
+	Owner     string
+	Limit     int
+	PageToken string
+}
+
+// TaskList is one page of ListTasks. NextPageToken is empty on the last page.
+type TaskList struct {
+	Tasks         []Task `json:"tasks"`
+	NextPageToken string `json:"next_page_token"`
+}
+
+// ClaimRequest is the body of ClaimTask.
+type ClaimRequest struct {
+	Owner         string  `json:"owner"`
+	LeaseMS       int64   `json:"lease_ms"`
+	ExpectStatus  *string `json:"expect_status,omitempty"`
+	ExpectVersion *uint64 `json:"expect_version,omitempty"`
+	SetStatus     *string `json:"set_status,omitempty"`
+}
+
+// QueueClaimRequest is the body of ClaimQueue. Statuses defaults to
+// ["pending"] on the server; WaitMS is how long the server may wait for a
+// claimable task before answering 204.
+type QueueClaimRequest struct {
+	Owner     string   `json:"owner"`
+	LeaseMS   int64    `json:"lease_ms"`
+	Statuses  []string `json:"statuses,omitempty"`
+	SetStatus *string  `json:"set_status,omitempty"`
+	WaitMS    int64    `json:"wait_ms,omitempty"`
+}
+
+// RenewRequest is the body of RenewTask.
+type RenewRequest struct {
+	FencingToken uint64 `json:"fencing_token"`
+	LeaseMS      int64  `json:"lease_ms"`
+}
+
+// UpdateTaskRequest is the body of UpdateTask. Nil fields are left alone.
+// With FencingToken the update applies only under that token (ErrFenced);
+// without one, a task under someone's live lease refuses (ErrLeaseHeld).
+// Release clears owner and lease_until in the same step.
+type UpdateTaskRequest struct {
+	FencingToken  *uint64         `json:"fencing_token,omitempty"`
+	ExpectVersion *uint64         `json:"expect_version,omitempty"`
+	ExpectStatus  *string         `json:"expect_status,omitempty"`
+	Status        *string         `json:"status,omitempty"`
+	ArtifactID    *string         `json:"artifact_id,omitempty"`
+	Result        json.RawMessage `json:"result,omitempty"`
+	Payload       json.RawMessage `json:"payload,omitempty"`
+	Release       *bool           `json:"release,omitempty"`
+}
+
+// Millis converts a duration to the integer milliseconds of _ms fields.
+func Millis(d time.Duration) int64 { return d.Milliseconds() }
+
+// CreateTask creates a task. An existing id is ErrAlreadyExists.
+func (c *Client) CreateTask(ctx context.Context, tenant string, req CreateTaskRequest, opts ...RequestOption) (*Task, error) {
+	if err := required("tenant", tenant, "queue", req.Queue); err != nil {
+		return nil, err
+	}
+	return c.doTask(ctx, http.MethodPost, tenantPath(tenant, "tasks"), req, opts)
+}
+
+// GetTask returns one task.
+func (c *Client) GetTask(ctx context.Context, tenant, id string, opts ...RequestOption) (*Task, error) {
+	if err := required("tenant", tenant, "task id", id); err != nil {
+		return nil, err
+	}
+	return c.doTask(ctx, http.MethodGet, tenantPath(tenant, "tasks", id), nil, opts)
+}
+
+// ListTasks returns one page of the tenant's tasks.
+func (c *Client) ListTasks(ctx context.Context, tenant string, f ListTasksOptions, opts ...RequestOption) (*TaskList, error) {
+	if err := required("tenant", tenant); err != nil {
+		return nil, err
+	}
+	q := url.Values{}
+	setIf(q, "queue", f.Queue)
+	setIf(q, "status", f.Status)
+	setIf(q, "owner", f.Owner)
+	setIf(q, "page_token", f.PageToken)
+	if f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	var out TaskList
+	if _, err := c.Do(ctx, http.MethodGet, withQuery(tenantPath(tenant, "tasks"), q), nil, &out, opts...); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// DeleteTask deletes a task; with expectVersion, only at that version
+// (else ErrVersionMismatch).
+func (c *Client) DeleteTask(ctx context.Context, tenant, id string, expectVersion *uint64, opts ...RequestOption) error {
+	if err := required("tenant", tenant, "task id", id); err != nil {
+		return err
+	}
+	q := url.Values{}
+	if expectVersion != nil {
+		q.Set("expect_version", strconv.FormatUint(*expectVersion, 10))
+	}
+	_, err := c.Do(ctx, http.MethodDelete, withQuery(tenantPath(tenant, "tasks", id), q), nil, nil, opts...)
+	return err
+}
+
+// ClaimTask leases one task to req.Owner and returns it with its new
+// fencing token. ErrLeaseHeld or ErrVersionMismatch when it cannot.
+func (c *Client) ClaimTask(ctx context.Context, tenant, id string, req ClaimRequest, opts ...RequestOption) (*Task, error) {
+	if err := required("tenant", tenant, "task id", id, "owner", req.Owner); err != nil {
+		return nil, err
+	}
+	return c.doTask(ctx, http.MethodPost, tenantPath(tenant, "tasks", id, "claim"), req, opts)
+}
+
+// ClaimQueue leases the best claimable task of a queue (highest priority,
+// then oldest). It returns (nil, nil) when none became claimable within
+// req.WaitMS. The per-attempt timeout is extended by the wait.
+func (c *Client) ClaimQueue(ctx context.Context, tenant, queue string, req QueueClaimRequest, opts ...RequestOption) (*Task, error) {
+	if err := required("tenant", tenant, "queue", queue, "owner", req.Owner); err != nil {
+		return nil, err
+	}
+	opts = append(opts, extendTimeout(time.Duration(req.WaitMS)*time.Millisecond))
+	var out Task
+	meta, err := c.Do(ctx, http.MethodPost, tenantPath(tenant, "queues", queue, "claim"), req, &out, opts...)
+	if err != nil || meta.Status == http.StatusNoContent {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// RenewTask extends the lease held under req.FencingToken; ErrFenced if
+// someone claimed the task since.
+func (c *Client) RenewTask(ctx context.Context, tenant, id string, req RenewRequest, opts ...RequestOption) (*Task, error) {
+	if err := required("tenant", tenant, "task id", id); err != nil {
+		return nil, err
+	}
+	return c.doTask(ctx, http.MethodPost, tenantPath(tenant, "tasks", id, "renew"), req, opts)
+}
+
+// UpdateTask changes a task; see UpdateTaskRequest for the guards.
+func (c *Client) UpdateTask(ctx context.Context, tenant, id string, req UpdateTaskRequest, opts ...RequestOption) (*Task, error) {
+	if err := required("tenant", tenant, "task id", id); err != nil {
+		return nil, err
+	}
+	return c.doTask(ctx, http.MethodPost, tenantPath(tenant, "tasks", id, "update"), req, opts)
+}
+
+func (c *Client) doTask(ctx context.Context, method, path string, body any, opts []RequestOption) (*Task, error) {
+	var out Task
+	if _, err := c.Do(ctx, method, path, body, &out, opts...); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+func setIf(q url.Values, key, value string) {
+	if value != "" {
+		q.Set(key, value)
+	}
+}

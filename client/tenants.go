@@ -1,0 +1,71 @@
+package client
+
+import (
+	"context"
+	"net/http"
+)
+
+// Grant gives a principal actions on the objects of one resource whose name
+// starts with Prefix. Resource is one of tasks, artifacts, refs,
+// checkpoints, kv, ops, admin, or "*"; actions are read, write, delete.
+type Grant struct {
+	Resource string   `json:"resource"`
+	Prefix   string   `json:"prefix"`
+	Actions  []string `json:"actions"`
+}
+
+// PrincipalWithToken is a newly created principal. The token is shown only
+// this once; the server keeps only its hash.
+type PrincipalWithToken struct {
+	Name   string  `json:"name"`
+	Token  string  `json:"token"`
+	Grants []Grant `json:"grants"`
+}
+
+// PutTenant creates a tenant (created is true) or confirms an existing one.
+// Admin only.
+func (c *Client) PutTenant(ctx context.Context, name string, opts ...RequestOption) (created bool, err error) {
+	if err := required("tenant", name); err != nil {
+		return false, err
+	}
+	meta, err := c.Do(ctx, http.MethodPut, tenantPath(name), nil, nil, opts...)
+	return err == nil && meta.Status == http.StatusCreated, err
+}
+
+// ListTenants returns the names of all tenants. Admin only.
+func (c *Client) ListTenants(ctx context.Context, opts ...RequestOption) ([]string, error) {
+	var out struct {
+		Tenants []string `json:"tenants"`
+	}
+	_, err := c.Do(ctx, http.MethodGet, "/v1/tenants", nil, &out, opts...)
+	return out.Tenants, err
+}
+
+// CreatePrincipal creates a principal in tenant and returns its token.
+func (c *Client) CreatePrincipal(ctx context.Context, tenant, name string, grants []Grant, opts ...RequestOption) (*PrincipalWithToken, error) {
+	if err := required("tenant", tenant, "principal", name); err != nil {
+		return nil, err
+	}
+	in := struct {
+		Name   string  `json:"name"`
+		Grants []Grant `json:"grants"`
+	}{name, grants}
+	if in.Grants == nil {
+		in.Grants = []Grant{}
+	}
+	var out PrincipalWithToken
+	if _, err := c.Do(ctx, http.MethodPost, tenantPath(tenant, "principals"), in, &out, opts...); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// RevokePrincipal revokes a principal: its tokens fail from the next
+// request on.
+func (c *Client) RevokePrincipal(ctx context.Context, tenant, name string, opts ...RequestOption) error {
+	if err := required("tenant", tenant, "principal", name); err != nil {
+		return err
+	}
+	_, err := c.Do(ctx, http.MethodDelete, tenantPath(tenant, "principals", name), nil, nil, opts...)
+	return err
+}

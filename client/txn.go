@@ -1,0 +1,122 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+)
+
+// TxnOp is one operation of a transaction. On the wire it is the JSON
+// object of Body with "op": Op added, e.g.
+// {"op": "task.update", "task_id": "t1", "fencing_token": 7, "status": "done"}.
+// Body must encode as a JSON object (or be nil). The constructors below
+// build the ops API.md names; the path parameters of the equivalent single
+// request travel as fields: task_id, ref, namespace and key.
+type TxnOp struct {
+	Op   string
+	Body any
+}
+
+// MarshalJSON encodes the op as one flat object.
+func (op TxnOp) MarshalJSON() ([]byte, error) {
+	fields := map[string]json.RawMessage{}
+	if op.Body != nil {
+		data, err := json.Marshal(op.Body)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(data, &fields); err != nil {
+			return nil, fmt.Errorf("txn op %q: body must be a JSON object: %w", op.Op, err)
+		}
+	}
+	kind, _ := json.Marshal(op.Op)
+	fields["op"] = kind
+	return json.Marshal(fields)
+}
+
+// SetRefRequest is the body of a ref.set op. ExpectArtifactID of "" means
+// the ref must not exist yet; nil means no expectation.
+type SetRefRequest struct {
+	ArtifactID       string  `json:"artifact_id"`
+	ExpectArtifactID *string `json:"expect_artifact_id,omitempty"`
+	Fence            *Fence  `json:"fence,omitempty"`
+}
+
+// PutKVRequest is the body of a kv.put op. ExpectVersion 0 means the key
+// must not exist; nil means no expectation.
+type PutKVRequest struct {
+	Value         json.RawMessage `json:"value"`
+	ExpectVersion *uint64         `json:"expect_version,omitempty"`
+	TTLMS         *int64          `json:"ttl_ms,omitempty"`
+	Fence         *Fence          `json:"fence,omitempty"`
+}
+
+// TxnCreateTask is a task.create op.
+func TxnCreateTask(req CreateTaskRequest) TxnOp {
+	return TxnOp{Op: "task.create", Body: req}
+}
+
+// TxnUpdateTask is a task.update op.
+func TxnUpdateTask(taskID string, req UpdateTaskRequest) TxnOp {
+	return TxnOp{Op: "task.update", Body: struct {
+		TaskID string `json:"task_id"`
+		UpdateTaskRequest
+	}{taskID, req}}
+}
+
+// TxnClaimTask is a task.claim op.
+func TxnClaimTask(taskID string, req ClaimRequest) TxnOp {
+	return TxnOp{Op: "task.claim", Body: struct {
+		TaskID string `json:"task_id"`
+		ClaimRequest
+	}{taskID, req}}
+}
+
+// TxnSetRef is a ref.set op.
+func TxnSetRef(ref string, req SetRefRequest) TxnOp {
+	return TxnOp{Op: "ref.set", Body: struct {
+		Ref string `json:"ref"`
+		SetRefRequest
+	}{ref, req}}
+}
+
+// TxnPutKV is a kv.put op.
+func TxnPutKV(namespace, key string, req PutKVRequest) TxnOp {
+	return TxnOp{Op: "kv.put", Body: struct {
+		Namespace string `json:"namespace"`
+		Key       string `json:"key"`
+		PutKVRequest
+	}{namespace, key, req}}
+}
+
+// TxnDeleteKV is a kv.delete op; expectVersion and fence may be nil.
+func TxnDeleteKV(namespace, key string, expectVersion *uint64, fence *Fence) TxnOp {
+	return TxnOp{Op: "kv.delete", Body: struct {
+		Namespace     string  `json:"namespace"`
+		Key           string  `json:"key"`
+		ExpectVersion *uint64 `json:"expect_version,omitempty"`
+		Fence         *Fence  `json:"fence,omitempty"`
+	}{namespace, key, expectVersion, fence}}
+}
+
+// Txn applies ops all or nothing and returns one result per op. When an op
+// fails, nothing is applied and the *Error is that op's, with OpIndex set.
+func (c *Client) Txn(ctx context.Context, tenant string, ops []TxnOp, opts ...RequestOption) ([]json.RawMessage, error) {
+	if err := required("tenant", tenant); err != nil {
+		return nil, err
+	}
+	if ops == nil {
+		ops = []TxnOp{}
+	}
+	in := struct {
+		Ops []TxnOp `json:"ops"`
+	}{ops}
+	var out struct {
+		Results []json.RawMessage `json:"results"`
+	}
+	if _, err := c.Do(ctx, http.MethodPost, tenantPath(tenant, "txn"), in, &out, opts...); err != nil {
+		return nil, err
+	}
+	return out.Results, nil
+}

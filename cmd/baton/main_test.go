@@ -1,0 +1,294 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/baton-dev/baton/client"
+)
+
+const sampleTask = `{"tenant_id": "acme", "task_id": "t1", "queue": "research",
+ "status": "running", "owner": "w", "lease_until": "2999-01-01T00:00:00.000Z", "fencing_token": 57,
+ "version": 3, "attempt": 1, "priority": 0, "artifact_id": "",
+ "payload": {"topic": "raft"}, "result": null, "created_at": "2025-01-02T03:04:05.678Z",
+ "updated_at": "2025-01-02T03:04:05.678Z"}`
+
+const sampleStatus = `{"node_id": "n1", "state": "Leader", "leader": {"id": "n1", "http_addr": "127.0.0.1:7001", "raft_addr": "127.0.0.1:8001"},
+ "term": 3, "commit_index": 120, "applied_index": 120, "state_digest": "sha256:abc",
+ "members": [{"id": "n1", "raft_addr": "127.0.0.1:8001", "http_addr": "127.0.0.1:7001", "voter": true, "state": "Leader"},
+             {"id": "n2", "raft_addr": "127.0.0.1:8002", "http_addr": "127.0.0.1:7002", "voter": true, "state": "Follower"}]}`
+
+// fakeNode answers a fixed set of routes and records what it was sent.
+type fakeNode struct {
+	mu   sync.Mutex
+	reqs []fakeReq
+}
+
+type fakeReq struct {
+	Route, Query, Auth string
+	Body               string
+}
+
+func (f *fakeNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	route := r.Method + " " + r.URL.Path
+	f.mu.Lock()
+	f.reqs = append(f.reqs, fakeReq{route, r.URL.RawQuery, r.Header.Get("Authorization"), string(body)})
+	f.mu.Unlock()
+	w.Header().Set("X-Baton-Index", "9")
+	switch route {
+	case "GET /v1/cluster":
+		io.WriteString(w, sampleStatus)
+	case "PUT /v1/tenants/acme":
+		w.WriteHeader(201)
+	case "GET /v1/tenants":
+		io.WriteString(w, `{"tenants": ["acme", "globex"]}`)
+	case "POST /v1/tenants/acme/principals":
+		w.WriteHeader(201)
+		io.WriteString(w, `{"name": "rev", "token": "s3cret-token", "grants": [{"resource": "tasks", "prefix": "rev:x", "actions": ["read", "write"]}]}`)
+	case "GET /v1/tenants/acme/tasks/t1", "POST /v1/tenants/acme/tasks/t1/claim", "POST /v1/tenants/acme/tasks/t1/update":
+		io.WriteString(w, sampleTask)
+	case "GET /v1/tenants/acme/tasks":
+		io.WriteString(w, `{"tasks": [`+sampleTask+`], "next_page_token": "p2"}`)
+	case "POST /v1/tenants/acme/tasks/t1/renew":
+		w.WriteHeader(409)
+		io.WriteString(w, `{"error": {"code": "fenced", "message": "token 12 is not current (current 15)", "current_token": 15}}`)
+	case "POST /v1/tenants/acme/queues/q/claim":
+		w.WriteHeader(204)
+	case "DELETE /v1/cluster/members/n3":
+		w.WriteHeader(204)
+	default:
+		w.WriteHeader(401)
+		io.WriteString(w, `{"error": {"code": "unauthenticated", "message": "unknown token"}}`)
+	}
+}
+
+func (f *fakeNode) requests() []fakeReq {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]fakeReq(nil), f.reqs...)
+}
+
+// cli runs baton against a fake node and returns exit status and output.
+func cli(t *testing.T, args ...string) (code int, stdout, stderr string, node *fakeNode) {
+	t.Helper()
+	node = &fakeNode{}
+	srv := httptest.NewServer(node)
+	t.Cleanup(srv.Close)
+	var out, errOut bytes.Buffer
+	full := append([]string{"--endpoints", srv.URL, "--timeout", "5s"}, args...)
+	code = run(context.Background(), full, &out, &errOut)
+	return code, out.String(), errOut.String(), node
+}
+
+func TestUsageErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{nil, "missing command"},
+		{[]string{"bogus"}, `unknown command "bogus"`},
+		{[]string{"task"}, "task needs a subcommand"},
+		{[]string{"task", "frobnicate"}, `unknown command "task frobnicate"`},
+		{[]string{"task", "get", "--tenant", "acme"}, "task get: missing ID"},
+		{[]string{"task", "get", "a", "b", "--tenant", "acme"}, `unexpected argument "b"`},
+		{[]string{"task", "claim", "t1", "--owner", "w", "--lease", "30s"}, "--tenant is required"},
+		{[]string{"task", "claim", "t1", "--tenant", "acme", "--owner", "w"}, "--lease is required"},
+		{[]string{"task", "claim", "t1", "--tenant", "acme", "--owner", "w", "--lease", "-1s"}, "--lease must be at least 1ms"},
+		{[]string{"task", "claim", "t1", "--tenant", "acme", "--owner", "w", "--lease", "soon"}, `invalid value "soon" for flag -lease`},
+		{[]string{"task", "renew", "t1", "--tenant", "acme", "--lease", "1s"}, "--token is required"},
+		{[]string{"task", "create", "--tenant", "acme", "--queue", "q", "--payload", "{bad"}, "not valid JSON"},
+		{[]string{"task", "get", "t1", "--tenant", "acme", "--nope"}, "flag provided but not defined: -nope"},
+		{[]string{"principal", "create", "--tenant", "acme", "--name", "n", "--grant", "tasks:read"}, "want RESOURCE:PREFIX:ACTIONS"},
+		{[]string{"principal", "create", "--tenant", "acme", "--name", "n", "--grant", "tasks::fly"}, `unknown action "fly"`},
+		{[]string{"members", "remove"}, "members remove: missing ID"},
+		{[]string{"members", "add", "--id", "n4"}, "--raft-addr is required"},
+		{[]string{"--output", "yaml", "status"}, "--output must be text or json"},
+		{[]string{"--endpoints", "ftp://x", "status"}, "scheme must be http or https"},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var code int
+			var stderr string
+			var node *fakeNode
+			if len(tc.args) > 1 && tc.args[0] == "--endpoints" {
+				var errOut bytes.Buffer
+				code, stderr = run(context.Background(), tc.args, io.Discard, &errOut), errOut.String()
+				node = &fakeNode{}
+			} else {
+				code, _, stderr, node = cli(t, tc.args...)
+			}
+			if code != 2 {
+				t.Errorf("got exit %d, want 2; stderr:\n%s", code, stderr)
+			}
+			if !strings.Contains(stderr, tc.want) {
+				t.Errorf("stderr %q does not contain %q", stderr, tc.want)
+			}
+			if !strings.Contains(stderr, "--help' for usage") {
+				t.Errorf("stderr %q lacks the --help hint", stderr)
+			}
+			if n := len(node.requests()); n != 0 {
+				t.Errorf("usage error sent %d requests, want 0", n)
+			}
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	cases := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--help"}, []string{"Commands:", "queue", "Global flags", "-endpoints", "Examples:"}},
+		{[]string{"help"}, []string{"Commands:"}},
+		{[]string{"task", "--help"}, []string{"Subcommands:", "claim", "release"}},
+		{[]string{"members", "--help"}, []string{"add", "remove"}},
+		{[]string{"task", "claim", "--help"}, []string{"baton task claim ID", "-lease duration", "Examples:"}},
+		{[]string{"principal", "create", "-h"}, []string{"--grant", "shown only once"}},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, stdout, stderr, _ := cli(t, tc.args...)
+			if code != 0 || stderr != "" {
+				t.Fatalf("got exit %d stderr %q, want 0 and nothing", code, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("help lacks %q:\n%s", w, stdout)
+				}
+			}
+		})
+	}
+}
+
+func TestJSONOutput(t *testing.T) {
+	t.Run("task get", func(t *testing.T) {
+		code, stdout, stderr, _ := cli(t, "--output", "json", "task", "get", "t1", "--tenant", "acme")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		var task client.Task
+		if err := json.Unmarshal([]byte(stdout), &task); err != nil {
+			t.Fatalf("stdout is not a task: %v\n%s", err, stdout)
+		}
+		var payload bytes.Buffer
+		_ = json.Compact(&payload, task.Payload)
+		if task.TaskID != "t1" || task.FencingToken != 57 || payload.String() != `{"topic":"raft"}` {
+			t.Errorf("got task %s token %d payload %s, want t1 57 {\"topic\":\"raft\"}", task.TaskID, task.FencingToken, payload.String())
+		}
+	})
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"tenant", "create", "acme"}, `{"created":true,"tenant":"acme"}`},
+		{[]string{"tenant", "list"}, `{"tenants":["acme","globex"]}`},
+		{[]string{"members", "remove", "n3"}, `{"index":9,"ok":true}`},
+		{[]string{"queue", "claim", "q", "--tenant", "acme", "--owner", "w", "--lease", "1s"}, `null`},
+		{[]string{"status"}, `"state_digest":"sha256:abc"`},
+		{[]string{"task", "list", "--tenant", "acme"}, `"next_page_token":"p2"`},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, stdout, stderr, _ := cli(t, append([]string{"--output", "json"}, tc.args...)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			var compact bytes.Buffer
+			if err := json.Compact(&compact, []byte(stdout)); err != nil {
+				t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
+			}
+			if !strings.Contains(compact.String(), tc.want) {
+				t.Errorf("got %s, want it to contain %s", compact.String(), tc.want)
+			}
+		})
+	}
+}
+
+func TestTextOutput(t *testing.T) {
+	cases := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"status"}, []string{"leader:", "n1 (http 127.0.0.1:7001, raft 127.0.0.1:8001)", "term:", "applied index:", "sha256:abc", "n2", "Follower"}},
+		{[]string{"members"}, []string{"ID", "VOTER", "n2", "127.0.0.1:8002"}},
+		{[]string{"principal", "create", "--tenant", "acme", "--name", "rev", "--grant", "tasks:rev:x:read,write"},
+			[]string{"s3cret-token", "shown only this once", "rev:x"}},
+		{[]string{"tenant", "create", "acme"}, []string{"created tenant acme"}},
+		{[]string{"task", "list", "--tenant", "acme"}, []string{"TASK", "t1", "research", "--page-token p2"}},
+		{[]string{"task", "get", "t1", "--tenant", "acme"}, []string{"fencing token:", "57", `{"topic":"raft"}`}},
+		{[]string{"queue", "claim", "q", "--tenant", "acme", "--owner", "w", "--lease", "1s"}, []string{"no claimable task in queue q"}},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, stdout, stderr, _ := cli(t, tc.args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("output lacks %q:\n%s", w, stdout)
+				}
+			}
+		})
+	}
+}
+
+func TestServerErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"task", "renew", "t1", "--tenant", "acme", "--token", "12", "--lease", "30s"},
+			"baton: fenced: token 12 is not current (current 15)\n"},
+		{[]string{"task", "get", "nope", "--tenant", "acme"}, "baton: unauthenticated: unknown token\n"},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, stdout, stderr, _ := cli(t, tc.args...)
+			if code != 1 || stderr != tc.want || stdout != "" {
+				t.Errorf("got exit %d stderr %q stdout %q, want 1 and %q", code, stderr, stdout, tc.want)
+			}
+		})
+	}
+}
+
+func TestRequestsSent(t *testing.T) {
+	t.Setenv("BATON_TOKEN", "env-token")
+	t.Setenv("BATON_TENANT", "acme")
+	cases := []struct {
+		args  []string
+		route string
+		body  string
+	}{
+		{[]string{"task", "claim", "--owner", "w", "t1", "--lease", "30s", "--set-status", "running"},
+			"POST /v1/tenants/acme/tasks/t1/claim", `{"owner":"w","lease_ms":30000,"set_status":"running"}`},
+		{[]string{"task", "update", "t1", "--token", "0", "--release", "--result", `{"ok": true}`},
+			"POST /v1/tenants/acme/tasks/t1/update", `{"fencing_token":0,"result":{"ok":true},"release":true}`},
+		{[]string{"task", "release", "t1", "--token", "57"},
+			"POST /v1/tenants/acme/tasks/t1/update", `{"fencing_token":57,"release":true}`},
+		{[]string{"queue", "claim", "q", "--owner", "w", "--lease", "2s", "--wait", "50ms", "--status", "pending,retry"},
+			"POST /v1/tenants/acme/queues/q/claim", `{"owner":"w","lease_ms":2000,"statuses":["pending","retry"],"wait_ms":50}`},
+		{[]string{"principal", "create", "--name", "rev", "--grant", "*::read,write,delete"},
+			"POST /v1/tenants/acme/principals", `{"name":"rev","grants":[{"resource":"*","prefix":"","actions":["read","write","delete"]}]}`},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, _, stderr, node := cli(t, tc.args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			r := node.requests()[0]
+			if r.Route != tc.route || r.Body != tc.body || r.Auth != "Bearer env-token" {
+				t.Errorf("got %s %s (auth %q), want %s %s (auth Bearer env-token)", r.Route, r.Body, r.Auth, tc.route, tc.body)
+			}
+		})
+	}
+}

@@ -1,0 +1,395 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/baton-dev/baton/client"
+)
+
+func taskCommand() *command {
+	return &command{
+		name:    "task",
+		summary: "Create, inspect, claim and update tasks",
+		subs: []*command{taskCreateCommand(), taskGetCommand(), taskListCommand(), taskClaimCommand(),
+			taskRenewCommand(), taskUpdateCommand(), taskReleaseCommand(), taskDeleteCommand()},
+	}
+}
+
+func queueCommand() *command {
+	return &command{
+		name:    "queue",
+		summary: "Claim the next task of a queue",
+		subs:    []*command{queueClaimCommand()},
+	}
+}
+
+// taskCall connects, runs call and prints the task it returns.
+func (a *app) taskCall(ctx context.Context, extra time.Duration, call func(context.Context, *client.Client) (*client.Task, error)) error {
+	c, ctx, cancel, err := a.connect(ctx, extra)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	t, err := call(ctx, c)
+	if err != nil {
+		return err
+	}
+	return a.emit(t, func(w io.Writer) { printTask(w, t) })
+}
+
+func taskCreateCommand() *command {
+	var tenant string
+	var req client.CreateTaskRequest
+	var priority int64
+	var payload jsonFlag
+	return &command{
+		name:    "create",
+		summary: "Create a task",
+		usage:   "task create --tenant T --queue Q [--id ID] [--status S] [--priority N] [--payload JSON]",
+		examples: `  baton task create --tenant acme --queue research --id report-42 --payload '{"topic":"raft"}'
+`,
+		flags: func(fs *flag.FlagSet) {
+			tenantFlag(fs, &tenant)
+			fs.StringVar(&req.Queue, "queue", "", "queue (required)")
+			fs.StringVar(&req.TaskID, "id", "", "task id (default: generated)")
+			fs.StringVar(&req.Status, "status", "", "initial status (default pending)")
+			fs.Int64Var(&priority, "priority", 0, "priority; higher is claimed first")
+			fs.Var(&payload, "payload", "payload as JSON")
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			if err := inv.check(nil, "tenant", "queue"); err != nil {
+				return err
+			}
+			if inv.isSet("priority") {
+				req.Priority = &priority
+			}
+			req.Payload = payload.raw
+			return a.taskCall(ctx, 0, func(ctx context.Context, c *client.Client) (*client.Task, error) {
+				return c.CreateTask(ctx, tenant, req)
+			})
+		},
+	}
+}
+
+func taskGetCommand() *command {
+	var tenant string
+	var stale bool
+	return &command{
+		name:     "get",
+		summary:  "Show one task",
+		usage:    "task get ID --tenant T [--stale]",
+		examples: "  baton task get report-42 --tenant acme\n",
+		flags: func(fs *flag.FlagSet) {
+			tenantFlag(fs, &tenant)
+			fs.BoolVar(&stale, "stale", false, "read from the answering node's local state")
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			var id string
+			if err := inv.check([]arg{{"ID", &id}}, "tenant"); err != nil {
+				return err
+			}
+			return a.taskCall(ctx, 0, func(ctx context.Context, c *client.Client) (*client.Task, error) {
+				return c.GetTask(ctx, tenant, id, readOpts(stale)...)
+			})
+		},
+	}
+}
+
+func taskListCommand() *command {
+	var tenant string
+	var f client.ListTasksOptions
+	var stale bool
+	return &command{
+		name:     "list",
+		summary:  "List tasks, one page at a time",
+		usage:    "task list --tenant T [--queue Q] [--status S] [--owner O] [--limit N] [--page-token P] [--stale]",
+		examples: "  baton task list --tenant acme --queue research --status pending --limit 20\n",
+		flags: func(fs *flag.FlagSet) {
+			tenantFlag(fs, &tenant)
+			fs.StringVar(&f.Queue, "queue", "", "only this queue")
+			fs.StringVar(&f.Status, "status", "", "only this status")
+			fs.StringVar(&f.Owner, "owner", "", "only this owner")
+			fs.IntVar(&f.Limit, "limit", 0, "page size (default: the server's)")
+			fs.StringVar(&f.PageToken, "page-token", "", "continue after a previous page")
+			fs.BoolVar(&stale, "stale", false, "read from the answering node's local state")
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			if err := inv.check(nil, "tenant"); err != nil {
+				return err
+			}
+			c, ctx, cancel, err := a.connect(ctx, 0)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			list, err := c.ListTasks(ctx, tenant, f, readOpts(stale)...)
+			if err != nil {
+				return err
+			}
+			return a.emit(list, func(w io.Writer) { printTaskList(w, list) })
+		},
+	}
+}
+
+func printTaskList(w io.Writer, list *client.TaskList) {
+	printTaskTable(w, list.Tasks)
+	if list.NextPageToken != "" {
+		fmt.Fprintf(w, "\nmore: --page-token %s\n", list.NextPageToken)
+	}
+}
+
+func taskClaimCommand() *command {
+	var tenant, expectStatus, setStatus string
+	var req client.ClaimRequest
+	var lease time.Duration
+	var expectVersion uint64
+	return &command{
+		name:     "claim",
+		summary:  "Lease one task and print it with its new fencing token",
+		usage:    "task claim ID --tenant T --owner O --lease DURATION [--expect-status S] [--expect-version N] [--set-status S]",
+		examples: "  baton task claim report-42 --tenant acme --owner worker-1 --lease 30s --set-status running\n",
+		flags: func(fs *flag.FlagSet) {
+			tenantFlag(fs, &tenant)
+			fs.StringVar(&req.Owner, "owner", "", "owner of the lease (required)")
+			fs.DurationVar(&lease, "lease", 0, "lease duration, e.g. 30s (required)")
+			fs.StringVar(&expectStatus, "expect-status", "", "claim only in this status")
+			fs.Uint64Var(&expectVersion, "expect-version", 0, "claim only at this version")
+			fs.StringVar(&setStatus, "set-status", "", "status to set on claim")
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			var id string
+			if err := inv.check([]arg{{"ID", &id}}, "tenant", "owner"); err != nil {
+				return err
+			}
+			var err error
+			if req.LeaseMS, err = inv.leaseMS("lease", lease); err != nil {
+				return err
+			}
+			req.ExpectStatus = inv.optString("expect-status", expectStatus)
+			req.SetStatus = inv.optString("set-status", setStatus)
+			req.ExpectVersion = inv.optUint("expect-version", expectVersion)
+			return a.taskCall(ctx, 0, func(ctx context.Context, c *client.Client) (*client.Task, error) {
+				return c.ClaimTask(ctx, tenant, id, req)
+			})
+		},
+	}
+}
+
+func taskRenewCommand() *command {
+	var tenant string
+	var req client.RenewRequest
+	var lease time.Duration
+	return &command{
+		name:     "renew",
+		summary:  "Extend a lease you hold",
+		usage:    "task renew ID --tenant T --token N --lease DURATION",
+		examples: "  baton task renew report-42 --tenant acme --token 57 --lease 30s\n",
+		flags: func(fs *flag.FlagSet) {
+			tenantFlag(fs, &tenant)
+			fs.Uint64Var(&req.FencingToken, "token", 0, "fencing token of your claim (required)")
+			fs.DurationVar(&lease, "lease", 0, "new lease duration from now, e.g. 30s (required)")
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			var id string
+			if err := inv.check([]arg{{"ID", &id}}, "tenant"); err != nil {
+				return err
+			}
+			if err := inv.requireSet("token"); err != nil {
+				return err
+			}
+			var err error
+			if req.LeaseMS, err = inv.leaseMS("lease", lease); err != nil {
+				return err
+			}
+			return a.taskCall(ctx, 0, func(ctx context.Context, c *client.Client) (*client.Task, error) {
+				return c.RenewTask(ctx, tenant, id, req)
+			})
+		},
+	}
+}
+
+func taskUpdateCommand() *command {
+	var tenant, status, expectStatus, artifact string
+	var token, expectVersion uint64
+	var result, payload jsonFlag
+	var release bool
+	return &command{
+		name:    "update",
+		summary: "Change a task's status, result, payload or artifact",
+		usage: "task update ID --tenant T [--token N] [--status S] [--result JSON] [--payload JSON]\n" +
+			"                 [--artifact-id ID] [--expect-version N] [--expect-status S] [--release]",
+		examples: `  baton task update report-42 --tenant acme --token 57 --status done --result '{"ok":true}' --release
+  baton task update report-42 --tenant acme --expect-version 3 --status cancelled
+`,
+		flags: func(fs *flag.FlagSet) {
+			tenantFlag(fs, &tenant)
+			fs.Uint64Var(&token, "token", 0, "fencing token: apply only under this claim")
+			fs.StringVar(&status, "status", "", "new status")
+			fs.Var(&result, "result", "result as JSON")
+			fs.Var(&payload, "payload", "new payload as JSON")
+			fs.StringVar(&artifact, "artifact-id", "", "artifact id to attach")
+			fs.Uint64Var(&expectVersion, "expect-version", 0, "apply only at this version")
+			fs.StringVar(&expectStatus, "expect-status", "", "apply only in this status")
+			fs.BoolVar(&release, "release", false, "clear owner and lease in the same step")
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			var id string
+			if err := inv.check([]arg{{"ID", &id}}, "tenant"); err != nil {
+				return err
+			}
+			req := client.UpdateTaskRequest{
+				FencingToken:  inv.optUint("token", token),
+				ExpectVersion: inv.optUint("expect-version", expectVersion),
+				ExpectStatus:  inv.optString("expect-status", expectStatus),
+				Status:        inv.optString("status", status),
+				ArtifactID:    inv.optString("artifact-id", artifact),
+				Result:        result.raw,
+				Payload:       payload.raw,
+				Release:       inv.optBool("release", release),
+			}
+			return a.taskCall(ctx, 0, func(ctx context.Context, c *client.Client) (*client.Task, error) {
+				return c.UpdateTask(ctx, tenant, id, req)
+			})
+		},
+	}
+}
+
+func taskReleaseCommand() *command {
+	var tenant, status string
+	var token uint64
+	return &command{
+		name:     "release",
+		summary:  "Give up a lease you hold (update with release)",
+		usage:    "task release ID --tenant T --token N [--status S]",
+		examples: "  baton task release report-42 --tenant acme --token 57 --status pending\n",
+		flags: func(fs *flag.FlagSet) {
+			tenantFlag(fs, &tenant)
+			fs.Uint64Var(&token, "token", 0, "fencing token of your claim (required)")
+			fs.StringVar(&status, "status", "", "status to set while releasing")
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			var id string
+			if err := inv.check([]arg{{"ID", &id}}, "tenant"); err != nil {
+				return err
+			}
+			if err := inv.requireSet("token"); err != nil {
+				return err
+			}
+			yes := true
+			req := client.UpdateTaskRequest{FencingToken: &token, Status: inv.optString("status", status), Release: &yes}
+			return a.taskCall(ctx, 0, func(ctx context.Context, c *client.Client) (*client.Task, error) {
+				return c.UpdateTask(ctx, tenant, id, req)
+			})
+		},
+	}
+}
+
+func taskDeleteCommand() *command {
+	var tenant string
+	var expectVersion uint64
+	return &command{
+		name:     "delete",
+		summary:  "Delete a task",
+		usage:    "task delete ID --tenant T [--expect-version N]",
+		examples: "  baton task delete report-42 --tenant acme --expect-version 7\n",
+		flags: func(fs *flag.FlagSet) {
+			tenantFlag(fs, &tenant)
+			fs.Uint64Var(&expectVersion, "expect-version", 0, "delete only at this version")
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			var id string
+			if err := inv.check([]arg{{"ID", &id}}, "tenant"); err != nil {
+				return err
+			}
+			ev := inv.optUint("expect-version", expectVersion)
+			return a.write(ctx, "deleted task "+id, func(ctx context.Context, c *client.Client, o client.RequestOption) error {
+				return c.DeleteTask(ctx, tenant, id, ev, o)
+			})
+		},
+	}
+}
+
+func queueClaimCommand() *command {
+	var tenant, setStatus string
+	var req client.QueueClaimRequest
+	var lease, wait time.Duration
+	var statuses stringList
+	return &command{
+		name:    "claim",
+		summary: "Lease the best claimable task of a queue (highest priority, then oldest)",
+		usage:   "queue claim QUEUE --tenant T --owner O --lease DURATION [--wait DURATION] [--status S ...] [--set-status S]",
+		examples: `  baton queue claim research --tenant acme --owner worker-1 --lease 30s --wait 10s
+
+  Prints the claimed task, or "no claimable task" (JSON: null) with exit status 0.
+`,
+		flags: func(fs *flag.FlagSet) {
+			tenantFlag(fs, &tenant)
+			fs.StringVar(&req.Owner, "owner", "", "owner of the lease (required)")
+			fs.DurationVar(&lease, "lease", 0, "lease duration, e.g. 30s (required)")
+			fs.DurationVar(&wait, "wait", 0, "wait up to this long for a claimable task")
+			fs.Var(&statuses, "status", "claimable status (repeatable or comma-separated; default pending)")
+			fs.StringVar(&setStatus, "set-status", "", "status to set on claim")
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			var queue string
+			if err := inv.check([]arg{{"QUEUE", &queue}}, "tenant", "owner"); err != nil {
+				return err
+			}
+			var err error
+			if req.LeaseMS, err = inv.leaseMS("lease", lease); err != nil {
+				return err
+			}
+			if wait < 0 {
+				return usageErrorf(inv.path, "%s: --wait must not be negative", inv.path)
+			}
+			req.WaitMS, req.Statuses = wait.Milliseconds(), statuses
+			req.SetStatus = inv.optString("set-status", setStatus)
+			return a.queueClaim(ctx, tenant, queue, req, wait)
+		},
+	}
+}
+
+func (a *app) queueClaim(ctx context.Context, tenant, queue string, req client.QueueClaimRequest, wait time.Duration) error {
+	c, ctx, cancel, err := a.connect(ctx, wait)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	t, err := c.ClaimQueue(ctx, tenant, queue, req)
+	if err != nil {
+		return err
+	}
+	return a.emit(t, func(w io.Writer) {
+		if t == nil {
+			fmt.Fprintf(w, "no claimable task in queue %s\n", queue)
+			return
+		}
+		printTask(w, t)
+	})
+}
+
+func readOpts(stale bool) []client.RequestOption {
+	if stale {
+		return []client.RequestOption{client.Stale()}
+	}
+	return nil
+}
+
+// stringList is a repeatable, comma-separated string flag.
+type stringList []string
+
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+
+func (s *stringList) Set(v string) error {
+	for _, part := range strings.Split(v, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			*s = append(*s, part)
+		}
+	}
+	return nil
+}

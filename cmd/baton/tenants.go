@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/baton-dev/baton/client"
+)
+
+func tenantCommand() *command {
+	return &command{
+		name:    "tenant",
+		summary: "Create or list tenants (admin token)",
+		subs:    []*command{tenantCreateCommand(), tenantListCommand()},
+	}
+}
+
+func tenantCreateCommand() *command {
+	return &command{
+		name:     "create",
+		summary:  "Create a tenant, or confirm that it exists",
+		usage:    "tenant create NAME",
+		examples: "  baton tenant create acme\n",
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			args, err := inv.positional("NAME")
+			if err != nil {
+				return err
+			}
+			c, ctx, cancel, err := a.connect(ctx, 0)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			created, err := c.PutTenant(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			return a.emit(map[string]any{"tenant": args[0], "created": created}, func(w io.Writer) {
+				if created {
+					fmt.Fprintf(w, "created tenant %s\n", args[0])
+				} else {
+					fmt.Fprintf(w, "tenant %s already exists\n", args[0])
+				}
+			})
+		},
+	}
+}
+
+func tenantListCommand() *command {
+	return &command{
+		name:    "list",
+		summary: "List all tenants",
+		usage:   "tenant list",
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			if _, err := inv.positional(); err != nil {
+				return err
+			}
+			c, ctx, cancel, err := a.connect(ctx, 0)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			tenants, err := c.ListTenants(ctx)
+			if err != nil {
+				return err
+			}
+			return a.emit(map[string]any{"tenants": tenants}, func(w io.Writer) {
+				for _, t := range tenants {
+					fmt.Fprintln(w, t)
+				}
+			})
+		},
+	}
+}
+
+func principalCommand() *command {
+	return &command{
+		name:    "principal",
+		summary: "Create or revoke principals (tokens) of a tenant",
+		subs:    []*command{principalCreateCommand(), principalRevokeCommand()},
+	}
+}
+
+func principalCreateCommand() *command {
+	var tenant, name string
+	var grants grantList
+	return &command{
+		name:    "create",
+		summary: "Create a principal with grants and print its token (shown only once)",
+		usage:   "principal create --tenant T --name N --grant RESOURCE:PREFIX:ACTIONS [--grant ...]",
+		examples: `  baton principal create --tenant acme --name reviewer \
+      --grant tasks:review:read,write --grant artifacts::read
+  baton principal create --tenant acme --name ops --grant '*::read,write,delete'
+
+  RESOURCE is tasks, artifacts, refs, checkpoints, kv, ops, admin or *;
+  PREFIX may be empty and may itself contain ':'; ACTIONS are read, write, delete.
+`,
+		flags: func(fs *flag.FlagSet) {
+			tenantFlag(fs, &tenant)
+			fs.StringVar(&name, "name", "", "principal name (required)")
+			fs.Var(&grants, "grant", "grant RESOURCE:PREFIX:ACTIONS (repeatable)")
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			if _, err := inv.positional(); err != nil {
+				return err
+			}
+			if err := inv.require("tenant", "name"); err != nil {
+				return err
+			}
+			c, ctx, cancel, err := a.connect(ctx, 0)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			p, err := c.CreatePrincipal(ctx, tenant, name, grants)
+			if err != nil {
+				return err
+			}
+			return a.emit(p, func(w io.Writer) { printPrincipal(w, tenant, p) })
+		},
+	}
+}
+
+func printPrincipal(w io.Writer, tenant string, p *client.PrincipalWithToken) {
+	fmt.Fprintf(w, "Created principal %s in tenant %s.\n\n", p.Name, tenant)
+	fmt.Fprintf(w, "Token (shown only this once; store it now):\n\n    %s\n\n", p.Token)
+	fmt.Fprintln(w, "RESOURCE\tPREFIX\tACTIONS")
+	for _, g := range p.Grants {
+		fmt.Fprintf(w, "%s\t%s\t%s\n", g.Resource, dash(g.Prefix), strings.Join(g.Actions, ","))
+	}
+}
+
+func principalRevokeCommand() *command {
+	var tenant, name string
+	return &command{
+		name:     "revoke",
+		summary:  "Revoke a principal: its tokens fail from the next request on",
+		usage:    "principal revoke --tenant T --name N",
+		examples: "  baton principal revoke --tenant acme --name reviewer\n",
+		flags: func(fs *flag.FlagSet) {
+			tenantFlag(fs, &tenant)
+			fs.StringVar(&name, "name", "", "principal name (required)")
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			if _, err := inv.positional(); err != nil {
+				return err
+			}
+			if err := inv.require("tenant", "name"); err != nil {
+				return err
+			}
+			done := fmt.Sprintf("revoked principal %s in tenant %s", name, tenant)
+			return a.write(ctx, done, func(ctx context.Context, c *client.Client, o client.RequestOption) error {
+				return c.RevokePrincipal(ctx, tenant, name, o)
+			})
+		},
+	}
+}
+
+// grantList is the repeatable --grant flag: RESOURCE:PREFIX:ACTIONS, where
+// the prefix is everything between the first and the last colon.
+type grantList []client.Grant
+
+func (g *grantList) String() string {
+	parts := make([]string, len(*g))
+	for i, gr := range *g {
+		parts[i] = gr.Resource + ":" + gr.Prefix + ":" + strings.Join(gr.Actions, ",")
+	}
+	return strings.Join(parts, " ")
+}
+
+func (g *grantList) Set(s string) error {
+	first, last := strings.Index(s, ":"), strings.LastIndex(s, ":")
+	if first < 0 || first == last {
+		return errors.New("want RESOURCE:PREFIX:ACTIONS, e.g. tasks:review:read,write")
+	}
+	gr := client.Grant{Resource: s[:first], Prefix: s[first+1 : last]}
+	if gr.Resource == "" {
+		return errors.New("empty resource")
+	}
+	for _, act := range strings.Split(s[last+1:], ",") {
+		switch act {
+		case "read", "write", "delete":
+			gr.Actions = append(gr.Actions, act)
+		default:
+			return fmt.Errorf("unknown action %q (want read, write or delete)", act)
+		}
+	}
+	*g = append(*g, gr)
+	return nil
+}
