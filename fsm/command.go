@@ -12,12 +12,12 @@ const (
 	KindPrincipalCreate Kind = "principal.create"
 	KindPrincipalDelete Kind = "principal.delete"
 	KindMemberSet       Kind = "member.set"
+	// KindMemberDelete forgets a removed member. KindMemberSet doubles as
+	// the entry every new leader commits at the start of its term: after
+	// it, every entry of the term reaches the FSM (Raft's own no-op and
+	// barrier entries never do), so reads can wait for the FSM to reach
+	// the commit index, and followers know where to forward.
 	KindMemberDelete    Kind = "member.delete"
-	// KindNoop changes nothing but the clock. A new leader commits one at
-	// the start of its term so that every later entry of the term reaches
-	// the FSM (Raft's own no-op and barrier entries never do), which is what
-	// lets a read wait for the FSM to reach the commit index.
-	KindNoop Kind = "noop"
 )
 
 // Command is one replicated request. Everything Apply needs to decide is in

@@ -14,7 +14,6 @@ type MemberDeleteArgs struct{ ID string }
 func init() {
 	register(KindMemberSet, applyMemberSet)
 	register(KindMemberDelete, applyMemberDelete)
-	register(KindNoop, func(*FSM, *applyCtx, *Command) *Result { return okValue(OutcomeOK, nil) })
 }
 
 func applyMemberSet(f *FSM, _ *applyCtx, c *Command) *Result {

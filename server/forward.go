@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/baton-dev/baton/fsm"
 	"github.com/baton-dev/baton/server/node"
 )
 
@@ -19,6 +20,7 @@ const headerForwarded = "X-Baton-Forwarded-By"
 
 type forwarder struct {
 	cluster   Cluster
+	fsm       *fsm.FSM
 	log       *slog.Logger
 	transport *http.Transport
 	proxy     *httputil.ReverseProxy
@@ -26,8 +28,8 @@ type forwarder struct {
 
 type leaderKey struct{}
 
-func newForwarder(c Cluster, log *slog.Logger) *forwarder {
-	f := &forwarder{cluster: c, log: log}
+func newForwarder(c Cluster, f0 *fsm.FSM, log *slog.Logger) *forwarder {
+	f := &forwarder{cluster: c, fsm: f0, log: log}
 	f.transport = &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConns:        512,
@@ -66,12 +68,31 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(codeUnavailable, "no leader is known right now"))
 		return
 	}
-	addr := f.cluster.HTTPAddrOf(id)
+	addr := f.leaderAddr(r.Context(), id)
 	if addr == "" {
 		writeError(w, errorf(codeUnavailable, "the leader %s has not published its HTTP address yet", id))
 		return
 	}
 	f.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), leaderKey{}, addr)))
+}
+
+// leaderAddr returns the leader's HTTP address. A new leader publishes it
+// in the first entry of its term; a follower that knows the leader but has
+// not applied that entry yet waits for it, briefly.
+func (f *forwarder) leaderAddr(ctx context.Context, id string) string {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	for {
+		_, changed := f.fsm.Changed()
+		if addr := f.cluster.HTTPAddrOf(id); addr != "" {
+			return addr
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ""
+		}
+	}
 }
 
 func (f *forwarder) close() { f.transport.CloseIdleConnections() }

@@ -96,7 +96,7 @@ func New(cfg Config, c Cluster, f *fsm.FSM) *Server {
 	cfg.setDefaults()
 	s := &Server{cfg: cfg, cluster: c, fsm: f, log: cfg.Logger,
 		adminHash: sha256.Sum256([]byte(cfg.AdminToken)), mux: http.NewServeMux(), done: make(chan struct{})}
-	s.proxy = newForwarder(c, s.log)
+	s.proxy = newForwarder(c, f, s.log)
 	s.metrics = newMetrics(c, f)
 	s.routes()
 	return s

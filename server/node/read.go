@@ -32,7 +32,9 @@ func (n *Node) ReadBarrier(ctx context.Context) error {
 // termBarrier makes sure a new leader has applied every entry of earlier
 // terms before it serves reads: until an entry of its own term commits, its
 // commit index may be behind what earlier leaders acknowledged. The entry is
-// a no-op FSM command (see fsm.KindNoop), run once per term.
+// this leader's own member record (fsm.KindMemberSet), run once per term:
+// it also publishes the leader's HTTP address before anything is forwarded
+// to it.
 func (n *Node) termBarrier(ctx context.Context) error {
 	term := n.raft.CurrentTerm()
 	n.barrierMu.Lock()
@@ -42,7 +44,8 @@ func (n *Node) termBarrier(ctx context.Context) error {
 	}
 	ctx, cancel := bounded(ctx, n.cfg.ApplyTimeout)
 	defer cancel()
-	if _, err := n.Apply(ctx, fsm.NewCommand(fsm.KindNoop, time.Now().UnixMilli(), "", "", struct{}{})); err != nil {
+	me := &fsm.Member{ID: n.cfg.ID, RaftAddr: n.RaftAddr(), HTTPAddr: n.cfg.HTTPAddr}
+	if _, err := n.Apply(ctx, fsm.NewCommand(fsm.KindMemberSet, time.Now().UnixMilli(), "", "", me)); err != nil {
 		return err
 	}
 	if n.raft.CurrentTerm() == term {
