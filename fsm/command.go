@@ -17,7 +17,7 @@ const (
 	// it, every entry of the term reaches the FSM (Raft's own no-op and
 	// barrier entries never do), so reads can wait for the FSM to reach
 	// the commit index, and followers know where to forward.
-	KindMemberDelete    Kind = "member.delete"
+	KindMemberDelete Kind = "member.delete"
 )
 
 // Command is one replicated request. Everything Apply needs to decide is in
