@@ -25,12 +25,27 @@ type FSM struct {
 
 	// changed is closed and replaced after every applied batch and restore.
 	changed chan struct{}
+
+	pending []Event  // events of the entry being applied
+	history *History // recent events for watchers
 }
 
-// New returns an empty FSM.
-func New() *FSM {
-	return &FSM{st: newStore(), changed: make(chan struct{})}
+// Options configure an FSM.
+type Options struct {
+	// WatchHistory is how many recent events are kept for watchers.
+	WatchHistory int
 }
+
+// New returns an empty FSM with default options.
+func New() *FSM { return NewWith(Options{}) }
+
+// NewWith returns an empty FSM.
+func NewWith(o Options) *FSM {
+	return &FSM{st: newStore(), changed: make(chan struct{}), history: newHistory(o.WatchHistory)}
+}
+
+// History is the FSM's recent events.
+func (f *FSM) History() *History { return f.history }
 
 // applyCtx is the per-log-entry context of Apply.
 type applyCtx struct {
@@ -84,6 +99,7 @@ func (f *FSM) applyEntry(index uint64, data []byte) interface{} {
 	}
 	ctx := &applyCtx{index: index}
 	results := make([]*Result, len(cmds))
+	f.pending = f.pending[:0]
 	for i, c := range cmds {
 		if c.Now > f.clock {
 			f.clock = c.Now
@@ -92,6 +108,10 @@ func (f *FSM) applyEntry(index uint64, data []byte) interface{} {
 		results[i] = f.applyCommand(ctx, c)
 		results[i].Index = index
 	}
+	for i := range f.pending {
+		f.pending[i].Index, f.pending[i].Pos, f.pending[i].Last = index, i, i == len(f.pending)-1
+	}
+	f.history.append(f.pending)
 	return results
 }
 
@@ -103,10 +123,11 @@ func (f *FSM) applyCommand(ctx *applyCtx, c *Command) *Result {
 			return r
 		}
 	}
-	cp := f.st.checkpoint()
+	cp, nev := f.st.checkpoint(), len(f.pending)
 	r := f.dispatch(ctx, c)
 	if !r.OK() {
 		f.st.rollback(cp)
+		f.pending = f.pending[:nev]
 	}
 	if c.IdemKey != "" {
 		f.rememberIdempotent(ctx, c, r)
@@ -228,6 +249,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	f.mu.Lock()
 	f.st, f.applied, f.clock, f.restoredIndex = st, hdr.Applied, hdr.Clock, hdr.Applied
+	f.history.reset(hdr.Applied)
 	f.notifyLocked()
 	f.mu.Unlock()
 	return nil

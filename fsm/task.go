@@ -105,15 +105,27 @@ func getTask(st *Store, tenant, id string) (*Task, bool) {
 }
 
 // putTask stores t and moves its index entry from old's (nil: new task).
-func putTask(st *Store, old, t *Task) {
+func (f *FSM) putTask(old, t *Task) {
 	if old != nil {
-		st.Delete(old.indexKey())
+		f.st.Delete(old.indexKey())
 	}
-	st.Put(taskKey(t.Tenant, t.ID), encode(t))
-	st.Put(t.indexKey(), nil)
+	f.st.Put(taskKey(t.Tenant, t.ID), encode(t))
+	f.st.Put(t.indexKey(), nil)
+	f.emit(t.Tenant, ResourceTasks, t.ID, t.Queue, EventPut, t)
 }
 
-func deleteTask(st *Store, t *Task) {
-	st.Delete(t.indexKey())
-	st.Delete(taskKey(t.Tenant, t.ID))
+func (f *FSM) deleteTask(t *Task) {
+	f.st.Delete(t.indexKey())
+	f.st.Delete(taskKey(t.Tenant, t.ID))
+	f.emit(t.Tenant, ResourceTasks, t.ID, t.Queue, EventDelete, nil)
 }
+
+// Watchable resources (API.md "Watch").
+const (
+	ResourceTasks       = "tasks"
+	ResourceKV          = "kv"
+	ResourceCheckpoints = "checkpoints"
+	ResourceOps         = "ops"
+	ResourceRefs        = "refs"
+	ResourceArtifacts   = "artifacts"
+)

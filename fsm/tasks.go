@@ -96,7 +96,7 @@ func applyTaskCreate(f *FSM, ctx *applyCtx, c *Command) *Result {
 	}
 	t := &Task{Tenant: c.Tenant, ID: a.ID, Queue: a.Queue, Status: status, Priority: a.Priority,
 		Payload: a.Payload, Version: 1, CreatedAt: ctx.now, UpdatedAt: ctx.now, Seq: ctx.nextSeq()}
-	putTask(f.st, nil, t)
+	f.putTask(nil, t)
 	return okValue(OutcomeCreated, t)
 }
 
@@ -129,7 +129,7 @@ func claim(f *FSM, ctx *applyCtx, t *Task, owner string, leaseMs int64, setStatu
 	if setStatus != nil {
 		t.Status = *setStatus
 	}
-	putTask(f.st, &old, t)
+	f.putTask(&old, t)
 	return okValue(OutcomeOK, t)
 }
 
@@ -215,7 +215,7 @@ func applyTaskRenew(f *FSM, ctx *applyCtx, c *Command) *Result {
 	t.LeaseUntil = ctx.now + a.LeaseMs
 	t.Version++
 	t.UpdatedAt = ctx.now
-	putTask(f.st, &old, t)
+	f.putTask(&old, t)
 	return okValue(OutcomeOK, t)
 }
 
@@ -241,7 +241,7 @@ func applyTaskUpdate(f *FSM, ctx *applyCtx, c *Command) *Result {
 	applyTaskChanges(t, &a)
 	t.Version++
 	t.UpdatedAt = ctx.now
-	putTask(f.st, &old, t)
+	f.putTask(&old, t)
 	return okValue(OutcomeOK, t)
 }
 
@@ -275,6 +275,6 @@ func applyTaskDelete(f *FSM, _ *applyCtx, c *Command) *Result {
 	if r := checkExpect(t, a.ExpectVersion, nil); r != nil {
 		return r
 	}
-	deleteTask(f.st, t)
+	f.deleteTask(t)
 	return okValue(OutcomeNoContent, nil)
 }

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -14,3 +15,11 @@ func FormatMillis(ms int64) string {
 }
 
 func hex16(v int64) string { return fmt.Sprintf("%016x", uint64(v)) }
+
+// jsonOrNull makes an absent JSON value explicit.
+func jsonOrNull(b []byte) json.RawMessage {
+	if len(b) == 0 {
+		return json.RawMessage("null")
+	}
+	return b
+}

@@ -15,6 +15,7 @@ const (
 	routeRead                       // leader after ReadBarrier; ?consistency=stale: any node
 	routeWrite                      // leader
 	routeLongWrite                  // leader, may wait up to maxWaitMs (long poll)
+	routeStream                     // any node, authenticated, no time limit (watch)
 )
 
 // handlerFunc handles an authenticated request.
@@ -38,6 +39,10 @@ func (s *Server) routes() {
 	s.clusterRoutes(add)
 	s.tenantRoutes(add)
 	s.taskRoutes(add)
+	s.kvRoutes(add)
+	s.checkpointRoutes(add)
+	s.opRoutes(add)
+	s.watchRoutes(add)
 	for pattern, methods := range table {
 		s.mux.Handle(pattern, s.dispatch(methods))
 	}
@@ -75,6 +80,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
 		}
 		return
 	}
+	if rt.kind == routeStream {
+		s.serveStream(w, r, rt)
+		return
+	}
 	stale := rt.kind == routeRead && r.URL.Query().Get("consistency") == "stale"
 	if !stale && !s.cluster.IsLeader() {
 		s.proxy.forward(w, r)
@@ -99,6 +108,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
 		}
 	}
 	if err := rt.h(w, r, id); err != nil {
+		writeError(w, err)
+	}
+}
+
+// serveStream runs a long-lived stream on this node, bounded only by the
+// client's connection.
+func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, rt route) {
+	id, err := s.authenticate(r)
+	if err == nil {
+		err = rt.h(w, r, id)
+	}
+	if err != nil {
 		writeError(w, err)
 	}
 }

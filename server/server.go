@@ -103,10 +103,11 @@ func New(cfg Config, c Cluster, f *fsm.FSM) *Server {
 }
 
 // Start launches background work: registering this node's HTTP address in
-// the replicated membership.
+// the replicated membership, and (on the leader) purging expired KV entries.
 func (s *Server) Start() {
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go s.registerLoop()
+	go s.purgeLoop()
 }
 
 // Close stops background work. Idempotent.

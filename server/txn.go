@@ -43,6 +43,51 @@ var txnOps = map[string]struct {
 	"task.create": {fsm.KindTaskCreate, decodeTxnTaskCreate},
 	"task.claim":  {fsm.KindTaskClaim, decodeTxnTaskClaim},
 	"task.update": {fsm.KindTaskUpdate, decodeTxnTaskUpdate},
+	"kv.put":      {fsm.KindKVPut, decodeTxnKVPut},
+	"kv.delete":   {fsm.KindKVDelete, decodeTxnKVDelete},
+}
+
+type txnKVPut struct {
+	Op        string `json:"op"`
+	Namespace string `json:"namespace"`
+	Key       string `json:"key"`
+	kvPutRequest
+}
+
+type txnKVDelete struct {
+	Op            string     `json:"op"`
+	Namespace     string     `json:"namespace"`
+	Key           string     `json:"key"`
+	ExpectVersion *uint64    `json:"expect_version"`
+	Fence         *fenceJSON `json:"fence"`
+}
+
+func decodeTxnKVPut(s *Server, id *identity, tenant string, raw []byte) (any, error) {
+	var op txnKVPut
+	if err := decodeStrict(raw, &op); err != nil {
+		return nil, err
+	}
+	args, err := op.args(op.Namespace, op.Key)
+	if err != nil {
+		return nil, err
+	}
+	return args, id.allow(tenant, resKV, op.Namespace+"/"+op.Key, actWrite)
+}
+
+func decodeTxnKVDelete(s *Server, id *identity, tenant string, raw []byte) (any, error) {
+	var op txnKVDelete
+	if err := decodeStrict(raw, &op); err != nil {
+		return nil, err
+	}
+	if err := validKV(op.Namespace, op.Key); err != nil {
+		return nil, err
+	}
+	fence, err := op.Fence.fence()
+	if err != nil {
+		return nil, err
+	}
+	args := &fsm.KVDeleteArgs{Namespace: op.Namespace, Key: op.Key, ExpectVersion: op.ExpectVersion, Fence: fence}
+	return args, id.allow(tenant, resKV, op.Namespace+"/"+op.Key, actDelete)
 }
 
 func decodeTxnTaskCreate(s *Server, id *identity, tenant string, raw []byte) (any, error) {

@@ -1,0 +1,110 @@
+package fsm
+
+import (
+	"encoding/json"
+	"sort"
+	"sync"
+)
+
+// Event is one change of a watched object, produced by Apply identically on
+// every replica. Events are outputs, not state: they are not in snapshots.
+type Event struct {
+	Index uint64 `json:"index"`
+	// Pos is the event's position among the events of its log index; Last
+	// marks the last one, so a resume point is (Index, Pos).
+	Pos      int             `json:"-"`
+	Last     bool            `json:"-"`
+	Resource string          `json:"resource"`
+	Key      string          `json:"key"`
+	Type     string          `json:"type"` // put or delete
+	Value    json.RawMessage `json:"value,omitempty"`
+	Tenant   string          `json:"-"`
+	// Name is what grants are matched against (a task's queue, a KV entry's
+	// namespace/key, a checkpoint's thread, an op id).
+	Name string `json:"-"`
+}
+
+// Event types.
+const (
+	EventPut    = "put"
+	EventDelete = "delete"
+)
+
+// emit records an event of the command being applied; rolled back with it.
+func (f *FSM) emit(tenant, resource, key, name, typ string, value any) {
+	ev := Event{Tenant: tenant, Resource: resource, Key: key, Name: name, Type: typ}
+	if value != nil {
+		ev.Value = mustJSON(value)
+	}
+	f.pending = append(f.pending, ev)
+}
+
+// History keeps the most recent events in memory for watchers. Whole log
+// indexes are evicted together; Floor is the newest index whose events are
+// gone (or that the history started after), so a watcher resuming at or
+// after Floor misses nothing, and one before it must re-read the state.
+type History struct {
+	mu     sync.RWMutex
+	limit  int
+	events []Event // oldest first
+	floor  uint64
+}
+
+func newHistory(limit int) *History {
+	if limit <= 0 {
+		limit = DefaultWatchHistory
+	}
+	return &History{limit: limit}
+}
+
+// DefaultWatchHistory is how many events a node keeps for watchers.
+const DefaultWatchHistory = 100_000
+
+func (h *History) append(evs []Event) {
+	if len(evs) == 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.events = append(h.events, evs...)
+	if len(h.events) <= h.limit {
+		return
+	}
+	cut := len(h.events) - h.limit
+	for cut < len(h.events) && h.events[cut].Index == h.events[cut-1].Index {
+		cut++ // never split one index's events
+	}
+	h.floor = h.events[cut-1].Index
+	h.events = append([]Event(nil), h.events[cut:]...)
+}
+
+// reset empties the history; nothing at or before index can be resumed.
+func (h *History) reset(index uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.events, h.floor = nil, index
+}
+
+// Floor is the newest index a watcher may resume from without 410.
+func (h *History) Floor() uint64 {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.floor
+}
+
+// Since returns up to max events after the resume point (index, pos); pos
+// -1 means after every event of index. compacted reports that events after
+// that point were already evicted.
+func (h *History) Since(index uint64, pos int, max int) (evs []Event, compacted bool) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if index < h.floor {
+		return nil, true
+	}
+	i := sort.Search(len(h.events), func(i int) bool {
+		e := h.events[i]
+		return e.Index > index || (e.Index == index && pos >= 0 && e.Pos > pos)
+	})
+	end := min(len(h.events), i+max)
+	return append([]Event(nil), h.events[i:end]...), false
+}
