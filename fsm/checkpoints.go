@@ -252,3 +252,6 @@ func (f *FSM) ListCheckpoints(tenant, thread, before string, limit int) ([]Check
 	})
 	return out, f.applied, true
 }
+
+func (a *CheckpointPutArgs) jsonFields() [][]byte    { return [][]byte{a.Data, a.Metadata} }
+func (a *CheckpointWritesArgs) jsonFields() [][]byte { return [][]byte{a.Writes} }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"sync"
@@ -156,10 +157,22 @@ func register(k Kind, h handler) {
 	handlers[k] = h
 }
 
+// jsonCarrier is an args struct with raw JSON fields; decodeArgs checks
+// them, so that no log entry, however made, can make a handler store bytes
+// that the JSON encoder would later refuse on every replica.
+type jsonCarrier interface{ jsonFields() [][]byte }
+
 // decodeArgs decodes c.Args into v, or returns an invalid_argument result.
 func decodeArgs(c *Command, v any) *Result {
 	if err := decode(c.Args, v); err != nil {
 		return fail(CodeInvalidArgument, fmt.Sprintf("%s: bad arguments: %v", c.Kind, err), nil)
+	}
+	if jc, ok := v.(jsonCarrier); ok {
+		for _, b := range jc.jsonFields() {
+			if len(b) > 0 && !json.Valid(b) {
+				return fail(CodeInvalidArgument, fmt.Sprintf("%s: a JSON field is not valid JSON", c.Kind), nil)
+			}
+		}
 	}
 	return nil
 }

@@ -246,3 +246,5 @@ func (f *FSM) NextKVExpiry() int64 {
 	})
 	return next
 }
+
+func (a *KVPutArgs) jsonFields() [][]byte { return [][]byte{a.Value} }

@@ -137,3 +137,5 @@ func (f *FSM) GetOp(tenant, id string) (*Op, uint64, bool) {
 	o, ok := getOp(f.st, tenant, id)
 	return o, f.applied, ok
 }
+
+func (a *OpFinishArgs) jsonFields() [][]byte { return [][]byte{a.Result} }

@@ -278,3 +278,6 @@ func applyTaskDelete(f *FSM, _ *applyCtx, c *Command) *Result {
 	f.deleteTask(t)
 	return okValue(OutcomeNoContent, nil)
 }
+
+func (a *TaskCreateArgs) jsonFields() [][]byte { return [][]byte{a.Payload} }
+func (a *TaskUpdateArgs) jsonFields() [][]byte { return [][]byte{a.Result, a.Payload} }
