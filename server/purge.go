@@ -25,6 +25,7 @@ func (s *Server) purgeLoop() {
 		if !s.cluster.IsLeader() {
 			continue
 		}
+		s.maybeCollectChunks()
 		if next := s.fsm.NextKVExpiry(); next == 0 || next > s.now() {
 			continue
 		}

@@ -16,6 +16,7 @@ const (
 	routeWrite                      // leader
 	routeLongWrite                  // leader, may wait up to maxWaitMs (long poll)
 	routeStream                     // any node, authenticated, no time limit (watch)
+	routeLocalAuth                  // any node, authenticated (chunk upload, peer calls)
 )
 
 // handlerFunc handles an authenticated request.
@@ -43,6 +44,9 @@ func (s *Server) routes() {
 	s.checkpointRoutes(add)
 	s.opRoutes(add)
 	s.watchRoutes(add)
+	s.chunkRoutes(add)
+	s.artifactRoutes(add)
+	s.refRoutes(add)
 	for pattern, methods := range table {
 		s.mux.Handle(pattern, s.dispatch(methods))
 	}
@@ -80,8 +84,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
 		}
 		return
 	}
-	if rt.kind == routeStream {
-		s.serveStream(w, r, rt)
+	if rt.kind == routeStream || rt.kind == routeLocalAuth {
+		s.serveLocal(w, r, rt)
 		return
 	}
 	stale := rt.kind == routeRead && r.URL.Query().Get("consistency") == "stale"
@@ -112,9 +116,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
 	}
 }
 
-// serveStream runs a long-lived stream on this node, bounded only by the
-// client's connection.
-func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, rt route) {
+// serveLocal runs a route on this node without forwarding. Streams are
+// bounded only by the client's connection; other local routes by a timeout.
+func (s *Server) serveLocal(w http.ResponseWriter, r *http.Request, rt route) {
+	if rt.kind == routeLocalAuth {
+		ctx, cancel := contextWithTimeout(r, 2*s.cfg.RequestTimeout)
+		defer cancel()
+		r = r.WithContext(ctx)
+	}
 	id, err := s.authenticate(r)
 	if err == nil {
 		err = rt.h(w, r, id)

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/fsm"
+	"github.com/baton-dev/baton/server/chunkstore"
 	"github.com/baton-dev/baton/server/node"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -54,7 +55,12 @@ type Config struct {
 	// ClockOffset is added to the leader's clock when it stamps commands.
 	// Only the chaos harness sets it (clock-skew failpoint).
 	ClockOffset time.Duration
-	Logger      *slog.Logger
+	// Chunks is this node's chunk body store; without it the chunk and
+	// artifact content endpoints answer 503.
+	Chunks *chunkstore.Store
+	// ChunkGCGrace is how long an unreferenced chunk is kept; default 1h.
+	ChunkGCGrace time.Duration
+	Logger       *slog.Logger
 }
 
 func (c *Config) setDefaults() {
@@ -69,6 +75,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = 10 * time.Second
+	}
+	if c.ChunkGCGrace == 0 {
+		c.ChunkGCGrace = time.Hour
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -105,9 +114,10 @@ func New(cfg Config, c Cluster, f *fsm.FSM) *Server {
 // Start launches background work: registering this node's HTTP address in
 // the replicated membership, and (on the leader) purging expired KV entries.
 func (s *Server) Start() {
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go s.registerLoop()
 	go s.purgeLoop()
+	go s.repairLoop()
 }
 
 // Close stops background work. Idempotent.

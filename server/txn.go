@@ -45,6 +45,25 @@ var txnOps = map[string]struct {
 	"task.update": {fsm.KindTaskUpdate, decodeTxnTaskUpdate},
 	"kv.put":      {fsm.KindKVPut, decodeTxnKVPut},
 	"kv.delete":   {fsm.KindKVDelete, decodeTxnKVDelete},
+	"ref.set":     {fsm.KindRefSet, decodeTxnRefSet},
+}
+
+type txnRefSet struct {
+	Op  string `json:"op"`
+	Ref string `json:"ref"`
+	refSetRequest
+}
+
+func decodeTxnRefSet(s *Server, id *identity, tenant string, raw []byte) (any, error) {
+	var op txnRefSet
+	if err := decodeStrict(raw, &op); err != nil {
+		return nil, err
+	}
+	args, err := op.args(op.Ref)
+	if err != nil {
+		return nil, err
+	}
+	return args, id.allow(tenant, resRefs, op.Ref, actWrite)
 }
 
 type txnKVPut struct {

@@ -13,12 +13,14 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/baton-dev/baton/fsm"
 	"github.com/baton-dev/baton/server"
+	"github.com/baton-dev/baton/server/chunkstore"
 	"github.com/baton-dev/baton/server/node"
 	metrics "github.com/hashicorp/go-metrics/compat"
 	promsink "github.com/hashicorp/go-metrics/compat/prometheus"
@@ -55,6 +57,7 @@ type options struct {
 	raft                                         node.Config
 	idemTTL                                      time.Duration
 	clockOffset                                  time.Duration
+	chunkGCGrace                                 time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -80,6 +83,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Uint64Var(&o.raft.TrailingLogs, "trailing-logs", o.raft.TrailingLogs, "log entries kept after a snapshot")
 	fs.IntVar(&o.raft.MaxAppendEntries, "max-append-entries", o.raft.MaxAppendEntries, "Raft MaxAppendEntries")
 	fs.DurationVar(&o.idemTTL, "idempotency-ttl", 24*time.Hour, "how long Idempotency-Key answers are remembered")
+	fs.DurationVar(&o.chunkGCGrace, "chunk-gc-grace", time.Hour, "how long a chunk no artifact references is kept")
 	fs.DurationVar(&o.clockOffset, "failpoint-clock-offset", 0, "testing only: skew the time this node stamps when it leads")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -176,7 +180,13 @@ func serve(ctx context.Context, o *options, log *slog.Logger) error {
 		return err
 	}
 	defer n.Close()
-	srv := server.New(server.Config{AdminToken: token, IdempotencyTTL: o.idemTTL, ClockOffset: o.clockOffset, Logger: log}, n, f)
+	chunks, err := chunkstore.Open(filepath.Join(o.dataDir, "chunks"))
+	if err != nil {
+		return fmt.Errorf("chunk store: %w", err)
+	}
+	defer chunks.Close()
+	srv := server.New(server.Config{AdminToken: token, IdempotencyTTL: o.idemTTL, ClockOffset: o.clockOffset,
+		Chunks: chunks, ChunkGCGrace: o.chunkGCGrace, Logger: log}, n, f)
 	srv.Start()
 	defer srv.Close()
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}

@@ -1,0 +1,256 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/baton-dev/baton/fsm"
+)
+
+type publishRequest struct {
+	Chunks    []fsm.ChunkRef  `json:"chunks"`
+	Digest    string          `json:"digest"`
+	Size      *int64          `json:"size"`
+	MediaType string          `json:"media_type"`
+	Sources   []string        `json:"sources"`
+	Metadata  json.RawMessage `json:"metadata"`
+	TaskID    string          `json:"task_id"`
+	Fence     *fenceJSON      `json:"fence"`
+}
+
+// artifactRoutes: one pattern serves by-id and the name's versions, since
+// "by-id/{id}" and "{name}/versions" would otherwise both match
+// ".../by-id/versions" and ServeMux refuses ambiguous patterns.
+func (s *Server) artifactRoutes(add func(string, string, routeKind, handlerFunc)) {
+	add("GET", "/v1/tenants/{tenant}/artifacts/{path...}", routeRead, s.handleArtifactGet)
+	add("POST", "/v1/tenants/{tenant}/artifacts/{path...}", routeWrite, s.handleArtifactPublish)
+}
+
+// artifactPath splits {name}/versions[/{n}[/content]] or by-id/{id}.
+type artifactPath struct {
+	byID    string
+	name    string
+	version uint64 // 0: none given
+	content bool
+}
+
+func parseArtifactPath(p string) (*artifactPath, error) {
+	parts := strings.Split(p, "/")
+	if len(parts) == 2 && parts[0] == "by-id" {
+		if err := validDigest("artifact_id", parts[1]); err != nil {
+			return nil, err
+		}
+		return &artifactPath{byID: parts[1]}, nil
+	}
+	if len(parts) < 2 || len(parts) > 4 || parts[1] != "versions" || (len(parts) == 4 && parts[3] != "content") {
+		return nil, errorf(fsm.CodeNotFound, "no such endpoint: artifacts/%s", p)
+	}
+	ap := &artifactPath{name: parts[0], content: len(parts) == 4}
+	if err := validName("artifact name", ap.name); err != nil {
+		return nil, err
+	}
+	if len(parts) >= 3 {
+		n, err := strconv.ParseUint(parts[2], 10, 64)
+		if err != nil || n == 0 {
+			return nil, badRequest("version %q must be a positive integer", parts[2])
+		}
+		ap.version = n
+	}
+	return ap, nil
+}
+
+func (s *Server) handleArtifactPublish(w http.ResponseWriter, r *http.Request, id *identity) error {
+	tenant := r.PathValue("tenant")
+	ap, err := parseArtifactPath(r.PathValue("path"))
+	if err != nil {
+		return err
+	}
+	if ap.byID != "" || ap.version != 0 {
+		return errorf(codeMethodNotAllowed, "POST is only allowed on artifacts/{name}/versions")
+	}
+	var req publishRequest
+	body, err := s.readJSON(w, r, &req)
+	if err != nil {
+		return err
+	}
+	args, err := req.args(ap.name)
+	if err != nil {
+		return err
+	}
+	if err := s.tenantAccess(id, tenant, resArtifacts, ap.name, actWrite); err != nil {
+		return err
+	}
+	if missing, _ := s.fsm.ChunksHeld(tenant, chunkDigests(args.Chunks)); len(missing) > 0 {
+		return &apiError{Code: fsm.CodeMissingChunks, Message: strconv.Itoa(len(missing)) + " chunks are not held by this tenant",
+			Details: map[string]any{"missing": missing}}
+	}
+	if err := s.verifyContent(r.Context(), args); err != nil {
+		return err
+	}
+	return s.proposeAndReply(w, r, id, tenant, fsm.KindArtifactPublish, args, body)
+}
+
+func chunkDigests(chunks []fsm.ChunkRef) []string {
+	out := make([]string, len(chunks))
+	for i, c := range chunks {
+		out[i] = c.Digest
+	}
+	return out
+}
+
+func (req *publishRequest) args(name string) (*fsm.ArtifactPublishArgs, error) {
+	if err := validDigest("digest", req.Digest); err != nil {
+		return nil, err
+	}
+	if req.Size == nil || *req.Size < 0 {
+		return nil, badRequest("size is required and must not be negative")
+	}
+	var total int64
+	for i, c := range req.Chunks {
+		if err := validDigest("chunks["+strconv.Itoa(i)+"].digest", c.Digest); err != nil {
+			return nil, err
+		}
+		if c.Size < 0 || c.Size > 4<<20 {
+			return nil, badRequest("chunks[%d].size must be 0 to 4 MiB", i)
+		}
+		total += c.Size
+	}
+	if total != *req.Size {
+		return nil, badRequest("chunk sizes add up to %d, not size %d", total, *req.Size)
+	}
+	if len(req.MediaType) > 255 || len(req.Sources) > 1000 {
+		return nil, badRequest("media_type over 255 characters or more than 1000 sources")
+	}
+	metadata, err := canonicalJSON("metadata", req.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	if req.TaskID != "" {
+		if err := validName("task_id", req.TaskID); err != nil {
+			return nil, err
+		}
+	}
+	fence, err := req.Fence.fence()
+	if err != nil {
+		return nil, err
+	}
+	return &fsm.ArtifactPublishArgs{Name: name, Digest: req.Digest, Size: *req.Size, Chunks: req.Chunks,
+		MediaType: req.MediaType, Sources: req.Sources, Metadata: metadata, TaskID: req.TaskID, Fence: fence}, nil
+}
+
+// canonicalJSON re-encodes an object with sorted keys (numbers kept exact),
+// so that equal metadata gives an equal artifact_id.
+func canonicalJSON(what string, raw json.RawMessage) ([]byte, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, badRequest("%s is not valid JSON: %v", what, err)
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return nil, badRequest("%s must be a JSON object", what)
+	}
+	return json.Marshal(v)
+}
+
+// verifyContent checks that the chunks' bytes, in order, hash to digest.
+func (s *Server) verifyContent(ctx context.Context, a *fsm.ArtifactPublishArgs) error {
+	h := sha256.New()
+	for _, c := range a.Chunks {
+		body, err := s.readChunk(ctx, c.Digest)
+		if err != nil {
+			return err
+		}
+		h.Write(body)
+	}
+	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != a.Digest {
+		return errorf(codeDigestMismatch, "the chunks' content hashes to %s, not %s", got, a.Digest)
+	}
+	return nil
+}
+
+func (s *Server) handleArtifactGet(w http.ResponseWriter, r *http.Request, id *identity) error {
+	tenant := r.PathValue("tenant")
+	ap, err := parseArtifactPath(r.PathValue("path"))
+	if err != nil {
+		return err
+	}
+	if ap.byID != "" {
+		return s.artifactByID(w, id, tenant, ap.byID)
+	}
+	if err := s.tenantAccess(id, tenant, resArtifacts, ap.name, actRead); err != nil {
+		return err
+	}
+	if ap.version == 0 {
+		list, index := s.fsm.ArtifactVersions(tenant, ap.name)
+		return s.readReply(w, index, map[string]any{"versions": list})
+	}
+	m, index, ok := s.fsm.ArtifactVersion(tenant, ap.name, ap.version)
+	if !ok {
+		return errorf(fsm.CodeNotFound, "artifact %s version %d not found", ap.name, ap.version)
+	}
+	if !ap.content {
+		return s.readReply(w, index, m)
+	}
+	return s.streamContent(w, r, m, index)
+}
+
+func (s *Server) artifactByID(w http.ResponseWriter, id *identity, tenant, aid string) error {
+	if err := s.inTenant(id, tenant); err != nil {
+		return err
+	}
+	m, index, ok := s.fsm.ArtifactByID(tenant, aid)
+	if ok && id.allow(tenant, resArtifacts, m.Name, actRead) == nil {
+		return s.readReply(w, index, m)
+	}
+	if !ok && id.allow(tenant, resArtifacts, "", actRead) == nil {
+		return errorf(fsm.CodeNotFound, "artifact %s not found", aid)
+	}
+	return errorf(fsm.CodeForbidden, "principal %q may not read artifact %s", id.principal, aid)
+}
+
+// streamContent writes the artifact's bytes chunk by chunk: one chunk in
+// memory at a time, whatever the artifact's size.
+func (s *Server) streamContent(w http.ResponseWriter, r *http.Request, m *fsm.Manifest, index uint64) error {
+	var first []byte
+	if len(m.Chunks) > 0 { // fail with a clean error before the headers go out
+		var err error
+		if first, err = s.readChunk(r.Context(), m.Chunks[0].Digest); err != nil {
+			return err
+		}
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	if m.MediaType != "" {
+		w.Header().Set("Content-Type", m.MediaType)
+	}
+	w.Header().Set("Content-Length", strconv.FormatInt(m.Size, 10))
+	w.Header().Set("ETag", `"`+m.Digest+`"`)
+	setIndex(w, index)
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return nil
+	}
+	for i, c := range m.Chunks {
+		body := first
+		if i > 0 {
+			var err error
+			if body, err = s.readChunk(r.Context(), c.Digest); err != nil {
+				s.log.Warn("artifact download cut short", "artifact", m.ArtifactID, "chunk", c.Digest, "err", err)
+				panic(http.ErrAbortHandler) // the client sees a truncated body, never wrong bytes
+			}
+		}
+		if _, err := w.Write(body); err != nil {
+			return nil
+		}
+	}
+	return nil
+}

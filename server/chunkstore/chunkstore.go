@@ -1,0 +1,214 @@
+// Package chunkstore keeps chunk bodies on a node's disk, beside the Raft
+// log, keyed by the SHA-256 of their uncompressed bytes.
+//
+// Contract: Put returns only after the body is durable (file and directory
+// fsynced) under its final name, written through a temporary file and a
+// rename, so a crash leaves either nothing or the whole body. Get verifies
+// the digest of what it read and reports ErrCorrupt (after removing the bad
+// copy) instead of returning wrong bytes. Nothing is cached in memory: the
+// store's footprint is one chunk per call in flight, however much is stored.
+// The empty chunk is always present. Safe for concurrent use.
+package chunkstore
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// Errors of the store.
+var (
+	ErrNotFound    = errors.New("chunkstore: chunk not found")
+	ErrCorrupt     = errors.New("chunkstore: stored chunk failed verification")
+	ErrMismatch    = errors.New("chunkstore: body does not hash to its digest")
+	ErrBadDigest   = errors.New("chunkstore: malformed digest")
+	errUnknownKind = errors.New("chunkstore: unknown encoding byte")
+)
+
+// EmptyDigest is the digest of the empty chunk.
+const EmptyDigest = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// ValidDigest reports whether d is sha256:<64 lowercase hex>.
+func ValidDigest(d string) bool { return digestRE.MatchString(d) }
+
+// Digest returns the digest of b.
+func Digest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// The first byte of a stored file says how the rest is encoded.
+const (
+	kindRaw  byte = 0
+	kindZstd byte = 1
+)
+
+// Store is a directory of chunk bodies.
+type Store struct {
+	dir string
+	enc *zstd.Encoder // shared; EncodeAll is safe for concurrent use
+	dec *zstd.Decoder
+}
+
+// Open creates dir if needed.
+func Open(dir string) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return nil, err
+	}
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(64<<20))
+	if err != nil {
+		return nil, err
+	}
+	return &Store{dir: dir, enc: enc, dec: dec}, nil
+}
+
+// Close releases the codec.
+func (s *Store) Close() { s.dec.Close() }
+
+func (s *Store) path(digest string) string {
+	h := digest[len("sha256:"):]
+	return filepath.Join(s.dir, h[:2], h)
+}
+
+// Has reports whether the body is stored (not whether it is intact).
+func (s *Store) Has(digest string) bool {
+	if digest == EmptyDigest {
+		return true
+	}
+	if !ValidDigest(digest) {
+		return false
+	}
+	_, err := os.Stat(s.path(digest))
+	return err == nil
+}
+
+// Put stores body under digest after checking that it hashes to it.
+func (s *Store) Put(digest string, body []byte) error {
+	if !ValidDigest(digest) {
+		return ErrBadDigest
+	}
+	if Digest(body) != digest {
+		return ErrMismatch
+	}
+	if digest == EmptyDigest {
+		return nil
+	}
+	data := append([]byte{kindZstd}, s.enc.EncodeAll(body, make([]byte, 0, len(body)/2))...)
+	if len(data) >= len(body)+1 {
+		data = append([]byte{kindRaw}, body...)
+	}
+	return writeDurably(s.path(digest), data)
+}
+
+func writeDurably(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// Get reads and verifies a body.
+func (s *Store) Get(digest string) ([]byte, error) {
+	if digest == EmptyDigest {
+		return []byte{}, nil
+	}
+	if !ValidDigest(digest) {
+		return nil, ErrBadDigest
+	}
+	data, err := os.ReadFile(s.path(digest))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	body, err := s.decode(data)
+	if err != nil || Digest(body) != digest {
+		os.Remove(s.path(digest))
+		return nil, fmt.Errorf("%w: %s", ErrCorrupt, digest)
+	}
+	return body, nil
+}
+
+func (s *Store) decode(data []byte) ([]byte, error) {
+	if len(data) == 0 {
+		return nil, errUnknownKind
+	}
+	switch data[0] {
+	case kindRaw:
+		return data[1:], nil
+	case kindZstd:
+		return s.dec.DecodeAll(data[1:], nil)
+	}
+	return nil, errUnknownKind
+}
+
+// Remove deletes a body; a missing one is not an error.
+func (s *Store) Remove(digest string) error {
+	if !ValidDigest(digest) || digest == EmptyDigest {
+		return nil
+	}
+	err := os.Remove(s.path(digest))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// Walk calls fn for every stored body with its file's modification time.
+func (s *Store) Walk(fn func(digest string, mod time.Time)) error {
+	return filepath.WalkDir(s.dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		name := d.Name()
+		if len(name) != 64 {
+			return nil // temporary files
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		fn("sha256:"+name, info.ModTime())
+		return nil
+	})
+}

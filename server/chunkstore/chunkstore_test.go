@@ -1,0 +1,117 @@
+package chunkstore
+
+import (
+	"bytes"
+	"errors"
+	"math/rand"
+	"os"
+	"testing"
+	"time"
+)
+
+func TestPutGetRoundTrip(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	random := make([]byte, 1<<20)
+	rand.New(rand.NewSource(1)).Read(random)
+	for _, tc := range []struct {
+		name string
+		body []byte
+	}{
+		{"compressible", bytes.Repeat([]byte("baton "), 100_000)},
+		{"incompressible", random},
+		{"tiny", []byte("x")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Digest(tc.body)
+			if s.Has(d) {
+				t.Fatalf("got Has before Put, want false")
+			}
+			if err := s.Put(d, tc.body); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.Get(d)
+			if err != nil || !bytes.Equal(got, tc.body) {
+				t.Fatalf("got %d bytes, err %v; want the %d bytes put", len(got), err, len(tc.body))
+			}
+			info, err := os.Stat(s.path(d))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.Size() > int64(len(tc.body))+1 {
+				t.Fatalf("stored %d bytes for a %d byte body; want at most raw+1", info.Size(), len(tc.body))
+			}
+		})
+	}
+}
+
+func TestPutRefusesMismatch(t *testing.T) {
+	s, _ := Open(t.TempDir())
+	defer s.Close()
+	if err := s.Put(Digest([]byte("a")), []byte("b")); !errors.Is(err, ErrMismatch) {
+		t.Fatalf("got %v, want ErrMismatch", err)
+	}
+	if s.Has(Digest([]byte("a"))) {
+		t.Fatalf("a mismatched body was stored")
+	}
+}
+
+func TestCorruptCopyIsDetectedAndRemoved(t *testing.T) {
+	s, _ := Open(t.TempDir())
+	defer s.Close()
+	body := []byte("some chunk body that is long enough")
+	d := Digest(body)
+	if err := s.Put(d, body); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(s.path(d))
+	data[len(data)-1] ^= 0xff
+	if err := os.WriteFile(s.path(d), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(d); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("got %v, want ErrCorrupt", err)
+	}
+	if s.Has(d) {
+		t.Fatalf("the corrupt copy is still there; want it removed so repair refetches it")
+	}
+}
+
+func TestEmptyChunkAlwaysPresent(t *testing.T) {
+	s, _ := Open(t.TempDir())
+	defer s.Close()
+	if !s.Has(EmptyDigest) || Digest(nil) != EmptyDigest {
+		t.Fatalf("empty chunk: Has %v, Digest(nil) %s", s.Has(EmptyDigest), Digest(nil))
+	}
+	if b, err := s.Get(EmptyDigest); err != nil || len(b) != 0 {
+		t.Fatalf("got %q, %v; want empty", b, err)
+	}
+}
+
+func TestWalkListsBodies(t *testing.T) {
+	s, _ := Open(t.TempDir())
+	defer s.Close()
+	want := map[string]bool{}
+	for _, b := range []string{"a", "b", "c"} {
+		d := Digest([]byte(b))
+		want[d] = true
+		if err := s.Put(d, []byte(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]bool{}
+	if err := s.Walk(func(d string, mod time.Time) { got[d] = !mod.IsZero() }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d bodies, want %d", len(got), len(want))
+	}
+	for d := range want {
+		if !got[d] {
+			t.Fatalf("Walk missed %s", d)
+		}
+	}
+}
