@@ -47,6 +47,9 @@ func (s *Server) routes() {
 	s.chunkRoutes(add)
 	s.artifactRoutes(add)
 	s.refRoutes(add)
+	if s.cfg.Faults != nil {
+		s.failpointRoutes(add)
+	}
 	for pattern, methods := range table {
 		s.mux.Handle(pattern, s.dispatch(methods))
 	}

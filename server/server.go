@@ -52,9 +52,9 @@ type Config struct {
 	MaxChunkBody   int64         // default 4 MiB
 	IdempotencyTTL time.Duration // default 24h
 	RequestTimeout time.Duration // bound on one request's wait for Raft; default 10s
-	// ClockOffset is added to the leader's clock when it stamps commands.
-	// Only the chaos harness sets it (clock-skew failpoint).
-	ClockOffset time.Duration
+	// Faults, when set (batond --failpoints), enables the internal
+	// failpoint endpoint: cut Raft links, skew the clock this node stamps.
+	Faults *node.Faults
 	// Chunks is this node's chunk body store; without it the chunk and
 	// artifact content endpoints answer 503.
 	Chunks *chunkstore.Store
@@ -136,7 +136,7 @@ func (s *Server) Handler() http.Handler { return s.metrics.wrap(s.mux) }
 func (s *Server) Registry() *prometheus.Registry { return s.metrics.reg }
 
 // now is the leader's clock as stamped into commands, in Unix ms.
-func (s *Server) now() int64 { return time.Now().Add(s.cfg.ClockOffset).UnixMilli() }
+func (s *Server) now() int64 { return time.Now().Add(s.cfg.Faults.ClockOffset()).UnixMilli() }
 
 func (s *Server) isAdminToken(tok string) bool {
 	h := sha256.Sum256([]byte(tok))

@@ -56,7 +56,7 @@ type options struct {
 	adminTokenFile, logLevel, logFile            string
 	raft                                         node.Config
 	idemTTL                                      time.Duration
-	clockOffset                                  time.Duration
+	failpoints                                   bool
 	chunkGCGrace                                 time.Duration
 }
 
@@ -84,7 +84,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.raft.MaxAppendEntries, "max-append-entries", o.raft.MaxAppendEntries, "Raft MaxAppendEntries")
 	fs.DurationVar(&o.idemTTL, "idempotency-ttl", 24*time.Hour, "how long Idempotency-Key answers are remembered")
 	fs.DurationVar(&o.chunkGCGrace, "chunk-gc-grace", time.Hour, "how long a chunk no artifact references is kept")
-	fs.DurationVar(&o.clockOffset, "failpoint-clock-offset", 0, "testing only: skew the time this node stamps when it leads")
+	fs.BoolVar(&o.failpoints, "failpoints", false, "testing only: enable /v1/internal/failpoints (cut Raft links, skew the clock)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -166,6 +166,10 @@ func serve(ctx context.Context, o *options, log *slog.Logger) error {
 	}
 	cfg := o.raft
 	cfg.ID, cfg.DataDir, cfg.RaftAddr, cfg.HTTPAddr, cfg.Logger = o.id, o.dataDir, o.raftAddr, o.httpAddr, log
+	if o.failpoints {
+		cfg.Faults = node.NewFaults()
+		log.Warn("failpoints enabled: this node obeys link cuts and clock skew set over HTTP; never use in production")
+	}
 	if cfg.Peers, err = node.ParsePeers(o.peers); err != nil {
 		return fmt.Errorf("--peers: %w", err)
 	}
@@ -185,7 +189,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger) error {
 		return fmt.Errorf("chunk store: %w", err)
 	}
 	defer chunks.Close()
-	srv := server.New(server.Config{AdminToken: token, IdempotencyTTL: o.idemTTL, ClockOffset: o.clockOffset,
+	srv := server.New(server.Config{AdminToken: token, IdempotencyTTL: o.idemTTL, Faults: cfg.Faults,
 		Chunks: chunks, ChunkGCGrace: o.chunkGCGrace, Logger: log}, n, f)
 	srv.Start()
 	defer srv.Close()

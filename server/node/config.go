@@ -35,6 +35,9 @@ type Config struct {
 	// NoSync disables fsync of the Raft log. Only for benchmarks of the
 	// fsync cost itself; never for real data.
 	NoSync bool
+	// Faults, if set, lets the chaos harness cut Raft links (batond
+	// --failpoints). Nil: a plain TCP transport.
+	Faults *Faults
 
 	Logger *slog.Logger
 }

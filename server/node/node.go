@@ -118,11 +118,18 @@ func (n *Node) openTransport() error {
 	} else if addr.Port != 0 {
 		advertise = addr
 	}
-	t, err := raft.NewTCPTransportWithLogger(n.cfg.RaftAddr, advertise, 8, 5*time.Second, newHCLogger(n.log))
+	ln, err := net.Listen("tcp", n.cfg.RaftAddr)
 	if err != nil {
 		return fmt.Errorf("node: raft transport on %s: %w", n.cfg.RaftAddr, err)
 	}
-	n.trans = t
+	faults := n.cfg.Faults
+	if faults == nil {
+		faults = NewFaults() // never changed: a plain TCP transport
+	}
+	stream := &faultStream{Listener: ln, advertise: advertise, faults: faults}
+	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: stream, MaxPool: 8, Timeout: 5 * time.Second, Logger: newHCLogger(n.log),
+	})
 	return nil
 }
 
@@ -222,3 +229,6 @@ func (n *Node) Term() uint64 { return n.raft.CurrentTerm() }
 
 // CommitIndex is the commit index this node knows.
 func (n *Node) CommitIndex() uint64 { return n.raft.CommitIndex() }
+
+// now is the time this node stamps into the commands it proposes itself.
+func (n *Node) now() int64 { return time.Now().Add(n.cfg.Faults.ClockOffset()).UnixMilli() }

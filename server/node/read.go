@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"sync"
-	"time"
 
 	"github.com/baton-dev/baton/fsm"
 )
@@ -45,7 +44,7 @@ func (n *Node) termBarrier(ctx context.Context) error {
 	ctx, cancel := bounded(ctx, n.cfg.ApplyTimeout)
 	defer cancel()
 	me := &fsm.Member{ID: n.cfg.ID, RaftAddr: n.RaftAddr(), HTTPAddr: n.cfg.HTTPAddr}
-	if _, err := n.Apply(ctx, fsm.NewCommand(fsm.KindMemberSet, time.Now().UnixMilli(), "", "", me)); err != nil {
+	if _, err := n.Apply(ctx, fsm.NewCommand(fsm.KindMemberSet, n.now(), "", "", me)); err != nil {
 		return err
 	}
 	if n.raft.CurrentTerm() == term {
