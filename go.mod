@@ -16,6 +16,7 @@ require (
 )
 
 require (
+	github.com/PlakarKorp/go-cdc-chunkers v1.1.0 // indirect
 	github.com/armon/go-metrics v0.4.1 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/boltdb/bolt v1.3.1 // indirect

@@ -57,6 +57,7 @@ type options struct {
 	raft                                         node.Config
 	idemTTL                                      time.Duration
 	failpoints                                   bool
+	watchHistory                                 int
 	chunkGCGrace                                 time.Duration
 }
 
@@ -84,6 +85,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.raft.MaxAppendEntries, "max-append-entries", o.raft.MaxAppendEntries, "Raft MaxAppendEntries")
 	fs.DurationVar(&o.idemTTL, "idempotency-ttl", 24*time.Hour, "how long Idempotency-Key answers are remembered")
 	fs.DurationVar(&o.chunkGCGrace, "chunk-gc-grace", time.Hour, "how long a chunk no artifact references is kept")
+	fs.IntVar(&o.watchHistory, "watch-history", fsm.DefaultWatchHistory, "recent events kept in memory for watchers")
 	fs.BoolVar(&o.failpoints, "failpoints", false, "testing only: enable /v1/internal/failpoints (cut Raft links, skew the clock)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -177,7 +179,10 @@ func serve(ctx context.Context, o *options, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("HTTP listen on %s: %w", o.httpAddr, err)
 	}
-	f := fsm.New()
+	if o.watchHistory < 1 {
+		return fmt.Errorf("--watch-history must be at least 1")
+	}
+	f := fsm.NewWith(fsm.Options{WatchHistory: o.watchHistory})
 	n, err := node.Open(cfg, f)
 	if err != nil {
 		ln.Close()
