@@ -107,7 +107,9 @@ func (f *FSM) applyEntry(index uint64, data []byte) interface{} {
 		}
 		ctx.now = f.clock
 		results[i] = f.applyCommand(ctx, c)
-		results[i].Index = index
+		if !results[i].Replay { // a replay keeps the index of the first answer
+			results[i].Index = index
+		}
 	}
 	for i := range f.pending {
 		f.pending[i].Index, f.pending[i].Pos, f.pending[i].Last = index, i, i == len(f.pending)-1

@@ -12,19 +12,21 @@ type Grant struct {
 // Tenant is a tenant record.
 type Tenant struct {
 	Name      string `json:"name"`
-	CreatedAt int64  `json:"-"`
+	CreatedAt int64  `json:"-" codec:"CreatedAt"`
 }
 
 // Principal is an identity inside a tenant. Only a hash of its token is kept;
+// stored records are msgpack, which honours json tags, so fields hidden from
+// JSON carry a codec tag to stay in the record.
 // TokenSalt lets the server holding the admin secret re-derive the token for
 // an idempotent replay of the creating request.
 type Principal struct {
 	Tenant    string  `json:"tenant"`
 	Name      string  `json:"name"`
 	Grants    []Grant `json:"grants"`
-	TokenHash string  `json:"-"`
+	TokenHash string  `json:"-" codec:"TokenHash"`
 	TokenSalt string  `json:"token_salt"`
-	CreatedAt int64   `json:"-"`
+	CreatedAt int64   `json:"-" codec:"CreatedAt"`
 }
 
 // principalRef is the value of a token index entry.
@@ -145,8 +147,8 @@ func (f *FSM) PrincipalByToken(hash string) (*Principal, bool) {
 		return nil, false
 	}
 	var p Principal
-	if decode(raw, &p) != nil {
-		return nil, false
+	if decode(raw, &p) != nil || p.TokenHash != hash {
+		return nil, false // a revoked token never maps to a later principal of the same name
 	}
 	return &p, true
 }

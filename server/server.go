@@ -17,6 +17,8 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
+	"path"
+	"strings"
 	"sync"
 	"time"
 
@@ -129,8 +131,19 @@ func (s *Server) Close() {
 	})
 }
 
-// Handler is the HTTP handler of the API.
-func (s *Server) Handler() http.Handler { return s.metrics.wrap(s.mux) }
+// Handler is the HTTP handler of the API. A path that is not in clean form
+// ("//", "." or ".." segments) is refused here: ServeMux would otherwise
+// answer with a redirect that keeps the method and body, sending a write
+// meant for kv/ns/a/../b to kv/ns/b.
+func (s *Server) Handler() http.Handler {
+	return s.metrics.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.Path; p != "/" && strings.TrimSuffix(p, "/") != path.Clean(p) {
+			writeError(w, badRequest("path %q has an empty, \".\" or \"..\" segment", p))
+			return
+		}
+		s.mux.ServeHTTP(w, r)
+	}))
+}
 
 // Registry exposes the server's Prometheus registry (for tests).
 func (s *Server) Registry() *prometheus.Registry { return s.metrics.reg }

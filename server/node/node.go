@@ -161,6 +161,7 @@ func (n *Node) Close() error {
 			n.closeErr = n.raft.Shutdown().Error()
 		}
 		if n.trans != nil {
+			n.trans.CloseStreams() // pooled and inbound connections, with their goroutines
 			n.trans.Close()
 		}
 		if n.store != nil {

@@ -1,0 +1,765 @@
+package fsm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-msgpack/v2/codec"
+	"github.com/hashicorp/raft"
+	"github.com/klauspost/compress/zstd"
+)
+
+// kindTestPutThenFail writes keys and then fails: only the FSM's rollback
+// keeps its writes out of the state. Registered for tests only.
+const kindTestPutThenFail Kind = "test.put-then-fail"
+
+func init() {
+	register(kindTestPutThenFail, func(f *FSM, _ *applyCtx, c *Command) *Result {
+		f.st.Put(tenantKey("ghost"), encode(&Tenant{Name: "ghost"}))
+		f.st.Delete(tenantKey(c.Tenant))
+		return fail(CodeVersionMismatch, "failing after writing", map[string]any{"current": 1})
+	})
+}
+
+// logOf wraps commands into a command log entry at index.
+func logOf(index uint64, cmds ...*Command) *raft.Log {
+	return &raft.Log{Index: index, Term: 1, Type: raft.LogCommand, Data: EncodeEntry(cmds)}
+}
+
+// applyAt applies one entry and returns its results, failing the test if
+// the entry was not accepted.
+func applyAt(t testing.TB, f *FSM, index uint64, cmds ...*Command) []*Result {
+	t.Helper()
+	res, ok := f.Apply(logOf(index, cmds...)).([]*Result)
+	if !ok || len(res) != len(cmds) {
+		t.Fatalf("Apply at %d: got %#v, want %d results", index, res, len(cmds))
+	}
+	return res
+}
+
+// applyOne applies a single command at index and returns its result.
+func applyOne(t testing.TB, f *FSM, index uint64, c *Command) *Result {
+	t.Helper()
+	return applyAt(t, f, index, c)[0]
+}
+
+func tenantPut(now int64, name string) *Command {
+	return NewCommand(KindTenantPut, now, name, "", &TenantPutArgs{Name: name})
+}
+
+func principalCreate(now int64, tenant, name, hash string, grants ...Grant) *Command {
+	return NewCommand(KindPrincipalCreate, now, tenant, "", &PrincipalCreateArgs{Name: name, Grants: grants,
+		TokenHash: hash, TokenSalt: fmt.Sprintf("%x", hash)})
+}
+
+func principalDelete(now int64, tenant, name string) *Command {
+	return NewCommand(KindPrincipalDelete, now, tenant, "", &PrincipalDeleteArgs{Name: name})
+}
+
+// idem adds an Idempotency-Key with fingerprint fp and a TTL in ms.
+func idem(c *Command, principal, key, fp string, ttl int64) *Command {
+	c.Principal, c.IdemKey, c.IdemFP, c.IdemTTL = principal, key, []byte(fp), ttl
+	return c
+}
+
+func describe(r *Result) string {
+	if r.OK() {
+		return fmt.Sprintf("ok outcome=%d value=%s", r.Outcome, r.Value)
+	}
+	return r.Code
+}
+
+func TestTenantPut(t *testing.T) {
+	f := New()
+	steps := []struct {
+		name        string
+		cmd         *Command
+		wantCode    string
+		wantOutcome Outcome
+		wantValue   string
+	}{
+		{"create", tenantPut(1000, "acme"), "", OutcomeCreated, `{"name":"acme"}`},
+		{"confirm", tenantPut(1001, "acme"), "", OutcomeOK, `{"name":"acme"}`},
+		{"second tenant", tenantPut(1002, "beta"), "", OutcomeCreated, `{"name":"beta"}`},
+		{"bad args", &Command{Kind: KindTenantPut, Now: 1003, Args: []byte{0xc1}}, CodeInvalidArgument, 0, ""},
+		{"unknown kind", &Command{Kind: "tenant.rename", Now: 1004}, CodeInvalidArgument, 0, ""},
+	}
+	for i, s := range steps {
+		index := uint64(i + 1)
+		r := applyOne(t, f, index, s.cmd)
+		if r.Code != s.wantCode {
+			t.Errorf("%s: code got %q, want %q", s.name, r.Code, s.wantCode)
+		}
+		if r.Index != index {
+			t.Errorf("%s: index got %d, want %d", s.name, r.Index, index)
+		}
+		if s.wantCode == "" && (r.Outcome != s.wantOutcome || string(r.Value) != s.wantValue) {
+			t.Errorf("%s: got %s, want outcome=%d value=%s", s.name, describe(r), s.wantOutcome, s.wantValue)
+		}
+		if r.Replay {
+			t.Errorf("%s: Replay got true, want false", s.name)
+		}
+	}
+	if got, want := f.Tenants(), []string{"acme", "beta"}; !slices.Equal(got, want) {
+		t.Errorf("Tenants: got %v, want %v", got, want)
+	}
+	if !f.TenantExists("acme") || f.TenantExists("gamma") {
+		t.Errorf("TenantExists: got acme=%v gamma=%v, want true false", f.TenantExists("acme"), f.TenantExists("gamma"))
+	}
+	if st := f.Status(); st.AppliedIndex != uint64(len(steps)) || st.Clock != 1004 || st.Keys != 2 {
+		t.Errorf("Status: got applied=%d clock=%d keys=%d, want %d 1004 2", st.AppliedIndex, st.Clock, st.Keys, len(steps))
+	}
+}
+
+func TestPrincipalCreateDelete(t *testing.T) {
+	f := New()
+	grant := Grant{Resource: "kv", Prefix: "notes/", Actions: []string{"read"}}
+	steps := []struct {
+		name        string
+		cmd         *Command
+		wantCode    string
+		wantOutcome Outcome
+	}{
+		{"create in missing tenant", principalCreate(1, "acme", "p1", "h1"), CodeNotFound, 0},
+		{"tenant", tenantPut(2, "acme"), "", OutcomeCreated},
+		{"create", principalCreate(3, "acme", "p1", "h1", grant), "", OutcomeCreated},
+		{"create existing name", principalCreate(4, "acme", "p1", "h9"), CodeAlreadyExists, 0},
+		{"reuse a token hash", principalCreate(5, "acme", "p2", "h1"), CodeInvalidArgument, 0},
+		{"empty token hash", principalCreate(6, "acme", "p2", ""), CodeInvalidArgument, 0},
+		{"create without grants", principalCreate(7, "acme", "p2", "h2"), "", OutcomeCreated},
+		{"delete", principalDelete(8, "acme", "p1"), "", OutcomeNoContent},
+		{"delete again", principalDelete(9, "acme", "p1"), CodeNotFound, 0},
+		{"delete in another tenant", principalDelete(10, "beta", "p2"), CodeNotFound, 0},
+		{"recreate the name with a new token", principalCreate(11, "acme", "p1", "h3"), "", OutcomeCreated},
+	}
+	for i, s := range steps {
+		r := applyOne(t, f, uint64(i+1), s.cmd)
+		if r.Code != s.wantCode || (s.wantCode == "" && r.Outcome != s.wantOutcome) {
+			t.Errorf("%s: got %s, want code %q outcome %d", s.name, describe(r), s.wantCode, s.wantOutcome)
+		}
+		if s.name == "create" {
+			var p Principal
+			if err := json.Unmarshal(r.Value, &p); err != nil {
+				t.Fatalf("create: value %s: %v", r.Value, err)
+			}
+			if p.Tenant != "acme" || p.Name != "p1" || p.TokenSalt != "6831" || len(p.Grants) != 1 || p.Grants[0].Prefix != "notes/" {
+				t.Errorf("create: value got %+v, want acme/p1 with salt 6831 and the grant", p)
+			}
+			if bytes.Contains(r.Value, []byte("h1")) {
+				t.Errorf("create: value %s contains the token hash, want it kept private", r.Value)
+			}
+		}
+		if s.name == "create without grants" && !bytes.Contains(r.Value, []byte(`"grants":[]`)) {
+			t.Errorf("create without grants: value got %s, want \"grants\":[]", r.Value)
+		}
+	}
+	if p, ok := f.PrincipalByToken("h3"); !ok || p.Name != "p1" || len(p.Grants) != 0 {
+		t.Errorf("PrincipalByToken(h3): got %+v %v, want the recreated p1 without grants", p, ok)
+	}
+	if p, ok := f.PrincipalByToken("h2"); !ok || p.Name != "p2" || p.Tenant != "acme" {
+		t.Errorf("PrincipalByToken(h2): got %+v %v, want acme/p2", p, ok)
+	}
+	if _, ok := f.PrincipalByToken("h9"); ok {
+		t.Errorf("PrincipalByToken(h9): got found, want the failed create to leave no token")
+	}
+	t.Run("revoked token stays revoked", func(t *testing.T) {
+		// A tenant, two principals, two token index entries; the deleted
+		// p1's token h1 must be gone, not point at the new p1.
+		p, ok := f.PrincipalByToken("h1")
+		keys := f.Status().Keys
+		if ok || keys != 5 {
+			t.Errorf("deleted p1's token h1: got %+v %v with %d keys, want not found with 5 keys", p, ok, keys)
+		}
+	})
+}
+
+func TestIdempotency(t *testing.T) {
+	f := New()
+	applyOne(t, f, 1, tenantPut(1000, "acme"))
+	const ttl = 1000
+	var first *Result
+	var keysAfterFirst int
+	steps := []struct {
+		name       string
+		cmd        *Command
+		wantCode   string
+		wantReplay bool
+		check      func(t *testing.T, r *Result)
+	}{
+		{name: "first request", cmd: idem(principalCreate(1000, "acme", "p", "h1"), "", "k", "A", ttl),
+			check: func(t *testing.T, r *Result) { first, keysAfterFirst = r, f.Status().Keys }},
+		{name: "retry replays the first answer", cmd: idem(principalCreate(1500, "acme", "p", "h2"), "", "k", "A", ttl),
+			wantReplay: true, check: func(t *testing.T, r *Result) {
+				if r.Outcome != first.Outcome || !bytes.Equal(r.Value, first.Value) {
+					t.Errorf("replay: got %s, want %s", describe(r), describe(first))
+				}
+				if _, ok := f.PrincipalByToken("h2"); ok {
+					t.Errorf("replay applied the retry's token h2, want nothing applied")
+				}
+				if got := f.Status().Keys; got != keysAfterFirst {
+					t.Errorf("keys after replay: got %d, want %d", got, keysAfterFirst)
+				}
+			}},
+		{name: "same key, other request", cmd: idem(principalCreate(1600, "acme", "p", "h3"), "", "k", "B", ttl),
+			wantCode: CodeIdempotencyMismatch, check: func(t *testing.T, r *Result) {
+				if got := f.Status().Keys; got != keysAfterFirst {
+					t.Errorf("keys after mismatch: got %d, want %d", got, keysAfterFirst)
+				}
+			}},
+		{name: "mismatch is not remembered", cmd: idem(principalCreate(1700, "acme", "p", "h4"), "", "k", "A", ttl),
+			wantReplay: true},
+		{name: "same key of another principal is separate", cmd: idem(tenantPut(1800, "beta"), "someone", "k", "B", ttl)},
+		{name: "same key in another tenant is separate", cmd: idem(principalCreate(1800, "beta", "p", "h5"), "", "k", "B", ttl)},
+		{name: "one ms before expiry still replays", cmd: idem(principalCreate(1999, "acme", "p", "h6"), "", "k", "A", ttl),
+			wantReplay: true},
+		// The record expires at 1000+ttl by the leader's stamped time: the
+		// request runs again, and finds the principal it created.
+		{name: "after expiry runs again", cmd: idem(principalCreate(2000, "acme", "p", "h7"), "", "k", "A", ttl),
+			wantCode: CodeAlreadyExists},
+		{name: "and its answer is remembered", cmd: idem(principalCreate(2100, "acme", "p", "h8"), "", "k", "A", ttl),
+			wantCode: CodeAlreadyExists, wantReplay: true},
+	}
+	for i, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			r := applyOne(t, f, uint64(i+2), s.cmd)
+			if r.Code != s.wantCode || r.Replay != s.wantReplay {
+				t.Errorf("got code %q replay %v, want %q %v", r.Code, r.Replay, s.wantCode, s.wantReplay)
+			}
+			if s.check != nil {
+				s.check(t, r)
+			}
+		})
+	}
+
+	t.Run("replay carries the first index", func(t *testing.T) {
+		g := New()
+		applyOne(t, g, 1, tenantPut(1000, "acme"))
+		r1 := applyOne(t, g, 2, idem(tenantPut(1000, "x"), "", "k", "A", ttl))
+		r2 := applyOne(t, g, 7, idem(tenantPut(1100, "x"), "", "k", "A", ttl))
+		if !r2.Replay {
+			t.Fatalf("retry: Replay got false, want true")
+		}
+		if r2.Index != r1.Index {
+			t.Errorf("replay index got %d, want the first answer's %d", r2.Index, r1.Index)
+		}
+	})
+}
+
+// TestIdempotencyExpiryUsesLeaderClock: expiry is decided by the replicated
+// clock (the max Now seen), never by a replica's clock, and a stamp that
+// goes back does not revive an expired record. Expired records are purged
+// by later commands.
+func TestIdempotencyExpiryUsesLeaderClock(t *testing.T) {
+	f := New()
+	applyOne(t, f, 1, tenantPut(1000, "acme"))
+	base := f.Status().Keys
+	applyOne(t, f, 2, idem(tenantPut(1000, "a"), "", "k1", "A", 1000))
+	applyOne(t, f, 3, idem(tenantPut(1000, "b"), "", "k2", "A", 5000))
+	if got := f.Status().Keys; got != base+6 { // two tenants, two records, two expiry entries
+		t.Fatalf("keys: got %d, want %d", got, base+6)
+	}
+	// A command stamped far later (confirming a tenant changes nothing but
+	// the clock) moves the clock past k1's expiry...
+	applyOne(t, f, 4, tenantPut(3000, "acme"))
+	if got := f.Status().Keys; got != base+4 {
+		t.Errorf("keys after the clock passed k1's expiry: got %d, want %d (k1 purged)", got, base+4)
+	}
+	// ...so a retry stamped earlier (a lagging leader clock) still sees it
+	// expired and runs again.
+	r := applyOne(t, f, 5, idem(tenantPut(1500, "a"), "", "k1", "A", 1000))
+	if r.Replay || r.Outcome != OutcomeOK {
+		t.Errorf("retry of expired k1: got replay=%v %s, want a new run confirming the tenant (200)", r.Replay, describe(r))
+	}
+	if st := f.Status(); st.Clock != 3000 {
+		t.Errorf("clock: got %d, want 3000 (it never goes back)", st.Clock)
+	}
+	r = applyOne(t, f, 6, idem(tenantPut(1500, "b"), "", "k2", "A", 5000))
+	if !r.Replay || r.Outcome != OutcomeCreated {
+		t.Errorf("retry of live k2: got replay=%v %s, want the remembered 201", r.Replay, describe(r))
+	}
+	applyOne(t, f, 7, tenantPut(1_000_000, "acme"))
+	if got := f.Status().Keys; got != base+2 {
+		t.Errorf("keys after every record expired: got %d, want %d", got, base+2)
+	}
+}
+
+// TestFailedCommandRollsBack: a command whose handler fails leaves the
+// state exactly as it was, also when other commands of the same entry
+// succeed.
+func TestFailedCommandRollsBack(t *testing.T) {
+	f := New()
+	applyAt(t, f, 1, tenantPut(1000, "acme"), principalCreate(1000, "acme", "p", "h"))
+	cases := []struct {
+		name string
+		cmd  *Command
+		code string
+	}{
+		{"writes then fails", &Command{Kind: kindTestPutThenFail, Now: 1000, Tenant: "acme", Args: encode(struct{}{})}, CodeVersionMismatch},
+		{"principal in missing tenant", principalCreate(1000, "nope", "p", "h2"), CodeNotFound},
+		{"duplicate principal", principalCreate(900, "acme", "p", "h3"), CodeAlreadyExists},
+		{"delete missing principal", principalDelete(1000, "acme", "q"), CodeNotFound},
+		{"member without id", NewCommand(KindMemberSet, 1000, "", "", &Member{}), CodeInvalidArgument},
+		{"undecodable args", &Command{Kind: KindPrincipalCreate, Now: 1000, Tenant: "acme", Args: []byte("\x92")}, CodeInvalidArgument},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := f.Status()
+			r := applyOne(t, f, uint64(i+2), tc.cmd)
+			if r.Code != tc.code {
+				t.Errorf("code: got %q, want %q", r.Code, tc.code)
+			}
+			after := f.Status()
+			if after.StateDigest != before.StateDigest || after.Keys != before.Keys {
+				t.Errorf("state: got %s (%d keys), want unchanged %s (%d keys)", after.StateDigest, after.Keys, before.StateDigest, before.Keys)
+			}
+			if got := f.Tenants(); !slices.Equal(got, []string{"acme"}) {
+				t.Errorf("tenants: got %v, want [acme]", got)
+			}
+		})
+	}
+	t.Run("details survive", func(t *testing.T) {
+		r := applyOne(t, f, 100, &Command{Kind: kindTestPutThenFail, Now: 1000, Tenant: "acme"})
+		if string(r.Details) != `{"current":1}` {
+			t.Errorf("details: got %s, want {\"current\":1}", r.Details)
+		}
+	})
+	t.Run("one entry, one failing command of three", func(t *testing.T) {
+		res := applyAt(t, f, 101, tenantPut(1000, "b1"),
+			&Command{Kind: kindTestPutThenFail, Now: 1000, Tenant: "b1"}, tenantPut(1000, "b2"))
+		if got := []string{describe(res[0]), res[1].Code, describe(res[2])}; got[1] != CodeVersionMismatch || !res[0].OK() || !res[2].OK() {
+			t.Errorf("results: got %v, want ok, version_mismatch, ok", got)
+		}
+		if got, want := f.Tenants(), []string{"acme", "b1", "b2"}; !slices.Equal(got, want) {
+			t.Errorf("tenants: got %v, want %v", got, want)
+		}
+		for _, r := range res {
+			if r.Index != 101 {
+				t.Errorf("result index: got %d, want 101", r.Index)
+			}
+		}
+	})
+}
+
+// TestBadEntries: an entry that does not decode is answered with an error,
+// identically on every replica; it still counts as applied.
+func TestBadEntries(t *testing.T) {
+	many := make([]*Command, MaxCommandsPerEntry+1)
+	for i := range many {
+		many[i] = tenantPut(1, "t")
+	}
+	cases := []struct {
+		name string
+		data []byte
+	}{
+		{"empty", nil},
+		{"unknown version", append([]byte{EntryVersion + 1}, encode([]*Command{tenantPut(1, "t")})...)},
+		{"version only", []byte{EntryVersion}},
+		{"not msgpack", append([]byte{EntryVersion}, "hello"...)},
+		{"zero commands", append([]byte{EntryVersion}, encode([]*Command{})...)},
+		{"nil command", append([]byte{EntryVersion}, encode([]*Command{tenantPut(1, "t"), nil})...)},
+		{"too many commands", append([]byte{EntryVersion}, encode(many)...)},
+		{"truncated", EncodeEntry([]*Command{tenantPut(1, "acme")})[:10]},
+	}
+	f := New()
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := DecodeEntry(tc.data); !errors.Is(err, ErrBadEntry) {
+				t.Errorf("DecodeEntry: got %v, want ErrBadEntry", err)
+			}
+			before := f.Status()
+			index := uint64(i + 1)
+			out := f.Apply(&raft.Log{Index: index, Type: raft.LogCommand, Data: tc.data})
+			if err, ok := out.(error); !ok || !errors.Is(err, ErrBadEntry) {
+				t.Errorf("Apply: got %#v, want an ErrBadEntry error", out)
+			}
+			after := f.Status()
+			if after.StateDigest != before.StateDigest || after.AppliedIndex != index {
+				t.Errorf("status: got applied %d digest %s, want %d and unchanged %s", after.AppliedIndex, after.StateDigest, index, before.StateDigest)
+			}
+		})
+	}
+	t.Run("non-command entries only advance the index", func(t *testing.T) {
+		before := f.Status()
+		out := f.ApplyBatch([]*raft.Log{{Index: 50, Type: raft.LogConfiguration, Data: []byte("cfg")}})
+		if out[0] != nil {
+			t.Errorf("response: got %#v, want nil", out[0])
+		}
+		if after := f.Status(); after.AppliedIndex != 50 || after.StateDigest != before.StateDigest {
+			t.Errorf("status: got %d %s, want 50 %s", after.AppliedIndex, after.StateDigest, before.StateDigest)
+		}
+	})
+}
+
+func TestEncodeDecodeEntry(t *testing.T) {
+	cmds := []*Command{
+		idem(principalCreate(42, "acme", "p", "h", Grant{Resource: "*", Actions: []string{"read"}}), "ops", "key", "fp", 99),
+		tenantPut(43, "beta"),
+	}
+	got, err := DecodeEntry(EncodeEntry(cmds))
+	if err != nil {
+		t.Fatalf("DecodeEntry: %v", err)
+	}
+	if len(got) != 2 || got[0].Kind != KindPrincipalCreate || got[0].Now != 42 || got[0].Principal != "ops" ||
+		got[0].IdemKey != "key" || string(got[0].IdemFP) != "fp" || got[0].IdemTTL != 99 || !bytes.Equal(got[0].Args, cmds[0].Args) ||
+		got[1].Tenant != "beta" {
+		t.Errorf("round trip: got %+v %+v, want %+v %+v", got[0], got[1], cmds[0], cmds[1])
+	}
+	if !bytes.Equal(EncodeEntry(cmds), EncodeEntry(got)) {
+		t.Errorf("re-encoding a decoded entry changed its bytes")
+	}
+}
+
+func TestMembers(t *testing.T) {
+	f := New()
+	applyOne(t, f, 1, NewCommand(KindMemberSet, 1, "", "", &Member{ID: "n1", RaftAddr: "r1", HTTPAddr: "h1"}))
+	applyOne(t, f, 2, NewCommand(KindMemberSet, 2, "", "", &Member{ID: "n2", RaftAddr: "r2", HTTPAddr: "h2"}))
+	applyOne(t, f, 3, NewCommand(KindMemberSet, 3, "", "", &Member{ID: "n1", RaftAddr: "r1", HTTPAddr: "h1b"}))
+	if r := applyOne(t, f, 4, NewCommand(KindMemberDelete, 4, "", "", &MemberDeleteArgs{ID: "n2"})); r.Outcome != OutcomeNoContent {
+		t.Errorf("member delete: got %s, want 204", describe(r))
+	}
+	got := f.Members()
+	if len(got) != 1 || got["n1"].HTTPAddr != "h1b" {
+		t.Errorf("Members: got %v, want only n1 at h1b", got)
+	}
+	if len(f.Tenants()) != 0 {
+		t.Errorf("Tenants: got %v, want none (members are not tenants)", f.Tenants())
+	}
+}
+
+func TestWaitApplied(t *testing.T) {
+	f := New()
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		done <- f.WaitApplied(ctx, 2)
+	}()
+	applyOne(t, f, 1, tenantPut(1, "a"))
+	applyOne(t, f, 2, tenantPut(1, "b"))
+	if err := <-done; err != nil {
+		t.Errorf("WaitApplied(2): got %v, want nil", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := f.WaitApplied(ctx, 3); !errors.Is(err, context.Canceled) {
+		t.Errorf("WaitApplied(3) with a cancelled context: got %v, want context.Canceled", err)
+	}
+	if err := f.WaitApplied(ctx, 2); err != nil {
+		t.Errorf("WaitApplied(2) when already applied: got %v, want nil", err)
+	}
+}
+
+// randomLog builds a reproducible log mixing every command kind, successes
+// and failures, idempotent retries and a clock that sometimes goes back.
+func randomLog(seed uint64, entries int) []*raft.Log {
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	name := func(prefix string, n int) string { return fmt.Sprintf("%s%d", prefix, rng.IntN(n)) }
+	now := int64(1_700_000_000_000)
+	var logs []*raft.Log
+	index := uint64(0)
+	for range entries {
+		index += 1 + uint64(rng.IntN(3)) // raft-internal entries leave gaps
+		now += int64(rng.IntN(400)) - 50
+		n := 1 + rng.IntN(4)
+		cmds := make([]*Command, n)
+		for i := range cmds {
+			var c *Command
+			tenant := name("t", 4)
+			switch rng.IntN(8) {
+			case 0, 1:
+				c = tenantPut(now, tenant)
+			case 2, 3:
+				p := name("p", 6)
+				c = principalCreate(now, tenant, p, name("h", 20), Grant{Resource: "kv", Prefix: p, Actions: []string{"read"}})
+			case 4:
+				c = principalDelete(now, tenant, name("p", 6))
+			case 5:
+				c = NewCommand(KindMemberSet, now, "", "", &Member{ID: name("n", 3), HTTPAddr: name("h", 100)})
+			case 6:
+				c = &Command{Kind: kindTestPutThenFail, Now: now, Tenant: tenant}
+			default:
+				c = NewCommand(KindMemberDelete, now, "", "", &MemberDeleteArgs{ID: name("n", 3)})
+			}
+			if rng.IntN(3) == 0 {
+				idem(c, name("p", 2), name("k", 5), name("fp", 2), int64(rng.IntN(2000)))
+			}
+			cmds[i] = c
+		}
+		logs = append(logs, logOf(index, cmds...))
+	}
+	return logs
+}
+
+// TestSameLogSameState: replicas fed the same log, one entry at a time, in
+// batches of any size, or from a snapshot taken midway, hold the same state
+// and give the same answers. Failures print the seed.
+func TestSameLogSameState(t *testing.T) {
+	for seed := range uint64(5) {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			logs := randomLog(seed, 300)
+			one, batched := New(), New()
+			var answers [][]*Result
+			for _, l := range logs {
+				res, _ := one.Apply(l).([]*Result)
+				answers = append(answers, res)
+			}
+			rng := rand.New(rand.NewPCG(seed, 1))
+			for i := 0; i < len(logs); {
+				j := min(len(logs), i+1+rng.IntN(20))
+				for k, out := range batched.ApplyBatch(logs[i:j]) {
+					res, _ := out.([]*Result)
+					for c := range res {
+						if a, b := describe(answers[i+k][c]), describe(res[c]); a != b || answers[i+k][c].Replay != res[c].Replay {
+							t.Fatalf("entry %d command %d: batched answer %s, want %s", logs[i+k].Index, c, b, a)
+						}
+					}
+				}
+				i = j
+			}
+			want, got := one.Status(), batched.Status()
+			if got.StateDigest != want.StateDigest || got.AppliedIndex != want.AppliedIndex || got.Keys != want.Keys {
+				t.Fatalf("batched replica: got %d %s (%d keys), want %d %s (%d keys)",
+					got.AppliedIndex, got.StateDigest, got.Keys, want.AppliedIndex, want.StateDigest, want.Keys)
+			}
+			if want.Keys < 10 {
+				t.Fatalf("only %d keys after %d entries: the generated log exercises too little", want.Keys, len(logs))
+			}
+
+			// A replica restored from a snapshot at the middle, then fed the
+			// tail, reaches the same state.
+			mid, restored := New(), New()
+			for _, l := range logs[:len(logs)/2] {
+				mid.Apply(l)
+			}
+			restoreFrom(t, restored, persist(t, mid))
+			for _, l := range logs[len(logs)/2:] {
+				restored.Apply(l)
+			}
+			if got := restored.Status(); got.StateDigest != want.StateDigest || got.AppliedIndex != want.AppliedIndex {
+				t.Fatalf("restored replica: got %d %s, want %d %s", got.AppliedIndex, got.StateDigest, want.AppliedIndex, want.StateDigest)
+			}
+		})
+	}
+}
+
+// memSink is a raft.SnapshotSink writing to memory.
+type memSink struct {
+	bytes.Buffer
+	closed, cancelled bool
+}
+
+func (s *memSink) ID() string    { return "mem" }
+func (s *memSink) Cancel() error { s.cancelled = true; return nil }
+func (s *memSink) Close() error  { s.closed = true; return nil }
+
+// persist snapshots f and returns the persisted bytes.
+func persist(t testing.TB, f *FSM) []byte {
+	t.Helper()
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatalf("Snapshot: %v", err)
+	}
+	defer snap.Release()
+	var sink memSink
+	if err := snap.Persist(&sink); err != nil {
+		t.Fatalf("Persist: %v", err)
+	}
+	if !sink.closed || sink.cancelled {
+		t.Fatalf("sink: got closed=%v cancelled=%v, want closed only", sink.closed, sink.cancelled)
+	}
+	return sink.Bytes()
+}
+
+func restoreFrom(t testing.TB, f *FSM, b []byte) {
+	t.Helper()
+	if err := f.Restore(io.NopCloser(bytes.NewReader(b))); err != nil {
+		t.Fatalf("Restore: %v", err)
+	}
+}
+
+func TestSnapshotRoundTrip(t *testing.T) {
+	src := New()
+	for _, l := range randomLog(42, 200) {
+		src.Apply(l)
+	}
+	applyAt(t, src, 10_000, tenantPut(1_800_000_000_000, "acme"), principalCreate(1_800_000_000_000, "acme", "p", "tokhash"))
+	want := src.Status()
+
+	snap, err := src.Snapshot()
+	if err != nil {
+		t.Fatalf("Snapshot: %v", err)
+	}
+	// Writes after Snapshot returns are not in it (copy-on-write clone).
+	applyOne(t, src, 10_001, tenantPut(1_800_000_000_001, "later"))
+	var sink memSink
+	if err := snap.Persist(&sink); err != nil {
+		t.Fatalf("Persist: %v", err)
+	}
+	snap.Release()
+
+	dst := New()
+	applyOne(t, dst, 1, tenantPut(5, "stale-tenant")) // Restore discards this
+	restoreFrom(t, dst, sink.Bytes())
+	got := dst.Status()
+	if got.StateDigest != want.StateDigest || got.AppliedIndex != want.AppliedIndex || got.Keys != want.Keys || got.Clock != want.Clock {
+		t.Errorf("restored: got %d %s (%d keys, clock %d), want %d %s (%d keys, clock %d)",
+			got.AppliedIndex, got.StateDigest, got.Keys, got.Clock, want.AppliedIndex, want.StateDigest, want.Keys, want.Clock)
+	}
+	if got.RestoredIndex != want.AppliedIndex {
+		t.Errorf("RestoredIndex: got %d, want %d", got.RestoredIndex, want.AppliedIndex)
+	}
+	if dst.TenantExists("stale-tenant") || dst.TenantExists("later") || !dst.TenantExists("acme") {
+		t.Errorf("restored tenants: got %v, want acme and no stale-tenant or later", dst.Tenants())
+	}
+	if p, ok := dst.PrincipalByToken("tokhash"); !ok || p.Name != "p" {
+		t.Errorf("restored token index: got %+v %v, want principal p", p, ok)
+	}
+
+	// The same next command gives the same answer and digest on both.
+	a := New()
+	restoreFrom(t, a, sink.Bytes())
+	ra := applyOne(t, a, 10_001, tenantPut(1_800_000_000_001, "later"))
+	rb := applyOne(t, src, 10_002, tenantPut(1_800_000_000_001, "later"))
+	if describe(ra) != "ok outcome=1 value={\"name\":\"later\"}" || describe(rb) != "ok outcome=0 value={\"name\":\"later\"}" {
+		t.Errorf("answers: got %s and %s, want 201 on the restored copy and 200 on the source", describe(ra), describe(rb))
+	}
+
+	// Backup writes the same format.
+	var backup bytes.Buffer
+	if err := a.Backup(&backup); err != nil {
+		t.Fatalf("Backup: %v", err)
+	}
+	b := New()
+	restoreFrom(t, b, backup.Bytes())
+	if b.Status().StateDigest != a.Status().StateDigest {
+		t.Errorf("backup restore digest: got %s, want %s", b.Status().StateDigest, a.Status().StateDigest)
+	}
+}
+
+// craftSnapshot writes a snapshot stream from parts, valid or not.
+func craftSnapshot(t testing.TB, hdr any, items []snapItem, trailer any) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw, err := zstd.NewWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := codec.NewEncoder(zw, mh)
+	for _, v := range append(append([]any{hdr}, anySlice(items)...), trailer) {
+		if v == nil {
+			continue
+		}
+		if err := enc.Encode(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func anySlice(items []snapItem) []any {
+	out := make([]any, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
+}
+
+func TestCorruptSnapshotRejected(t *testing.T) {
+	src := New()
+	applyAt(t, src, 7, tenantPut(1000, "acme"), tenantPut(1000, "beta"), principalCreate(1000, "acme", "p", "h"))
+	good := persist(t, src)
+	st := src.Status()
+	items := []snapItem{}
+	src.st.tree.Ascend(func(it item) bool { items = append(items, snapItem{K: it.key, V: it.val}); return true })
+	hdr := &snapHeader{Format: snapshotFormat, Applied: st.AppliedIndex, Clock: st.Clock, Count: len(items)}
+	trailer := &snapTrailer{Digest: st.StateDigest}
+
+	tampered := slices.Clone(items)
+	tampered[0].V = append([]byte("x"), tampered[0].V...)
+	reordered := slices.Clone(items)
+	reordered[0], reordered[1] = reordered[1], reordered[0]
+	dup := append(slices.Clone(items[:1]), items[:len(items)-1]...)
+	flipped := slices.Clone(good)
+	flipped[len(flipped)/2] ^= 0x40
+
+	cases := []struct {
+		name string
+		data []byte
+	}{
+		{"empty", nil},
+		{"garbage", []byte("this is not a snapshot")},
+		{"truncated", good[:len(good)/2]},
+		{"flipped byte", flipped},
+		{"valid control", craftSnapshot(t, hdr, items, trailer)},
+		{"tampered value", craftSnapshot(t, hdr, tampered, trailer)},
+		{"keys out of order", craftSnapshot(t, hdr, reordered, trailer)},
+		{"duplicate key", craftSnapshot(t, hdr, dup, trailer)},
+		{"missing trailer", craftSnapshot(t, hdr, items, nil)},
+		{"count too high", craftSnapshot(t, &snapHeader{Format: snapshotFormat, Applied: st.AppliedIndex, Clock: st.Clock, Count: len(items) + 1}, items, trailer)},
+		{"negative count", craftSnapshot(t, &snapHeader{Format: snapshotFormat, Count: -1}, nil, trailer)},
+		{"unknown format", craftSnapshot(t, &snapHeader{Format: snapshotFormat + 1, Applied: st.AppliedIndex, Clock: st.Clock, Count: len(items)}, items, trailer)},
+		{"other clock", craftSnapshot(t, &snapHeader{Format: snapshotFormat, Applied: st.AppliedIndex, Clock: st.Clock + 1, Count: len(items)}, items, trailer)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dst := New()
+			applyOne(t, dst, 1, tenantPut(5, "mine"))
+			before := dst.Status()
+			err := dst.Restore(io.NopCloser(bytes.NewReader(tc.data)))
+			if tc.name == "valid control" {
+				if err != nil || dst.Status().StateDigest != st.StateDigest {
+					t.Fatalf("valid crafted snapshot: got %v, digest %s, want nil, %s", err, dst.Status().StateDigest, st.StateDigest)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Restore: got nil, want an error")
+			}
+			if !errors.Is(err, ErrBadSnapshot) {
+				t.Errorf("Restore: got %v, want an error wrapping ErrBadSnapshot", err)
+			}
+			if after := dst.Status(); after != before || !dst.TenantExists("mine") {
+				t.Errorf("after a rejected restore: got %+v, want the state unchanged %+v", after, before)
+			}
+		})
+	}
+}
+
+
+// TestTaskJSONFieldsValidated: a committed task command whose payload or
+// result is not JSON is refused as invalid_argument; it must not panic
+// Apply, which would stop every replica at the same entry.
+func TestTaskJSONFieldsValidated(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cmd  *Command
+	}{
+		{"create payload", NewCommand(KindTaskCreate, 1, "acme", "", &TaskCreateArgs{ID: "x", Queue: "q", Payload: []byte("not json")})},
+		{"create payload with trailing data", NewCommand(KindTaskCreate, 1, "acme", "", &TaskCreateArgs{ID: "x", Queue: "q", Payload: []byte("{} 0")})},
+		{"update result", NewCommand(KindTaskUpdate, 1, "acme", "", &TaskUpdateArgs{ID: "t1", Result: []byte("{")})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := New()
+			applyAt(t, f, 1, tenantPut(1, "acme"), NewCommand(KindTaskCreate, 1, "acme", "", &TaskCreateArgs{ID: "t1", Queue: "q"}))
+			before := f.Status()
+			r := applyOne(t, f, 2, tc.cmd)
+			if r.Code != CodeInvalidArgument {
+				t.Errorf("code: got %q, want invalid_argument", r.Code)
+			}
+			if after := f.Status(); after.Keys != before.Keys {
+				t.Errorf("keys: got %d, want %d", after.Keys, before.Keys)
+			}
+		})
+	}
+}
