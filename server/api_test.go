@@ -30,7 +30,7 @@ func newAPIFixture(t *testing.T) *apiFixture {
 	fx.reader = fx.createPrincipal(t, adminAuth(), "acme",
 		`{"name":"reader","grants":[{"resource":"kv","prefix":"","actions":["read"]}]}`)
 	fx.botAdmin = fx.createPrincipal(t, adminAuth(), "acme",
-		`{"name":"bot-admin","grants":[{"resource":"admin","prefix":"bot-","actions":["write","delete"]}]}`)
+		`{"name":"bot-admin","grants":[{"resource":"admin","prefix":"bot-","actions":["write","delete"]},{"resource":"kv","prefix":"bot/","actions":["read","write"]}]}`)
 	return fx
 }
 
@@ -202,6 +202,11 @@ func TestGrantsAllow(t *testing.T) {
 		{"admin grant deletes principal", "DELETE", "/v1/tenants/acme/principals/helper", "", bearer(fx.admin), 204},
 		{"prefixed admin grant inside prefix", "POST", "/v1/tenants/acme/principals", `{"name":"bot-1","grants":[{"resource":"kv","prefix":"bot/","actions":["read"]}]}`, bearer(fx.botAdmin), 201},
 		{"prefixed admin grant deletes inside prefix", "DELETE", "/v1/tenants/acme/principals/bot-1", "", bearer(fx.botAdmin), 204},
+		{"delegating a narrower grant", "POST", "/v1/tenants/acme/principals", `{"name":"bot-2","grants":[{"resource":"kv","prefix":"bot/sub/","actions":["write"]}]}`, bearer(fx.botAdmin), 201},
+		{"delegating a wider prefix is refused", "POST", "/v1/tenants/acme/principals", `{"name":"bot-3","grants":[{"resource":"kv","prefix":"","actions":["read"]}]}`, bearer(fx.botAdmin), 403},
+		{"delegating another resource is refused", "POST", "/v1/tenants/acme/principals", `{"name":"bot-4","grants":[{"resource":"tasks","prefix":"bot/","actions":["read"]}]}`, bearer(fx.botAdmin), 403},
+		{"delegating tenant-wide admin is refused", "POST", "/v1/tenants/acme/principals", `{"name":"bot-5","grants":[{"resource":"*","prefix":"","actions":["read","write","delete"]}]}`, bearer(fx.botAdmin), 403},
+		{"delegating a missing action is refused", "POST", "/v1/tenants/acme/principals", `{"name":"bot-6","grants":[{"resource":"kv","prefix":"bot/","actions":["delete"]}]}`, bearer(fx.botAdmin), 403},
 		{"grants may be omitted", "POST", "/v1/tenants/acme/principals", `{"name":"nobody"}`, adminAuth(), 201},
 		{"stale tenant list", "GET", "/v1/tenants?consistency=stale", "", adminAuth(), 200},
 		{"health needs no token", "GET", "/healthz", "", nil, 200},

@@ -95,3 +95,37 @@ func grantsAllow(grants []fsm.Grant, resource, name, action string) bool {
 
 // principalName is how the caller is recorded in commands ("" = admin).
 func (id *identity) principalName() string { return id.principal }
+
+// mayDelegate checks that a principal creating another grants nothing it
+// does not hold itself: each grant must be covered by one of the creator's
+// (same resource or "*", a prefix of the requested prefix, every action).
+// The admin token may grant anything.
+func (id *identity) mayDelegate(grants []fsm.Grant) error {
+	if id.admin {
+		return nil
+	}
+	for i, g := range grants {
+		if !covered(id.grants, g) {
+			return errorf(fsm.CodeForbidden, "grants[%d] (%s %q %v) is more than principal %q holds", i, g.Resource, g.Prefix, g.Actions, id.principal)
+		}
+	}
+	return nil
+}
+
+func covered(have []fsm.Grant, want fsm.Grant) bool {
+	for _, h := range have {
+		if (h.Resource == want.Resource || h.Resource == resAll) && strings.HasPrefix(want.Prefix, h.Prefix) && hasActions(h, want.Actions) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasActions(g fsm.Grant, actions []string) bool {
+	for _, a := range actions {
+		if !hasAction(g, a) {
+			return false
+		}
+	}
+	return true
+}

@@ -88,6 +88,9 @@ func (s *Server) handlePrincipalCreate(w http.ResponseWriter, r *http.Request, i
 	if err := s.tenantAdmin(id, t, req.Name, actWrite); err != nil {
 		return err
 	}
+	if err := id.mayDelegate(req.Grants); err != nil {
+		return err
+	}
 	salt := make([]byte, 16)
 	if _, err := rand.Read(salt); err != nil {
 		return err
