@@ -77,14 +77,17 @@ func (c *Client) failover(ctx context.Context, cl *call) result {
 type backoff struct{ next time.Duration }
 
 // delay returns the pause before the next round: the backoff, or the
-// server's Retry-After when that is longer and fits in remaining.
+// server's Retry-After when that is shorter. Retry-After counts whole
+// seconds, far coarser than a Raft election (a new leader usually serves
+// within a second), so it caps the client's own schedule instead of
+// stretching it.
 func (b *backoff) delay(retryAfter, remaining time.Duration) time.Duration {
 	d := b.next - rand.N(b.next/4) // jitter, so callers that failed together spread out
 	b.next = min(2*b.next, backoffCap)
-	if retryAfter > d && retryAfter < remaining {
+	if retryAfter > 0 && retryAfter < d {
 		d = retryAfter
 	}
-	return d
+	return min(d, remaining)
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
