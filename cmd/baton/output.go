@@ -34,7 +34,7 @@ func (a *app) emitDone(meta client.Meta, text string) error {
 func printTask(w io.Writer, t *client.Task) {
 	rows := [][2]string{
 		{"task", t.TaskID}, {"tenant", t.TenantID}, {"queue", t.Queue},
-		{"status", t.Status}, {"owner", t.Owner}, {"lease until", leaseText(t.LeaseUntil)},
+		{"status", t.Status}, {"owner", dash(t.Owner)}, {"lease until", leaseText(t.LeaseUntil)},
 		{"fencing token", fmt.Sprint(t.FencingToken)}, {"version", fmt.Sprint(t.Version)},
 		{"attempt", fmt.Sprint(t.Attempt)}, {"priority", fmt.Sprint(t.Priority)},
 		{"artifact", dash(t.ArtifactID)}, {"payload", rawText(t.Payload)}, {"result", rawText(t.Result)},
