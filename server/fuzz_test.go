@@ -28,16 +28,17 @@ type fakeCluster struct {
 	index uint64
 }
 
-func (c *fakeCluster) ID() string                        { return "n1" }
-func (c *fakeCluster) HTTPAddr() string                  { return "127.0.0.1:1" }
-func (c *fakeCluster) RaftAddr() string                  { return "127.0.0.1:2" }
-func (c *fakeCluster) IsLeader() bool                    { return true }
-func (c *fakeCluster) Leader() (string, string)          { return "n1", "127.0.0.1:2" }
-func (c *fakeCluster) HTTPAddrOf(string) string          { return "127.0.0.1:1" }
-func (c *fakeCluster) ReadBarrier(context.Context) error { return c.applyErr }
-func (c *fakeCluster) Term() uint64                      { return 1 }
-func (c *fakeCluster) CommitIndex() uint64               { return c.f.AppliedIndex() }
-func (c *fakeCluster) LastSnapshotIndex() uint64         { return 0 }
+func (c *fakeCluster) ID() string                         { return "n1" }
+func (c *fakeCluster) HTTPAddr() string                   { return "127.0.0.1:1" }
+func (c *fakeCluster) RaftAddr() string                   { return "127.0.0.1:2" }
+func (c *fakeCluster) IsLeader() bool                     { return true }
+func (c *fakeCluster) Leader() (string, string)           { return "n1", "127.0.0.1:2" }
+func (c *fakeCluster) HTTPAddrOf(string) string           { return "127.0.0.1:1" }
+func (c *fakeCluster) ReadBarrier(context.Context) error  { return c.applyErr }
+func (c *fakeCluster) WriteBarrier(context.Context) error { return nil }
+func (c *fakeCluster) Term() uint64                       { return 1 }
+func (c *fakeCluster) CommitIndex() uint64                { return c.f.AppliedIndex() }
+func (c *fakeCluster) LastSnapshotIndex() uint64          { return 0 }
 func (c *fakeCluster) RemoveMember(context.Context, string) error {
 	return c.memberErr()
 }

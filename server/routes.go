@@ -114,6 +114,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
 			return
 		}
 	}
+	if rt.kind == routeWrite || rt.kind == routeLongWrite {
+		if err := s.cluster.WriteBarrier(ctx); err != nil {
+			writeError(w, unavailable(err))
+			return
+		}
+	}
 	if err := rt.h(w, r, id); err != nil {
 		writeError(w, err)
 	}

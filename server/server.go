@@ -38,6 +38,7 @@ type Cluster interface {
 	HTTPAddrOf(id string) string
 	Apply(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error)
 	ReadBarrier(ctx context.Context) error
+	WriteBarrier(ctx context.Context) error
 	Members() ([]node.MemberInfo, error)
 	AddMember(ctx context.Context, id, raftAddr string, voter bool) error
 	RemoveMember(ctx context.Context, id string) error

@@ -213,9 +213,15 @@ func serve(ctx context.Context, o *options, log *slog.Logger) error {
 			return err
 		}
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// End streams (watches) and background loops first, then give requests
+	// in flight a short grace period; connections that never sent a
+	// request would otherwise hold Shutdown for 5 s.
+	srv.Close()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	_ = hs.Shutdown(shutdownCtx)
+	if err := hs.Shutdown(shutdownCtx); err != nil {
+		hs.Close()
+	}
 	return nil
 }
 

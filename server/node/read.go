@@ -28,6 +28,17 @@ func (n *Node) ReadBarrier(ctx context.Context) error {
 	return nil
 }
 
+// WriteBarrier returns once this leader has applied every entry of earlier
+// terms, so that the checks a write makes before it is proposed (does the
+// task exist, what is its queue) see at least every acknowledged write. It
+// costs one entry per term and nothing after.
+func (n *Node) WriteBarrier(ctx context.Context) error {
+	if !n.IsLeader() {
+		return ErrNotLeader
+	}
+	return n.termBarrier(ctx)
+}
+
 // termBarrier makes sure a new leader has applied every entry of earlier
 // terms before it serves reads: until an entry of its own term commits, its
 // commit index may be behind what earlier leaders acknowledged. The entry is
