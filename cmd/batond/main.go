@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -58,6 +59,7 @@ type options struct {
 	idemTTL                                      time.Duration
 	failpoints                                   bool
 	watchHistory                                 int
+	pprofAddr                                    string
 	chunkGCGrace                                 time.Duration
 }
 
@@ -86,6 +88,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.idemTTL, "idempotency-ttl", 24*time.Hour, "how long Idempotency-Key answers are remembered")
 	fs.DurationVar(&o.chunkGCGrace, "chunk-gc-grace", time.Hour, "how long a chunk no artifact references is kept")
 	fs.IntVar(&o.watchHistory, "watch-history", fsm.DefaultWatchHistory, "recent events kept in memory for watchers")
+	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060); off by default")
 	fs.BoolVar(&o.failpoints, "failpoints", false, "testing only: enable /v1/internal/failpoints (cut Raft links, skew the clock)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -202,6 +205,9 @@ func serve(ctx context.Context, o *options, log *slog.Logger) error {
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	log.Info("batond serving", "id", o.id, "http", o.httpAddr, "raft", o.raftAddr)
+	if o.pprofAddr != "" {
+		go servePprof(o.pprofAddr, log)
+	}
 	if o.join != "" {
 		go joinLoop(ctx, o, token, n, log)
 	}
@@ -236,4 +242,17 @@ func installRaftMetrics() error {
 	mc.EnableRuntimeMetrics = false
 	_, err = metrics.NewGlobal(mc, sink)
 	return err
+}
+
+// servePprof exposes the Go profiler on its own listener, apart from the API.
+func servePprof(addr string, log *slog.Logger) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	log.Info("pprof serving", "addr", addr)
+	if err := http.ListenAndServe(addr, mux); err != nil {
+		log.Error("pprof", "err", err)
+	}
 }
