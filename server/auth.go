@@ -13,6 +13,7 @@ type identity struct {
 	tenant    string // the principal's tenant; "" for the admin
 	principal string // "" for the admin
 	grants    []fsm.Grant
+	tokenHash string // of a principal's token; streams re-check it
 }
 
 // Resources and actions of grants (API.md "Authentication and tenants").
@@ -50,7 +51,7 @@ func (s *Server) authenticate(r *http.Request) (*identity, error) {
 	if !found {
 		return nil, errorf(codeUnauthenticated, "unknown or revoked token")
 	}
-	return &identity{tenant: p.Tenant, principal: p.Name, grants: p.Grants}, nil
+	return &identity{tenant: p.Tenant, principal: p.Name, grants: p.Grants, tokenHash: p.TokenHash}, nil
 }
 
 // requireAdmin allows only the cluster admin token.
@@ -128,4 +129,14 @@ func hasActions(g fsm.Grant, actions []string) bool {
 		}
 	}
 	return true
+}
+
+// stillValid reports whether the identity's token still works (the admin's
+// always does): a stream re-checks it whenever the state changes.
+func (s *Server) stillValid(id *identity) bool {
+	if id.admin {
+		return true
+	}
+	_, ok := s.fsm.PrincipalByToken(id.tokenHash)
+	return ok
 }

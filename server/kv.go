@@ -159,10 +159,11 @@ func (s *Server) handleKVList(w http.ResponseWriter, r *http.Request, id *identi
 	if !id.admin && !grantsReach(id.grants, resKV, ns+"/"+prefix, actRead) {
 		return errorf(fsm.CodeForbidden, "principal %q has no read grant under kv %q", id.principal, ns+"/"+prefix)
 	}
-	after := ""
-	if b, err := base64.RawURLEncoding.DecodeString(r.URL.Query().Get("page_token")); err == nil {
-		after = string(b)
+	b, err := base64.RawURLEncoding.DecodeString(r.URL.Query().Get("page_token"))
+	if err != nil {
+		return badRequest("page_token is not one this server returned")
 	}
+	after := string(b)
 	visible := func(e *fsm.KVEntry) bool { return id.allow(tenant, resKV, ns+"/"+e.Key, actRead) == nil }
 	entries, next, index := s.fsm.ListKV(tenant, ns, prefix, after, limit, s.now(), visible)
 	if next != "" {

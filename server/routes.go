@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"sort"
 	"strings"
@@ -133,6 +134,9 @@ func (s *Server) serveLocal(w http.ResponseWriter, r *http.Request, rt route) {
 		defer cancel()
 		r = r.WithContext(ctx)
 	}
+	if rt.kind == routeStream {
+		s.catchUp(r)
+	}
 	id, err := s.authenticate(r)
 	if err == nil {
 		err = rt.h(w, r, id)
@@ -140,4 +144,20 @@ func (s *Server) serveLocal(w http.ResponseWriter, r *http.Request, rt route) {
 	if err != nil {
 		writeError(w, err)
 	}
+}
+
+// catchUp waits, briefly, until this node has applied what it knows to be
+// committed and the resume point the client names, so that a stream served
+// from local state authenticates against, and starts from, the state its
+// client has already seen acknowledged (a principal created a moment ago).
+func (s *Server) catchUp(r *http.Request) {
+	target := s.cluster.CommitIndex()
+	for _, v := range []string{r.Header.Get("Last-Event-ID"), r.URL.Query().Get("from_index")} {
+		if rp, err := parseEventID(v); err == nil && rp.index > target {
+			target = rp.index
+		}
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	_ = s.fsm.WaitApplied(ctx, target)
 }

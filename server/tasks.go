@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/base64"
 	"net/http"
 	"strconv"
 	"time"
@@ -107,6 +108,9 @@ func (s *Server) handleTaskList(w http.ResponseWriter, r *http.Request, id *iden
 	q := r.URL.Query()
 	flt := fsm.TaskFilter{Queue: q.Get("queue"), Status: q.Get("status"), Owner: q.Get("owner"),
 		PageToken: q.Get("page_token"), Limit: 100}
+	if _, err := base64.RawURLEncoding.DecodeString(flt.PageToken); err != nil {
+		return badRequest("page_token is not one this server returned")
+	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 1000 {

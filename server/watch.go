@@ -86,7 +86,7 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request, id *identit
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
-	setIndex(w, s.fsm.AppliedIndex())
+	setIndex(w, start.index)
 	w.WriteHeader(http.StatusOK)
 	flusher.Flush()
 	return s.streamEvents(w, r, flusher, wf, start)
@@ -134,6 +134,11 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, flusher ht
 	defer keepalive.Stop()
 	for {
 		_, changed := s.fsm.Changed()
+		if !s.stillValid(wf.id) { // revoked: its tokens fail from the next event on
+			writeSSEError(w, codeUnauthenticated, "the watcher's token was revoked")
+			flusher.Flush()
+			return nil
+		}
 		evs, compacted := hist.Since(at.index, at.pos, 512)
 		if compacted {
 			writeSSEError(w, codeCompacted, "this watcher fell behind the node's retained history and was dropped; read the current state and watch again from its index")

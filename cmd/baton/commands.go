@@ -11,5 +11,9 @@ func rootCommand() *command {
 		principalCommand(),
 		taskCommand(),
 		queueCommand(),
+		kvCommand(),
+		checkpointCommand(),
+		opCommand(),
+		watchCommand(),
 	}}
 }

@@ -1,0 +1,87 @@
+package client_test
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"testing"
+
+	"github.com/baton-dev/baton/client"
+)
+
+func TestCheckpointRequestShapes(t *testing.T) {
+	runShapes(t, []shapeCase{
+		{"PutCheckpoint first", func(c *client.Client) error {
+			_, err := c.PutCheckpoint(bg, "acme", "chat-7", "cp-1", client.PutCheckpointRequest{Data: json.RawMessage(`{"m":[]}`)})
+			return err
+		}, "PUT", "/v1/tenants/acme/threads/chat-7/checkpoints/cp-1", "", `{"data":{"m":[]}}`},
+		{"PutCheckpoint fork", func(c *client.Client) error {
+			_, err := c.PutCheckpoint(bg, "acme", "chat-7", "cp-2", client.PutCheckpointRequest{ParentID: "cp-1",
+				Data: json.RawMessage(`1`), Metadata: json.RawMessage(`{"step":2}`), Fork: true, Fence: &client.Fence{TaskID: "t", Token: 9}})
+			return err
+		}, "PUT", "/v1/tenants/acme/threads/chat-7/checkpoints/cp-2", "",
+			`{"parent_id":"cp-1","data":1,"metadata":{"step":2},"fork":true,"fence":{"task_id":"t","token":9}}`},
+		{"GetCheckpoint", func(c *client.Client) error { _, err := c.GetCheckpoint(bg, "acme", "chat-7", "cp-1"); return err },
+			"GET", "/v1/tenants/acme/threads/chat-7/checkpoints/cp-1", "", ``},
+		{"LatestCheckpoint", func(c *client.Client) error { _, err := c.LatestCheckpoint(bg, "acme", "chat-7"); return err },
+			"GET", "/v1/tenants/acme/threads/chat-7/checkpoints/latest", "", ``},
+		{"ListCheckpoints", func(c *client.Client) error { _, err := c.ListCheckpoints(bg, "acme", "chat-7", "cp-9", 3); return err },
+			"GET", "/v1/tenants/acme/threads/chat-7/checkpoints", "before=cp-9&limit=3", ``},
+		{"ListCheckpoints all", func(c *client.Client) error { _, err := c.ListCheckpoints(bg, "acme", "chat-7", "", 0); return err },
+			"GET", "/v1/tenants/acme/threads/chat-7/checkpoints", "", ``},
+		{"PutWrites", func(c *client.Client) error {
+			return c.PutWrites(bg, "acme", "chat-7", "cp-1", "step-3", json.RawMessage(`[["messages","hi"]]`), nil)
+		}, "PUT", "/v1/tenants/acme/threads/chat-7/checkpoints/cp-1/writes/step-3", "", `{"writes":[["messages","hi"]]}`},
+		{"DeleteThread", func(c *client.Client) error { return c.DeleteThread(bg, "acme", "chat-7", nil) },
+			"DELETE", "/v1/tenants/acme/threads/chat-7", "", ``},
+		{"DeleteThread fenced", func(c *client.Client) error {
+			return c.DeleteThread(bg, "acme", "chat-7", &client.Fence{TaskID: "t", Token: 9})
+		}, "DELETE", "/v1/tenants/acme/threads/chat-7", "", `{"fence":{"task_id":"t","token":9}}`},
+	})
+}
+
+func TestCheckpointDecodes(t *testing.T) {
+	body := `{"thread_id": "chat-7", "checkpoint_id": "cp-2", "parent_id": "cp-1", "data": {"m": [1]},
+	  "metadata": {}, "created_at": "2025-01-02T03:04:05.678Z",
+	  "pending_writes": [{"task_id": "step-3", "writes": [["messages", "hi"]]}]}`
+	h := func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(body)) }
+	c := newClient(t, serve(t, h).URL)
+	cp, err := c.LatestCheckpoint(bg, "acme", "chat-7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp.CheckpointID != "cp-2" || cp.ParentID != "cp-1" || len(cp.PendingWrites) != 1 || cp.PendingWrites[0].TaskID != "step-3" {
+		t.Errorf("got %+v", cp)
+	}
+}
+
+func TestCheckpointList(t *testing.T) {
+	body := `{"checkpoints": [{"thread_id": "t", "checkpoint_id": "b", "parent_id": "a", "data": 2, "metadata": {}, "created_at": "2025-01-02T03:04:05.678Z"},
+	  {"thread_id": "t", "checkpoint_id": "a", "parent_id": "", "data": 1, "metadata": {}, "created_at": "2025-01-02T03:04:05.600Z"}]}`
+	h := func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(body)) }
+	c := newClient(t, serve(t, h).URL)
+	list, err := c.ListCheckpoints(bg, "acme", "t", "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].CheckpointID != "b" || list[1].CheckpointID != "a" {
+		t.Errorf("got %+v, want b then a", list)
+	}
+}
+
+// TestCheckpointHeadMismatch: a put whose parent is not the head is
+// ErrVersionMismatch carrying the current head.
+func TestCheckpointHeadMismatch(t *testing.T) {
+	h := func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, 409, "version_mismatch", `parent "cp-1" is not the head`, map[string]any{"current_head": "cp-2"})
+	}
+	c := newClient(t, serve(t, h).URL)
+	_, err := c.PutCheckpoint(bg, "acme", "t", "cp-3", client.PutCheckpointRequest{ParentID: "cp-1", Data: json.RawMessage(`1`)})
+	var e *client.Error
+	if !errors.Is(err, client.ErrVersionMismatch) || !errors.As(err, &e) {
+		t.Fatalf("got %v, want ErrVersionMismatch", err)
+	}
+	if head, _ := e.DetailString("current_head"); head != "cp-2" {
+		t.Errorf("got current_head %q, want cp-2", head)
+	}
+}

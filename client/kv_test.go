@@ -1,0 +1,102 @@
+package client_test
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/baton-dev/baton/client"
+)
+
+// shapeCase pins method, path, query and body of one typed call.
+type shapeCase struct {
+	name                    string
+	call                    func(c *client.Client) error
+	method, path, query, in string
+}
+
+func runShapes(t *testing.T, cases []shapeCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &recorder{reply: func(w http.ResponseWriter, _ *http.Request, _ int) { writeJSON(w, 200, map[string]any{}) }}
+			c := newClient(t, serve(t, rec.ServeHTTP).URL)
+			if err := tc.call(c); err != nil {
+				t.Fatal(err)
+			}
+			r := rec.requests()[0]
+			if r.Method != tc.method || r.Path != tc.path || r.Query != tc.query {
+				t.Errorf("got %s %s?%s, want %s %s?%s", r.Method, r.Path, r.Query, tc.method, tc.path, tc.query)
+			}
+			if string(r.Body) != tc.in {
+				t.Errorf("got body %s\nwant      %s", r.Body, tc.in)
+			}
+		})
+	}
+}
+
+func TestKVRequestShapes(t *testing.T) {
+	u64 := func(v uint64) *uint64 { return &v }
+	i64 := func(v int64) *int64 { return &v }
+	runShapes(t, []shapeCase{
+		{"PutKV", func(c *client.Client) error {
+			_, err := c.PutKV(bg, "acme", "research", "sources/raft paper", client.PutKVRequest{Value: json.RawMessage(`{"a":1}`),
+				ExpectVersion: u64(0), TTLMS: i64(30000), Fence: &client.Fence{TaskID: "t1", Token: 589825}})
+			return err
+		}, "PUT", "/v1/tenants/acme/kv/research/sources/raft%20paper", "",
+			`{"value":{"a":1},"expect_version":0,"ttl_ms":30000,"fence":{"task_id":"t1","token":589825}}`},
+		{"GetKV stale", func(c *client.Client) error { _, err := c.GetKV(bg, "acme", "ns", "a/b/c", client.Stale()); return err },
+			"GET", "/v1/tenants/acme/kv/ns/a/b/c", "consistency=stale", ``},
+		{"DeleteKV", func(c *client.Client) error { return c.DeleteKV(bg, "acme", "ns", "k", u64(589825)) },
+			"DELETE", "/v1/tenants/acme/kv/ns/k", "expect_version=589825", ``},
+		{"DeleteKV unguarded", func(c *client.Client) error { return c.DeleteKV(bg, "acme", "ns", "k", nil) },
+			"DELETE", "/v1/tenants/acme/kv/ns/k", "", ``},
+		{"ListKV", func(c *client.Client) error {
+			_, err := c.ListKV(bg, "acme", "ns", client.ListKVOptions{Prefix: "a/", Limit: 5, PageToken: "p"})
+			return err
+		}, "GET", "/v1/tenants/acme/kv/ns", "limit=5&page_token=p&prefix=a%2F", ``},
+	})
+}
+
+func TestKVKeyChecked(t *testing.T) {
+	rec := &recorder{reply: tenantsOK}
+	c := newClient(t, serve(t, rec.ServeHTTP).URL)
+	for _, key := range []string{"", "a//b", "/a", "a/", "a/./b", "..", "a/../b"} {
+		_, err := c.GetKV(bg, "acme", "ns", key)
+		if !errors.Is(err, client.ErrInvalidArgument) {
+			t.Errorf("GetKV(key %q): got %v, want ErrInvalidArgument", key, err)
+		}
+	}
+	if _, err := c.ListKV(bg, "acme", "", client.ListKVOptions{}); !errors.Is(err, client.ErrInvalidArgument) {
+		t.Errorf("ListKV without namespace: got %v, want ErrInvalidArgument", err)
+	}
+	if n := len(rec.requests()); n != 0 {
+		t.Errorf("got %d requests, want 0", n)
+	}
+}
+
+func TestKVEntryDecodes(t *testing.T) {
+	body := `{"entries": [
+	  {"namespace": "ns", "key": "a/1", "value": {"x": 1}, "version": 589825, "updated_at": "2025-01-02T03:04:05.678Z", "expires_at": null},
+	  {"namespace": "ns", "key": "a/2", "value": "v", "version": 655361, "updated_at": "2025-01-02T03:04:05.678Z", "expires_at": "2025-01-02T03:04:35.678Z"}],
+	  "next_page_token": "YS8y"}`
+	h := func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(body)) }
+	c := newClient(t, serve(t, h).URL)
+	list, err := c.ListKV(bg, "acme", "ns", client.ListKVOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Entries) != 2 || list.NextPageToken != "YS8y" {
+		t.Fatalf("got %+v, want 2 entries and a page token", list)
+	}
+	e0, e1 := list.Entries[0], list.Entries[1]
+	if e0.Key != "a/1" || e0.Version != 589825 || e0.ExpiresAt != nil || string(e0.Value) != `{"x": 1}` {
+		t.Errorf("got entry %+v", e0)
+	}
+	want := time.Date(2025, 1, 2, 3, 4, 35, 678e6, time.UTC)
+	if e1.ExpiresAt == nil || !e1.ExpiresAt.Equal(want) {
+		t.Errorf("got expires_at %v, want %v", e1.ExpiresAt, want)
+	}
+}

@@ -1,0 +1,254 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/baton-dev/baton/client"
+)
+
+func checkpointCommand() *command {
+	return &command{
+		name:    "checkpoint",
+		summary: "Append, read and list a thread's execution checkpoints",
+		subs: []*command{checkpointPutCommand(), checkpointGetCommand(), checkpointLatestCommand(),
+			checkpointListCommand(), checkpointWritesCommand(), checkpointDeleteThreadCommand()},
+	}
+}
+
+// threadFlags are the --tenant and --thread every checkpoint command needs.
+type threadFlags struct{ tenant, thread string }
+
+func (f *threadFlags) declare(fs *flag.FlagSet) {
+	tenantFlag(fs, &f.tenant)
+	fs.StringVar(&f.thread, "thread", "", "thread id (required)")
+}
+
+// checkpointCall connects, runs call and prints the checkpoint it returns.
+func (a *app) checkpointCall(ctx context.Context, call func(context.Context, *client.Client) (*client.Checkpoint, error)) error {
+	c, ctx, cancel, err := a.connect(ctx, 0)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	cp, err := call(ctx, c)
+	if err != nil {
+		return err
+	}
+	return a.emit(cp, func(w io.Writer) { printCheckpoint(w, cp) })
+}
+
+func checkpointPutCommand() *command {
+	var th threadFlags
+	var req client.PutCheckpointRequest
+	var data, metadata jsonFlag
+	var fence fenceFlags
+	return &command{
+		name:    "put",
+		summary: "Append a checkpoint to a thread (its parent must be the head)",
+		usage: "checkpoint put ID --tenant T --thread TH --data JSON [--parent ID] [--fork] [--metadata JSON]\n" +
+			"                       [--fence-task ID --fence-token N]",
+		examples: `  baton checkpoint put cp-1 --tenant acme --thread chat-7 --data '{"messages":[]}'
+  baton checkpoint put cp-2 --tenant acme --thread chat-7 --parent cp-1 --data '{"messages":["hi"]}'
+  baton checkpoint put cp-1b --tenant acme --thread chat-7 --parent cp-1 --fork --data '{"messages":["hey"]}'
+
+  Without --fork, --parent must be the thread's head (none for the first
+  checkpoint); otherwise the answer is version_mismatch with current_head.
+`,
+		flags: func(fs *flag.FlagSet) {
+			th.declare(fs)
+			fs.Var(&data, "data", "checkpoint data as JSON (required)")
+			fs.StringVar(&req.ParentID, "parent", "", "parent checkpoint id: the head, or any with --fork")
+			fs.BoolVar(&req.Fork, "fork", false, "branch from --parent even if it is not the head")
+			fs.Var(&metadata, "metadata", "metadata as JSON")
+			fence.declare(fs)
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			var id string
+			if err := inv.check([]arg{{"ID", &id}}, "tenant", "thread", "data"); err != nil {
+				return err
+			}
+			req.Data, req.Metadata = data.raw, metadata.raw
+			var err error
+			if req.Fence, err = fence.fence(inv); err != nil {
+				return err
+			}
+			return a.checkpointCall(ctx, func(ctx context.Context, c *client.Client) (*client.Checkpoint, error) {
+				return c.PutCheckpoint(ctx, th.tenant, th.thread, id, req)
+			})
+		},
+	}
+}
+
+func checkpointGetCommand() *command {
+	var th threadFlags
+	var stale bool
+	return &command{
+		name:     "get",
+		summary:  "Show one checkpoint with its pending writes",
+		usage:    "checkpoint get ID --tenant T --thread TH [--stale]",
+		examples: "  baton checkpoint get cp-2 --tenant acme --thread chat-7\n",
+		flags: func(fs *flag.FlagSet) {
+			th.declare(fs)
+			fs.BoolVar(&stale, "stale", false, "read from the answering node's local state")
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			var id string
+			if err := inv.check([]arg{{"ID", &id}}, "tenant", "thread"); err != nil {
+				return err
+			}
+			return a.checkpointCall(ctx, func(ctx context.Context, c *client.Client) (*client.Checkpoint, error) {
+				return c.GetCheckpoint(ctx, th.tenant, th.thread, id, readOpts(stale)...)
+			})
+		},
+	}
+}
+
+func checkpointLatestCommand() *command {
+	var th threadFlags
+	var stale bool
+	return &command{
+		name:     "latest",
+		summary:  "Show the thread's head with its pending writes",
+		usage:    "checkpoint latest --tenant T --thread TH [--stale]",
+		examples: "  baton checkpoint latest --tenant acme --thread chat-7\n",
+		flags: func(fs *flag.FlagSet) {
+			th.declare(fs)
+			fs.BoolVar(&stale, "stale", false, "read from the answering node's local state")
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			if err := inv.check(nil, "tenant", "thread"); err != nil {
+				return err
+			}
+			return a.checkpointCall(ctx, func(ctx context.Context, c *client.Client) (*client.Checkpoint, error) {
+				return c.LatestCheckpoint(ctx, th.tenant, th.thread, readOpts(stale)...)
+			})
+		},
+	}
+}
+
+func checkpointListCommand() *command {
+	var th threadFlags
+	var before string
+	var limit int
+	var stale bool
+	return &command{
+		name:    "list",
+		summary: "List a thread's checkpoints, newest first",
+		usage:   "checkpoint list --tenant T --thread TH [--before ID] [--limit N] [--stale]",
+		examples: `  baton checkpoint list --tenant acme --thread chat-7 --limit 10
+  baton checkpoint list --tenant acme --thread chat-7 --before cp-2
+`,
+		flags: func(fs *flag.FlagSet) {
+			th.declare(fs)
+			fs.StringVar(&before, "before", "", "only checkpoints older than this one")
+			fs.IntVar(&limit, "limit", 0, "at most this many (default: the server's)")
+			fs.BoolVar(&stale, "stale", false, "read from the answering node's local state")
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			if err := inv.check(nil, "tenant", "thread"); err != nil {
+				return err
+			}
+			c, ctx, cancel, err := a.connect(ctx, 0)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			list, err := c.ListCheckpoints(ctx, th.tenant, th.thread, before, limit, readOpts(stale)...)
+			if err != nil {
+				return err
+			}
+			return a.emit(map[string]any{"checkpoints": list}, func(w io.Writer) { printCheckpointTable(w, list) })
+		},
+	}
+}
+
+func checkpointWritesCommand() *command {
+	var th threadFlags
+	var task string
+	var writes jsonFlag
+	var fence fenceFlags
+	return &command{
+		name:    "writes",
+		summary: "Record the pending writes a task made after a checkpoint",
+		usage:   "checkpoint writes ID --tenant T --thread TH --task TASK_ID --writes JSON_ARRAY [--fence-task ID --fence-token N]",
+		examples: `  baton checkpoint writes cp-2 --tenant acme --thread chat-7 --task step-3 --writes '[["messages","hello"]]'
+
+  Idempotent per (checkpoint, task): the same writes again are a no-op.
+`,
+		flags: func(fs *flag.FlagSet) {
+			th.declare(fs)
+			fs.StringVar(&task, "task", "", "id of the task that made the writes (required)")
+			fs.Var(&writes, "writes", "the writes as a JSON array (required)")
+			fence.declare(fs)
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			var id string
+			if err := inv.check([]arg{{"ID", &id}}, "tenant", "thread", "task", "writes"); err != nil {
+				return err
+			}
+			f, err := fence.fence(inv)
+			if err != nil {
+				return err
+			}
+			done := fmt.Sprintf("recorded writes of task %s for checkpoint %s", task, id)
+			return a.write(ctx, done, func(ctx context.Context, c *client.Client, o client.RequestOption) error {
+				return c.PutWrites(ctx, th.tenant, th.thread, id, task, writes.raw, f, o)
+			})
+		},
+	}
+}
+
+func checkpointDeleteThreadCommand() *command {
+	var th threadFlags
+	var fence fenceFlags
+	return &command{
+		name:     "delete-thread",
+		summary:  "Delete a thread with all its checkpoints and pending writes",
+		usage:    "checkpoint delete-thread --tenant T --thread TH [--fence-task ID --fence-token N]",
+		examples: "  baton checkpoint delete-thread --tenant acme --thread chat-7\n",
+		flags: func(fs *flag.FlagSet) {
+			th.declare(fs)
+			fence.declare(fs)
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			if err := inv.check(nil, "tenant", "thread"); err != nil {
+				return err
+			}
+			f, err := fence.fence(inv)
+			if err != nil {
+				return err
+			}
+			return a.write(ctx, "deleted thread "+th.thread, func(ctx context.Context, c *client.Client, o client.RequestOption) error {
+				return c.DeleteThread(ctx, th.tenant, th.thread, f, o)
+			})
+		},
+	}
+}
+
+func printCheckpoint(w io.Writer, cp *client.Checkpoint) {
+	rows := [][2]string{
+		{"thread", cp.ThreadID}, {"checkpoint", cp.CheckpointID}, {"parent", dash(cp.ParentID)},
+		{"created", timeText(cp.CreatedAt)}, {"metadata", rawText(cp.Metadata)}, {"data", rawText(cp.Data)},
+	}
+	for _, r := range rows {
+		fmt.Fprintf(w, "%s:\t%s\n", r[0], r[1])
+	}
+	if len(cp.PendingWrites) == 0 {
+		fmt.Fprintf(w, "pending writes:\t-\n")
+		return
+	}
+	fmt.Fprintf(w, "pending writes:\t\n")
+	for _, pw := range cp.PendingWrites {
+		fmt.Fprintf(w, "  %s\t%s\n", pw.TaskID, rawText(pw.Writes))
+	}
+}
+
+func printCheckpointTable(w io.Writer, list []client.Checkpoint) {
+	fmt.Fprintln(w, "CHECKPOINT\tPARENT\tCREATED\tMETADATA")
+	for _, cp := range list {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", cp.CheckpointID, dash(cp.ParentID), timeText(cp.CreatedAt), rawText(cp.Metadata))
+	}
+}

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/baton-dev/baton/client"
+)
+
+func kvCommand() *command {
+	return &command{
+		name:    "kv",
+		summary: "Read and write the knowledge store (namespaced keys with JSON values)",
+		subs:    []*command{kvGetCommand(), kvPutCommand(), kvDeleteCommand(), kvListCommand()},
+	}
+}
+
+// fenceFlags are --fence-task and --fence-token: a write guarded by a
+// task's fencing token. Both or neither.
+type fenceFlags struct {
+	task  string
+	token uint64
+}
+
+func (f *fenceFlags) declare(fs *flag.FlagSet) {
+	fs.StringVar(&f.task, "fence-task", "", "apply only while --fence-token is this task's current fencing token")
+	fs.Uint64Var(&f.token, "fence-token", 0, "fencing token for --fence-task")
+}
+
+func (f *fenceFlags) fence(inv *invocation) (*client.Fence, error) {
+	hasTask, hasToken := inv.isSet("fence-task"), inv.isSet("fence-token")
+	switch {
+	case !hasTask && !hasToken:
+		return nil, nil
+	case !hasTask || !hasToken || f.task == "":
+		return nil, usageErrorf(inv.path, "%s: --fence-task and --fence-token go together", inv.path)
+	}
+	return &client.Fence{TaskID: f.task, Token: f.token}, nil
+}
+
+// kvEntryCall connects, runs call and prints the entry it returns.
+func (a *app) kvEntryCall(ctx context.Context, call func(context.Context, *client.Client) (*client.KVEntry, error)) error {
+	c, ctx, cancel, err := a.connect(ctx, 0)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	e, err := call(ctx, c)
+	if err != nil {
+		return err
+	}
+	return a.emit(e, func(w io.Writer) { printKVEntry(w, e) })
+}
+
+func kvGetCommand() *command {
+	var tenant string
+	var stale bool
+	return &command{
+		name:     "get",
+		summary:  "Show one entry",
+		usage:    "kv get NAMESPACE KEY --tenant T [--stale]",
+		examples: "  baton kv get research sources/raft --tenant acme\n",
+		flags: func(fs *flag.FlagSet) {
+			tenantFlag(fs, &tenant)
+			fs.BoolVar(&stale, "stale", false, "read from the answering node's local state")
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			var ns, key string
+			if err := inv.check([]arg{{"NAMESPACE", &ns}, {"KEY", &key}}, "tenant"); err != nil {
+				return err
+			}
+			return a.kvEntryCall(ctx, func(ctx context.Context, c *client.Client) (*client.KVEntry, error) {
+				return c.GetKV(ctx, tenant, ns, key, readOpts(stale)...)
+			})
+		},
+	}
+}
+
+func kvPutCommand() *command {
+	var tenant string
+	var expectVersion uint64
+	var ttl time.Duration
+	var fence fenceFlags
+	return &command{
+		name:    "put",
+		summary: "Write an entry",
+		usage:   "kv put NAMESPACE KEY VALUE_JSON --tenant T [--expect-version N] [--ttl DURATION] [--fence-task ID --fence-token N]",
+		examples: `  baton kv put research sources/raft '{"url":"https://raft.github.io"}' --tenant acme
+  baton kv put research lock '"worker-1"' --tenant acme --expect-version 0 --ttl 30s
+  baton kv put research notes/42 '{"ok":true}' --tenant acme --fence-task report-42 --fence-token 589825
+
+  --expect-version 0 means "only if absent". Put "--" before a value that
+  starts with "-": baton kv put ns k --tenant acme -- -5
+`,
+		flags: func(fs *flag.FlagSet) {
+			tenantFlag(fs, &tenant)
+			fs.Uint64Var(&expectVersion, "expect-version", 0, "write only if the entry is at this version (0: absent)")
+			fs.DurationVar(&ttl, "ttl", 0, "expire the entry this long after the write, e.g. 30s")
+			fence.declare(fs)
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			var ns, key, value string
+			if err := inv.check([]arg{{"NAMESPACE", &ns}, {"KEY", &key}, {"VALUE_JSON", &value}}, "tenant"); err != nil {
+				return err
+			}
+			req, err := kvPutRequest(inv, value, expectVersion, ttl)
+			if err != nil {
+				return err
+			}
+			if req.Fence, err = fence.fence(inv); err != nil {
+				return err
+			}
+			return a.kvEntryCall(ctx, func(ctx context.Context, c *client.Client) (*client.KVEntry, error) {
+				return c.PutKV(ctx, tenant, ns, key, req)
+			})
+		},
+	}
+}
+
+func kvPutRequest(inv *invocation, value string, expectVersion uint64, ttl time.Duration) (client.PutKVRequest, error) {
+	req := client.PutKVRequest{ExpectVersion: inv.optUint("expect-version", expectVersion)}
+	if !json.Valid([]byte(value)) {
+		return req, usageErrorf(inv.path, "%s: VALUE_JSON is not valid JSON: %s (quote strings: '\"text\"')", inv.path, value)
+	}
+	req.Value = json.RawMessage(value)
+	if inv.isSet("ttl") {
+		if ttl < time.Millisecond {
+			return req, usageErrorf(inv.path, "%s: --ttl must be at least 1ms, got %v", inv.path, ttl)
+		}
+		ms := ttl.Milliseconds()
+		req.TTLMS = &ms
+	}
+	return req, nil
+}
+
+func kvDeleteCommand() *command {
+	var tenant string
+	var expectVersion uint64
+	return &command{
+		name:     "del",
+		summary:  "Delete an entry",
+		usage:    "kv del NAMESPACE KEY --tenant T [--expect-version N]",
+		examples: "  baton kv del research lock --tenant acme --expect-version 589825\n",
+		flags: func(fs *flag.FlagSet) {
+			tenantFlag(fs, &tenant)
+			fs.Uint64Var(&expectVersion, "expect-version", 0, "delete only at this version")
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			var ns, key string
+			if err := inv.check([]arg{{"NAMESPACE", &ns}, {"KEY", &key}}, "tenant"); err != nil {
+				return err
+			}
+			ev := inv.optUint("expect-version", expectVersion)
+			return a.write(ctx, "deleted "+ns+"/"+key, func(ctx context.Context, c *client.Client, o client.RequestOption) error {
+				return c.DeleteKV(ctx, tenant, ns, key, ev, o)
+			})
+		},
+	}
+}
+
+func kvListCommand() *command {
+	var tenant string
+	var f client.ListKVOptions
+	var stale bool
+	return &command{
+		name:     "ls",
+		summary:  "List the entries of a namespace, one page at a time",
+		usage:    "kv ls NAMESPACE --tenant T [--prefix P] [--limit N] [--page-token P] [--stale]",
+		examples: "  baton kv ls research --tenant acme --prefix sources/ --limit 50\n",
+		flags: func(fs *flag.FlagSet) {
+			tenantFlag(fs, &tenant)
+			fs.StringVar(&f.Prefix, "prefix", "", "only keys starting with this")
+			fs.IntVar(&f.Limit, "limit", 0, "page size (default: the server's)")
+			fs.StringVar(&f.PageToken, "page-token", "", "continue after a previous page")
+			fs.BoolVar(&stale, "stale", false, "read from the answering node's local state")
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			var ns string
+			if err := inv.check([]arg{{"NAMESPACE", &ns}}, "tenant"); err != nil {
+				return err
+			}
+			c, ctx, cancel, err := a.connect(ctx, 0)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			list, err := c.ListKV(ctx, tenant, ns, f, readOpts(stale)...)
+			if err != nil {
+				return err
+			}
+			return a.emit(list, func(w io.Writer) { printKVList(w, list) })
+		},
+	}
+}
+
+func printKVEntry(w io.Writer, e *client.KVEntry) {
+	rows := [][2]string{
+		{"namespace", e.Namespace}, {"key", e.Key}, {"value", rawText(e.Value)},
+		{"version", fmt.Sprint(e.Version)}, {"updated", timeText(e.UpdatedAt)}, {"expires", expiryText(e.ExpiresAt)},
+	}
+	for _, r := range rows {
+		fmt.Fprintf(w, "%s:\t%s\n", r[0], r[1])
+	}
+}
+
+func printKVList(w io.Writer, list *client.KVList) {
+	fmt.Fprintln(w, "KEY\tVERSION\tEXPIRES\tVALUE")
+	for _, e := range list.Entries {
+		fmt.Fprintf(w, "%s\t%d\t%s\t%s\n", e.Key, e.Version, expiryText(e.ExpiresAt), rawText(e.Value))
+	}
+	if list.NextPageToken != "" {
+		fmt.Fprintf(w, "\nmore: --page-token %s\n", list.NextPageToken)
+	}
+}
+
+func expiryText(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return leaseText(t)
+}
