@@ -29,7 +29,9 @@ type publishRequest struct {
 // ".../by-id/versions" and ServeMux refuses ambiguous patterns.
 func (s *Server) artifactRoutes(add func(string, string, routeKind, handlerFunc)) {
 	add("GET", "/v1/tenants/{tenant}/artifacts/{path...}", routeRead, s.handleArtifactGet)
-	add("POST", "/v1/tenants/{tenant}/artifacts/{path...}", routeWrite, s.handleArtifactPublish)
+	// Publishing re-reads and hashes every chunk before it proposes: a long
+	// request for a large artifact.
+	add("POST", "/v1/tenants/{tenant}/artifacts/{path...}", routeLongWrite, s.handleArtifactPublish)
 }
 
 // artifactPath splits {name}/versions[/{n}[/content]] or by-id/{id}.

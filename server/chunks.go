@@ -121,7 +121,7 @@ func (s *Server) handleChunkPut(w http.ResponseWriter, r *http.Request, id *iden
 	}
 	// The same work whether or not another tenant holds this chunk, so that
 	// neither answers nor timings reveal other tenants' holdings.
-	if err := store.Put(digest, body); err != nil {
+	if err := store.PutVerified(digest, body); err != nil {
 		return err
 	}
 	if err := s.replicateChunk(r.Context(), digest, body); err != nil {
@@ -283,30 +283,42 @@ func (s *Server) replicateChunk(ctx context.Context, digest string, body []byte)
 	if selfVoter {
 		need--
 	}
-	if need <= 0 {
-		return nil
-	}
-	acks := make(chan error, len(peers))
+	voterPeers := 0
 	for _, p := range peers {
-		go func(addr string) {
+		if p.Voter {
+			voterPeers++
+		}
+	}
+	if voterPeers < need {
+		return errorf(codeUnavailable, "this node knows the address of %d voting peers and needs %d to hold the chunk; retry", voterPeers, need)
+	}
+	type ack struct {
+		voter bool
+		err   error
+	}
+	acks := make(chan ack, len(peers))
+	for _, p := range peers {
+		go func(m node.MemberInfo) {
 			cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			acks <- s.peerCall(cctx, http.MethodPut, addr, "/v1/internal/chunks/"+digest, body, nil)
-		}(p.HTTPAddr)
+			acks <- ack{m.Voter, s.peerCall(cctx, http.MethodPut, m.HTTPAddr, "/v1/internal/chunks/"+digest, body, nil)}
+		}(p)
 	}
-	ok, failed := 0, 0
+	ok, failed := 0, 0 // voters only: a non-voter's copy does not make a majority
 	for ok < need {
 		select {
-		case err := <-acks:
-			if err != nil {
+		case a := <-acks:
+			switch {
+			case !a.voter:
+			case a.err != nil:
 				failed++
-				s.log.Debug("chunk copy to peer failed", "digest", digest, "err", err)
-				if len(peers)-failed < need-ok {
+				s.log.Debug("chunk copy to peer failed", "digest", digest, "err", a.err)
+				if voterPeers-failed < need-ok {
 					return errorf(codeUnavailable, "could not copy the chunk to a majority of nodes")
 				}
-				continue
+			default:
+				ok++
 			}
-			ok++
 		case <-ctx.Done():
 			return unavailable(ctx.Err())
 		}

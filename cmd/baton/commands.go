@@ -11,6 +11,8 @@ func rootCommand() *command {
 		principalCommand(),
 		taskCommand(),
 		queueCommand(),
+		artifactCommand(),
+		refCommand(),
 		kvCommand(),
 		checkpointCommand(),
 		opCommand(),

@@ -104,6 +104,15 @@ func (s *Store) Put(digest string, body []byte) error {
 	if Digest(body) != digest {
 		return ErrMismatch
 	}
+	return s.PutVerified(digest, body)
+}
+
+// PutVerified stores body under digest; the caller has just checked that
+// the body hashes to it (Put checks it itself).
+func (s *Store) PutVerified(digest string, body []byte) error {
+	if !ValidDigest(digest) {
+		return ErrBadDigest
+	}
 	if digest == EmptyDigest {
 		return nil
 	}

@@ -1,0 +1,653 @@
+package client_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/baton-dev/baton/client"
+)
+
+// fakeStore is an in-memory artifact server for one tenant, "acme", with
+// the behaviour of server/chunks.go and server/artifacts.go that the client
+// relies on.
+type fakeStore struct {
+	mu       sync.Mutex
+	chunks   map[string][]byte
+	versions map[string][]client.Manifest
+	puts     []string // digests in PUT order
+	keys     []string // Idempotency-Key of each PUT and POST
+	missing  int      // /chunks/missing calls
+
+	inFlight, maxInFlight atomic.Int64
+	putGate               chan struct{} // when set, each PUT waits for a token
+	corrupt               bool          // serve content with one byte flipped
+	truncate              bool          // cut the content short
+}
+
+func newFakeStore() *fakeStore {
+	return &fakeStore{chunks: map[string][]byte{}, versions: map[string][]client.Manifest{}}
+}
+
+func (f *fakeStore) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	const base = "/v1/tenants/acme/"
+	if !strings.HasPrefix(r.URL.Path, base) {
+		writeError(w, 404, "not_found", "no such endpoint", nil)
+		return
+	}
+	path := strings.TrimPrefix(r.URL.Path, base)
+	switch {
+	case r.Method == "POST" && path == "chunks/missing":
+		f.handleMissing(w, r)
+	case r.Method == "PUT" && strings.HasPrefix(path, "chunks/"):
+		f.handlePut(w, r, strings.TrimPrefix(path, "chunks/"))
+	case r.Method == "POST" && strings.HasSuffix(path, "/versions"):
+		f.handlePublish(w, r, strings.TrimSuffix(strings.TrimPrefix(path, "artifacts/"), "/versions"))
+	case r.Method == "GET" && strings.HasPrefix(path, "artifacts/"):
+		f.handleGet(w, strings.Split(strings.TrimPrefix(path, "artifacts/"), "/"))
+	default:
+		writeError(w, 404, "not_found", "no such endpoint", nil)
+	}
+}
+
+func (f *fakeStore) handleMissing(w http.ResponseWriter, r *http.Request) {
+	var in struct{ Digests []string }
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+		writeError(w, 400, "invalid_argument", err.Error(), nil)
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.missing++
+	missing := []string{}
+	for _, d := range in.Digests {
+		if _, ok := f.chunks[d]; !ok {
+			missing = append(missing, d)
+		}
+	}
+	writeJSON(w, 200, map[string]any{"missing": missing})
+}
+
+func (f *fakeStore) handlePut(w http.ResponseWriter, r *http.Request, digest string) {
+	n := f.inFlight.Add(1)
+	defer f.inFlight.Add(-1)
+	for {
+		m := f.maxInFlight.Load()
+		if n <= m || f.maxInFlight.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	if f.putGate != nil {
+		select {
+		case <-f.putGate:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 4<<20+1))
+	if len(body) > 4<<20 {
+		writeError(w, 413, "too_large", "chunk over 4 MiB", nil)
+		return
+	}
+	if client.Digest(body) != digest {
+		writeError(w, 400, "digest_mismatch", "body does not hash to "+digest, nil)
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.puts = append(f.puts, digest)
+	f.keys = append(f.keys, r.Header.Get("Idempotency-Key"))
+	status := 200
+	if _, ok := f.chunks[digest]; !ok {
+		f.chunks[digest] = body
+		status = 201
+	}
+	writeJSON(w, status, map[string]any{"digest": digest, "size": len(body)})
+}
+
+func (f *fakeStore) handlePublish(w http.ResponseWriter, r *http.Request, name string) {
+	var req client.PublishRequest
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		writeError(w, 400, "invalid_argument", err.Error(), nil)
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.keys = append(f.keys, r.Header.Get("Idempotency-Key"))
+	h := sha256.New()
+	var total int64
+	for _, c := range req.Chunks {
+		body, ok := f.chunks[c.Digest]
+		if !ok {
+			writeError(w, 400, "missing_chunks", "missing", map[string]any{"missing": []string{c.Digest}})
+			return
+		}
+		h.Write(body)
+		total += c.Size
+	}
+	if total != req.Size || "sha256:"+hex.EncodeToString(h.Sum(nil)) != req.Digest {
+		writeError(w, 400, "digest_mismatch", "content does not hash to digest", nil)
+		return
+	}
+	id, _ := json.Marshal(struct {
+		N string
+		R client.PublishRequest
+	}{name, req})
+	m := client.Manifest{ArtifactID: client.Digest(id), Name: name, Digest: req.Digest, Size: req.Size,
+		Chunks: req.Chunks, MediaType: req.MediaType, Sources: req.Sources, TaskID: req.TaskID}
+	vs := f.versions[name]
+	if len(vs) > 0 && vs[len(vs)-1].ArtifactID == m.ArtifactID {
+		writeJSON(w, 200, vs[len(vs)-1])
+		return
+	}
+	m.Version = uint64(len(vs) + 1)
+	f.versions[name] = append(vs, m)
+	writeJSON(w, 201, m)
+}
+
+func (f *fakeStore) handleGet(w http.ResponseWriter, parts []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	vs := f.versions[parts[0]]
+	if len(parts) == 2 {
+		writeJSON(w, 200, map[string]any{"versions": vs})
+		return
+	}
+	n, _ := strconv.Atoi(parts[2])
+	if n < 1 || n > len(vs) {
+		writeError(w, 404, "not_found", "no such version", nil)
+		return
+	}
+	m := vs[n-1]
+	if len(parts) == 3 {
+		writeJSON(w, 200, m)
+		return
+	}
+	w.Header().Set("Content-Length", strconv.FormatInt(m.Size, 10))
+	w.Header().Set("ETag", `"`+m.Digest+`"`)
+	w.WriteHeader(200)
+	for i, c := range m.Chunks {
+		body := f.chunks[c.Digest]
+		if f.corrupt && i == len(m.Chunks)/2 {
+			body = append([]byte(nil), body...)
+			body[len(body)/2] ^= 1
+		}
+		if f.truncate && i == len(m.Chunks)/2 {
+			w.Write(body[:len(body)/2])
+			panic(http.ErrAbortHandler)
+		}
+		w.Write(body)
+	}
+}
+
+func (f *fakeStore) putCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.puts)
+}
+
+// textContent is n bytes of deterministic, text-like data: lower-case
+// "words" of pseudo-random letters between spaces and newlines.
+func textContent(seed uint64, n int) []byte {
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	b := make([]byte, n)
+	for i := 0; i < n; i += 8 {
+		u := rng.Uint64()
+		for j := i; j < min(i+8, n); j++ {
+			switch c := byte(u); {
+			case c < 32:
+				b[j] = ' '
+			case c < 34:
+				b[j] = '\n'
+			default:
+				b[j] = 'a' + c%26
+			}
+			u >>= 8
+		}
+	}
+	return b
+}
+
+func TestChunkerBounds(t *testing.T) {
+	data := textContent(1, 24<<20)
+	var sizes []int
+	var joined bytes.Buffer
+	if err := client.SplitChunks(bytes.NewReader(data), func(c []byte) error {
+		sizes = append(sizes, len(c))
+		joined.Write(c)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(joined.Bytes(), data) {
+		t.Fatal("chunks do not join up to the input")
+	}
+	for i, n := range sizes {
+		if n > client.ChunkMaxSize || (n < client.ChunkMinSize && i != len(sizes)-1) {
+			t.Errorf("chunk %d has %d bytes, want %d to %d", i, n, client.ChunkMinSize, client.ChunkMaxSize)
+		}
+	}
+	avg := len(data) / len(sizes)
+	if avg < client.ChunkAvgSize/2 || avg > 2*client.ChunkAvgSize {
+		t.Errorf("got average chunk %d bytes over %d chunks, want about %d", avg, len(sizes), client.ChunkAvgSize)
+	}
+	t.Logf("%d chunks, average %d bytes", len(sizes), avg)
+
+	// Empty and tiny inputs.
+	for _, n := range []int{0, 1, client.ChunkMinSize, client.ChunkMinSize + 1} {
+		var got []int
+		client.SplitChunks(bytes.NewReader(data[:n]), func(c []byte) error { got = append(got, len(c)); return nil })
+		want := []int{n}
+		if n == 0 {
+			want = nil
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("input of %d bytes: got chunks %v, want %v", n, got, want)
+		}
+	}
+}
+
+// TestChunkerReadError: a read error is reported, never taken for the end.
+func TestChunkerReadError(t *testing.T) {
+	boom := errors.New("disk on fire")
+	r := io.MultiReader(bytes.NewReader(textContent(2, 6<<20)), iotestErrReader{boom})
+	err := client.SplitChunks(r, func([]byte) error { return nil })
+	if !errors.Is(err, boom) {
+		t.Errorf("got %v, want %v", err, boom)
+	}
+}
+
+type iotestErrReader struct{ err error }
+
+func (r iotestErrReader) Read([]byte) (int, error) { return 0, r.err }
+
+func TestUploadDownloadRoundTrip(t *testing.T) {
+	f := newFakeStore()
+	c := newClient(t, serve(t, f.ServeHTTP).URL)
+	data := textContent(3, 12<<20+12345)
+	var stats client.UploadStats
+	var last, calls atomic.Int64
+	var monotonic atomic.Bool
+	monotonic.Store(true)
+	m, err := c.UploadArtifact(bg, "acme", "report", bytes.NewReader(data), client.UploadOptions{
+		MediaType: "text/plain", Sources: []string{"https://example.com/a"}, TaskID: "t1", Stats: &stats,
+		Progress: func(done, total int64) {
+			calls.Add(1)
+			if done < last.Load() || total != int64(len(data)) {
+				monotonic.Store(false)
+			}
+			last.Store(done)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Version != 1 || m.Size != int64(len(data)) || m.Digest != client.Digest(data) || m.MediaType != "text/plain" || m.TaskID != "t1" {
+		t.Errorf("got manifest %+v", m)
+	}
+	if stats.Chunks != len(m.Chunks) || stats.ChunksUploaded != len(m.Chunks) || stats.BytesSent != int64(len(data)) || stats.Size != int64(len(data)) {
+		t.Errorf("got stats %+v for %d chunks of %d bytes", stats, len(m.Chunks), len(data))
+	}
+	if len(m.Chunks) < 5 {
+		t.Errorf("got %d chunks, want several", len(m.Chunks))
+	}
+	if !monotonic.Load() || last.Load() != int64(len(data)) || calls.Load() != int64(len(m.Chunks)) {
+		t.Errorf("progress: %d calls ending at %d (monotonic %v), want %d calls ending at %d",
+			calls.Load(), last.Load(), monotonic.Load(), len(m.Chunks), len(data))
+	}
+
+	var out bytes.Buffer
+	n, err := c.DownloadArtifact(bg, "acme", "report", 1, &out)
+	if err != nil || n != int64(len(data)) || !bytes.Equal(out.Bytes(), data) {
+		t.Fatalf("download: got %d bytes, equal %v, err %v", n, bytes.Equal(out.Bytes(), data), err)
+	}
+	out.Reset()
+	if _, err := c.DownloadArtifact(bg, "acme", "report", 0, &out); err != nil || !bytes.Equal(out.Bytes(), data) {
+		t.Fatalf("download of the latest: equal %v, err %v", bytes.Equal(out.Bytes(), data), err)
+	}
+
+	// Unchanged content: nothing is sent, the same version comes back.
+	puts := f.putCount()
+	var again client.UploadStats
+	m2, err := c.UploadArtifact(bg, "acme", "report", bytes.NewReader(data), client.UploadOptions{
+		MediaType: "text/plain", Sources: []string{"https://example.com/a"}, TaskID: "t1", Stats: &again})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m2.ArtifactID != m.ArtifactID || m2.Version != 1 || f.putCount() != puts || again.BytesSent != 0 || again.ChunksUploaded != 0 {
+		t.Errorf("re-upload: got version %d id %s, %d new PUTs, stats %+v; want version 1, same id, nothing sent",
+			m2.Version, m2.ArtifactID, f.putCount()-puts, again)
+	}
+
+	// 1 MiB changed in the middle: a few chunks.
+	edited := append([]byte(nil), data...)
+	copy(edited[len(edited)/2:], textContent(99, 1<<20))
+	var edit client.UploadStats
+	m3, err := c.UploadArtifact(bg, "acme", "report", bytes.NewReader(edited), client.UploadOptions{Stats: &edit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m3.Version != 2 || edit.ChunksUploaded == 0 || edit.ChunksUploaded > 4 || edit.BytesSent > 8<<20 {
+		t.Errorf("edited upload: got version %d, stats %+v; want version 2 and at most 4 chunks sent", m3.Version, edit)
+	}
+	t.Logf("edit of 1 MiB: sent %d of %d chunks, %d bytes", edit.ChunksUploaded, edit.Chunks, edit.BytesSent)
+	out.Reset()
+	if _, err := c.DownloadArtifact(bg, "acme", "report", 2, &out); err != nil || !bytes.Equal(out.Bytes(), edited) {
+		t.Fatalf("download of version 2: equal %v, err %v", bytes.Equal(out.Bytes(), edited), err)
+	}
+}
+
+func TestUploadEmpty(t *testing.T) {
+	f := newFakeStore()
+	c := newClient(t, serve(t, f.ServeHTTP).URL)
+	m, err := c.UploadArtifact(bg, "acme", "empty", strings.NewReader(""), client.UploadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Size != 0 || len(m.Chunks) != 0 || m.Digest != client.Digest(nil) {
+		t.Errorf("got %+v, want an empty manifest", m)
+	}
+	var out bytes.Buffer
+	if n, err := c.DownloadArtifact(bg, "acme", "empty", 1, &out); err != nil || n != 0 {
+		t.Errorf("download: got %d bytes, err %v", n, err)
+	}
+}
+
+// TestUploadBoundedMemory: with every chunk upload held up, the upload
+// stops reading after a bounded number of chunks, and never sends more
+// than Parallel at once.
+func TestUploadBoundedMemory(t *testing.T) {
+	f := newFakeStore()
+	f.putGate = make(chan struct{})
+	c := newClient(t, serve(t, f.ServeHTTP).URL)
+	const parallel = 3
+	src := &countingReader{r: bytes.NewReader(textContent(4, 48<<20))}
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.UploadArtifact(bg, "acme", "big", src, client.UploadOptions{Parallel: parallel})
+		done <- err
+	}()
+	// Wait until the reader has stopped advancing with every upload slot busy.
+	deadline := time.Now().Add(10 * time.Second)
+	var prev int64 = -1
+	for stable := 0; stable < 10; {
+		if time.Now().After(deadline) {
+			t.Fatal("the upload did not settle")
+		}
+		time.Sleep(20 * time.Millisecond) // polling interval, bounded by deadline
+		n := src.n.Load()
+		if n == prev && f.inFlight.Load() == parallel {
+			stable++
+		} else {
+			stable = 0
+		}
+		prev = n
+	}
+	// Bodies: Parallel uploading + 4 spare, plus the chunker's scan buffer
+	// and the chunk in hand.
+	bound := int64(parallel+4+2) * client.ChunkMaxSize
+	if n := src.n.Load(); n > bound {
+		t.Errorf("read %d bytes ahead with uploads blocked, want at most %d", n, bound)
+	}
+	t.Logf("read %d bytes (%d MiB) ahead of blocked uploads", src.n.Load(), src.n.Load()>>20)
+	close(f.putGate) // let everything through
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := f.maxInFlight.Load(); got > parallel {
+		t.Errorf("got %d uploads in flight at once, want at most %d", got, parallel)
+	}
+}
+
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// TestUploadIdempotencyKeys: a key carried by the context goes to the
+// publish only; every chunk upload has a key of its own.
+func TestUploadIdempotencyKeys(t *testing.T) {
+	f := newFakeStore()
+	c := newClient(t, serve(t, f.ServeHTTP).URL)
+	ctx := client.WithIdempotencyKey(bg, "publish-once")
+	if _, err := c.UploadArtifact(ctx, "acme", "k", bytes.NewReader(textContent(5, 5<<20)), client.UploadOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for i, k := range f.keys {
+		last := i == len(f.keys)-1
+		switch {
+		case last && k != "publish-once":
+			t.Errorf("publish key %q, want publish-once", k)
+		case !last && (k == "" || k == "publish-once" || seen[k]):
+			t.Errorf("chunk upload %d has key %q, want a fresh one", i, k)
+		}
+		seen[k] = true
+	}
+}
+
+func TestUploadFailureStops(t *testing.T) {
+	var puts, publishes atomic.Int64
+	h := func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/chunks/missing"):
+			var in struct{ Digests []string }
+			json.NewDecoder(r.Body).Decode(&in)
+			writeJSON(w, 200, map[string]any{"missing": in.Digests})
+		case r.Method == "PUT":
+			puts.Add(1)
+			writeError(w, 403, "forbidden", "no artifacts write grant", nil)
+		default:
+			publishes.Add(1)
+			writeJSON(w, 201, map[string]any{})
+		}
+	}
+	c := newClient(t, serve(t, h).URL)
+	_, err := c.UploadArtifact(bg, "acme", "x", bytes.NewReader(textContent(6, 20<<20)), client.UploadOptions{})
+	if !errors.Is(err, client.ErrForbidden) {
+		t.Errorf("got %v, want forbidden", err)
+	}
+	if publishes.Load() != 0 || puts.Load() > 10 {
+		t.Errorf("got %d publishes and %d chunk uploads after the first failure, want 0 and a few", publishes.Load(), puts.Load())
+	}
+}
+
+func TestDownloadVerifies(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		corrupt     bool
+		truncate    bool
+		unavailable bool
+	}{
+		{"corrupt", true, false, false},
+		{"truncated", false, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeStore()
+			c := newClient(t, serve(t, f.ServeHTTP).URL)
+			data := textContent(7, 6<<20)
+			if _, err := c.UploadArtifact(bg, "acme", "a", bytes.NewReader(data), client.UploadOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			f.corrupt, f.truncate = tc.corrupt, tc.truncate
+			_, err := c.DownloadArtifact(bg, "acme", "a", 1, io.Discard)
+			if !errors.Is(err, client.ErrDigestMismatch) || errors.Is(err, client.ErrUnavailable) != tc.unavailable {
+				t.Errorf("got %v, want digest_mismatch (unavailable too: %v)", err, tc.unavailable)
+			}
+			dir := t.TempDir()
+			path := filepath.Join(dir, "out.txt")
+			os.WriteFile(path, []byte("old"), 0o644)
+			if _, err := c.DownloadArtifactTo(bg, "acme", "a", 1, path); !errors.Is(err, client.ErrDigestMismatch) {
+				t.Errorf("DownloadArtifactTo: got %v, want digest_mismatch", err)
+			}
+			entries, _ := os.ReadDir(dir)
+			if got, _ := os.ReadFile(path); len(entries) != 1 || string(got) != "old" {
+				t.Errorf("after a failed DownloadArtifactTo: %d files, %q in place; want only the old file", len(entries), got)
+			}
+			f.corrupt, f.truncate = false, false
+			if n, err := c.DownloadArtifactTo(bg, "acme", "a", 1, path); err != nil || n != int64(len(data)) {
+				t.Fatalf("DownloadArtifactTo: got %d, %v", n, err)
+			}
+			if got, _ := os.ReadFile(path); !bytes.Equal(got, data) {
+				t.Error("DownloadArtifactTo wrote other content")
+			}
+		})
+	}
+}
+
+// TestDownloadFailover: a 503 before the content starts moves on to the
+// next endpoint; an error answer is final.
+func TestDownloadFailover(t *testing.T) {
+	f := newFakeStore()
+	good := serve(t, f.ServeHTTP)
+	busy := serve(t, func(w http.ResponseWriter, r *http.Request) { unavailable(w, r, 0) })
+	c := newClient(t, busy.URL, closedEndpoint(t), good.URL)
+	data := textContent(8, 3<<20)
+	if _, err := c.UploadArtifact(bg, "acme", "a", bytes.NewReader(data), client.UploadOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if _, err := c.DownloadArtifact(bg, "acme", "a", 1, &out); err != nil || !bytes.Equal(out.Bytes(), data) {
+		t.Fatalf("got err %v, equal %v", err, bytes.Equal(out.Bytes(), data))
+	}
+	if _, err := c.DownloadArtifact(bg, "acme", "a", 9, &out); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("missing version: got %v, want not_found", err)
+	}
+	// Pinned to a dead endpoint: one attempt, no failover.
+	_, err := c.DownloadArtifact(bg, "acme", "a", 1, io.Discard, client.At(closedEndpoint(t)))
+	if !errors.Is(err, client.ErrUnavailable) {
+		t.Errorf("pinned to a closed endpoint: got %v, want unavailable", err)
+	}
+}
+
+// TestDownloadStall: a stream that stops sending fails after the
+// per-attempt timeout instead of hanging.
+func TestDownloadStall(t *testing.T) {
+	h := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "100")
+		w.Header().Set("ETag", `"`+client.Digest(make([]byte, 100))+`"`)
+		w.WriteHeader(200)
+		w.Write(make([]byte, 10))
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}
+	c := newClientCfg(t, client.Config{Endpoints: []string{serve(t, h).URL}, Timeout: 300 * time.Millisecond, MaxRetry: time.Second})
+	start := time.Now()
+	_, err := c.DownloadArtifact(bg, "acme", "a", 1, io.Discard)
+	if err == nil || time.Since(start) > 5*time.Second {
+		t.Errorf("got %v after %v, want an error after about 300ms", err, time.Since(start))
+	}
+}
+
+func TestArtifactRequestShapes(t *testing.T) {
+	str := func(s string) *string { return &s }
+	fence := &client.Fence{TaskID: "t1", Token: 7}
+	d := client.Digest([]byte("x"))
+	cases := []struct {
+		name                    string
+		call                    func(c *client.Client) error
+		method, path, query, in string
+	}{
+		{"MissingChunks", func(c *client.Client) error { _, err := c.MissingChunks(bg, "acme", []string{d}); return err },
+			"POST", "/v1/tenants/acme/chunks/missing", "", `{"digests":["` + d + `"]}`},
+		{"PutChunk", func(c *client.Client) error { _, err := c.PutChunk(bg, "acme", d, []byte("x")); return err },
+			"PUT", "/v1/tenants/acme/chunks/" + d, "", `x`},
+		{"PublishArtifact", func(c *client.Client) error {
+			_, err := c.PublishArtifact(bg, "acme", "rep", client.PublishRequest{Chunks: []client.ChunkRef{{Digest: d, Size: 1}},
+				Digest: d, Size: 1, TaskID: "t1", Fence: fence})
+			return err
+		}, "POST", "/v1/tenants/acme/artifacts/rep/versions", "",
+			`{"chunks":[{"digest":"` + d + `","size":1}],"digest":"` + d + `","size":1,"task_id":"t1","fence":{"task_id":"t1","token":7}}`},
+		{"PublishArtifact empty", func(c *client.Client) error {
+			_, err := c.PublishArtifact(bg, "acme", "rep", client.PublishRequest{Digest: d})
+			return err
+		}, "POST", "/v1/tenants/acme/artifacts/rep/versions", "", `{"chunks":[],"digest":"` + d + `","size":0}`},
+		{"GetManifest", func(c *client.Client) error { _, err := c.GetManifest(bg, "acme", "rep", 3); return err },
+			"GET", "/v1/tenants/acme/artifacts/rep/versions/3", "", ``},
+		{"ListVersions stale", func(c *client.Client) error { _, err := c.ListVersions(bg, "acme", "rep", client.Stale()); return err },
+			"GET", "/v1/tenants/acme/artifacts/rep/versions", "consistency=stale", ``},
+		{"GetArtifactByID", func(c *client.Client) error { _, err := c.GetArtifactByID(bg, "acme", d); return err },
+			"GET", "/v1/tenants/acme/artifacts/by-id/" + d, "", ``},
+		{"SetRef absent", func(c *client.Client) error {
+			_, err := c.SetRef(bg, "acme", "report-42/approved", d, client.ExpectAbsent(), nil)
+			return err
+		}, "PUT", "/v1/tenants/acme/refs/report-42/approved", "", `{"artifact_id":"` + d + `","expect_artifact_id":""}`},
+		{"SetRef fenced", func(c *client.Client) error {
+			_, err := c.SetRef(bg, "acme", "r", d, str(d), fence)
+			return err
+		}, "PUT", "/v1/tenants/acme/refs/r", "", `{"artifact_id":"` + d + `","expect_artifact_id":"` + d + `","fence":{"task_id":"t1","token":7}}`},
+		{"SetRef unconditional", func(c *client.Client) error { _, err := c.SetRef(bg, "acme", "r", d, nil, nil); return err },
+			"PUT", "/v1/tenants/acme/refs/r", "", `{"artifact_id":"` + d + `"}`},
+		{"GetRef", func(c *client.Client) error { _, err := c.GetRef(bg, "acme", "a/b c"); return err },
+			"GET", "/v1/tenants/acme/refs/a/b%20c", "", ``},
+		{"ListRefs", func(c *client.Client) error { _, err := c.ListRefs(bg, "acme", "report-42/"); return err },
+			"GET", "/v1/tenants/acme/refs", "prefix=report-42%2F", ``},
+		{"DeleteRef", func(c *client.Client) error { return c.DeleteRef(bg, "acme", "r", client.ExpectArtifact(d)) },
+			"DELETE", "/v1/tenants/acme/refs/r", "expect_artifact_id=sha256%3A" + d[7:], ``},
+		{"DeleteRef unconditional", func(c *client.Client) error { return c.DeleteRef(bg, "acme", "r", nil) },
+			"DELETE", "/v1/tenants/acme/refs/r", "", ``},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &recorder{reply: func(w http.ResponseWriter, _ *http.Request, _ int) { writeJSON(w, 200, map[string]any{}) }}
+			c := newClient(t, serve(t, rec.ServeHTTP).URL)
+			if err := tc.call(c); err != nil {
+				t.Fatal(err)
+			}
+			r := rec.requests()[0]
+			if r.Method != tc.method || r.Path != tc.path || r.Query != tc.query {
+				t.Errorf("got %s %s?%s, want %s %s?%s", r.Method, r.Path, r.Query, tc.method, tc.path, tc.query)
+			}
+			if string(r.Body) != tc.in {
+				t.Errorf("got body %s\nwant      %s", r.Body, tc.in)
+			}
+		})
+	}
+}
+
+func TestRefPathRefused(t *testing.T) {
+	rec := &recorder{reply: tenantsOK}
+	c := newClient(t, serve(t, rec.ServeHTTP).URL)
+	for _, ref := range []string{"", "a//b", "a/../b", "./a", "a/"} {
+		if _, err := c.GetRef(bg, "acme", ref); !errors.Is(err, client.ErrInvalidArgument) {
+			t.Errorf("GetRef(%q): got %v, want invalid_argument", ref, err)
+		}
+	}
+	if n := len(rec.requests()); n != 0 {
+		t.Errorf("got %d requests, want 0", n)
+	}
+}
+
+func TestRefDecodesAPIShape(t *testing.T) {
+	var r client.Ref
+	raw := `{"ref": "report-42/approved", "artifact_id": "sha256:ab", "name": "report-42-draft", "version": 3,
+	 "revision": 2, "updated_at": "2025-01-02T03:04:05.678Z"}`
+	if err := json.Unmarshal([]byte(raw), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Ref != "report-42/approved" || r.Version != 3 || r.Revision != 2 || r.UpdatedAt.IsZero() {
+		t.Errorf("got %+v", r)
+	}
+}

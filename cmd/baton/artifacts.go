@@ -1,0 +1,337 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/baton-dev/baton/client"
+)
+
+func artifactCommand() *command {
+	return &command{
+		name:    "artifact",
+		summary: "Upload, download and inspect artifacts",
+		subs:    []*command{artifactPutCommand(), artifactGetCommand(), artifactVersionsCommand(), artifactShowCommand()},
+	}
+}
+
+// transferNote explains how --timeout applies to put and get.
+const transferNote = `
+The global --timeout bounds each request (and its retries), not the whole
+transfer, which runs until it is done or interrupted. On a terminal, a
+progress bar with the throughput is drawn on stderr.
+`
+
+// repeated is a flag that may be given several times; values are kept
+// whole (URLs may hold commas).
+type repeated []string
+
+func (r *repeated) String() string     { return strings.Join(*r, " ") }
+func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
+
+// putResult is what artifact put prints: the manifest and the upload's
+// figures.
+type putResult struct {
+	*client.Manifest
+	Upload uploadFigures `json:"upload"`
+}
+
+type uploadFigures struct {
+	Chunks         int   `json:"chunks"`
+	ChunksUploaded int   `json:"chunks_uploaded"`
+	BytesSent      int64 `json:"bytes_sent"`
+	ElapsedMS      int64 `json:"elapsed_ms"`
+}
+
+func artifactPutCommand() *command {
+	var tenant, name, mediaType, taskID string
+	var sources repeated
+	var metadata jsonFlag
+	var fence fenceFlags
+	var parallel int
+	return &command{
+		name:    "put",
+		summary: "Upload a file as a new version of an artifact",
+		usage: "artifact put FILE --tenant T --name N [--media-type TYPE] [--source URL]... [--metadata JSON]\n" +
+			"                   [--task-id ID] [--fence-task ID --fence-token N] [--parallel N]",
+		examples: `  baton artifact put report.md --tenant acme --name report-42-draft --media-type text/markdown \
+      --source https://example.com/paper --task-id report-42 --fence-task report-42 --fence-token 589825
+  baton artifact put - --tenant acme --name logs < build.log
+
+Only the chunks the cluster lacks are sent: uploading a file again sends
+nothing, and when content and fields equal the latest version's, that
+version is returned instead of a new one. FILE "-" reads stdin.
+` + transferNote,
+		flags: func(fs *flag.FlagSet) {
+			tenantFlag(fs, &tenant)
+			fs.StringVar(&name, "name", "", "artifact name (required)")
+			fs.StringVar(&mediaType, "media-type", "", "media type, e.g. text/markdown")
+			fs.Var(&sources, "source", "source URL (repeatable)")
+			fs.Var(&metadata, "metadata", "metadata as a JSON object")
+			fs.StringVar(&taskID, "task-id", "", "the task that produced the artifact")
+			fence.declare(fs)
+			fs.IntVar(&parallel, "parallel", client.DefaultUploadParallel, "chunk uploads in flight")
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			var file string
+			if err := inv.check([]arg{{"FILE", &file}}, "tenant", "name"); err != nil {
+				return err
+			}
+			if parallel < 1 {
+				return usageErrorf(inv.path, "%s: --parallel must be at least 1, got %d", inv.path, parallel)
+			}
+			f, err := fence.fence(inv)
+			if err != nil {
+				return err
+			}
+			opts := client.UploadOptions{MediaType: mediaType, Sources: sources, Metadata: metadata.raw,
+				TaskID: taskID, Fence: f, Parallel: parallel}
+			return a.artifactPut(ctx, tenant, name, file, opts)
+		},
+	}
+}
+
+func (a *app) artifactPut(ctx context.Context, tenant, name, file string, opts client.UploadOptions) error {
+	c, err := a.client()
+	if err != nil {
+		return err
+	}
+	var in io.Reader = os.Stdin
+	label := "stdin"
+	if file != "-" {
+		f, err := os.Open(file)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		in, label = f, filepath.Base(file)
+	}
+	var stats client.UploadStats
+	opts.Stats = &stats
+	bar := a.newProgress("upload "+label, -1)
+	if bar != nil {
+		opts.Progress = bar.update
+	}
+	m, err := c.UploadArtifact(ctx, tenant, name, in, opts)
+	bar.finish()
+	if err != nil {
+		return err
+	}
+	res := putResult{Manifest: m, Upload: uploadFigures{Chunks: stats.Chunks, ChunksUploaded: stats.ChunksUploaded,
+		BytesSent: stats.BytesSent, ElapsedMS: stats.Elapsed.Milliseconds()}}
+	return a.emit(res, func(w io.Writer) {
+		printManifest(w, m)
+		fmt.Fprintf(w, "sent:\t%s of %s (%d of %d chunks) in %s, %s\n", sizeText(stats.BytesSent), sizeText(stats.Size),
+			stats.ChunksUploaded, stats.Chunks, stats.Elapsed.Round(time.Millisecond), throughput(stats.Size, stats.Elapsed))
+	})
+}
+
+func artifactGetCommand() *command {
+	var tenant, out string
+	var version uint64
+	var stale bool
+	return &command{
+		name:    "get",
+		summary: "Download an artifact version, verified against its digest",
+		usage:   "artifact get NAME --tenant T -o FILE [--version N] [--stale]",
+		examples: `  baton artifact get report-42-draft --tenant acme -o report.md
+  baton artifact get report-42-draft --tenant acme --version 3 -o - | less
+
+The content goes to a temporary file beside FILE, which replaces FILE only
+once its size and digest are verified. With -o - it streams to stdout as it
+arrives; a failed check then exits 1 after the bytes were written.
+` + transferNote,
+		flags: func(fs *flag.FlagSet) {
+			tenantFlag(fs, &tenant)
+			fs.StringVar(&out, "o", "", "file to write, - for stdout (required)")
+			fs.Uint64Var(&version, "version", 0, "version (default: the latest)")
+			fs.BoolVar(&stale, "stale", false, "read from the answering node's local state")
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			var name string
+			if err := inv.check([]arg{{"NAME", &name}}, "tenant", "o"); err != nil {
+				return err
+			}
+			return a.artifactGet(ctx, tenant, name, version, out, readOpts(stale))
+		},
+	}
+}
+
+func (a *app) artifactGet(ctx context.Context, tenant, name string, version uint64, out string, opts []client.RequestOption) error {
+	c, err := a.client()
+	if err != nil {
+		return err
+	}
+	m, err := c.GetManifest(ctx, tenant, name, version, opts...)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	bar := a.newProgress(fmt.Sprintf("download %s v%d", name, m.Version), m.Size)
+	if out == "-" {
+		pw := &progressWriter{w: a.stdout, p: bar, total: m.Size}
+		_, err := c.DownloadArtifact(ctx, tenant, name, m.Version, pw, opts...)
+		bar.finish()
+		return err
+	}
+	if err := downloadFile(ctx, c, tenant, m, out, bar, opts); err != nil {
+		return err
+	}
+	bar.finish()
+	elapsed := time.Since(start)
+	return a.emit(map[string]any{"file": out, "artifact_id": m.ArtifactID, "name": m.Name, "version": m.Version,
+		"size": m.Size, "digest": m.Digest, "elapsed_ms": elapsed.Milliseconds()}, func(w io.Writer) {
+		fmt.Fprintf(w, "wrote %s: %s, %s v%d, digest %s verified, in %s, %s\n", out, sizeText(m.Size), m.Name, m.Version,
+			m.Digest, elapsed.Round(time.Millisecond), throughput(m.Size, elapsed))
+	})
+}
+
+// downloadFile writes m's content to a temporary file beside path and
+// renames it over path once verified (as client.DownloadArtifactTo, with a
+// progress bar).
+func downloadFile(ctx context.Context, c *client.Client, tenant string, m *client.Manifest, path string, bar *progress, opts []client.RequestOption) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".part-*")
+	if err != nil {
+		return err
+	}
+	done := false
+	defer func() {
+		if !done {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	pw := &progressWriter{w: tmp, p: bar, total: m.Size}
+	if _, err := c.DownloadArtifact(ctx, tenant, m.Name, m.Version, pw, opts...); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	done = true
+	return nil
+}
+
+func artifactVersionsCommand() *command {
+	var tenant string
+	var stale bool
+	return &command{
+		name:     "versions",
+		summary:  "List the versions of an artifact, oldest first",
+		usage:    "artifact versions NAME --tenant T [--stale]",
+		examples: "  baton artifact versions report-42-draft --tenant acme\n",
+		flags: func(fs *flag.FlagSet) {
+			tenantFlag(fs, &tenant)
+			fs.BoolVar(&stale, "stale", false, "read from the answering node's local state")
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			var name string
+			if err := inv.check([]arg{{"NAME", &name}}, "tenant"); err != nil {
+				return err
+			}
+			c, ctx, cancel, err := a.connect(ctx, 0)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			list, err := c.ListVersions(ctx, tenant, name, readOpts(stale)...)
+			if err != nil {
+				return err
+			}
+			return a.emit(map[string]any{"versions": list}, func(w io.Writer) { printVersions(w, list) })
+		},
+	}
+}
+
+func artifactShowCommand() *command {
+	var tenant, id string
+	var version uint64
+	var stale bool
+	return &command{
+		name:    "show",
+		summary: "Show an artifact version's manifest, by name or by artifact id",
+		usage:   "artifact show NAME --tenant T [--version N] [--stale]\n  baton artifact show --id ARTIFACT_ID --tenant T",
+		examples: `  baton artifact show report-42-draft --tenant acme --version 2
+  baton artifact show --tenant acme --id sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
+`,
+		flags: func(fs *flag.FlagSet) {
+			tenantFlag(fs, &tenant)
+			fs.StringVar(&id, "id", "", "artifact id (instead of NAME)")
+			fs.Uint64Var(&version, "version", 0, "version (default: the latest)")
+			fs.BoolVar(&stale, "stale", false, "read from the answering node's local state")
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			var name string
+			var args []arg
+			if id == "" {
+				args = []arg{{"NAME", &name}}
+			} else if inv.isSet("version") {
+				return usageErrorf(inv.path, "%s: --version does not go with --id", inv.path)
+			}
+			if err := inv.check(args, "tenant"); err != nil {
+				return err
+			}
+			c, ctx, cancel, err := a.connect(ctx, 0)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			var m *client.Manifest
+			if id != "" {
+				m, err = c.GetArtifactByID(ctx, tenant, id, readOpts(stale)...)
+			} else {
+				m, err = c.GetManifest(ctx, tenant, name, version, readOpts(stale)...)
+			}
+			if err != nil {
+				return err
+			}
+			return a.emit(m, func(w io.Writer) {
+				printManifest(w, m)
+				printChunks(w, m.Chunks)
+			})
+		},
+	}
+}
+
+func printManifest(w io.Writer, m *client.Manifest) {
+	rows := [][2]string{
+		{"artifact id", m.ArtifactID}, {"name", m.Name}, {"version", fmt.Sprint(m.Version)},
+		{"size", sizeText(m.Size)}, {"digest", m.Digest}, {"chunks", fmt.Sprint(len(m.Chunks))},
+		{"media type", dash(m.MediaType)}, {"sources", dash(strings.Join(m.Sources, " "))},
+		{"metadata", rawText(m.Metadata)}, {"task", dash(m.TaskID)}, {"fencing token", fmt.Sprint(m.FencingToken)},
+		{"created by", dash(m.CreatedBy)}, {"created", timeText(m.CreatedAt)},
+	}
+	for _, r := range rows {
+		fmt.Fprintf(w, "%s:\t%s\n", r[0], r[1])
+	}
+}
+
+func printChunks(w io.Writer, chunks []client.ChunkRef) {
+	if len(chunks) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nCHUNK\tDIGEST\tSIZE")
+	for i, c := range chunks {
+		fmt.Fprintf(w, "%d\t%s\t%d\n", i, c.Digest, c.Size)
+	}
+}
+
+func printVersions(w io.Writer, list []client.Manifest) {
+	fmt.Fprintln(w, "VERSION\tARTIFACT ID\tSIZE\tCHUNKS\tTASK\tCREATED BY\tCREATED")
+	for _, m := range list {
+		fmt.Fprintf(w, "%d\t%s\t%d\t%d\t%s\t%s\t%s\n", m.Version, m.ArtifactID, m.Size, len(m.Chunks),
+			dash(m.TaskID), dash(m.CreatedBy), timeText(m.CreatedAt))
+	}
+}
