@@ -736,7 +736,6 @@ func TestCorruptSnapshotRejected(t *testing.T) {
 	}
 }
 
-
 // TestTaskJSONFieldsValidated: a committed task command whose payload or
 // result is not JSON is refused as invalid_argument; it must not panic
 // Apply, which would stop every replica at the same entry.

@@ -25,7 +25,6 @@ import (
 // and in order across a leader crash and its own node's crash, and grants
 // confine a principal's KV and watch to its prefix.
 
-
 // stateClient is a failover client over endpoints with token.
 func stateClient(t *testing.T, token string, endpoints ...string) *client.Client {
 	t.Helper()
