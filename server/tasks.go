@@ -14,9 +14,9 @@ func (s *Server) taskRoutes(add func(string, string, routeKind, handlerFunc)) {
 	add("GET", "/v1/tenants/{tenant}/tasks", routeRead, s.handleTaskList)
 	add("GET", "/v1/tenants/{tenant}/tasks/{id}", routeRead, s.handleTaskGet)
 	add("DELETE", "/v1/tenants/{tenant}/tasks/{id}", routeWrite, s.handleTaskDelete)
-	add("POST", "/v1/tenants/{tenant}/tasks/{id}/claim", routeWrite, s.handleTaskClaim)
-	add("POST", "/v1/tenants/{tenant}/tasks/{id}/renew", routeWrite, s.handleTaskRenew)
-	add("POST", "/v1/tenants/{tenant}/tasks/{id}/update", routeWrite, s.handleTaskUpdate)
+	add("POST", "/v1/tenants/{tenant}/tasks/{id}/claim", routeWrite, taskWrite[taskClaimRequest, *fsm.TaskClaimArgs](s, fsm.KindTaskClaim))
+	add("POST", "/v1/tenants/{tenant}/tasks/{id}/renew", routeWrite, taskWrite[taskRenewRequest, *fsm.TaskRenewArgs](s, fsm.KindTaskRenew))
+	add("POST", "/v1/tenants/{tenant}/tasks/{id}/update", routeWrite, taskWrite[taskUpdateRequest, *fsm.TaskUpdateArgs](s, fsm.KindTaskUpdate))
 	add("POST", "/v1/tenants/{tenant}/queues/{queue}/claim", routeLongWrite, s.handleQueueClaim)
 	add("POST", "/v1/tenants/{tenant}/txn", routeWrite, s.handleTxn)
 }
@@ -149,55 +149,34 @@ func (s *Server) handleTaskDelete(w http.ResponseWriter, r *http.Request, id *id
 	return s.proposeAndReply(w, r, id, tenant, fsm.KindTaskDelete, args, nil)
 }
 
-func (s *Server) handleTaskClaim(w http.ResponseWriter, r *http.Request, id *identity) error {
-	tenant, taskID := r.PathValue("tenant"), r.PathValue("id")
-	var req taskClaimRequest
-	body, err := s.readJSON(w, r, &req)
-	if err != nil {
-		return err
-	}
-	args, err := req.args(taskID)
-	if err != nil {
-		return err
-	}
-	if _, err := s.authorizeTask(id, tenant, taskID, actWrite); err != nil {
-		return err
-	}
-	return s.proposeAndReply(w, r, id, tenant, fsm.KindTaskClaim, args, body)
+// taskArgs is a request body that turns into a command's args for one task.
+type taskArgs[A any] interface {
+	args(taskID string) (A, error)
 }
 
-func (s *Server) handleTaskRenew(w http.ResponseWriter, r *http.Request, id *identity) error {
-	tenant, taskID := r.PathValue("tenant"), r.PathValue("id")
-	var req taskRenewRequest
-	body, err := s.readJSON(w, r, &req)
-	if err != nil {
-		return err
+// taskWrite is the handler of a write on one task named in the path (claim,
+// renew, update): decode and validate the body, authorize on the task's
+// queue, propose.
+func taskWrite[R any, A any, PR interface {
+	*R
+	taskArgs[A]
+}](s *Server, kind fsm.Kind) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, id *identity) error {
+		tenant, taskID := r.PathValue("tenant"), r.PathValue("id")
+		req := PR(new(R))
+		body, err := s.readJSON(w, r, req)
+		if err != nil {
+			return err
+		}
+		args, err := req.args(taskID)
+		if err != nil {
+			return err
+		}
+		if _, err := s.authorizeTask(id, tenant, taskID, actWrite); err != nil {
+			return err
+		}
+		return s.proposeAndReply(w, r, id, tenant, kind, args, body)
 	}
-	args, err := req.args(taskID)
-	if err != nil {
-		return err
-	}
-	if _, err := s.authorizeTask(id, tenant, taskID, actWrite); err != nil {
-		return err
-	}
-	return s.proposeAndReply(w, r, id, tenant, fsm.KindTaskRenew, args, body)
-}
-
-func (s *Server) handleTaskUpdate(w http.ResponseWriter, r *http.Request, id *identity) error {
-	tenant, taskID := r.PathValue("tenant"), r.PathValue("id")
-	var req taskUpdateRequest
-	body, err := s.readJSON(w, r, &req)
-	if err != nil {
-		return err
-	}
-	args, err := req.args(taskID)
-	if err != nil {
-		return err
-	}
-	if _, err := s.authorizeTask(id, tenant, taskID, actWrite); err != nil {
-		return err
-	}
-	return s.proposeAndReply(w, r, id, tenant, fsm.KindTaskUpdate, args, body)
 }
 
 // handleQueueClaim claims the best task of a queue. With wait_ms it long-polls:

@@ -41,8 +41,8 @@ var txnOps = map[string]struct {
 	decode txnOpDecoder
 }{
 	"task.create": {fsm.KindTaskCreate, decodeTxnTaskCreate},
-	"task.claim":  {fsm.KindTaskClaim, decodeTxnTaskClaim},
-	"task.update": {fsm.KindTaskUpdate, decodeTxnTaskUpdate},
+	"task.claim":  {fsm.KindTaskClaim, txnTaskOp[txnTaskClaim, *fsm.TaskClaimArgs]},
+	"task.update": {fsm.KindTaskUpdate, txnTaskOp[txnTaskUpdate, *fsm.TaskUpdateArgs]},
 	"kv.put":      {fsm.KindKVPut, decodeTxnKVPut},
 	"kv.delete":   {fsm.KindKVDelete, decodeTxnKVDelete},
 	"ref.set":     {fsm.KindRefSet, decodeTxnRefSet},
@@ -121,31 +121,27 @@ func decodeTxnTaskCreate(s *Server, id *identity, tenant string, raw []byte) (an
 	return args, id.allow(tenant, resTasks, args.Queue, actWrite)
 }
 
-func decodeTxnTaskClaim(s *Server, id *identity, tenant string, raw []byte) (any, error) {
-	var op txnTaskClaim
-	if err := decodeStrict(raw, &op); err != nil {
+// txnTaskOp decodes an op on one existing task ("task_id" in the body) and
+// authorizes it on the task's queue.
+func txnTaskOp[R any, A any, PR interface {
+	*R
+	taskArgs[A]
+	taskID() string
+}](s *Server, id *identity, tenant string, raw []byte) (any, error) {
+	op := PR(new(R))
+	if err := decodeStrict(raw, op); err != nil {
 		return nil, err
 	}
-	args, err := op.args(op.TaskID)
+	args, err := op.args(op.taskID())
 	if err != nil {
 		return nil, err
 	}
-	_, err = s.authorizeTask(id, tenant, op.TaskID, actWrite)
+	_, err = s.authorizeTask(id, tenant, op.taskID(), actWrite)
 	return args, err
 }
 
-func decodeTxnTaskUpdate(s *Server, id *identity, tenant string, raw []byte) (any, error) {
-	var op txnTaskUpdate
-	if err := decodeStrict(raw, &op); err != nil {
-		return nil, err
-	}
-	args, err := op.args(op.TaskID)
-	if err != nil {
-		return nil, err
-	}
-	_, err = s.authorizeTask(id, tenant, op.TaskID, actWrite)
-	return args, err
-}
+func (op *txnTaskClaim) taskID() string  { return op.TaskID }
+func (op *txnTaskUpdate) taskID() string { return op.TaskID }
 
 // handleTxn applies several writes all or nothing. Each op is validated and
 // authorized here; the FSM applies them in one command and rolls all back on
