@@ -18,7 +18,7 @@
 // that last answered. On a connection error (refused, reset, EOF, or an
 // attempt that exceeds Config.Timeout) or a 503 response, the client moves to
 // the next endpoint at once; after every endpoint has failed in a round it
-// backs off (50ms doubling up to 1s, capped by the server's Retry-After,
+// backs off (50ms doubling up to 250ms, capped by the server's Retry-After,
 // whose whole seconds are coarser than an election) and starts another round. Retrying
 // stops when Config.MaxRetry has elapsed since the call began or ctx is done.
 // Any other response, including every 4xx, is final and never retried.

@@ -45,9 +45,12 @@ type Config struct {
 // DefaultConfig has LAN defaults.
 func DefaultConfig() Config {
 	return Config{
-		HeartbeatTimeout:   1000 * time.Millisecond,
-		ElectionTimeout:    1000 * time.Millisecond,
-		LeaderLeaseTimeout: 500 * time.Millisecond,
+		// LAN defaults: a follower suspects the leader after 500-1000 ms
+		// (hashicorp/raft randomizes between one and two timeouts), so a
+		// lost leader is replaced in about a second.
+		HeartbeatTimeout:   500 * time.Millisecond,
+		ElectionTimeout:    500 * time.Millisecond,
+		LeaderLeaseTimeout: 250 * time.Millisecond,
 		CommitTimeout:      50 * time.Millisecond,
 		SnapshotThreshold:  8192,
 		SnapshotInterval:   120 * time.Second,
