@@ -11,8 +11,8 @@
 //   - Application outcomes (fenced, version_mismatch, ...) are results, not
 //     errors: a rejected compare-and-set is a committed decision too. Every
 //     command either applies completely or, if its handler returns an error
-//     code, leaves the state exactly as it was (the store is rolled back to a
-//     copy-on-write checkpoint taken before the command).
+//     code, leaves the state exactly as it was (the store records an undo
+//     entry for each write of the command and replays them on failure).
 //   - The state lives in an ordered in-memory key/value tree (Store). All
 //     resources are records encoded with msgpack under keys described in
 //     keys.go. The digest is an additive multiset hash over every (key, value)

@@ -126,10 +126,13 @@ func (f *FSM) applyCommand(ctx *applyCtx, c *Command) *Result {
 			return r
 		}
 	}
-	cp, nev := f.st.checkpoint(), len(f.pending)
+	nev := len(f.pending)
+	f.st.begin()
 	r := f.dispatch(ctx, c)
-	if !r.OK() {
-		f.st.rollback(cp)
+	if r.OK() {
+		f.st.commit()
+	} else {
+		f.st.abort()
 		f.pending = f.pending[:nev]
 	}
 	if c.IdemKey != "" {

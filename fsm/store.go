@@ -54,12 +54,16 @@ func (d *digestSum) sub(o digestSum) {
 type Store struct {
 	tree *btree.BTreeG[item]
 	sum  digestSum
+	// undo, while a command runs, records how to reverse each write.
+	undo      []undoOp
+	recording bool
 }
 
-// checkpoint is a point-in-time copy of a Store (O(1), copy-on-write).
-type checkpoint struct {
-	tree *btree.BTreeG[item]
-	sum  digestSum
+// undoOp restores key to val (or deletes it when !existed).
+type undoOp struct {
+	key     string
+	val     []byte
+	existed bool
 }
 
 func newStore() *Store {
@@ -74,10 +78,12 @@ func (s *Store) Get(key string) ([]byte, bool) {
 
 // Put sets key to val. val must not be modified afterwards.
 func (s *Store) Put(key string, val []byte) {
-	if old, ok := s.tree.ReplaceOrInsert(item{key: key, val: val}); ok {
+	old, existed := s.tree.ReplaceOrInsert(item{key: key, val: val})
+	if existed {
 		s.sum.sub(pairHash(old.key, old.val))
 	}
 	s.sum.add(pairHash(key, val))
+	s.record(key, old.val, existed)
 }
 
 // Delete removes key; it reports whether it existed.
@@ -85,8 +91,15 @@ func (s *Store) Delete(key string) bool {
 	old, ok := s.tree.Delete(item{key: key})
 	if ok {
 		s.sum.sub(pairHash(old.key, old.val))
+		s.record(key, old.val, true)
 	}
 	return ok
+}
+
+func (s *Store) record(key string, old []byte, existed bool) {
+	if s.recording {
+		s.undo = append(s.undo, undoOp{key: key, val: old, existed: existed})
+	}
 }
 
 // Len is the number of keys.
@@ -107,13 +120,28 @@ func (s *Store) Scan(prefix, from string, fn func(key string, val []byte) bool) 
 	})
 }
 
-func (s *Store) checkpoint() checkpoint {
-	return checkpoint{tree: s.tree.Clone(), sum: s.sum}
+// begin starts recording the writes of one command, so that abort can
+// reverse them: every command applies completely or not at all.
+func (s *Store) begin() {
+	s.undo = s.undo[:0]
+	s.recording = true
 }
 
-func (s *Store) rollback(cp checkpoint) {
-	s.tree = cp.tree
-	s.sum = cp.sum
+// commit keeps the command's writes.
+func (s *Store) commit() { s.recording = false }
+
+// abort reverses the command's writes, newest first, digest included.
+func (s *Store) abort() {
+	s.recording = false
+	for i := len(s.undo) - 1; i >= 0; i-- {
+		u := s.undo[i]
+		if u.existed {
+			s.Put(u.key, u.val)
+		} else {
+			s.Delete(u.key)
+		}
+	}
+	s.undo = s.undo[:0]
 }
 
 // clone returns an independent Store sharing structure copy-on-write.
