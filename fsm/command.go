@@ -63,8 +63,12 @@ type Result struct {
 	// Details holds the JSON object of error details, if any.
 	Details json.RawMessage
 	Outcome Outcome
-	// Value is the JSON encoding of the response body.
+	// Value is the JSON encoding of the response body, once made (see JSON).
 	Value json.RawMessage
+	// Obj is the response body before encoding. Apply leaves the encoding
+	// to whoever needs it (the leader answering, an idempotency record),
+	// so followers never spend time on JSON they would throw away.
+	Obj any `codec:"-"`
 	// Index is the log index at which the command was applied.
 	Index uint64
 	// Replay is set when the answer was remembered for an Idempotency-Key.
@@ -96,11 +100,16 @@ func fail(code, msg string, details any) *Result {
 }
 
 func okValue(outcome Outcome, v any) *Result {
-	r := &Result{Outcome: outcome}
-	if v != nil {
-		r.Value = mustJSON(v)
+	return &Result{Outcome: outcome, Obj: v}
+}
+
+// JSON returns the encoded response body ("" for none), encoding it once.
+// Objects in results are never changed after Apply returns them.
+func (r *Result) JSON() json.RawMessage {
+	if r.Value == nil && r.Obj != nil {
+		r.Value = mustJSON(r.Obj)
 	}
-	return r
+	return r.Value
 }
 
 // mustJSON encodes values of this package's own types; encoding/json sorts

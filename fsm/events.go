@@ -14,11 +14,13 @@ type Event struct {
 	// marks the last one, so a resume point is (Index, Pos).
 	Pos      int             `json:"-"`
 	Last     bool            `json:"-"`
-	Resource string          `json:"resource"`
-	Key      string          `json:"key"`
-	Type     string          `json:"type"` // put or delete
-	Value    json.RawMessage `json:"value,omitempty"`
-	Tenant   string          `json:"-"`
+	Resource string `json:"resource"`
+	Key      string `json:"key"`
+	Type     string `json:"type"` // put or delete
+	// Value is the object after a put, encoded when first asked for: most
+	// events are never watched, and every replica keeps them.
+	Value  *Payload `json:"value,omitempty"`
+	Tenant string   `json:"-"`
 	// Name is what grants are matched against (a task's queue, a KV entry's
 	// namespace/key, a checkpoint's thread, an op id).
 	Name string `json:"-"`
@@ -30,11 +32,25 @@ const (
 	EventDelete = "delete"
 )
 
+// Payload is an event's object, JSON-encoded once, on first use. The
+// object is never changed after Apply emits it.
+type Payload struct {
+	once sync.Once
+	obj  any
+	raw  json.RawMessage
+}
+
+// MarshalJSON encodes the object once and reuses the bytes.
+func (p *Payload) MarshalJSON() ([]byte, error) {
+	p.once.Do(func() { p.raw = mustJSON(p.obj) })
+	return p.raw, nil
+}
+
 // emit records an event of the command being applied; rolled back with it.
 func (f *FSM) emit(tenant, resource, key, name, typ string, value any) {
 	ev := Event{Tenant: tenant, Resource: resource, Key: key, Name: name, Type: typ}
 	if value != nil {
-		ev.Value = mustJSON(value)
+		ev.Value = &Payload{obj: value}
 	}
 	f.pending = append(f.pending, ev)
 }

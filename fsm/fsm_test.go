@@ -72,7 +72,7 @@ func idem(c *Command, principal, key, fp string, ttl int64) *Command {
 
 func describe(r *Result) string {
 	if r.OK() {
-		return fmt.Sprintf("ok outcome=%d value=%s", r.Outcome, r.Value)
+		return fmt.Sprintf("ok outcome=%d value=%s", r.Outcome, r.JSON())
 	}
 	return r.Code
 }
@@ -101,7 +101,7 @@ func TestTenantPut(t *testing.T) {
 		if r.Index != index {
 			t.Errorf("%s: index got %d, want %d", s.name, r.Index, index)
 		}
-		if s.wantCode == "" && (r.Outcome != s.wantOutcome || string(r.Value) != s.wantValue) {
+		if s.wantCode == "" && (r.Outcome != s.wantOutcome || string(r.JSON()) != s.wantValue) {
 			t.Errorf("%s: got %s, want outcome=%d value=%s", s.name, describe(r), s.wantOutcome, s.wantValue)
 		}
 		if r.Replay {
@@ -147,18 +147,18 @@ func TestPrincipalCreateDelete(t *testing.T) {
 		}
 		if s.name == "create" {
 			var p Principal
-			if err := json.Unmarshal(r.Value, &p); err != nil {
-				t.Fatalf("create: value %s: %v", r.Value, err)
+			if err := json.Unmarshal(r.JSON(), &p); err != nil {
+				t.Fatalf("create: value %s: %v", r.JSON(), err)
 			}
 			if p.Tenant != "acme" || p.Name != "p1" || p.TokenSalt != "6831" || len(p.Grants) != 1 || p.Grants[0].Prefix != "notes/" {
 				t.Errorf("create: value got %+v, want acme/p1 with salt 6831 and the grant", p)
 			}
-			if bytes.Contains(r.Value, []byte("h1")) {
-				t.Errorf("create: value %s contains the token hash, want it kept private", r.Value)
+			if bytes.Contains(r.JSON(), []byte("h1")) {
+				t.Errorf("create: value %s contains the token hash, want it kept private", r.JSON())
 			}
 		}
-		if s.name == "create without grants" && !bytes.Contains(r.Value, []byte(`"grants":[]`)) {
-			t.Errorf("create without grants: value got %s, want \"grants\":[]", r.Value)
+		if s.name == "create without grants" && !bytes.Contains(r.JSON(), []byte(`"grants":[]`)) {
+			t.Errorf("create without grants: value got %s, want \"grants\":[]", r.JSON())
 		}
 	}
 	if p, ok := f.PrincipalByToken("h3"); !ok || p.Name != "p1" || len(p.Grants) != 0 {
@@ -198,7 +198,7 @@ func TestIdempotency(t *testing.T) {
 			check: func(t *testing.T, r *Result) { first, keysAfterFirst = r, f.Status().Keys }},
 		{name: "retry replays the first answer", cmd: idem(principalCreate(1500, "acme", "p", "h2"), "", "k", "A", ttl),
 			wantReplay: true, check: func(t *testing.T, r *Result) {
-				if r.Outcome != first.Outcome || !bytes.Equal(r.Value, first.Value) {
+				if r.Outcome != first.Outcome || !bytes.Equal(r.JSON(), first.JSON()) {
 					t.Errorf("replay: got %s, want %s", describe(r), describe(first))
 				}
 				if _, ok := f.PrincipalByToken("h2"); ok {

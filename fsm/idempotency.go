@@ -48,6 +48,7 @@ func (f *FSM) rememberIdempotent(ctx *applyCtx, c *Command, r *Result) {
 	if ttl <= 0 {
 		ttl = DefaultIdempotencyTTL
 	}
+	r.JSON() // the record keeps the encoded answer
 	rec := idemRecord{FP: c.IdemFP, Expires: ctx.now + ttl, Result: *r}
 	rec.Result.Index = ctx.index
 	f.st.Put(key, encode(&rec))

@@ -42,7 +42,7 @@ func applyTxn(f *FSM, ctx *applyCtx, c *Command) *Result {
 	if len(a.Ops) == 0 || len(a.Ops) > MaxTxnOps {
 		return fail(CodeInvalidArgument, fmt.Sprintf("a transaction has 1 to %d ops, not %d", MaxTxnOps, len(a.Ops)), nil)
 	}
-	results := make([]json.RawMessage, len(a.Ops))
+	results := make([]any, len(a.Ops))
 	for i, op := range a.Ops {
 		if !txnKinds[op.Kind] {
 			return withOpIndex(fail(CodeInvalidArgument, fmt.Sprintf("op kind %q is not allowed in a transaction", op.Kind), nil), i)
@@ -52,10 +52,7 @@ func applyTxn(f *FSM, ctx *applyCtx, c *Command) *Result {
 		if !r.OK() {
 			return withOpIndex(r, i)
 		}
-		results[i] = r.Value
-		if len(results[i]) == 0 {
-			results[i] = json.RawMessage("null")
-		}
+		results[i] = r.Obj // nil (a queue claim that found nothing) encodes as null
 	}
 	return okValue(OutcomeOK, map[string]any{"results": results})
 }

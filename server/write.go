@@ -83,10 +83,10 @@ func reply(w http.ResponseWriter, res *fsm.Result, render func(json.RawMessage) 
 		return nil
 	}
 	if render == nil {
-		writeRawJSON(w, status, res.Value)
+		writeRawJSON(w, status, res.JSON())
 		return nil
 	}
-	v, err := render(res.Value)
+	v, err := render(res.JSON())
 	if err != nil {
 		return err
 	}
