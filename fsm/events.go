@@ -12,8 +12,8 @@ type Event struct {
 	Index uint64 `json:"index"`
 	// Pos is the event's position among the events of its log index; Last
 	// marks the last one, so a resume point is (Index, Pos).
-	Pos      int             `json:"-"`
-	Last     bool            `json:"-"`
+	Pos      int    `json:"-"`
+	Last     bool   `json:"-"`
 	Resource string `json:"resource"`
 	Key      string `json:"key"`
 	Type     string `json:"type"` // put or delete
