@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/baton-dev/baton/fsm"
@@ -50,7 +51,7 @@ type Node struct {
 	verifier  *verifier
 
 	barrierMu   sync.Mutex
-	barrierTerm uint64 // term in which this leader's barrier has applied
+	barrierTerm atomic.Uint64 // term in which this leader's barrier has applied
 
 	done      chan struct{}
 	closeOnce sync.Once

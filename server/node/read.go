@@ -47,9 +47,12 @@ func (n *Node) WriteBarrier(ctx context.Context) error {
 // to it.
 func (n *Node) termBarrier(ctx context.Context) error {
 	term := n.raft.CurrentTerm()
+	if n.barrierTerm.Load() == term {
+		return nil // the common case: no lock on the request path
+	}
 	n.barrierMu.Lock()
 	defer n.barrierMu.Unlock()
-	if n.barrierTerm == term {
+	if n.barrierTerm.Load() == term {
 		return nil
 	}
 	ctx, cancel := bounded(ctx, n.cfg.ApplyTimeout)
@@ -59,7 +62,7 @@ func (n *Node) termBarrier(ctx context.Context) error {
 		return err
 	}
 	if n.raft.CurrentTerm() == term {
-		n.barrierTerm = term
+		n.barrierTerm.Store(term)
 	}
 	return nil
 }
