@@ -30,6 +30,9 @@ type Config struct {
 	SnapshotInterval   time.Duration
 	TrailingLogs       uint64
 	MaxAppendEntries   int
+	// MaxInflightEntries bounds the log entries this leader has with Raft
+	// at once; proposals arriving meanwhile share the next entry.
+	MaxInflightEntries int
 	// ApplyTimeout bounds how long a proposal may wait to be enqueued.
 	ApplyTimeout time.Duration
 	// NoSync disables fsync of the Raft log. Only for benchmarks of the
@@ -56,6 +59,7 @@ func DefaultConfig() Config {
 		SnapshotInterval:   120 * time.Second,
 		TrailingLogs:       10240,
 		MaxAppendEntries:   64,
+		MaxInflightEntries: 4,
 		ApplyTimeout:       5 * time.Second,
 		Logger:             slog.Default(),
 	}
