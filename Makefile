@@ -5,7 +5,7 @@ PKGS    := ./...
 # Fuzz targets run briefly in `make test`; raise FUZZTIME to dig deeper.
 FUZZTIME ?= 10s
 
-.PHONY: all build run test unit fuzz fmt fmt-check vet lint bench chaos clean
+.PHONY: all build run test unit fuzz fmt fmt-check vet lint bench chaos chaos-short clean
 
 all: build
 
@@ -44,8 +44,19 @@ lint: fmt-check vet
 bench:
 	$(GO) test -run='^$$' -bench=. -benchtime=5000x -timeout 30m ./fsm/
 
-chaos:
-	@echo "make chaos: not yet implemented (issue 6)"; exit 1
+CHAOS_RUNS  ?= 100
+CHAOS_SEED  ?= 1
+CHAOS_NODES ?= 3
+CHAOS_OUT   ?= $(BIN)/chaos
+
+## chaos: the long chaos schedule (chaos/README.md); failing runs are kept
+## in CHAOS_OUT with the command that replays them
+chaos: build
+	$(GO) run ./chaos/cmd/chaos --runs $(CHAOS_RUNS) --seed $(CHAOS_SEED) --nodes $(CHAOS_NODES) --batond $(BIN)/batond --out $(CHAOS_OUT)
+
+## chaos-short: the chaos part of `make test` on its own
+chaos-short:
+	$(GO) test -race -count=1 -timeout 10m ./chaos/checker/ ./chaos/faults/ ./chaos/history/ ./chaos/workload/ ./chaos/runner/
 
 clean:
 	rm -rf $(BIN)

@@ -37,6 +37,12 @@ func (f *FSM) rememberIdempotent(ctx *applyCtx, c *Command, r *Result) {
 	if r.Code == CodeIdempotencyMismatch {
 		return
 	}
+	// A queue claim that found nothing changed nothing: a retry (or the
+	// next round of a long poll with the same key) evaluates it afresh
+	// instead of being told "nothing" forever.
+	if c.Kind == KindTaskQueueClaim && r.Outcome == OutcomeNoContent {
+		return
+	}
 	key := c.idemStoreKey()
 	if old, ok := f.st.Get(key); ok { // an expired record being replaced
 		var rec idemRecord
@@ -73,4 +79,18 @@ func (f *FSM) purgeIdempotency(now int64, max int) {
 		f.st.Delete(k)
 		f.st.Delete(strings.SplitN(k, "/", 3)[2])
 	}
+}
+
+// IdempotentAnswer returns the answer remembered for an Idempotency-Key of
+// principal in tenant, as a replay, when there is one for a request with
+// fingerprint fp: what applying the same request again would answer. A
+// key used with another request answers idempotency_mismatch. It lets a
+// handler that may answer without proposing (a queue claim that sees
+// nothing claimable) replay an earlier attempt that was applied.
+func (f *FSM) IdempotentAnswer(tenant, principal, key string, fp []byte, now int64) (*Result, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	c := &Command{Tenant: tenant, Principal: principal, IdemKey: key, IdemFP: fp}
+	r := f.idempotentReplay(&applyCtx{now: now, index: f.applied}, c)
+	return r, r != nil // a replay carries the index of the first answer
 }

@@ -197,6 +197,17 @@ func (s *Server) handleQueueClaim(w http.ResponseWriter, r *http.Request, id *id
 	if err := s.tenantAccess(id, tenant, resTasks, queue, actWrite); err != nil {
 		return err
 	}
+	// A retry of a claim that was applied must get its answer again, even
+	// when nothing is claimable now (the claim took the task): replay it
+	// before looking at the queue. The write barrier has made every
+	// acknowledged write of earlier terms visible here.
+	if key, err := idempotencyKey(r); err != nil {
+		return err
+	} else if key != "" {
+		if res, ok := s.fsm.IdempotentAnswer(tenant, id.principalName(), key, fingerprint(r, body), s.now()); ok {
+			return reply(w, res, nil)
+		}
+	}
 	deadline := time.Now().Add(time.Duration(req.WaitMs) * time.Millisecond)
 	for {
 		_, changed := s.fsm.Changed()

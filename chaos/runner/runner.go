@@ -1,0 +1,527 @@
+// Package runner runs chaos runs: start a cluster of real batond processes
+// with failpoints and fast Raft timings, run the workload for a few seconds
+// while the fault schedule of the run's seed is injected, heal everything,
+// require a final write to succeed, read everything back, wait for the
+// nodes to converge and run every checker on the recorded history.
+//
+// A run that finds an anomaly keeps its directory: the seed and the command
+// that replays it (REPLAY), the history (history.json), the checkers'
+// report (report.txt), porcupine's visualisation of every partition that
+// is not linearizable (porcupine-*.html) and the node logs
+// (cluster/n*/batond.log). A run that passes deletes its directory unless
+// Config.Keep is set.
+//
+// # Contracts
+//
+//   - Run never panics on a product failure and never returns early on
+//     one: whatever went wrong is an anomaly (a checker's, a crash, a
+//     failed final write, a 5xx answer) or, for the harness itself, Err.
+//   - Everything a run starts, it stops before returning.
+//   - A replay with the same seed injects the same faults at the same
+//     offsets and drives the agents with the same random choices; the
+//     interleaving with the cluster's timing differs, as in every chaos
+//     suite, so a replay reproduces the conditions, not the exact history.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/baton-dev/baton/chaos/checker"
+	"github.com/baton-dev/baton/chaos/cluster"
+	"github.com/baton-dev/baton/chaos/faults"
+	"github.com/baton-dev/baton/chaos/history"
+	"github.com/baton-dev/baton/chaos/workload"
+	"github.com/baton-dev/baton/client"
+)
+
+// Config describes one run, or a series of runs (see Series).
+type Config struct {
+	// Binary is the batond executable for managed clusters.
+	Binary string
+	// Nodes is the cluster size: 3 (default) or 5.
+	Nodes int
+	// Seed decides the faults and the agents' random choices.
+	Seed int64
+	// Traffic is how long the agents run (default 8s).
+	Traffic time.Duration
+	// FaultsPerRun is the number of faults planned per run (default 3;
+	// fewer when they do not fit in the traffic).
+	FaultsPerRun int
+	// Kinds are the fault kinds to draw from (default: all).
+	Kinds []faults.Kind
+	// OutDir receives one directory per run (run-<seed>); failing runs keep
+	// theirs. Default: a new directory under the system's temp dir.
+	OutDir string
+	// Keep keeps the directories of passing runs too.
+	Keep bool
+	// Endpoints and AdminToken select external mode: the workload and the
+	// checkers run against an existing cluster (such as `make run`'s),
+	// with no process or network faults.
+	Endpoints  []string
+	AdminToken string
+	// Transport, when set, carries the agents' requests: the bite tests put
+	// a deliberately broken middlebox here.
+	Transport http.RoundTripper
+	// Workload overrides the workload's defaults (agent counts, lease).
+	Workload workload.Config
+	// Logf reports progress; nil is silent.
+	Logf func(format string, args ...any)
+	// CheckTimeout bounds porcupine per partition (default 60s).
+	CheckTimeout time.Duration
+
+	// nemesis, when set (by tests), replaces the seeded fault schedule: it
+	// runs during the traffic and must return before it ends.
+	nemesis func(ctx context.Context, c *cluster.Cluster, rec *history.Recorder)
+}
+
+func (c Config) withDefaults() Config {
+	if c.Nodes == 0 {
+		c.Nodes = 3
+	}
+	if c.Traffic == 0 {
+		c.Traffic = 8 * time.Second
+	}
+	if c.FaultsPerRun == 0 {
+		c.FaultsPerRun = 3
+	}
+	if len(c.Kinds) == 0 {
+		c.Kinds = faults.Kinds
+	}
+	if c.Logf == nil {
+		c.Logf = func(string, ...any) {}
+	}
+	return c
+}
+
+func (c Config) external() bool { return len(c.Endpoints) > 0 }
+
+// ReplayCommand is the command line that replays the run of seed.
+func (c Config) ReplayCommand(seed int64) string {
+	c = c.withDefaults()
+	var kinds []string
+	for _, k := range c.Kinds {
+		kinds = append(kinds, string(k))
+	}
+	cmd := fmt.Sprintf("go run ./chaos/cmd/chaos --runs 1 --seed %d --traffic %v", seed, c.Traffic)
+	if c.external() {
+		return cmd + " --endpoints " + strings.Join(c.Endpoints, ",") + " --token-file <admin token file>"
+	}
+	return cmd + fmt.Sprintf(" --nodes %d --faults-per-run %d --kinds %s", c.Nodes, c.FaultsPerRun, strings.Join(kinds, ","))
+}
+
+// Result is the outcome of one run.
+type Result struct {
+	Seed      int64
+	Dir       string // kept when the run failed (or Keep)
+	Command   string // replays it
+	Faults    []history.Fault
+	Ops       OpCounts
+	Anomalies []checker.Anomaly
+	// Inconclusive partitions (porcupine timed out); not anomalies.
+	Inconclusive []string
+	// Err is a failure of the harness itself (the cluster did not start,
+	// setup failed): the run checked nothing.
+	Err      error
+	Duration time.Duration
+	History  *history.History
+	// LostResponses counts the writes whose answer the agents' lossy
+	// transport threw away after they were applied.
+	LostResponses int64
+	// LeaseSkew is how far claims' lease ends strayed from the client's
+	// clock plus the lease, inside and outside clock-skew faults.
+	LeaseSkew LeaseSkew
+	report    *checker.Report
+}
+
+// Failed reports whether the run found an anomaly or could not run.
+func (r *Result) Failed() bool { return r.Err != nil || len(r.Anomalies) > 0 }
+
+// OpCounts counts operations by outcome.
+type OpCounts struct{ Total, OK, Fail, Unknown, Fenced int }
+
+// Anomaly names for what the runner itself finds.
+const (
+	AnomalyCrash        = "crash"
+	AnomalyAvailability = "availability"
+	AnomalyServerError  = "server-error"
+	// AnomalyFault: a fault could not be injected or healed; a run whose
+	// faults did not happen as planned does not pass.
+	AnomalyFault = "fault"
+)
+
+// Run performs one run.
+func Run(ctx context.Context, cfg Config) *Result {
+	cfg = cfg.withDefaults()
+	start := time.Now()
+	r := &Result{Seed: cfg.Seed, Command: cfg.ReplayCommand(cfg.Seed)}
+	dir, err := runDir(cfg)
+	if err != nil {
+		r.Err = err
+		return r
+	}
+	r.Dir = dir
+	var env *environment
+	if cfg.external() {
+		env, err = externalEnv(cfg)
+	} else {
+		env, err = startCluster(ctx, cfg, dir)
+	}
+	if err != nil {
+		r.Err = err
+		r.save(cfg)
+		return r
+	}
+	defer env.close() // also on a panic; close is idempotent
+	r.run(ctx, cfg, env)
+	env.close() // before save: a running node would write into the directory save removes
+	r.Duration = time.Since(start)
+	r.save(cfg)
+	return r
+}
+
+func runDir(cfg Config) (string, error) {
+	base := cfg.OutDir
+	if base == "" {
+		var err error
+		if base, err = os.MkdirTemp("", "baton-chaos-"); err != nil {
+			return "", err
+		}
+	}
+	dir := filepath.Join(base, fmt.Sprintf("run-%d", cfg.Seed))
+	if err := os.RemoveAll(dir); err != nil {
+		return "", err
+	}
+	return dir, os.MkdirAll(dir, 0o755)
+}
+
+// environment is the cluster a run talks to.
+type environment struct {
+	c         *cluster.Cluster // nil in external mode
+	endpoints []string
+	token     string
+	admin     *client.Client
+	transport *http.Transport // the admin client's
+}
+
+func (e *environment) close() {
+	if e.c != nil {
+		e.c.Close()
+	}
+	if e.transport != nil {
+		e.transport.CloseIdleConnections()
+	}
+}
+
+// newAdmin makes the admin client of env.
+func (e *environment) newAdmin() error {
+	e.transport = http.DefaultTransport.(*http.Transport).Clone()
+	var err error
+	e.admin, err = client.New(client.Config{Endpoints: e.endpoints, Token: e.token, HTTPClient: &http.Client{Transport: e.transport},
+		Timeout: 2 * time.Second, MaxRetry: 20 * time.Second})
+	return err
+}
+
+// extraArgs are the batond flags of chaos clusters: failpoints, and
+// snapshots small and frequent enough that restarts and rejoins go
+// through snapshot installs.
+var extraArgs = []string{"--failpoints", "--snapshot-threshold=400", "--snapshot-interval=1s", "--trailing-logs=200"}
+
+func startCluster(ctx context.Context, cfg Config, dir string) (*environment, error) {
+	c, err := cluster.New(cluster.Config{Binary: cfg.Binary, Nodes: cfg.Nodes, BaseDir: filepath.Join(dir, "cluster"),
+		Fast: true, ExtraArgs: extraArgs})
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := c.Start(sctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if _, err := c.WaitLeader(sctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	env := &environment{c: c, endpoints: c.Endpoints(), token: c.AdminToken()}
+	if err := env.newAdmin(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return env, nil
+}
+
+func externalEnv(cfg Config) (*environment, error) {
+	env := &environment{endpoints: cfg.Endpoints, token: cfg.AdminToken}
+	return env, env.newAdmin()
+}
+
+func (r *Result) run(ctx context.Context, cfg Config, env *environment) {
+	rec := history.NewRecorder() // Setup records nothing; times count from here
+	w, err := setupWorkload(ctx, cfg, env, rec)
+	if err != nil {
+		r.Err = err
+		return
+	}
+	defer w.Close()
+	traffic(ctx, cfg, env, w, rec)
+	r.LostResponses = w.LostResponses()
+	heal(ctx, cfg, env)
+	extra := finish(w)
+	if err := w.Final(); err != nil {
+		r.Err = err
+	}
+	h := rec.History(cfg.Seed)
+	h.Nodes = converge(ctx, env)
+	extra = append(extra, crashes(env)...)
+	extra = append(extra, serverErrors(h)...)
+	extra = append(extra, faultErrors(h)...)
+	report := checker.Check(h, checker.Options{LinearizableTimeout: cfg.CheckTimeout})
+	r.History, r.Faults, r.report = h, h.Faults, report
+	r.Ops, r.LeaseSkew = countOps(h), leaseSkew(h)
+	r.Anomalies = append(report.Anomalies, extra...)
+	r.Inconclusive = report.Inconclusive
+}
+
+// setupWorkload creates the run's tenant, principal and tasks.
+func setupWorkload(ctx context.Context, cfg Config, env *environment, rec *history.Recorder) (*workload.Workload, error) {
+	wcfg := cfg.Workload
+	wcfg.Endpoints, wcfg.AdminToken, wcfg.Seed, wcfg.Transport = env.endpoints, env.token, cfg.Seed, cfg.Transport
+	wcfg.Tenant = fmt.Sprintf("chaos-%d-%d", cfg.Seed, time.Now().UnixNano()%1e9)
+	w := workload.New(wcfg, rec)
+	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := w.Setup(sctx); err != nil {
+		w.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// traffic runs the agents for cfg.Traffic while the faults of the seed (or
+// the test's nemesis) are injected, and returns once all have stopped.
+func traffic(ctx context.Context, cfg Config, env *environment, w *workload.Workload, rec *history.Recorder) {
+	var plan []faults.Fault
+	if env.c != nil {
+		plan = faults.Schedule(faults.Plan{Seed: cfg.Seed, Traffic: cfg.Traffic, PerRun: cfg.FaultsPerRun, Kinds: cfg.Kinds})
+	}
+	cfg.Logf("seed %d: %d nodes, %v of traffic, faults: %v", cfg.Seed, cfg.Nodes, cfg.Traffic, plan)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { w.Run(stop) })
+	begin := time.Now()
+	switch {
+	case cfg.nemesis != nil:
+		wg.Go(func() { cfg.nemesis(ctx, env.c, rec) })
+	case len(plan) > 0:
+		injector := &faults.Injector{C: env.c, Admin: env.admin}
+		wg.Go(func() { runFaults(ctx, cfg, injector, plan, rec, begin) })
+	}
+	sleepCtx(ctx, cfg.Traffic)
+	close(stop)
+	wg.Wait()
+}
+
+// finish makes the final write, which a healed cluster must take.
+func finish(w *workload.Workload) []checker.Anomaly {
+	final, err := w.FinalWrite()
+	if err == nil && final.Outcome == history.OK {
+		return nil
+	}
+	return []checker.Anomaly{{Checker: AnomalyAvailability,
+		Message: fmt.Sprintf("the final write after healing did not succeed: %s %s %v", final.Outcome, final.Err, err), Ops: []int{final.ID}}}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// runFaults injects the plan in order, each at its offset (or as soon as
+// the previous one is healed), holding and healing each.
+func runFaults(ctx context.Context, cfg Config, in *faults.Injector, plan []faults.Fault, rec *history.Recorder, begin time.Time) {
+	for _, f := range plan {
+		if wait := time.Until(begin.Add(f.At)); wait > 0 {
+			sleepCtx(ctx, wait)
+		}
+		if time.Since(begin)+f.Hold > cfg.Traffic {
+			return // no time left to hold and heal it during traffic
+		}
+		hf := history.Fault{Kind: string(f.Kind), Start: rec.Now()}
+		ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		desc, heal, err := in.Inject(ictx, f)
+		cancel()
+		hf.Description = desc
+		if err != nil {
+			hf.Err = "inject: " + err.Error()
+			hf.End = rec.Now()
+			rec.Fault(hf)
+			cfg.Logf("seed %d: fault %s: %v", cfg.Seed, f.Kind, err)
+			continue
+		}
+		cfg.Logf("seed %d: fault %s", cfg.Seed, desc)
+		sleepCtx(ctx, f.Hold)
+		hctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		note, err := heal(hctx)
+		hf.Description += note
+		if err != nil {
+			hf.Err = "heal: " + err.Error()
+			cfg.Logf("seed %d: heal %s: %v", cfg.Seed, f.Kind, err)
+		}
+		hf.End = rec.Now()
+		rec.Fault(hf)
+		// Let the cluster settle before the next fault, so faults never
+		// pile up into a loss of quorum.
+		in.C.WaitLeader(hctx)
+		cancel()
+	}
+}
+
+// heal brings every node back: continue paused ones, restart stopped ones,
+// clear every failpoint, and wait for a leader.
+func heal(ctx context.Context, cfg Config, env *environment) {
+	if env.c == nil {
+		return
+	}
+	c := env.c
+	hctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	for i := range c.Size() {
+		switch {
+		case c.Running(i) && !c.Live(i):
+			c.Resume(i)
+		case !c.Running(i) && wiped(c, i):
+			in := &faults.Injector{C: c, Admin: env.admin}
+			if err := in.Rejoin(hctx, i); err != nil {
+				cfg.Logf("seed %d: rejoin %s after the run: %v", cfg.Seed, c.ID(i), err)
+			}
+		case !c.Running(i):
+			if err := c.Restart(hctx, i); err != nil {
+				cfg.Logf("seed %d: restart %s after the run: %v", cfg.Seed, c.ID(i), err)
+			}
+		}
+	}
+	if err := c.Heal(hctx); err != nil {
+		cfg.Logf("seed %d: heal: %v", cfg.Seed, err)
+	}
+	c.WaitLeader(hctx)
+}
+
+// wiped reports whether node i has no data directory: a wiped node, which
+// must join again rather than restart (it would have forgotten its votes).
+func wiped(c *cluster.Cluster, i int) bool {
+	_, err := os.Stat(c.DataDir(i))
+	return errors.Is(err, fs.ErrNotExist)
+}
+
+// converge waits until the nodes agree, then records each node's state.
+func converge(ctx context.Context, env *environment) []history.NodeState {
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if env.c != nil {
+		// Whether it converges or not, record what each node says: the
+		// convergence checker judges it.
+		env.c.WaitConverged(cctx)
+		var out []history.NodeState
+		for i := range env.c.Size() {
+			st, err := env.c.Status(cctx, i)
+			if err != nil {
+				out = append(out, history.NodeState{ID: env.c.ID(i), Err: err.Error()})
+				continue
+			}
+			out = append(out, history.NodeState{ID: st.NodeID, AppliedIndex: st.AppliedIndex, StateDigest: st.StateDigest})
+		}
+		return out
+	}
+	return externalStates(cctx, env)
+}
+
+// externalStates polls every endpoint until they agree or ctx ends.
+func externalStates(ctx context.Context, env *environment) []history.NodeState {
+	for {
+		var out []history.NodeState
+		for _, ep := range env.endpoints {
+			st, err := env.admin.ClusterAt(ctx, ep)
+			if err != nil {
+				out = append(out, history.NodeState{ID: ep, Err: err.Error()})
+				continue
+			}
+			out = append(out, history.NodeState{ID: st.NodeID, AppliedIndex: st.AppliedIndex, StateDigest: st.StateDigest})
+		}
+		if len(checker.Converged(out)) == 0 {
+			return out
+		}
+		select {
+		case <-ctx.Done():
+			return out
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func crashes(env *environment) []checker.Anomaly {
+	if env.c == nil {
+		return nil
+	}
+	var out []checker.Anomaly
+	for {
+		select {
+		case e := <-env.c.Exits():
+			out = append(out, checker.Anomaly{Checker: AnomalyCrash, Key: e.ID, Message: e.String()})
+		default:
+			return out
+		}
+	}
+}
+
+func serverErrors(h *history.History) []checker.Anomaly {
+	var out []checker.Anomaly
+	for _, op := range h.Ops {
+		if op.Code == workload.CodeServerError {
+			out = append(out, checker.Anomaly{Checker: AnomalyServerError, Key: string(op.Kind) + " " + op.In.Key,
+				Message: op.Err, Ops: []int{op.ID}})
+		}
+	}
+	return out
+}
+
+func faultErrors(h *history.History) []checker.Anomaly {
+	var out []checker.Anomaly
+	for _, f := range h.Faults {
+		if f.Err != "" {
+			out = append(out, checker.Anomaly{Checker: AnomalyFault, Key: f.Kind, Message: f.Description + ": " + f.Err})
+		}
+	}
+	return out
+}
+
+func countOps(h *history.History) OpCounts {
+	var c OpCounts
+	for _, op := range h.Ops {
+		c.Total++
+		switch op.Outcome {
+		case history.OK:
+			c.OK++
+		case history.Fail:
+			c.Fail++
+			if op.Code == "fenced" {
+				c.Fenced++
+			}
+		default:
+			c.Unknown++
+		}
+	}
+	return c
+}

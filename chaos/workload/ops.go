@@ -1,0 +1,509 @@
+package workload
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/baton-dev/baton/chaos/history"
+	"github.com/baton-dev/baton/client"
+)
+
+// caller makes recorded calls for one client id.
+type caller struct {
+	w      *Workload
+	id     int
+	c      *client.Client
+	final  bool
+	prefix string // of idempotency keys and unique values
+	seq    int
+}
+
+// next returns a name unique in the run: prefix-<agent>-<n>.
+func (k *caller) next(what string) string {
+	k.seq++
+	return k.prefix + "-" + what + "-" + itoa(k.id) + "-" + itoa(k.seq)
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+type callFunc func(ctx context.Context, opts []client.RequestOption, op *history.Op) (history.Output, error)
+
+// call invokes fn as one recorded operation with Idempotency-Key key (none
+// for reads).
+func (k *caller) call(kind history.Kind, in history.Input, key string, fn callFunc) history.Op {
+	p := k.w.rec.Invoke(k.id, kind, in)
+	op := p.Op()
+	op.IdemKey, op.Final = key, k.final
+	var meta client.Meta
+	opts := []client.RequestOption{client.CaptureMeta(&meta)}
+	if key != "" {
+		opts = append(opts, client.IdempotencyKey(key))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), k.w.cfg.OpTimeout)
+	out, err := fn(ctx, opts, op)
+	cancel()
+	op.Index, op.Replay = meta.Index, meta.Replay
+	outcome, code, msg := Classify(err)
+	if err != nil {
+		out = withDetails(out, err)
+	}
+	op.Code, op.Err = code, msg
+	return p.End(outcome, out)
+}
+
+// Classify maps a client error to an outcome: a definitive answer from the
+// server (any status but 5xx) is Fail with its code; a 503, a 5xx, a
+// timeout or a connection error is Unknown, since the write may have been
+// applied.
+func Classify(err error) (history.Outcome, string, string) {
+	if err == nil {
+		return history.OK, "", ""
+	}
+	var e *client.Error
+	if errors.As(err, &e) {
+		switch {
+		case e.Status == http.StatusServiceUnavailable:
+			return history.Unknown, "unavailable", err.Error()
+		case e.Status >= 500:
+			return history.Unknown, CodeServerError, err.Error()
+		case e.Code == "":
+			return history.Fail, "http_" + itoa(e.Status), err.Error()
+		}
+		return history.Fail, e.Code, err.Error()
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return history.Unknown, "timeout", err.Error()
+	case errors.Is(err, client.ErrUnavailable):
+		return history.Unknown, "unavailable", err.Error()
+	}
+	return history.Unknown, "transport", err.Error()
+}
+
+// CodeServerError marks an answer with a 5xx status other than 503: a bug
+// by the API's rules, which the runner reports as an anomaly.
+const CodeServerError = "server_error"
+
+// withDetails copies the details of an error answer into out.
+func withDetails(out history.Output, err error) history.Output {
+	var e *client.Error
+	if !errors.As(err, &e) {
+		return out
+	}
+	if v, ok := e.DetailUint("current_token"); ok {
+		out.CurrentToken = &v
+	}
+	if v, ok := e.DetailUint("current_version"); ok {
+		out.CurrentVersion = &v
+	}
+	if v, ok := e.DetailString("current_head"); ok {
+		out.Current = &v
+	}
+	if e.Code == "version_mismatch" {
+		if v, ok := e.DetailString("artifact_id"); ok {
+			out.Current = &v
+		}
+	}
+	if v, ok := e.DetailString("owner"); ok {
+		out.LeaseOwner = v
+	}
+	if i, ok := e.OpIndex(); ok {
+		out.OpIndex = &i
+	}
+	return out
+}
+
+// jsonText decodes a JSON string value; anything else is returned as its
+// JSON text, and null as "".
+func jsonText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	t := strings.TrimSpace(string(raw))
+	if t == "null" {
+		return ""
+	}
+	return t
+}
+
+func jsonValue(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
+}
+
+func taskOutput(t *client.Task) history.Output {
+	out := history.Output{Exists: true, Token: t.FencingToken, Owner: t.Owner, Value: jsonText(t.Result), TaskID: t.TaskID}
+	if t.LeaseUntil != nil {
+		out.LeaseUntil = t.LeaseUntil.UnixMilli()
+	}
+	return out
+}
+
+func kvOutput(e *client.KVEntry) history.Output {
+	return history.Output{Exists: true, Value: jsonText(e.Value), Version: e.Version}
+}
+
+// KV operations. key is "namespace/key".
+
+func splitKey(key string) (string, string) {
+	ns, k, _ := strings.Cut(key, "/")
+	return ns, k
+}
+
+func (k *caller) kvGet(key string) history.Op {
+	return k.call(history.KVGet, history.Input{Key: key}, "", func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
+		ns, name := splitKey(key)
+		e, err := k.c.GetKV(ctx, k.w.cfg.Tenant, ns, name, opts...)
+		if err != nil {
+			return history.Output{}, err
+		}
+		return kvOutput(e), nil
+	})
+}
+
+func (k *caller) kvPut(key, value string, expect *uint64, fence *client.Fence) history.Op {
+	in := history.Input{Key: key, Value: value, ExpectVersion: expect}
+	if fence != nil {
+		in.FenceTask, in.FenceToken = fence.TaskID, fence.Token
+	}
+	return k.call(history.KVPut, in, k.next("kv"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
+		ns, name := splitKey(key)
+		e, err := k.c.PutKV(ctx, k.w.cfg.Tenant, ns, name, client.PutKVRequest{Value: jsonValue(value), ExpectVersion: expect, Fence: fence}, opts...)
+		if err != nil {
+			return history.Output{}, err
+		}
+		return kvOutput(e), nil
+	})
+}
+
+func (k *caller) kvDelete(key string, expect *uint64) history.Op {
+	return k.call(history.KVDelete, history.Input{Key: key, ExpectVersion: expect}, k.next("del"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
+		ns, name := splitKey(key)
+		return history.Output{}, k.c.DeleteKV(ctx, k.w.cfg.Tenant, ns, name, expect, opts...)
+	})
+}
+
+func (k *caller) kvList(ns string) history.Op {
+	return k.call(history.KVList, history.Input{Key: ns}, "", func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
+		var out history.Output
+		page := ""
+		for {
+			l, err := k.c.ListKV(ctx, k.w.cfg.Tenant, ns, client.ListKVOptions{Limit: 500, PageToken: page}, opts...)
+			if err != nil {
+				return history.Output{}, err
+			}
+			for _, e := range l.Entries {
+				out.Values = append(out.Values, ns+"/"+e.Key)
+			}
+			if l.NextPageToken == "" {
+				return out, nil
+			}
+			page = l.NextPageToken
+		}
+	})
+}
+
+// Task operations.
+
+func (k *caller) taskGet(task string) history.Op {
+	return k.call(history.TaskGet, history.Input{Key: task}, "", func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
+		t, err := k.c.GetTask(ctx, k.w.cfg.Tenant, task, opts...)
+		if err != nil {
+			return history.Output{}, err
+		}
+		return taskOutput(t), nil
+	})
+}
+
+func (k *caller) claim(task, owner string, lease time.Duration) history.Op {
+	in := history.Input{Key: task, Owner: owner, LeaseMS: lease.Milliseconds()}
+	return k.call(history.TaskClaim, in, k.next("claim"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
+		t, err := k.c.ClaimTask(ctx, k.w.cfg.Tenant, task, client.ClaimRequest{Owner: owner, LeaseMS: lease.Milliseconds()}, opts...)
+		if err != nil {
+			return history.Output{}, err
+		}
+		return taskOutput(t), nil
+	})
+}
+
+var claimStatuses = []string{"pending", "working"}
+
+func (k *caller) claimQueue(owner string, lease time.Duration) history.Op {
+	in := history.Input{Queue: Queue, Owner: owner, LeaseMS: lease.Milliseconds()}
+	working := "working"
+	return k.call(history.TaskQueueClaim, in, k.next("qclaim"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
+		t, err := k.c.ClaimQueue(ctx, k.w.cfg.Tenant, Queue, client.QueueClaimRequest{Owner: owner, LeaseMS: lease.Milliseconds(),
+			Statuses: claimStatuses, SetStatus: &working}, opts...)
+		if err != nil || t == nil {
+			return history.Output{}, err
+		}
+		return taskOutput(t), nil
+	})
+}
+
+func (k *caller) renew(task string, token uint64, lease time.Duration) history.Op {
+	in := history.Input{Key: task, Token: &token, LeaseMS: lease.Milliseconds()}
+	return k.call(history.TaskRenew, in, k.next("renew"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
+		t, err := k.c.RenewTask(ctx, k.w.cfg.Tenant, task, client.RenewRequest{FencingToken: token, LeaseMS: lease.Milliseconds()}, opts...)
+		if err != nil {
+			return history.Output{}, err
+		}
+		return taskOutput(t), nil
+	})
+}
+
+func (k *caller) update(task string, token uint64, result string, release bool) history.Op {
+	in := history.Input{Key: task, Token: &token, Value: result, Release: release}
+	return k.call(history.TaskUpdate, in, k.next("update"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
+		req := client.UpdateTaskRequest{FencingToken: &token, Result: jsonValue(result)}
+		if release {
+			req.Release = &release
+		}
+		t, err := k.c.UpdateTask(ctx, k.w.cfg.Tenant, task, req, opts...)
+		if err != nil {
+			return history.Output{}, err
+		}
+		return taskOutput(t), nil
+	})
+}
+
+// Artifacts and refs, through Client.Do (the SDK's artifact methods may
+// not exist yet).
+
+func (k *caller) tenantPath(parts ...string) string {
+	p := "/v1/tenants/" + url.PathEscape(k.w.cfg.Tenant)
+	for _, s := range parts {
+		p += "/" + url.PathEscape(s)
+	}
+	return p
+}
+
+func digestOf(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+func (k *caller) putChunk(body []byte) history.Op {
+	d := digestOf(body)
+	return k.call(history.ChunkPut, history.Input{Key: d, Digest: d}, k.next("chunk"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
+		_, err := k.c.Do(ctx, http.MethodPut, k.tenantPath("chunks", d), body, nil, opts...)
+		return history.Output{}, err
+	})
+}
+
+type manifest struct {
+	ArtifactID string `json:"artifact_id,omitempty"`
+	Version    uint64 `json:"version,omitempty"`
+}
+
+type chunkRef struct {
+	Digest string `json:"digest"`
+	Size   int64  `json:"size"`
+}
+
+type publishBody struct {
+	Chunks    []chunkRef    `json:"chunks"`
+	Digest    string        `json:"digest"`
+	Size      int64         `json:"size"`
+	MediaType string        `json:"media_type"`
+	TaskID    string        `json:"task_id,omitempty"`
+	Fence     *client.Fence `json:"fence,omitempty"`
+}
+
+// publish publishes content as a new version of name; group names the
+// logical publish this attempt belongs to, key its Idempotency-Key.
+func (k *caller) publish(name, group, key string, content []byte, fence *client.Fence) history.Op {
+	d := digestOf(content)
+	in := history.Input{Key: name, Digest: d, Group: group}
+	body := publishBody{Chunks: []chunkRef{{Digest: d, Size: int64(len(content))}}, Digest: d, Size: int64(len(content)), MediaType: "text/plain"}
+	if fence != nil {
+		in.FenceTask, in.FenceToken = fence.TaskID, fence.Token
+		body.TaskID, body.Fence = fence.TaskID, fence
+	}
+	k.w.noteArtifact(name)
+	return k.call(history.ArtifactPublish, in, key, func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
+		var m manifest
+		if _, err := k.c.Do(ctx, http.MethodPost, k.tenantPath("artifacts", name, "versions"), body, &m, opts...); err != nil {
+			return history.Output{}, err
+		}
+		return history.Output{ArtifactID: m.ArtifactID, Version: m.Version}, nil
+	})
+}
+
+func (k *caller) refPath(ref string) string {
+	p := k.tenantPath("refs")
+	for _, s := range strings.Split(ref, "/") {
+		p += "/" + url.PathEscape(s)
+	}
+	return p
+}
+
+func (k *caller) refGet(ref string) history.Op {
+	return k.call(history.RefGet, history.Input{Key: ref}, "", func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
+		var m manifest
+		if _, err := k.c.Do(ctx, http.MethodGet, k.refPath(ref), nil, &m, opts...); err != nil {
+			return history.Output{}, err
+		}
+		return history.Output{Exists: true, Value: m.ArtifactID}, nil
+	})
+}
+
+func (k *caller) refSet(ref, artifactID string, expect *string, fence *client.Fence) history.Op {
+	in := history.Input{Key: ref, Value: artifactID, Expect: expect}
+	if fence != nil {
+		in.FenceTask, in.FenceToken = fence.TaskID, fence.Token
+	}
+	return k.call(history.RefSet, in, k.next("ref"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
+		req := client.SetRefRequest{ArtifactID: artifactID, ExpectArtifactID: expect, Fence: fence}
+		var m manifest
+		if _, err := k.c.Do(ctx, http.MethodPut, k.refPath(ref), req, &m, opts...); err != nil {
+			return history.Output{}, err
+		}
+		return history.Output{Exists: true, Value: m.ArtifactID}, nil
+	})
+}
+
+func (k *caller) artifactVersions(name string) history.Op {
+	return k.call(history.ArtifactGet, history.Input{Key: name}, "", func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
+		var l struct {
+			Versions []manifest `json:"versions"`
+		}
+		if _, err := k.c.Do(ctx, http.MethodGet, k.tenantPath("artifacts", name, "versions"), nil, &l, opts...); err != nil {
+			return history.Output{}, err
+		}
+		var out history.Output
+		for _, m := range l.Versions {
+			out.Values = append(out.Values, "v"+itoa(int(m.Version))+"="+m.ArtifactID)
+		}
+		return out, nil
+	})
+}
+
+// Checkpoints.
+
+func (k *caller) checkpointHead(thread string) history.Op {
+	return k.call(history.CheckpointHead, history.Input{Key: thread}, "", func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
+		cp, err := k.c.LatestCheckpoint(ctx, k.w.cfg.Tenant, thread, opts...)
+		if err != nil {
+			return history.Output{}, err
+		}
+		return history.Output{Exists: true, Value: cp.CheckpointID}, nil
+	})
+}
+
+func (k *caller) checkpointPut(thread, id, parent string, fence *client.Fence) history.Op {
+	in := history.Input{Key: thread, Value: id, Expect: &parent}
+	if fence != nil {
+		in.FenceTask, in.FenceToken = fence.TaskID, fence.Token
+	}
+	return k.call(history.CheckpointPut, in, k.next("cp"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
+		req := client.PutCheckpointRequest{ParentID: parent, Data: jsonValue(id), Fence: fence}
+		cp, err := k.c.PutCheckpoint(ctx, k.w.cfg.Tenant, thread, id, req, opts...)
+		if err != nil {
+			return history.Output{}, err
+		}
+		return history.Output{Exists: true, Value: cp.CheckpointID}, nil
+	})
+}
+
+func (k *caller) checkpointList(thread string) history.Op {
+	return k.call(history.CheckpointList, history.Input{Key: thread}, "", func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
+		var out history.Output
+		before := ""
+		for {
+			l, err := k.c.ListCheckpoints(ctx, k.w.cfg.Tenant, thread, before, 200, opts...)
+			if err != nil {
+				if errors.Is(err, client.ErrNotFound) && before == "" {
+					return out, nil // no checkpoint at all
+				}
+				return history.Output{}, err
+			}
+			for _, cp := range l {
+				out.Values = append(out.Values, cp.CheckpointID)
+			}
+			if len(l) < 200 {
+				return out, nil
+			}
+			before = l[len(l)-1].CheckpointID
+		}
+	})
+}
+
+// handoff finishes the stage of task under token and opens the next
+// stage's task in one transaction: a fenced update of task, the creation
+// of task next and an insert of its entry in the handoff namespace.
+func (k *caller) handoff(task string, token uint64, result, next string) history.Op {
+	key := k.next("txn")
+	entry := HandNamespace + "/" + next
+	zero := uint64(0)
+	k.w.noteHandoff(next)
+	return k.call(history.Txn, history.Input{Key: task}, key, func(ctx context.Context, opts []client.RequestOption, op *history.Op) (history.Output, error) {
+		op.Sub = []history.Op{
+			{Kind: history.TaskUpdate, In: history.Input{Key: task, Token: &token, Value: result}},
+			{Kind: history.TaskCreate, In: history.Input{Key: next, Queue: HandoffQueue}},
+			{Kind: history.KVPut, In: history.Input{Key: entry, Value: result, ExpectVersion: &zero}},
+		}
+		ops := []client.TxnOp{
+			client.TxnUpdateTask(task, client.UpdateTaskRequest{FencingToken: &token, Result: jsonValue(result)}),
+			client.TxnCreateTask(client.CreateTaskRequest{TaskID: next, Queue: HandoffQueue}),
+			client.TxnPutKV(HandNamespace, next, client.PutKVRequest{Value: jsonValue(result), ExpectVersion: &zero}),
+		}
+		results, err := k.c.Txn(ctx, k.w.cfg.Tenant, ops, opts...)
+		fillSubs(op, results, err)
+		return history.Output{}, err
+	})
+}
+
+// fillSubs gives each sub-op of a transaction its outcome.
+func fillSubs(op *history.Op, results []json.RawMessage, err error) {
+	outcome, code, msg := Classify(err)
+	failed := -1
+	var e *client.Error
+	if outcome == history.Fail && errors.As(err, &e) {
+		if i, ok := e.OpIndex(); ok {
+			failed = i
+		}
+	}
+	for i := range op.Sub {
+		s := &op.Sub[i]
+		switch {
+		case outcome == history.OK:
+			s.Outcome = history.OK
+			if i < len(results) {
+				s.Out = subOutput(s.Kind, results[i])
+			}
+		case outcome == history.Unknown:
+			s.Outcome, s.Code = history.Unknown, code
+		case i == failed:
+			s.Outcome, s.Code, s.Err = history.Fail, code, msg
+			s.Out = withDetails(s.Out, err)
+		default:
+			s.Outcome, s.Code = history.Fail, history.Aborted
+		}
+	}
+}
+
+func subOutput(kind history.Kind, raw json.RawMessage) history.Output {
+	switch kind {
+	case history.TaskUpdate, history.TaskCreate, history.TaskClaim:
+		var t client.Task
+		if json.Unmarshal(raw, &t) == nil {
+			return taskOutput(&t)
+		}
+	case history.KVPut:
+		var e client.KVEntry
+		if json.Unmarshal(raw, &e) == nil {
+			return kvOutput(&e)
+		}
+	}
+	return history.Output{}
+}

@@ -1,0 +1,274 @@
+// Package workload runs simulated agents against a Baton cluster and
+// records every operation they make in a history (chaos/history).
+//
+// The agents do what real agents do: workers claim tasks from a queue or by
+// id, renew their leases, make fenced updates, write fenced KV entries,
+// publish artifacts under their fencing token and move refs to them, append
+// checkpoints, and hand work off in transactions; stale writers claim a
+// task and then sleep past their lease on purpose before writing with their
+// old token; KV agents read, write and compare-and-set registers and insert
+// into a set; a reader reads everything linearizably. Every write carries an
+// Idempotency-Key chosen by the agent and recorded, and every client fails
+// over between all endpoints.
+//
+// # Contracts
+//
+//   - Setup creates a fresh tenant, a principal for the agents and the
+//     tasks; the agents use only that tenant, so a workload can run against
+//     a cluster that holds other data.
+//   - Run returns once every agent has stopped: after stop is closed, each
+//     agent finishes the operation it is in (bounded by OpTimeout) and
+//     starts no other.
+//   - Every value written is unique in the run, so the checkers can tell
+//     which write produced what a read saw.
+//   - Final reads back everything the checkers compare with what was
+//     acknowledged, and marks those operations Final.
+package workload
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/baton-dev/baton/chaos/history"
+	"github.com/baton-dev/baton/client"
+)
+
+// Config describes a workload.
+type Config struct {
+	Endpoints  []string
+	AdminToken string
+	// Tenant is created by Setup; it should be new.
+	Tenant string
+	Seed   int64
+	// Agents of each kind; zero values get the defaults of Defaults.
+	Workers, StaleWriters, KVAgents, Readers int
+	Tasks, Registers                         int
+	// Lease of workers; stale writers take a third of it and sleep past it.
+	Lease time.Duration
+	// AttemptTimeout bounds one HTTP attempt, MaxRetry one call with its
+	// failover; OpTimeout bounds an operation as a whole.
+	AttemptTimeout, MaxRetry, OpTimeout time.Duration
+	// Every agent with an odd id is impatient: its client gives up after
+	// ImpatientAttempt per attempt and ImpatientRetry in all, so faults
+	// leave operations whose outcome it does not know.
+	ImpatientAttempt, ImpatientRetry time.Duration
+	// Transport, when set, carries the agents' requests (not Setup's, not
+	// Final's): tests put a broken middlebox here to show the checkers bite.
+	Transport http.RoundTripper
+	// LoseResponses is the fraction of the agents' writes whose answer is
+	// thrown away after the server applied them (default 0.02; negative:
+	// none), so that the client retries with the same Idempotency-Key.
+	LoseResponses float64
+}
+
+// Defaults fills the zero fields of c.
+func (c Config) Defaults() Config {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.Workers, 3)
+	def(&c.StaleWriters, 1)
+	def(&c.KVAgents, 2)
+	def(&c.Readers, 1)
+	def(&c.Tasks, 4)
+	def(&c.Registers, 3)
+	if c.Lease == 0 {
+		c.Lease = 900 * time.Millisecond
+	}
+	if c.AttemptTimeout == 0 {
+		c.AttemptTimeout = 1500 * time.Millisecond
+	}
+	if c.MaxRetry == 0 {
+		c.MaxRetry = 4 * time.Second
+	}
+	if c.OpTimeout == 0 {
+		c.OpTimeout = 6 * time.Second
+	}
+	if c.LoseResponses == 0 {
+		c.LoseResponses = 0.02
+	}
+	if c.ImpatientAttempt == 0 {
+		c.ImpatientAttempt = 300 * time.Millisecond
+	}
+	if c.ImpatientRetry == 0 {
+		c.ImpatientRetry = 700 * time.Millisecond
+	}
+	return c
+}
+
+// Names shared by the workload and its read-back.
+const (
+	Queue        = "work"
+	HandoffQueue = "handoff"
+	RegNamespace = "reg"
+	// FencedNamespace holds one entry per task, written only under the
+	// task's fencing token.
+	FencedNamespace = "fkv"
+	SetNamespace    = "set"
+	HandNamespace   = "hand"
+	FinalNamespace  = "final"
+	// FinalClient is the client id of the read-back after healing.
+	FinalClient = 1000
+)
+
+// Workload is one run's agents and what they recorded.
+type Workload struct {
+	cfg   Config
+	rec   *history.Recorder
+	token string // the agents' principal
+
+	lost atomic.Int64 // answers thrown away by the lossy transport
+
+	mu         sync.Mutex
+	artifacts  map[string]bool // names published to
+	handoffs   map[string]bool // task ids of handoff transactions
+	transports []*http.Transport
+}
+
+// New builds a workload; nothing runs until Setup and Run.
+func New(cfg Config, rec *history.Recorder) *Workload {
+	return &Workload{cfg: cfg.Defaults(), rec: rec, artifacts: map[string]bool{}, handoffs: map[string]bool{}}
+}
+
+// Config returns the workload's configuration, defaults applied.
+func (w *Workload) Config() Config { return w.cfg }
+
+// TaskID is the id of task i.
+func TaskID(i int) string { return fmt.Sprintf("t%d", i) }
+
+// RegKey is register i's key, without its namespace.
+func RegKey(i int) string { return fmt.Sprintf("k%d", i) }
+
+func (w *Workload) newClient(token string, transport http.RoundTripper, maxRetry time.Duration) (*client.Client, error) {
+	return w.newClientTimeout(token, transport, w.cfg.AttemptTimeout, maxRetry)
+}
+
+func (w *Workload) newClientTimeout(token string, transport http.RoundTripper, attempt, maxRetry time.Duration) (*client.Client, error) {
+	hc := &http.Client{}
+	if transport != nil {
+		hc.Transport = transport
+	} else {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = 16
+		hc.Transport = t
+		w.mu.Lock()
+		w.transports = append(w.transports, t)
+		w.mu.Unlock()
+	}
+	return client.New(client.Config{Endpoints: w.cfg.Endpoints, Token: token, HTTPClient: hc,
+		Timeout: attempt, MaxRetry: maxRetry})
+}
+
+// Setup creates the tenant, the agents' principal and the tasks. It
+// retries until ctx ends, so it may be called while the cluster settles.
+func (w *Workload) Setup(ctx context.Context) error {
+	admin, err := w.newClient(w.cfg.AdminToken, nil, 30*time.Second)
+	if err != nil {
+		return err
+	}
+	key := func(s string) client.RequestOption { return client.IdempotencyKey(w.cfg.Tenant + "-setup-" + s) }
+	if _, err := admin.PutTenant(ctx, w.cfg.Tenant, key("tenant")); err != nil {
+		return fmt.Errorf("workload: create tenant %s: %w", w.cfg.Tenant, err)
+	}
+	grants := []client.Grant{{Resource: "*", Prefix: "", Actions: []string{"read", "write", "delete"}}}
+	p, err := admin.CreatePrincipal(ctx, w.cfg.Tenant, "agents", grants, key("principal"))
+	if err != nil {
+		return fmt.Errorf("workload: create principal: %w", err)
+	}
+	w.token = p.Token
+	for i := range w.cfg.Tasks {
+		_, err := admin.CreateTask(ctx, w.cfg.Tenant, client.CreateTaskRequest{TaskID: TaskID(i), Queue: Queue}, key("task-"+TaskID(i)))
+		if err != nil {
+			return fmt.Errorf("workload: create task %s: %w", TaskID(i), err)
+		}
+	}
+	return nil
+}
+
+// Run runs the agents until stop is closed and returns when all stopped.
+func (w *Workload) Run(stop <-chan struct{}) error {
+	type spawn struct {
+		n   int
+		run func(a *agent)
+	}
+	kinds := []spawn{
+		{w.cfg.Workers, (*agent).worker},
+		{w.cfg.StaleWriters, (*agent).staleWriter},
+		{w.cfg.KVAgents, (*agent).kvAgent},
+		{w.cfg.Readers, (*agent).reader},
+	}
+	var agents []*agent
+	var runs []func(a *agent)
+	id := 0
+	for _, k := range kinds {
+		for range k.n {
+			attempt, retry := w.cfg.AttemptTimeout, w.cfg.MaxRetry
+			if id%2 == 1 {
+				attempt, retry = w.cfg.ImpatientAttempt, w.cfg.ImpatientRetry
+			}
+			c, err := w.newClientTimeout(w.token, w.agentTransport(id), attempt, retry)
+			if err != nil {
+				return err
+			}
+			agents = append(agents, newAgent(w, id, c, stop))
+			runs = append(runs, k.run)
+			id++
+		}
+	}
+	var wg sync.WaitGroup
+	for i, a := range agents {
+		wg.Go(func() { runs[i](a) })
+	}
+	wg.Wait()
+	return nil
+}
+
+// agentTransport is agent id's transport: the configured one or a fresh
+// one, losing answers when LoseResponses is positive.
+func (w *Workload) agentTransport(id int) http.RoundTripper {
+	base := w.cfg.Transport
+	if base == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = 16
+		w.mu.Lock()
+		w.transports = append(w.transports, t)
+		w.mu.Unlock()
+		base = t
+	}
+	if w.cfg.LoseResponses <= 0 {
+		return base
+	}
+	return &lossy{base: base, p: w.cfg.LoseResponses, lost: &w.lost,
+		rng: rand.New(rand.NewPCG(uint64(w.cfg.Seed), 0x6c6f7374+uint64(id)))}
+}
+
+// LostResponses is the number of answers the lossy transport threw away.
+func (w *Workload) LostResponses() int64 { return w.lost.Load() }
+
+// Close closes the idle connections of the workload's clients.
+func (w *Workload) Close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, t := range w.transports {
+		t.CloseIdleConnections()
+	}
+}
+
+func (w *Workload) noteArtifact(name string) {
+	w.mu.Lock()
+	w.artifacts[name] = true
+	w.mu.Unlock()
+}
+
+func (w *Workload) noteHandoff(task string) {
+	w.mu.Lock()
+	w.handoffs[task] = true
+	w.mu.Unlock()
+}
