@@ -37,10 +37,12 @@ func (f *FSM) rememberIdempotent(ctx *applyCtx, c *Command, r *Result) {
 	if r.Code == CodeIdempotencyMismatch {
 		return
 	}
-	// A queue claim that found nothing changed nothing: a retry (or the
-	// next round of a long poll with the same key) evaluates it afresh
-	// instead of being told "nothing" forever.
-	if c.Kind == KindTaskQueueClaim && r.Outcome == OutcomeNoContent {
+	// A long poll's intermediate queue claim that found nothing is not its
+	// answer: the next round with the same key evaluates the queue afresh.
+	// Its final attempt (QueueClaimArgs.Final) is remembered like any
+	// answer, so that a late duplicate of the request replays "nothing"
+	// instead of claiming a task the client will never hear of.
+	if c.Kind == KindTaskQueueClaim && r.Outcome == OutcomeNoContent && !queueClaimFinal(c) {
 		return
 	}
 	key := c.idemStoreKey()
@@ -93,4 +95,9 @@ func (f *FSM) IdempotentAnswer(tenant, principal, key string, fp []byte, now int
 	c := &Command{Tenant: tenant, Principal: principal, IdemKey: key, IdemFP: fp}
 	r := f.idempotentReplay(&applyCtx{now: now, index: f.applied}, c)
 	return r, r != nil // a replay carries the index of the first answer
+}
+
+func queueClaimFinal(c *Command) bool {
+	var a QueueClaimArgs
+	return decode(c.Args, &a) == nil && a.Final
 }

@@ -34,13 +34,16 @@ type TaskClaimArgs struct {
 	SetStatus     *string
 }
 
-// QueueClaimArgs claims the best claimable task of a queue.
+// QueueClaimArgs claims the best claimable task of a queue. Final marks the
+// request's last attempt: its "nothing claimable" is remembered for the
+// Idempotency-Key, an earlier round's is not.
 type QueueClaimArgs struct {
 	Queue     string
 	Owner     string
 	LeaseMs   int64
 	Statuses  []string
 	SetStatus *string
+	Final     bool
 }
 
 // TaskRenewArgs extends the lease of the current token holder.

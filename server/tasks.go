@@ -201,9 +201,11 @@ func (s *Server) handleQueueClaim(w http.ResponseWriter, r *http.Request, id *id
 	// when nothing is claimable now (the claim took the task): replay it
 	// before looking at the queue. The write barrier has made every
 	// acknowledged write of earlier terms visible here.
-	if key, err := idempotencyKey(r); err != nil {
+	key, err := idempotencyKey(r)
+	if err != nil {
 		return err
-	} else if key != "" {
+	}
+	if key != "" {
 		if res, ok := s.fsm.IdempotentAnswer(tenant, id.principalName(), key, fingerprint(r, body), s.now()); ok {
 			return reply(w, res, nil)
 		}
@@ -212,17 +214,23 @@ func (s *Server) handleQueueClaim(w http.ResponseWriter, r *http.Request, id *id
 	for {
 		_, changed := s.fsm.Changed()
 		ok, nextExpiry := s.fsm.Claimable(tenant, queue, args.Statuses, s.now())
-		if ok {
-			res, err := s.propose(r, id, tenant, fsm.KindTaskQueueClaim, args, body)
+		final := !time.Now().Before(deadline)
+		if ok || (final && key != "") {
+			// With an Idempotency-Key, the final "nothing" is a committed
+			// answer too: a late duplicate of this request (delayed in a
+			// paused node, say) must replay it, not claim a task.
+			attempt := *args
+			attempt.Final = final
+			res, err := s.propose(r, id, tenant, fsm.KindTaskQueueClaim, &attempt, body)
 			if err != nil {
 				return err
 			}
-			if res.Outcome != fsm.OutcomeNoContent || !res.OK() || !time.Now().Before(deadline) {
+			if res.Outcome != fsm.OutcomeNoContent || !res.OK() || final {
 				return reply(w, res, nil)
 			}
 			continue
 		}
-		if !time.Now().Before(deadline) {
+		if final {
 			w.WriteHeader(http.StatusNoContent)
 			return nil
 		}
