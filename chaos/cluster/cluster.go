@@ -105,7 +105,37 @@ func NewToken() string {
 // BaseDir already holds node data and such a record, nodes without
 // configured ports take the recorded ones, and a Config that contradicts it
 // fails with ErrLayout: Raft knows its peers by address.
+//
+// A fresh cluster whose ports were picked here (none configured, no layout
+// recorded) is started again on newly picked ports, up to three times in
+// all, when it fails to start: between picking a free port and the node
+// binding it, another process on the machine can take it.
 func (c *Cluster) Start(ctx context.Context) error {
+	fresh := len(c.cfg.HTTPPorts) == 0 && len(c.cfg.RaftPorts) == 0 && !c.hasLayout()
+	err := c.startOnce(ctx)
+	for try := 1; err != nil && fresh && try < 3 && ctx.Err() == nil; try++ {
+		c.resetFresh()
+		err = c.startOnce(ctx)
+	}
+	return err
+}
+
+func (c *Cluster) hasLayout() bool {
+	l, err := readLayout(c.cfg.BaseDir)
+	return err == nil && l != nil
+}
+
+// resetFresh forgets the picked ports and any data of a failed first start.
+func (c *Cluster) resetFresh() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.nodes {
+		n.httpPort, n.raftPort = 0, 0
+		os.RemoveAll(n.dataDir)
+	}
+}
+
+func (c *Cluster) startOnce(ctx context.Context) error {
 	procs, err := c.launchAll()
 	if err != nil {
 		c.Stop()

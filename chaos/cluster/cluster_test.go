@@ -77,16 +77,27 @@ func waitLeader(t *testing.T, c *Cluster, among ...int) int {
 	return l
 }
 
+// waitConverged waits until every node reports the same applied index and
+// digest at atLeast or later: just after a restart all nodes agree at 0,
+// before they replay their logs, which is convergence but not the one
+// wanted.
 func waitConverged(t *testing.T, c *Cluster, atLeast uint64) uint64 {
 	t.Helper()
-	idx, err := c.WaitConverged(ctxFor(t, 10*time.Second))
-	if err != nil {
-		t.Fatalf("WaitConverged: %v", err)
+	ctx := ctxFor(t, 10*time.Second)
+	for {
+		idx, err := c.WaitConverged(ctx)
+		if err != nil {
+			t.Fatalf("WaitConverged (want applied_index >= %d): %v", atLeast, err)
+		}
+		if idx >= atLeast {
+			return idx
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("converged at applied_index %d, want >= %d", idx, atLeast)
+		case <-time.After(PollInterval):
+		}
 	}
-	if idx < atLeast {
-		t.Fatalf("converged at applied_index %d, want >= %d", idx, atLeast)
-	}
-	return idx
 }
 
 func others(c *Cluster, not int) []int {

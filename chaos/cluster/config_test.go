@@ -289,6 +289,11 @@ func status(node int, state, leader string, applied uint64, digest string) obser
 	return observation{node: node, st: &NodeStatus{NodeID: NodeID(node), State: state, Leader: LeaderInfo{ID: leader}, AppliedIndex: applied, StateDigest: digest}}
 }
 
+func withCommit(o observation, commit uint64) observation {
+	o.st.CommitIndex = commit
+	return o
+}
+
 func TestAgreedLeader(t *testing.T) {
 	tests := []struct {
 		name string
@@ -321,7 +326,9 @@ func TestConverged(t *testing.T) {
 		why     string
 		diverge bool
 	}{
-		{"same", []observation{status(0, "", "", 9, "d"), status(1, "", "", 9, "d")}, 9, "", false},
+		{"same", []observation{status(0, "Leader", "n1", 9, "d"), status(1, "Follower", "n1", 9, "d")}, 9, "", false},
+		{"equal but no leader yet (just restarted)", []observation{status(0, "Follower", "", 0, "e"), status(1, "Follower", "", 0, "e")}, 0, "not caught up", false},
+		{"equal but behind the commit index", []observation{withCommit(status(0, "Leader", "n1", 5, "d"), 9), withCommit(status(1, "Follower", "n1", 5, "d"), 9)}, 0, "not caught up", false},
 		{"lagging", []observation{status(0, "", "", 9, "d"), status(1, "", "", 7, "c")}, 0, "applied indexes differ", false},
 		{"diverged", []observation{status(0, "", "", 9, "d"), status(1, "", "", 7, "c"), status(2, "", "", 9, "x")}, 0, "", true},
 		{"unreachable", []observation{status(0, "", "", 9, "d"), {node: 1, err: errors.New("refused")}}, 0, "n2: refused", false},

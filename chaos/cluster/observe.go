@@ -267,7 +267,8 @@ func (c *Cluster) WaitConverged(ctx context.Context, nodes ...int) (uint64, erro
 	return index, nil
 }
 
-// converged returns the common applied index of obs; otherwise why tells
+// converged returns the common applied index of obs, once every node knows
+// a leader and has applied the commit index it knows; otherwise why tells
 // what differs, and err is ErrDiverged when equal indexes carry different
 // digests.
 func converged(obs []observation) (uint64, string, error) {
@@ -284,6 +285,13 @@ func converged(obs []observation) (uint64, string, error) {
 	}
 	if len(digestAt) != 1 {
 		return 0, "applied indexes differ: " + describe(obs), nil
+	}
+	// Equal is not enough: nodes just restarted all agree at index 0, before
+	// they learn the commit index from a leader and replay their logs.
+	for _, o := range obs {
+		if o.st.Leader.ID == "" || o.st.AppliedIndex < o.st.CommitIndex {
+			return 0, "not caught up with a leader yet: " + describe(obs), nil
+		}
 	}
 	return obs[0].st.AppliedIndex, "", nil
 }
