@@ -5,7 +5,7 @@ PKGS    := ./...
 # Fuzz targets run briefly in `make test`; raise FUZZTIME to dig deeper.
 FUZZTIME ?= 10s
 
-.PHONY: all build run test unit fuzz fmt fmt-check vet lint bench chaos chaos-short clean
+.PHONY: all build run test unit fuzz fmt fmt-check vet lint bench bench-fsm chaos chaos-short clean
 
 all: build
 
@@ -39,9 +39,16 @@ vet:
 
 lint: fmt-check vet
 
-## bench: state-machine micro-benchmarks (queue claim among 1k..1M tasks).
-## The suite against etcd and PostgreSQL (issue 7) is not built yet.
-bench:
+## bench: Baton against etcd and PostgreSQL (installs them when absent),
+## rewriting docs/benchmarks.md; then the 1 GiB artifact benchmark and the
+## state-machine micro-benchmarks. QUICK=1 for a short run.
+bench: build
+	QUICK=$(QUICK) bash bench/run.sh
+	$(GO) run ./bench/artifacts --size $(if $(QUICK),128MiB,1GiB) --out $(BIN)/bench-artifacts.md
+	$(MAKE) bench-fsm
+
+## bench-fsm: state-machine micro-benchmarks (queue claim among 1k..1M tasks)
+bench-fsm:
 	$(GO) test -run='^$$' -bench=. -benchtime=5000x -timeout 30m ./fsm/
 
 CHAOS_RUNS  ?= 100

@@ -55,7 +55,8 @@ func (f *FSM) emit(tenant, resource, key, name, typ string, value any) {
 	f.pending = append(f.pending, ev)
 }
 
-// History keeps the most recent events in memory for watchers. Whole log
+// History keeps at least the most recent limit events (at most twice as
+// many) in memory for watchers. Whole log
 // indexes are evicted together; Floor is the newest index whose events are
 // gone (or that the history started after), so a watcher resuming at or
 // after Floor misses nothing, and one before it must re-read the state.
@@ -83,7 +84,10 @@ func (h *History) append(evs []Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.events = append(h.events, evs...)
-	if len(h.events) <= h.limit {
+	// Trim only when twice the limit is reached, down to the limit: the
+	// copy then happens once per limit events, not on every append (which
+	// made each Apply copy the whole history once it was full).
+	if len(h.events) <= 2*h.limit {
 		return
 	}
 	cut := len(h.events) - h.limit

@@ -198,19 +198,18 @@ func (c *Cluster) launchAll() ([]*process, error) {
 // assignPorts picks free ports for the nodes that have none. Called with
 // c.mu held.
 func (c *Cluster) assignPorts() error {
-	for _, n := range c.nodes {
-		if n.httpPort != 0 && n.raftPort != 0 {
-			continue
-		}
-		ports, err := FreePorts(2)
-		if err != nil {
-			return err
-		}
+	// One call for every node: ports picked in separate calls can repeat,
+	// since each listener is closed before the next call.
+	ports, err := FreePorts(2 * len(c.nodes))
+	if err != nil {
+		return err
+	}
+	for i, n := range c.nodes {
 		if n.httpPort == 0 {
-			n.httpPort = ports[0]
+			n.httpPort = ports[2*i]
 		}
 		if n.raftPort == 0 {
-			n.raftPort = ports[1]
+			n.raftPort = ports[2*i+1]
 		}
 	}
 	return nil
