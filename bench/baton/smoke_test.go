@@ -1,0 +1,130 @@
+package baton
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/baton-dev/baton/bench/loadgen"
+	"github.com/baton-dev/baton/bench/report"
+	"github.com/baton-dev/baton/bench/result"
+	"github.com/baton-dev/baton/chaos/cluster"
+)
+
+var batondBinary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "bench-baton-")
+	if err != nil {
+		panic(err)
+	}
+	bin, err := cluster.BuildBatond(context.Background(), dir)
+	if err != nil {
+		panic(err)
+	}
+	batondBinary = bin
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// checkRun fails t unless r has the figures every run must have.
+func checkRun(t *testing.T, r *result.Run, stages ...string) {
+	t.Helper()
+	if r.Ops == 0 || r.OpsPerSec <= 0 || r.Latency == nil || r.Latency.Count != r.Ops {
+		t.Fatalf("%s: got ops=%d ops/s=%.1f latency=%v, want ops > 0 with one latency each", r.Key(), r.Ops, r.OpsPerSec, r.Latency)
+	}
+	if p50, p99 := r.Latency.Quantile(0.5), r.Latency.Quantile(0.99); p50 <= 0 || p99 < p50 {
+		t.Fatalf("%s: got p50=%v p99=%v, want 0 < p50 <= p99", r.Key(), p50, p99)
+	}
+	if r.Series == nil || len(r.Series.OK) == 0 {
+		t.Fatalf("%s: got no series", r.Key())
+	}
+	for _, s := range stages {
+		if h := r.Stages[s]; h == nil || h.Count == 0 {
+			t.Fatalf("%s: got no %q stage latencies", r.Key(), s)
+		}
+	}
+	if r.Errors > 0 {
+		t.Logf("%s: %d errors: %v", r.Key(), r.Errors, r.ErrorSamples)
+	}
+	t.Logf("%s: %.0f ops/s p50 %v p99 %v", r.Key(), r.OpsPerSec, r.Latency.Quantile(0.5), r.Latency.Quantile(0.99))
+}
+
+// TestBenchSmoke runs every Baton workload of the suite briefly on one
+// small cluster, and renders the report from what they measured, so the
+// suite cannot rot.
+func TestBenchSmoke(t *testing.T) {
+	suite := &result.Suite{Started: time.Now(), Quick: true, Command: "go test ./bench/baton"}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	env, err := StartEnv(ctx, EnvConfig{Binary: batondBinary, BaseDir: t.TempDir(), Fast: true,
+		ExtraArgs: append([]string{"--snapshot-threshold=64"}, ScaleArgs...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	p := Params{Warmup: 200 * time.Millisecond, Duration: time.Second, Seed: 1}
+
+	r, err := CAS(ctx, env, p, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRun(t, r)
+	suite.Runs = append(suite.Runs, r)
+
+	r, err = Queue(ctx, env, p, QueueParams{Workers: 4, Preload: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRun(t, r, "claim", "update")
+	suite.Runs = append(suite.Runs, r)
+
+	r, err = Handoff(ctx, env, p, HandoffParams{AgentsPerStage: 2, Pipelines: 200, ArtifactSize: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRun(t, r, "claim", "publish", "txn")
+	if v, _ := r.Metric("pipelines_per_min"); v <= 0 {
+		t.Fatalf("handoff: got %v pipelines/min, want > 0", v)
+	}
+	suite.Runs = append(suite.Runs, r)
+
+	r, err = Recovery(ctx, env, p, RecoveryParams{Clients: 4, Schedule: loadgen.KillSchedule{
+		First: time.Second, Period: 2 * time.Second, Down: 300 * time.Millisecond, Count: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRun(t, r)
+	if len(r.Kills) != 1 || r.Kills[0].FirstWriteMS < 0 {
+		t.Fatalf("recovery: got kills %+v (failed %q), want one with a write after it", r.Kills, r.Failed)
+	}
+	t.Logf("recovery: %+v", r.Kills)
+	suite.Runs = append(suite.Runs, r)
+
+	r, err = Scale(ctx, env, p, ScaleParams{Tasks: 3000, KVEntries: 300, Workers: 4, SnapshotWait: 20 * time.Second,
+		SnapshotThreshold: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRun(t, r, "claim")
+	for _, m := range []string{"rss_bytes_n1", "restart_ready_ms", "snapshot_bytes_n1"} {
+		if v, ok := r.Metric(m); !ok || v <= 0 {
+			t.Fatalf("scale: got %s = %v, want > 0 (metrics %v, notes %v)", m, v, r.Metrics, r.Notes)
+		}
+	}
+	t.Logf("scale: %v %v", r.Metrics, r.Notes)
+	suite.Runs = append(suite.Runs, r)
+
+	suite.Finished = time.Now()
+	dir := t.TempDir()
+	if err := report.Write(suite, filepath.Join(dir, "benchmarks.md"), filepath.Join(dir, "bench")); err != nil {
+		t.Fatal(err)
+	}
+	charts, _ := filepath.Glob(filepath.Join(dir, "bench", "*.svg"))
+	if len(charts) < 5 {
+		t.Fatalf("got charts %v, want one per workload at least", charts)
+	}
+}

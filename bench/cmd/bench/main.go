@@ -1,0 +1,428 @@
+// Command bench runs Baton's benchmark suite (issue 7): the cas, queue,
+// handoff, recovery and scale workloads against a three-node Baton
+// cluster, and the cas, queue and recovery workloads against etcd and
+// PostgreSQL through the peers' program (bench/peers, a module of its
+// own), side by side in one run; then it writes the Markdown report, its
+// SVG charts and the raw results.
+//
+// `make bench` runs it through bench/run.sh, which installs the peers when
+// they are absent. Directly, from the module root:
+//
+//	go run ./bench/cmd/bench --quick
+//	go run ./bench/cmd/bench --workloads cas --systems baton,etcd
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/baton-dev/baton/bench/machine"
+	"github.com/baton-dev/baton/bench/report"
+	"github.com/baton-dev/baton/bench/result"
+	"github.com/baton-dev/baton/chaos/cluster"
+)
+
+type options struct {
+	quick      bool
+	seed       uint64
+	out        string
+	charts     string
+	work       string
+	keep       bool
+	batond     string
+	peerbench  string
+	etcdBin    string
+	workloads  []string
+	systems    []string
+	pprofDir   string
+	command    string
+	verbose    bool
+	onlyReport string
+	// Overrides of the plan; zero keeps the plan's.
+	casClients string
+	batondArgs []string
+	warmup     time.Duration
+	duration   time.Duration
+}
+
+var allWorkloads = []string{"cas", "queue", "handoff", "recovery", "scale"}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.BoolVar(&o.quick, "quick", false, "a short version of every workload (minutes, not the goals' conditions)")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of every worker's random choices")
+	fs.StringVar(&o.out, "out", "docs/benchmarks.md", "the Markdown report")
+	fs.StringVar(&o.charts, "charts", "docs/bench", "directory for the SVG charts and results.json")
+	fs.StringVar(&o.work, "work", "", "directory for the clusters' data and logs (default: a new temporary directory)")
+	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (it is printed)")
+	fs.StringVar(&o.batond, "batond", "", "batond binary (default: built from ./cmd/batond)")
+	fs.StringVar(&o.peerbench, "peerbench", "", "peerbench binary (default: built from bench/peers)")
+	fs.StringVar(&o.etcdBin, "etcd-bin", "etcd", "etcd binary")
+	workloads := fs.String("workloads", strings.Join(allWorkloads, ","), "workloads to run")
+	systems := fs.String("systems", "baton,etcd,postgres", "systems to run")
+	fs.StringVar(&o.pprofDir, "pprof", "", "also profile the Baton leader's CPU under cas C=64 in an extra run, into this directory")
+	fs.StringVar(&o.command, "command", "", "the command to show in the report (default: this command line)")
+	fs.BoolVar(&o.verbose, "v", false, "copy the nodes' logs to stderr")
+	fs.StringVar(&o.onlyReport, "report-from", "", "only render the report from this results.json")
+	fs.StringVar(&o.casClients, "cas-clients", "", "override the cas client counts, e.g. 64,256")
+	batondArgs := fs.String("batond-args", "", "extra batond flags for every Baton cluster, space-separated (the report shows them)")
+	fs.DurationVar(&o.warmup, "warmup", 0, "override the warm-up of each run")
+	fs.DurationVar(&o.duration, "duration", 0, "override the measured window of each run")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	o.batondArgs = strings.Fields(*batondArgs)
+	o.workloads = splitList(*workloads)
+	o.systems = splitList(*systems)
+	for _, w := range o.workloads {
+		if !slices.Contains(allWorkloads, w) {
+			return nil, fmt.Errorf("--workloads: unknown %q (want %s)", w, strings.Join(allWorkloads, ","))
+		}
+	}
+	for _, s := range o.systems {
+		if s != result.SystemBaton && s != result.SystemEtcd && s != result.SystemPostgres {
+			return nil, fmt.Errorf("--systems: unknown %q (want baton, etcd, postgres)", s)
+		}
+	}
+	return o, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench %s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+func run(ctx context.Context, args []string) error {
+	o, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
+	if o.onlyReport != "" {
+		return rerender(o)
+	}
+	s := &suite{o: o, plan: fullPlan(), res: &result.Suite{Started: time.Now(), Quick: o.quick, Seed: o.seed}}
+	if o.quick {
+		s.plan = quickPlan()
+	}
+	if err := s.plan.override(o); err != nil {
+		return err
+	}
+	s.res.Driver = "bench " + shellJoin(args)
+	s.res.Command = o.command
+	if s.res.Command == "" {
+		s.res.Command = s.res.Driver
+	}
+	if err := s.prepare(ctx); err != nil {
+		return err
+	}
+	defer s.cleanup()
+	for _, w := range o.workloads {
+		if err := s.workload(ctx, w); err != nil {
+			return err
+		}
+	}
+	if o.pprofDir != "" && slices.Contains(o.systems, result.SystemBaton) {
+		s.phase("profile cas C=64", func() error { return s.profile(ctx) })
+	}
+	s.res.Finished = time.Now()
+	return s.write()
+}
+
+// rerender rewrites the report from a saved results.json.
+func rerender(o *options) error {
+	data, err := os.ReadFile(o.onlyReport)
+	if err != nil {
+		return err
+	}
+	var res result.Suite
+	if err := jsonUnmarshal(data, &res); err != nil {
+		return err
+	}
+	return report.Write(&res, o.out, o.charts)
+}
+
+// suite is one run of the suite in progress.
+type suite struct {
+	o    *options
+	plan plan
+	res  *result.Suite
+	work string
+	temp bool
+}
+
+// phase runs f and records its wall-clock time; an error is logged and
+// kept in the report as a failed run, not fatal to the suite.
+func (s *suite) phase(name string, f func() error) {
+	logf("%s ...", name)
+	t0 := time.Now()
+	err := f()
+	d := time.Since(t0)
+	s.res.Phases = append(s.res.Phases, result.Phase{Name: name, Seconds: d.Seconds(), LoadAvg: machine.LoadAvg()})
+	if err != nil {
+		logf("%s failed after %.1f s: %v", name, d.Seconds(), err)
+		return
+	}
+	logf("%s done in %.1f s", name, d.Seconds())
+}
+
+func (s *suite) prepare(ctx context.Context) error {
+	o := s.o
+	if o.work == "" {
+		dir, err := os.MkdirTemp("", "baton-bench-")
+		if err != nil {
+			return err
+		}
+		s.work, s.temp = dir, true
+	} else {
+		s.work = o.work
+	}
+	// PostgreSQL runs as its own user, which must reach its data dir.
+	if err := os.MkdirAll(s.work, 0o755); err != nil {
+		return err
+	}
+	if err := os.Chmod(s.work, 0o755); err != nil {
+		return err
+	}
+	logf("work directory %s", s.work)
+	var err error
+	s.phase("machine", func() error {
+		s.res.Machine, err = machine.Describe(s.work)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("describe the machine: %w", err)
+	}
+	s.res.Machine.Versions = map[string]string{}
+	if o.batond == "" {
+		s.phase("build batond", func() error {
+			o.batond, err = cluster.BuildBatond(ctx, s.work)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if s.needPeers() {
+		if o.peerbench == "" {
+			s.phase("build peerbench", func() error {
+				o.peerbench, err = buildPeerbench(ctx, s.work)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+		}
+		if slices.Contains(o.systems, result.SystemEtcd) {
+			s.res.Machine.Versions["etcd"] = machine.Version(o.etcdBin, "--version")
+		}
+		if slices.Contains(o.systems, result.SystemPostgres) {
+			s.res.Machine.Versions["PostgreSQL"] = postgresVersion()
+		}
+	}
+	return nil
+}
+
+func (s *suite) needPeers() bool {
+	return slices.Contains(s.o.systems, result.SystemEtcd) || slices.Contains(s.o.systems, result.SystemPostgres)
+}
+
+func (s *suite) cleanup() {
+	if s.temp && !s.o.keep {
+		os.RemoveAll(s.work)
+		return
+	}
+	logf("kept %s", s.work)
+}
+
+// buildPeerbench builds bench/peers/cmd/peerbench in its own module.
+func buildPeerbench(ctx context.Context, outDir string) (string, error) {
+	root, err := cluster.ModuleRoot()
+	if err != nil {
+		return "", err
+	}
+	out, err := filepath.Abs(filepath.Join(outDir, "peerbench"))
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/peerbench")
+	cmd.Dir = filepath.Join(root, "bench", "peers")
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/peerbench in %s: %w\n%s", cmd.Dir, err, msg)
+	}
+	return out, nil
+}
+
+func postgresVersion() string {
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin/postgres")
+	slices.Sort(dirs)
+	if len(dirs) == 0 {
+		return ""
+	}
+	return machine.Version(dirs[len(dirs)-1], "--version")
+}
+
+// workload runs one workload on every selected system that has it.
+func (s *suite) workload(ctx context.Context, w string) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	for _, sys := range s.o.systems {
+		if !hasWorkload(sys, w) {
+			continue
+		}
+		name := w + " / " + sys
+		s.phase(name, func() error {
+			var runs []*result.Run
+			var err error
+			if sys == result.SystemBaton {
+				runs, err = s.baton(ctx, w)
+			} else {
+				runs, err = s.peer(ctx, sys, w)
+			}
+			if err != nil {
+				runs = append(runs, &result.Run{System: sys, Workload: w, Failed: err.Error()})
+			}
+			for _, r := range runs {
+				if r.Failed != "" {
+					logf("  %s %s %s failed: %s", r.System, r.Workload, r.Variant, r.Failed)
+				} else {
+					logf("  %s", summary(r))
+				}
+			}
+			s.res.Runs = append(s.res.Runs, runs...)
+			return err
+		})
+		// Keep the results of what has run, should a later phase hang.
+		if err := s.writeJSON(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func hasWorkload(system, workload string) bool {
+	switch system {
+	case result.SystemBaton:
+		return true
+	case result.SystemEtcd:
+		return workload == "cas" || workload == "queue" || workload == "recovery"
+	case result.SystemPostgres:
+		return workload == "queue"
+	}
+	return false
+}
+
+func summary(r *result.Run) string {
+	line := fmt.Sprintf("%s %s %s: %.0f ops/s", r.System, r.Workload, r.Variant, r.OpsPerSec)
+	if r.Latency != nil && r.Latency.Count > 0 {
+		line += fmt.Sprintf(", p50 %.2f ms, p99 %.2f ms", ms(r.Latency.Quantile(0.5)), ms(r.Latency.Quantile(0.99)))
+	}
+	if r.Errors > 0 {
+		line += fmt.Sprintf(", %d errors", r.Errors)
+	}
+	for _, k := range r.Kills {
+		line += fmt.Sprintf("\n    kill %s at %.1f s: unavailable %.0f ms, back to 90%% after %.0f ms", k.Node, k.AtMS/1000, k.FirstWriteMS, k.Recover90MS)
+	}
+	if r.Workload == "scale" {
+		for _, m := range []string{"load_tasks_s", "restart_ready_ms", "rss_bytes_n1", "snapshot_bytes_n1", "snapshot_ms_n1"} {
+			if v, ok := r.Metric(m); ok {
+				line += fmt.Sprintf(", %s=%.0f", m, v)
+			}
+		}
+	}
+	return line
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// peer runs one workload of etcd or PostgreSQL through peerbench.
+func (s *suite) peer(ctx context.Context, system, w string) ([]*result.Run, error) {
+	p := s.plan
+	out := filepath.Join(s.work, fmt.Sprintf("%s-%s.json", system, w))
+	args := []string{"--system", system, "--workloads", w, "--work", s.work, "--out", out,
+		"--warmup", p.warmup.String(), "--duration", p.duration.String(), "--seed", fmt.Sprint(s.o.seed),
+		"--cas-clients", joinInts(p.casClients), "--queue-workers", joinInts(p.queueWorkers),
+		"--queue-preload", fmt.Sprint(p.queuePreload), "--recovery-clients", fmt.Sprint(p.recoveryClients),
+		"--kill-first", p.kills.First.String(), "--kill-period", p.kills.Period.String(),
+		"--kill-down", p.kills.Down.String(), "--kills", fmt.Sprint(p.kills.Count), "--etcd-bin", s.o.etcdBin}
+	cmd := exec.CommandContext(ctx, s.o.peerbench, args...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	runErr := cmd.Run()
+	runs, err := result.ReadRuns(out)
+	if err != nil {
+		return nil, errors.Join(runErr, err)
+	}
+	if runErr != nil {
+		return runs, fmt.Errorf("peerbench: %w", runErr)
+	}
+	return runs, nil
+}
+
+func joinInts(xs []int) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprint(x)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (s *suite) writeJSON() error {
+	if err := os.MkdirAll(s.o.charts, 0o755); err != nil {
+		return err
+	}
+	return result.WriteJSON(filepath.Join(s.o.charts, "results.json"), s.res)
+}
+
+func (s *suite) write() error {
+	if err := s.writeJSON(); err != nil {
+		return err
+	}
+	if err := report.Write(s.res, s.o.out, s.o.charts); err != nil {
+		return err
+	}
+	logf("wrote %s and charts in %s (%.1f s in all)", s.o.out, s.o.charts, s.res.Finished.Sub(s.res.Started).Seconds())
+	return nil
+}
+
+// shellJoin quotes the arguments that need it, to show a command line.
+func shellJoin(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\"'$\\") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		out[i] = a
+	}
+	return strings.Join(out, " ")
+}

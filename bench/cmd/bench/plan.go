@@ -1,0 +1,78 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/baton-dev/baton/bench/baton"
+	"github.com/baton-dev/baton/bench/loadgen"
+)
+
+// plan is what one suite run does: the sizes and timings of every
+// workload, the same for every system.
+type plan struct {
+	warmup, duration time.Duration
+	casClients       []int
+	queueWorkers     []int
+	queuePreload     int
+	handoff          baton.HandoffParams
+	recoveryClients  int
+	kills            loadgen.KillSchedule
+	scale            baton.ScaleParams
+	scaleWarmup      time.Duration
+	scaleDuration    time.Duration
+}
+
+// fullPlan is `make bench`: the conditions of the goals.
+func fullPlan() plan {
+	return plan{
+		warmup: 5 * time.Second, duration: 20 * time.Second,
+		casClients:   []int{1, 64, 256},
+		queueWorkers: []int{64},
+		// Enough that no system drains the queue within warm-up and window.
+		queuePreload:    120_000,
+		handoff:         baton.HandoffParams{AgentsPerStage: 8, Pipelines: 20_000, ArtifactSize: 4096},
+		recoveryClients: 64,
+		kills:           loadgen.KillSchedule{First: 10 * time.Second, Period: 10 * time.Second, Down: 2 * time.Second, Count: 5},
+		scale:           baton.ScaleParams{Tasks: 1_000_000, KVEntries: 100_000, Workers: 16, SnapshotWait: 3 * time.Minute},
+		scaleWarmup:     2 * time.Second, scaleDuration: 10 * time.Second,
+	}
+}
+
+// quickPlan is `make bench QUICK=1`: every workload, briefly.
+func quickPlan() plan {
+	return plan{
+		warmup: time.Second, duration: 4 * time.Second,
+		casClients:      []int{1, 64, 256},
+		queueWorkers:    []int{64},
+		queuePreload:    40_000,
+		handoff:         baton.HandoffParams{AgentsPerStage: 4, Pipelines: 3_000, ArtifactSize: 4096},
+		recoveryClients: 64,
+		kills:           loadgen.KillSchedule{First: 6 * time.Second, Period: 6 * time.Second, Down: 2 * time.Second, Count: 2},
+		scale:           baton.ScaleParams{Tasks: 100_000, KVEntries: 10_000, Workers: 16, SnapshotWait: time.Minute},
+		scaleWarmup:     time.Second, scaleDuration: 4 * time.Second,
+	}
+}
+
+// override applies the command line's overrides.
+func (p *plan) override(o *options) error {
+	if o.casClients != "" {
+		p.casClients = nil
+		for _, f := range strings.Split(o.casClients, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				return fmt.Errorf("--cas-clients: %q is not a positive number", f)
+			}
+			p.casClients = append(p.casClients, n)
+		}
+	}
+	if o.warmup > 0 {
+		p.warmup = o.warmup
+	}
+	if o.duration > 0 {
+		p.duration = o.duration
+	}
+	return nil
+}

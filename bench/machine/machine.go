@@ -1,0 +1,195 @@
+// Package machine describes the machine a benchmark runs on: cores, CPU
+// model, memory, kernel, and the fsync latency of the filesystem that holds
+// the data directories, measured the same way on every run (Fsync).
+package machine
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/baton-dev/baton/bench/result"
+)
+
+// FsyncTool names the probe in reports.
+const FsyncTool = "bench/machine.Fsync: 1000 sequential 4 KiB appends to a new file opened O_DSYNC, 20 untimed first"
+
+// Describe gathers the machine's details and probes fsync in dir.
+func Describe(dir string) (result.Machine, error) {
+	m := result.Machine{
+		Cores:          runtime.NumCPU(),
+		CPUModel:       cpuModel(),
+		MemoryGiB:      memoryGiB(),
+		Kernel:         readTrim("/proc/sys/kernel/osrelease"),
+		GoVersion:      runtime.Version(),
+		Filesystem:     filesystem(dir),
+		FsyncTool:      FsyncTool,
+		LoadAvgAtStart: LoadAvg(),
+	}
+	lat, err := Fsync(dir, 1000)
+	if err != nil {
+		return m, err
+	}
+	m.FsyncP50US = micros(lat[len(lat)/2])
+	m.FsyncP99US = micros(lat[len(lat)*99/100])
+	return m, nil
+}
+
+// Fsync measures n 4 KiB writes, each durable before it returns (O_DSYNC),
+// appended to a fresh file in dir, and returns their latencies sorted.
+func Fsync(dir string, n int) ([]time.Duration, error) {
+	f, err := os.CreateTemp(dir, "fsync-probe-*")
+	if err != nil {
+		return nil, err
+	}
+	path := f.Name()
+	f.Close()
+	defer os.Remove(path)
+	f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND|syscall.O_DSYNC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	buf := make([]byte, 4096)
+	for i := range buf {
+		buf[i] = byte(i * 7)
+	}
+	const untimed = 20
+	lat := make([]time.Duration, 0, n)
+	for i := range n + untimed {
+		t0 := time.Now()
+		if _, err := f.Write(buf); err != nil {
+			return nil, fmt.Errorf("fsync probe: %w", err)
+		}
+		if i >= untimed {
+			lat = append(lat, time.Since(t0))
+		}
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	return lat, nil
+}
+
+func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return runtime.GOARCH
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return runtime.GOARCH
+}
+
+func memoryGiB() float64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var kb float64
+		if _, err := fmt.Sscanf(sc.Text(), "MemTotal: %f kB", &kb); err == nil {
+			return kb / (1 << 20)
+		}
+	}
+	return 0
+}
+
+func readTrim(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// filesystem returns the type and device of the mount holding dir, from
+// /proc/mounts (the longest mount point that is a prefix of dir).
+func filesystem(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return ""
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	data, err := os.ReadFile("/proc/mounts")
+	if err != nil {
+		return ""
+	}
+	best, bestLen := "", -1
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			continue
+		}
+		mp := f[1]
+		if (abs == mp || strings.HasPrefix(abs, strings.TrimSuffix(mp, "/")+"/")) && len(mp) > bestLen {
+			best, bestLen = f[2]+" on "+f[0], len(mp)
+		}
+	}
+	return best
+}
+
+// Version runs `bin args...` and returns its first output line, or "" when
+// it cannot run.
+func Version(bin string, args ...string) string {
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	if err != nil {
+		return ""
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return strings.TrimSpace(line)
+}
+
+// RSS returns the resident set size of process pid in bytes, from
+// /proc/PID/status (VmRSS).
+func RSS(pid int) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var kb int64
+		if _, err := fmt.Sscanf(sc.Text(), "VmRSS: %d kB", &kb); err == nil {
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("machine: no VmRSS for pid %d", pid)
+}
+
+// DirSize is the total size of the regular files under dir.
+func DirSize(dir string) int64 {
+	var total int64
+	filepath.Walk(dir, func(_ string, info os.FileInfo, err error) error {
+		if err == nil && info.Mode().IsRegular() {
+			total += info.Size()
+		}
+		return nil
+	})
+	return total
+}
+
+// LoadAvg is the one-minute load average, from /proc/loadavg; 0 when
+// unknown.
+func LoadAvg() float64 {
+	var v float64
+	fmt.Sscanf(readTrim("/proc/loadavg"), "%f", &v)
+	return v
+}

@@ -1,0 +1,85 @@
+package report
+
+import (
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baton-dev/baton/bench/result"
+)
+
+// fakeRun is a run with n latencies of about lat.
+func fakeRun(system, workload, variant string, opsPerSec float64, lat time.Duration) *result.Run {
+	r := &result.Run{System: system, Workload: workload, Variant: variant, Ops: 1000, OpsPerSec: opsPerSec,
+		Latency: &result.Histogram{}, Stages: map[string]*result.Histogram{"claim": {}, "update": {}},
+		Series: &result.Series{BucketMS: 100}}
+	for i := range 1000 {
+		d := lat + time.Duration(i)*lat/1000
+		r.Latency.Record(d)
+		r.Stages["claim"].Record(d / 2)
+		r.Stages["update"].Record(d / 2)
+	}
+	for i := range 100 {
+		r.Series.OK = append(r.Series.OK, int64(100+i%7))
+	}
+	r.Compact()
+	return r
+}
+
+func TestWrite(t *testing.T) {
+	s := &result.Suite{Started: time.Now(), Finished: time.Now().Add(time.Minute), Command: "make bench",
+		Machine: result.Machine{Cores: 2, CPUModel: "test", FsyncP50US: 300, FsyncP99US: 900}}
+	s.Runs = []*result.Run{
+		fakeRun("baton", "cas", "C=64", 6000, 10*time.Millisecond),
+		fakeRun("etcd", "cas", "C=64", 2000, 20*time.Millisecond),
+		fakeRun("baton", "cas", "C=1", 800, time.Millisecond),
+		fakeRun("etcd", "cas", "C=1", 700, 2*time.Millisecond),
+		fakeRun("baton", "queue", "W=64", 3000, 20*time.Millisecond),
+		fakeRun("postgres", "queue", "W=64", 4000, 15*time.Millisecond),
+		{System: "etcd", Workload: "queue", Failed: "etcd: boom"},
+	}
+	rec := fakeRun("baton", "recovery", "C=64", 5000, 10*time.Millisecond)
+	rec.Kills = []result.Kill{{Node: "n1", AtMS: 3000, FirstWriteMS: 800, Recover90MS: 900}}
+	rec.SetMetric("unavailable_median_ms", 800)
+	s.Runs = append(s.Runs, rec)
+	dir := t.TempDir()
+	md := filepath.Join(dir, "docs", "benchmarks.md")
+	if err := Write(s, md, filepath.Join(dir, "docs", "bench")); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	for _, want := range []string{
+		"| cas C=64: Baton ops/s ≥ 2× etcd's | 6,000 vs 2,000 ops/s: 3.00× | **met** |",
+		"| queue W=64: Baton tasks/s ≥ PostgreSQL SKIP LOCKED's | 3,000 vs 4,000 tasks/s: 0.75× | **missed** |",
+		"| recovery: Baton median unavailability < etcd's | — | not measured |",
+		"| 64 | ops/s | 6,000 | 2,000 | 3.00× |",
+		"etcd queue **failed**: etcd: boom",
+		"](bench/cas-C64-cdf.svg)",
+		"](bench/recovery-baton.svg)",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	svgs, _ := filepath.Glob(filepath.Join(dir, "docs", "bench", "*.svg"))
+	if len(svgs) < 4 {
+		t.Fatalf("got %d charts, want at least 4", len(svgs))
+	}
+	for _, p := range svgs {
+		data, _ := os.ReadFile(p)
+		var doc struct{ XMLName xml.Name }
+		if err := xml.Unmarshal(data, &doc); err != nil || doc.XMLName.Local != "svg" {
+			t.Errorf("%s: got %v (root %q), want a well-formed SVG document", p, err, doc.XMLName.Local)
+		}
+	}
+	if t.Failed() {
+		t.Log(text)
+	}
+}

@@ -1,0 +1,221 @@
+package result
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+)
+
+// Systems under test, as Run.System spells them.
+const (
+	SystemBaton    = "baton"
+	SystemEtcd     = "etcd"
+	SystemPostgres = "postgres"
+)
+
+// Workloads, as Run.Workload spells them.
+const (
+	WorkloadCAS      = "cas"
+	WorkloadQueue    = "queue"
+	WorkloadHandoff  = "handoff"
+	WorkloadRecovery = "recovery"
+	WorkloadScale    = "scale"
+)
+
+// Run is one workload run against one system.
+type Run struct {
+	System   string `json:"system"`
+	Workload string `json:"workload"`
+	// Variant distinguishes runs of one workload, e.g. "C=64" or "W=64".
+	Variant  string  `json:"variant,omitempty"`
+	Workers  int     `json:"workers"`
+	Seed     uint64  `json:"seed"`
+	WarmupMS int64   `json:"warmup_ms"`
+	WindowMS float64 `json:"window_ms"` // the measured window's actual length
+	// Ops and Errors count the operations that started inside the window.
+	Ops       int64   `json:"ops"`
+	Errors    int64   `json:"errors"`
+	OpsPerSec float64 `json:"ops_per_sec"`
+	// Latency is the latency of one whole operation of the workload.
+	Latency *Histogram `json:"latency,omitempty"`
+	// Stages are the latencies of named parts of an operation ("claim",
+	// "update", ...).
+	Stages map[string]*Histogram `json:"stages,omitempty"`
+	// Metrics are named single figures (units in the name: "_bytes",
+	// "_ms", "_per_s").
+	Metrics map[string]float64 `json:"metrics,omitempty"`
+	Series  *Series            `json:"series,omitempty"`
+	Kills   []Kill             `json:"kills,omitempty"`
+	// ErrorSamples are a few distinct error messages seen.
+	ErrorSamples []string `json:"error_samples,omitempty"`
+	Notes        []string `json:"notes,omitempty"`
+	// Failed is set when the run could not be completed; the figures
+	// gathered so far may still be present.
+	Failed string `json:"failed,omitempty"`
+}
+
+// Key names a run within a suite: "cas/C=64/etcd".
+func (r *Run) Key() string { return r.Workload + "/" + r.Variant + "/" + r.System }
+
+// Metric returns a named metric and whether it is present.
+func (r *Run) Metric(name string) (float64, bool) {
+	if r == nil || r.Metrics == nil {
+		return 0, false
+	}
+	v, ok := r.Metrics[name]
+	return v, ok
+}
+
+// SetMetric records a named metric.
+func (r *Run) SetMetric(name string, v float64) {
+	if r.Metrics == nil {
+		r.Metrics = map[string]float64{}
+	}
+	r.Metrics[name] = v
+}
+
+// Notef appends a note.
+func (r *Run) Notef(format string, args ...any) {
+	r.Notes = append(r.Notes, fmt.Sprintf(format, args...))
+}
+
+// Compact prepares every histogram for encoding.
+func (r *Run) Compact() {
+	if r.Latency != nil {
+		r.Latency.Compact()
+	}
+	for _, h := range r.Stages {
+		h.Compact()
+	}
+}
+
+// Series counts completed operations over time.
+type Series struct {
+	BucketMS int64   `json:"bucket_ms"`
+	OK       []int64 `json:"ok"`  // successful completions per bucket
+	Err      []int64 `json:"err"` // failed completions per bucket
+}
+
+// Rate returns (seconds since start, successful ops per second) points,
+// averaged over a sliding window of smooth buckets (1 for none).
+func (s *Series) Rate(smooth int) []Point {
+	if s == nil || len(s.OK) == 0 {
+		return nil
+	}
+	smooth = max(smooth, 1)
+	pts := make([]Point, 0, len(s.OK))
+	var sum int64
+	for i, n := range s.OK {
+		sum += n
+		if i >= smooth {
+			sum -= s.OK[i-smooth]
+		}
+		k := min(i+1, smooth)
+		secs := float64(k*int(s.BucketMS)) / 1000
+		pts = append(pts, Point{X: float64((i+1)*int(s.BucketMS)) / 1000, Y: float64(sum) / secs})
+	}
+	return pts
+}
+
+// Kill is one leader crash of the recovery workload. Times are in
+// milliseconds; AtMS is since the run's start.
+type Kill struct {
+	Node string  `json:"node"`
+	AtMS float64 `json:"at_ms"`
+	// BaselineOpsPerSec is the successful ops per second over the few
+	// seconds before the kill.
+	BaselineOpsPerSec float64 `json:"baseline_ops_per_sec"`
+	// FirstWriteMS is from the kill to the completion of the first write
+	// that started after the kill and succeeded, among the prober's writes
+	// (one started every 20 ms, each on its own): the unavailability.
+	// Negative when no write succeeded before the run ended.
+	FirstWriteMS float64 `json:"first_write_ms"`
+	// LoadFirstWriteMS is the same among the load's closed-loop clients,
+	// which start a write only once their previous one has returned.
+	LoadFirstWriteMS float64 `json:"load_first_write_ms"`
+	// Recover90MS is from the kill to the start of the first one-second
+	// window (starting at or after the kill, ending by the next kill) that
+	// completed at least 90% of the baseline rate. Negative when
+	// throughput did not come back before the next kill or the end.
+	Recover90MS float64 `json:"recover90_ms"`
+}
+
+// Machine describes where the suite ran.
+type Machine struct {
+	Cores     int     `json:"cores"`
+	CPUModel  string  `json:"cpu_model"`
+	MemoryGiB float64 `json:"memory_gib"`
+	Kernel    string  `json:"kernel"`
+	GoVersion string  `json:"go_version"`
+	// Filesystem is the type of the filesystem that holds the data dirs.
+	Filesystem string `json:"filesystem"`
+	// Fsync is 4 KiB O_DSYNC appends in the data dirs' filesystem.
+	FsyncTool  string  `json:"fsync_tool"`
+	FsyncP50US float64 `json:"fsync_p50_us"`
+	FsyncP99US float64 `json:"fsync_p99_us"`
+	// LoadAvgAtStart is the one-minute load average before the suite
+	// started: other work on the machine shows here.
+	LoadAvgAtStart float64 `json:"load_avg_at_start"`
+	// Versions of the peers, as their binaries report them.
+	Versions map[string]string `json:"versions,omitempty"`
+}
+
+// Suite is one run of the whole benchmark suite.
+type Suite struct {
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	Quick    bool      `json:"quick"`
+	Seed     uint64    `json:"seed"`
+	// Command is the command that produced the suite, as a person types it.
+	Command string `json:"command"`
+	// Driver is the driver's own command line.
+	Driver  string  `json:"driver"`
+	Machine Machine `json:"machine"`
+	Runs    []*Run  `json:"runs"`
+	// Phases are wall-clock seconds per phase ("cas/baton", "build", ...).
+	Phases []Phase `json:"phases"`
+}
+
+// Phase is the wall-clock time of one part of the suite.
+type Phase struct {
+	Name    string  `json:"name"`
+	Seconds float64 `json:"seconds"`
+	// LoadAvg is the machine's one-minute load average when the phase
+	// ended: well above the cores the suite keeps busy, it shows that
+	// something else ran meanwhile.
+	LoadAvg float64 `json:"load_avg"`
+}
+
+// Find returns the run of system for workload and variant, or nil.
+func (s *Suite) Find(workload, variant, system string) *Run {
+	for _, r := range s.Runs {
+		if r.Workload == workload && r.Variant == variant && r.System == system {
+			return r
+		}
+	}
+	return nil
+}
+
+// WriteJSON writes v as compact JSON to path (histograms make indented
+// JSON several times larger).
+func WriteJSON(path string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+// ReadRuns reads a JSON array of runs, as the peers' program writes it.
+func ReadRuns(path string) ([]*Run, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var runs []*Run
+	if err := json.Unmarshal(data, &runs); err != nil {
+		return nil, fmt.Errorf("result: decode %s: %w", path, err)
+	}
+	return runs, nil
+}
