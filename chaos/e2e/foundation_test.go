@@ -23,37 +23,6 @@ import (
 // restarts replay only the log tail after a snapshot, stale reads stay local,
 // and membership changes and leadership transfer work.
 
-// foundationCluster is startCluster with extra batond flags.
-func foundationCluster(t *testing.T, n int, extraArgs ...string) *cluster.Cluster {
-	t.Helper()
-	if len(extraArgs) == 0 {
-		return startCluster(t, n)
-	}
-	if batondErr != nil {
-		t.Fatalf("batond did not build: %v", batondErr)
-	}
-	c, err := cluster.New(cluster.Config{Binary: batond, Nodes: n, BaseDir: t.TempDir(), Fast: true, ExtraArgs: extraArgs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for i := 0; i < n; i++ {
-				t.Logf("--- log of %s:\n%s", cluster.NodeID(i), c.LogTail(i, 40))
-			}
-		}
-		c.Close()
-	})
-	ctx := ctxFor(t, 60*time.Second)
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.WaitLeader(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 // foundationNoExits fails the test for every node process that exited
 // without the harness asking.
 func foundationNoExits(t *testing.T, c *cluster.Cluster) {
@@ -582,7 +551,7 @@ func waitStatus(t *testing.T, c *cluster.Cluster, i int, d time.Duration, what s
 // only the log tail after it; a follower that falls behind the leader's
 // compacted log is brought back by an installed snapshot; digests converge.
 func TestFoundationSnapshotRestartReplaysTail(t *testing.T) {
-	c := foundationCluster(t, 3, "--snapshot-threshold=64", "--snapshot-interval=1s", "--trailing-logs=32")
+	c := startCluster(t, 3, "--snapshot-threshold=64", "--snapshot-interval=1s", "--trailing-logs=32")
 	ctx := ctxFor(t, 60*time.Second)
 	admin := adminClient(t, c)
 	const tenant = "snap"

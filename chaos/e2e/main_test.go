@@ -33,14 +33,15 @@ func TestMain(m *testing.M) {
 	}))
 }
 
-// startCluster starts n fast-timing batond processes and waits for a leader.
-// Everything is stopped in t.Cleanup; node logs stay in t.TempDir().
-func startCluster(t *testing.T, n int) *cluster.Cluster {
+// startCluster starts n fast-timing batond processes, with extra flags if
+// given, and waits for a leader. Everything is stopped in t.Cleanup; node
+// logs stay in t.TempDir() and are printed when the test failed.
+func startCluster(t *testing.T, n int, extraArgs ...string) *cluster.Cluster {
 	t.Helper()
 	if batondErr != nil {
 		t.Fatalf("batond did not build: %v", batondErr)
 	}
-	c, err := cluster.New(cluster.Config{Binary: batond, Nodes: n, BaseDir: t.TempDir(), Fast: true})
+	c, err := cluster.New(cluster.Config{Binary: batond, Nodes: n, BaseDir: t.TempDir(), Fast: true, ExtraArgs: extraArgs})
 	if err != nil {
 		t.Fatal(err)
 	}

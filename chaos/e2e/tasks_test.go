@@ -21,34 +21,6 @@ import (
 
 const tasksTenant = "acme"
 
-// tasksCluster is startCluster with extra batond flags.
-func tasksCluster(t *testing.T, n int, extra ...string) *cluster.Cluster {
-	t.Helper()
-	if batondErr != nil {
-		t.Fatalf("batond did not build: %v", batondErr)
-	}
-	c, err := cluster.New(cluster.Config{Binary: batond, Nodes: n, BaseDir: t.TempDir(), Fast: true, ExtraArgs: extra})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for i := 0; i < n; i++ {
-				t.Logf("--- log of %s:\n%s", cluster.NodeID(i), c.LogTail(i, 40))
-			}
-		}
-		c.Close()
-	})
-	ctx := ctxFor(t, 60*time.Second)
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.WaitLeader(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 // tasksAdmin creates the tenant and returns an admin client over all nodes.
 func tasksAdmin(t *testing.T, ctx context.Context, c *cluster.Cluster) *client.Client {
 	t.Helper()
@@ -269,7 +241,7 @@ func (l *tasksTokenLog) checkKept(ctx context.Context, phase string) {
 // (b) a SIGKILL and restart of every node, (c) a restart of every node
 // from snapshots (each node reports restored_snapshot_index > 0).
 func TestTokensStrictlyIncrease(t *testing.T) {
-	c := tasksCluster(t, 3, "--snapshot-threshold=32", "--trailing-logs=16", "--snapshot-interval=100ms")
+	c := startCluster(t, 3, "--snapshot-threshold=32", "--trailing-logs=16", "--snapshot-interval=100ms")
 	ctx := ctxFor(t, 40*time.Second)
 	admin := tasksAdmin(t, ctx, c)
 	tasksCreate(t, ctx, admin, "tok", "q")
