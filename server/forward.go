@@ -1,8 +1,11 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -24,12 +27,32 @@ type forwarder struct {
 	log       *slog.Logger
 	transport *http.Transport
 	proxy     *httputil.ReverseProxy
+	holdMax   time.Duration // the longest one request is held
 }
 
 type leaderKey struct{}
 
-func newForwarder(c Cluster, f0 *fsm.FSM, log *slog.Logger) *forwarder {
-	f := &forwarder{cluster: c, fsm: f0, log: log}
+// dialFailure is where the proxy's error handler leaves an error it did not
+// answer: the leader could not be dialled, so nothing reached it and the
+// request may go to the next leader.
+type dialFailure struct{ err error }
+
+type dialFailureKey struct{}
+
+// Forwarding holds a request while the cluster has no usable leader (an
+// election is under way, or the leader this node knows stopped accepting
+// connections) and forwards it to the next leader, instead of answering
+// 503 and leaving the client to back off and guess when to come back.
+// It holds only while this node heard from a leader recently: a node cut
+// off for longer answers 503 at once so that clients move on.
+const (
+	holdPoll       = 5 * time.Millisecond
+	holdAfterLeads = 2 * time.Second // about two elections at the default timeouts
+	maxHeldBody    = 8 << 20         // bodies above this are not replayed
+)
+
+func newForwarder(c Cluster, f0 *fsm.FSM, log *slog.Logger, holdMax time.Duration) *forwarder {
+	f := &forwarder{cluster: c, fsm: f0, log: log, holdMax: holdMax}
 	f.transport = &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConns:        512,
@@ -48,6 +71,10 @@ func newForwarder(c Cluster, f0 *fsm.FSM, log *slog.Logger) *forwarder {
 			if errors.Is(err, context.Canceled) {
 				return
 			}
+			if df, ok := r.Context().Value(dialFailureKey{}).(*dialFailure); ok && isDialError(err) {
+				df.err = err // the caller holds the request for the next leader
+				return
+			}
 			log.Debug("forward to leader failed", "err", err)
 			writeError(w, errorf(codeUnavailable, "forwarding to the leader failed: %v", err))
 		},
@@ -55,25 +82,100 @@ func newForwarder(c Cluster, f0 *fsm.FSM, log *slog.Logger) *forwarder {
 	return f
 }
 
-// forward sends the request to the leader, or answers 503 when there is no
-// known leader or the request was already forwarded once.
-func (f *forwarder) forward(w http.ResponseWriter, r *http.Request) {
+func isDialError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// forward sends the request to the leader and reports true, or reports
+// false when this node became the leader while it held the request (the
+// caller serves it). It answers 503 when the request was already forwarded
+// once, or when no leader turns up while holding is worthwhile.
+func (f *forwarder) forward(w http.ResponseWriter, r *http.Request) bool {
 	if r.Header.Get(headerForwarded) != "" {
 		writeError(w, errorf(codeUnavailable, "node %s is not the leader (forwarded by %s)",
 			f.cluster.ID(), r.Header.Get(headerForwarded)))
-		return
+		return true
 	}
-	id, _ := f.cluster.Leader()
-	if id == "" {
-		writeError(w, errorf(codeUnavailable, "no leader is known right now"))
-		return
+	body, replayable := f.replayableBody(r)
+	df := &dialFailure{}
+	ctx := context.WithValue(r.Context(), dialFailureKey{}, df)
+	if !replayable {
+		ctx = r.Context()
 	}
-	addr := f.leaderAddr(r.Context(), id)
-	if addr == "" {
-		writeError(w, errorf(codeUnavailable, "the leader %s has not published its HTTP address yet", id))
-		return
+	holdCtx, cancel := context.WithTimeout(r.Context(), f.holdMax)
+	defer cancel()
+	var unusable string // a leader id whose address refused connections
+	why := ""
+	for {
+		if f.cluster.IsLeader() {
+			if body != nil {
+				r.Body = io.NopCloser(bytes.NewReader(body))
+			}
+			return false
+		}
+		id, _ := f.cluster.Leader()
+		switch {
+		case id == "":
+			why = "no leader is known right now"
+		case id == unusable:
+			why = fmt.Sprintf("the leader %s does not accept connections: %v", id, df.err)
+		default:
+			addr := f.leaderAddr(r.Context(), id)
+			if addr == "" {
+				writeError(w, errorf(codeUnavailable, "the leader %s has not published its HTTP address yet", id))
+				return true
+			}
+			if body != nil {
+				r.Body = io.NopCloser(bytes.NewReader(body))
+			}
+			df.err = nil
+			f.proxy.ServeHTTP(w, r.WithContext(context.WithValue(ctx, leaderKey{}, addr)))
+			if df.err == nil {
+				return true
+			}
+			unusable = id
+			continue
+		}
+		if !f.holdOn(holdCtx) {
+			writeError(w, errorf(codeUnavailable, "%s", why))
+			return true
+		}
 	}
-	f.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), leaderKey{}, addr)))
+}
+
+// holdOn waits one poll interval for the leadership to change, and reports
+// whether holding the request is still worthwhile.
+func (f *forwarder) holdOn(ctx context.Context) bool {
+	if time.Since(f.cluster.LastLeaderContact()) > holdAfterLeads {
+		return false
+	}
+	t := time.NewTimer(holdPoll)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// replayableBody reads a small body into memory so that the request can be
+// sent again after a failed dial. Large bodies are sent once.
+func (f *forwarder) replayableBody(r *http.Request) ([]byte, bool) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, true
+	}
+	if r.ContentLength < 0 || r.ContentLength > maxHeldBody {
+		return nil, false
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxHeldBody+1))
+	if err != nil || len(b) > maxHeldBody {
+		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(b), r.Body))
+		return nil, false
+	}
+	r.Body.Close()
+	return b, true
 }
 
 // leaderAddr returns the leader's HTTP address. A new leader publishes it

@@ -34,6 +34,7 @@ func (c *fakeCluster) RaftAddr() string                   { return "127.0.0.1:2"
 func (c *fakeCluster) IsLeader() bool                     { return true }
 func (c *fakeCluster) Leader() (string, string)           { return "n1", "127.0.0.1:2" }
 func (c *fakeCluster) HTTPAddrOf(string) string           { return "127.0.0.1:1" }
+func (c *fakeCluster) LastLeaderContact() time.Time       { return time.Now() }
 func (c *fakeCluster) ReadBarrier(context.Context) error  { return c.applyErr }
 func (c *fakeCluster) WriteBarrier(context.Context) error { return nil }
 func (c *fakeCluster) Term() uint64                       { return 1 }

@@ -93,8 +93,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
 		return
 	}
 	stale := rt.kind == routeRead && r.URL.Query().Get("consistency") == "stale"
-	if !stale && !s.cluster.IsLeader() {
-		s.proxy.forward(w, r)
+	if !stale && !s.cluster.IsLeader() && s.proxy.forward(w, r) {
 		return
 	}
 	timeout := s.cfg.RequestTimeout

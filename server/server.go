@@ -35,6 +35,8 @@ type Cluster interface {
 	RaftAddr() string
 	IsLeader() bool
 	Leader() (id, raftAddr string)
+	// LastLeaderContact is when this follower last heard from a leader.
+	LastLeaderContact() time.Time
 	HTTPAddrOf(id string) string
 	Apply(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error)
 	ReadBarrier(ctx context.Context) error
@@ -108,7 +110,7 @@ func New(cfg Config, c Cluster, f *fsm.FSM) *Server {
 	cfg.setDefaults()
 	s := &Server{cfg: cfg, cluster: c, fsm: f, log: cfg.Logger,
 		adminHash: sha256.Sum256([]byte(cfg.AdminToken)), mux: http.NewServeMux(), done: make(chan struct{})}
-	s.proxy = newForwarder(c, f, s.log)
+	s.proxy = newForwarder(c, f, s.log, s.cfg.RequestTimeout)
 	s.metrics = newMetrics(c, f)
 	s.routes()
 	return s

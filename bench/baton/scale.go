@@ -98,7 +98,9 @@ func Scale(ctx context.Context, env *Env, p Params, sp ScaleParams) (*result.Run
 		}
 		r.SetMetric("data_dir_bytes_"+id, float64(machine.DirSize(c.DataDir(i))))
 		if fi, err := os.Stat(filepath.Join(c.DataDir(i), "raft.db")); err == nil {
-			r.SetMetric("raft_db_bytes_"+id, float64(fi.Size()))
+			r.SetMetric("raft_log_bytes_"+id, float64(fi.Size()))
+		} else if fi, err := os.Stat(filepath.Join(c.DataDir(i), "wal")); err == nil && fi.IsDir() {
+			r.SetMetric("raft_log_bytes_"+id, float64(machine.DirSize(filepath.Join(c.DataDir(i), "wal"))))
 		}
 		if sz, err := newestSnapshotSize(c.DataDir(i)); err == nil {
 			r.SetMetric("snapshot_bytes_"+id, float64(sz))

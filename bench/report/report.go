@@ -568,7 +568,7 @@ func (w *writer) scale() {
 		{"rss_bytes_", "resident memory after load and snapshot", mib},
 		{"snapshot_bytes_", "snapshot size (state.bin, zstd)", mib},
 		{"snapshot_ms_", "snapshot time, ms (raft log: start to complete)", msf},
-		{"raft_db_bytes_", "raft.db size", mib},
+		{"raft_log_bytes_", "Raft log on disk (wal/ or raft.db)", mib},
 		{"data_dir_bytes_", "data directory size", mib},
 	}
 	for _, pn := range perNode {

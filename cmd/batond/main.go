@@ -85,6 +85,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.raft.SnapshotInterval, "snapshot-interval", o.raft.SnapshotInterval, "how often to check whether to snapshot")
 	fs.Uint64Var(&o.raft.TrailingLogs, "trailing-logs", o.raft.TrailingLogs, "log entries kept after a snapshot")
 	fs.IntVar(&o.raft.MaxAppendEntries, "max-append-entries", o.raft.MaxAppendEntries, "Raft MaxAppendEntries")
+	fs.StringVar(&o.raft.LogStore, "raft-log", "", "Raft log format for a new data dir: wal (default) or boltdb; an existing dir keeps its own")
 	fs.IntVar(&o.raft.MaxInflightEntries, "max-inflight-entries", o.raft.MaxInflightEntries, "group commit: log entries with Raft at once; more proposals share each")
 	fs.DurationVar(&o.idemTTL, "idempotency-ttl", 24*time.Hour, "how long Idempotency-Key answers are remembered")
 	fs.DurationVar(&o.chunkGCGrace, "chunk-gc-grace", time.Hour, "how long a chunk no artifact references is kept")

@@ -35,9 +35,11 @@ type Config struct {
 	MaxInflightEntries int
 	// ApplyTimeout bounds how long a proposal may wait to be enqueued.
 	ApplyTimeout time.Duration
-	// NoSync disables fsync of the Raft log. Only for benchmarks of the
-	// fsync cost itself; never for real data.
-	NoSync bool
+	// LogStore is the Raft log and stable store's format: "wal"
+	// (hashicorp/raft-wal: append-only segment files, one fsync per append)
+	// or "boltdb" (raft-boltdb: a B+tree file, two fsyncs per append). Empty
+	// picks whatever DataDir already holds, and "wal" for a new one.
+	LogStore string
 	// Faults, if set, lets the chaos harness cut Raft links (batond
 	// --failpoints). Nil: a plain TCP transport.
 	Faults *Faults
@@ -78,6 +80,11 @@ func (c Config) Validate() error {
 		if _, _, err := net.SplitHostPort(a); err != nil {
 			errs = append(errs, fmt.Errorf("node: %s %q is not host:port", name, a))
 		}
+	}
+	switch c.LogStore {
+	case "", LogStoreWAL, LogStoreBolt:
+	default:
+		errs = append(errs, fmt.Errorf("node: LogStore %q: want %q or %q", c.LogStore, LogStoreWAL, LogStoreBolt))
 	}
 	if c.LeaderLeaseTimeout > c.HeartbeatTimeout {
 		errs = append(errs, fmt.Errorf("node: LeaderLeaseTimeout (%s) must not exceed HeartbeatTimeout (%s)",

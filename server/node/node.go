@@ -1,5 +1,5 @@
 // Package node runs one Baton cluster member: hashicorp/raft over TCP, a
-// raft-boltdb log and stable store, a file snapshot store and the FSM.
+// raft-wal (or raft-boltdb) log and stable store, a file snapshot store and the FSM.
 //
 // Contract: Open does all I/O and starts Raft; Close is idempotent. Apply
 // returns only after the command is committed on a majority and applied
@@ -15,15 +15,12 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/baton-dev/baton/fsm"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"go.etcd.io/bbolt"
 )
 
 // Errors of the node, translated to HTTP by the server.
@@ -44,7 +41,7 @@ type Node struct {
 	FSM   *fsm.FSM
 	raft  *raft.Raft
 	trans *raft.NetworkTransport
-	store *raftboltdb.BoltStore
+	store logStore
 	snaps *raft.FileSnapshotStore
 
 	proposals chan *proposal
@@ -94,15 +91,11 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 }
 
 func (n *Node) openStorage() error {
-	opts := raftboltdb.Options{
-		Path:        filepath.Join(n.cfg.DataDir, "raft.db"),
-		NoSync:      n.cfg.NoSync,
-		BoltOptions: &bbolt.Options{Timeout: 2 * time.Second, NoFreelistSync: true},
-	}
-	st, err := raftboltdb.New(opts)
+	st, kind, err := openLogStore(n.cfg.DataDir, n.cfg.LogStore)
 	if err != nil {
-		return fmt.Errorf("node: open raft log %s: %w", opts.Path, err)
+		return err
 	}
+	n.log.Info("raft log opened", "format", kind)
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(n.cfg.DataDir, 2, newHCLogger(n.log))
 	if err != nil {
 		st.Close()
@@ -190,6 +183,15 @@ func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
 func (n *Node) Leader() (id, raftAddr string) {
 	a, i := n.raft.LeaderWithID()
 	return string(i), string(a)
+}
+
+// LastLeaderContact is when this node last heard from a leader (now, on
+// the leader itself).
+func (n *Node) LastLeaderContact() time.Time {
+	if n.IsLeader() {
+		return time.Now()
+	}
+	return n.raft.LastContact()
 }
 
 // Raft exposes the underlying Raft instance to the status and admin code.
