@@ -3,14 +3,18 @@ package node
 import (
 	"context"
 	"fmt"
+	"time"
+
+	metrics "github.com/hashicorp/go-metrics/compat"
 
 	"github.com/baton-dev/baton/fsm"
 )
 
 // proposal is one command waiting to be committed.
 type proposal struct {
-	cmd  *fsm.Command
-	done chan proposalResult // buffered, 1
+	cmd   *fsm.Command
+	done  chan proposalResult // buffered, 1
+	start time.Time
 }
 
 type proposalResult struct {
@@ -26,7 +30,7 @@ func (n *Node) Apply(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error)
 	if !n.IsLeader() {
 		return nil, ErrNotLeader
 	}
-	p := &proposal{cmd: cmd, done: make(chan proposalResult, 1)}
+	p := &proposal{cmd: cmd, done: make(chan proposalResult, 1), start: time.Now()}
 	select {
 	case n.proposals <- p:
 	case <-ctx.Done():
@@ -36,6 +40,7 @@ func (n *Node) Apply(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error)
 	}
 	select {
 	case r := <-p.done:
+		metrics.MeasureSince([]string{"node", "apply"}, p.start)
 		return r.res, r.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
@@ -92,9 +97,12 @@ func (n *Node) propose(batch []*proposal, release func()) {
 		cmds[i] = p.cmd
 	}
 	waiters := append([]*proposal(nil), batch...)
+	metrics.MeasureSince([]string{"node", "propose_wait"}, batch[0].start)
+	proposed := time.Now()
 	future := n.raft.Apply(fsm.EncodeEntry(cmds), n.cfg.ApplyTimeout)
 	go func() {
 		err := translate(future.Error())
+		metrics.MeasureSince([]string{"node", "raft_apply"}, proposed)
 		release()
 		var results []*fsm.Result
 		if err == nil {
