@@ -15,10 +15,12 @@ import (
 
 // FSM is the replicated state machine. It implements raft.BatchingFSM.
 type FSM struct {
-	mu      sync.RWMutex
-	st      *Store
-	applied uint64 // index of the last applied log entry
-	clock   int64  // max leader time seen, Unix ms; never goes back
+	mu sync.RWMutex
+	// principals caches PrincipalByToken (token hash -> *principalCacheEntry).
+	principals sync.Map
+	st         *Store
+	applied    uint64 // index of the last applied log entry
+	clock      int64  // max leader time seen, Unix ms; never goes back
 
 	// Bookkeeping for operators and tests; not part of the replicated state.
 	restoredIndex uint64 // snapshot index the state was last restored from

@@ -762,3 +762,49 @@ func TestTaskJSONFieldsValidated(t *testing.T) {
 		})
 	}
 }
+
+// TestPrincipalCacheFollowsChanges: lookups are cached, and a cached
+// principal never outlives its revocation, its re-creation under the same
+// name, or an aborted change's rollback.
+func TestPrincipalCacheFollowsChanges(t *testing.T) {
+	f := New()
+	applyOne(t, f, 1, tenantPut(1, "acme"))
+	applyOne(t, f, 2, principalCreate(2, "acme", "p1", "h1"))
+	for range 2 { // the second lookup is served from the cache
+		if p, ok := f.PrincipalByToken("h1"); !ok || p.Name != "p1" {
+			t.Fatalf("PrincipalByToken(h1): %+v %v, want p1", p, ok)
+		}
+	}
+	applyOne(t, f, 3, principalDelete(3, "acme", "p1"))
+	if p, ok := f.PrincipalByToken("h1"); ok {
+		t.Fatalf("PrincipalByToken(h1) after the delete: got %+v, want not found", p)
+	}
+	applyOne(t, f, 4, principalCreate(4, "acme", "p1", "h2"))
+	if p, ok := f.PrincipalByToken("h1"); ok {
+		t.Fatalf("old token h1 after p1 was re-created: got %+v, want not found", p)
+	}
+	if p, ok := f.PrincipalByToken("h2"); !ok || p.Name != "p1" {
+		t.Fatalf("PrincipalByToken(h2): %+v %v, want the new p1", p, ok)
+	}
+	// Restoring a snapshot replaces every record: the cache must follow.
+	other := New()
+	applyOne(t, other, 1, tenantPut(1, "acme"))
+	applyOne(t, other, 2, principalCreate(2, "acme", "p1", "h3"))
+	snap, err := other.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &memSink{}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Restore(io.NopCloser(&sink.Buffer)); err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := f.PrincipalByToken("h2"); ok {
+		t.Fatalf("h2 after restoring a snapshot without it: got %+v, want not found", p)
+	}
+	if p, ok := f.PrincipalByToken("h3"); !ok || p.Name != "p1" {
+		t.Fatalf("h3 after the restore: %+v %v, want p1", p, ok)
+	}
+}

@@ -136,21 +136,55 @@ func (f *FSM) PrincipalByToken(hash string) (*Principal, bool) {
 	defer f.mu.RUnlock()
 	raw, ok := f.st.Get(tokenKey(hash))
 	if !ok {
+		f.principals.Delete(hash)
 		return nil, false
 	}
+	// Every request authenticates, so decoded principals are cached. An
+	// entry is used only while both stored records are the very byte
+	// slices it was decoded from: stored values are never modified in
+	// place, so any change (re-creation, revocation, new grants) is a new
+	// slice and misses.
+	if e, ok := f.principals.Load(hash); ok {
+		ce := e.(*principalCacheEntry)
+		if sameBytes(ce.refRaw, raw) {
+			if praw, ok := f.st.Get(principalKey(ce.p.Tenant, ce.p.Name)); ok && sameBytes(ce.pRaw, praw) {
+				return ce.p, true
+			}
+		}
+	}
+	p, praw, ok := f.principalByRef(raw, hash)
+	if !ok {
+		f.principals.Delete(hash)
+		return nil, false
+	}
+	f.principals.Store(hash, &principalCacheEntry{refRaw: raw, pRaw: praw, p: p})
+	return p, true
+}
+
+type principalCacheEntry struct {
+	refRaw, pRaw []byte
+	p            *Principal // shared: callers must not modify it
+}
+
+// sameBytes reports whether a and b are the same slice (not merely equal).
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+func (f *FSM) principalByRef(raw []byte, hash string) (*Principal, []byte, bool) {
 	var ref principalRef
 	if decode(raw, &ref) != nil {
-		return nil, false
+		return nil, nil, false
 	}
-	raw, ok = f.st.Get(principalKey(ref.Tenant, ref.Name))
+	praw, ok := f.st.Get(principalKey(ref.Tenant, ref.Name))
 	if !ok {
-		return nil, false
+		return nil, nil, false
 	}
 	var p Principal
-	if decode(raw, &p) != nil || p.TokenHash != hash {
-		return nil, false // a revoked token never maps to a later principal of the same name
+	if decode(praw, &p) != nil || p.TokenHash != hash {
+		return nil, nil, false // a revoked token never maps to a later principal of the same name
 	}
-	return &p, true
+	return &p, praw, true
 }
 
 func containsSlash(s string) bool {
