@@ -63,6 +63,7 @@ func (c Config) Validate() error {
 // Client talks to a Baton cluster. It is safe for concurrent use.
 type Client struct {
 	endpoints []string
+	hosts     []string // host:port of each endpoint, to recognise the leader
 	token     string
 	hc        *http.Client
 	timeout   time.Duration
@@ -84,6 +85,11 @@ func New(cfg Config) (*Client, error) {
 	for _, ep := range cfg.Endpoints {
 		norm, _ := parseEndpoint(ep)
 		c.endpoints = append(c.endpoints, norm)
+		host := ""
+		if u, err := url.Parse(norm); err == nil {
+			host = u.Host
+		}
+		c.hosts = append(c.hosts, host)
 	}
 	if c.hc == nil {
 		c.hc = defaultHTTPClient()

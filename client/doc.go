@@ -14,7 +14,9 @@
 // # Endpoints and failover
 //
 // Any node answers any request (followers forward to the leader), so the
-// client only needs one live endpoint. A request goes first to the endpoint
+// client only needs one live endpoint. When a follower forwarded an answer,
+// it names the leader (X-Baton-Leader) and, if that is one of the
+// configured endpoints, the client goes there directly from then on. A request goes first to the endpoint
 // that last answered. On a connection error (refused, reset, EOF, or an
 // attempt that exceeds Config.Timeout) or a 503 response, the client moves to
 // the next endpoint at once; after every endpoint has failed in a round it

@@ -324,3 +324,47 @@ func TestConcurrentCalls(t *testing.T) {
 		t.Errorf("concurrent call: %v", err)
 	}
 }
+
+// TestGoesStraightToTheLeader: an answer a follower forwarded names the
+// leader (X-Baton-Leader); the next calls go to that endpoint first. A
+// leader address that is not a configured endpoint changes nothing.
+func TestGoesStraightToTheLeader(t *testing.T) {
+	leader := &recorder{reply: tenantsOK}
+	leaderSrv := serve(t, leader.ServeHTTP)
+	leaderHost := strings.TrimPrefix(leaderSrv.URL, "http://")
+	follower := &recorder{reply: func(w http.ResponseWriter, r *http.Request, n int) {
+		w.Header().Set("X-Baton-Leader", leaderHost)
+		tenantsOK(w, r, n)
+	}}
+	c := newClient(t, serve(t, follower.ServeHTTP).URL, leaderSrv.URL)
+	ctx := ctxTimeout(t, 10*time.Second)
+	for i := range 3 {
+		if _, err := c.ListTenants(ctx); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	if n := len(follower.requests()); n != 1 {
+		t.Errorf("follower got %d requests, want 1 (the first call only)", n)
+	}
+	if n := len(leader.requests()); n != 2 {
+		t.Errorf("leader got %d requests, want 2", n)
+	}
+
+	stranger := &recorder{reply: func(w http.ResponseWriter, r *http.Request, n int) {
+		w.Header().Set("X-Baton-Leader", "10.255.255.1:7001") // published, but not ours to use
+		tenantsOK(w, r, n)
+	}}
+	other := &recorder{reply: tenantsOK}
+	c = newClient(t, serve(t, stranger.ServeHTTP).URL, serve(t, other.ServeHTTP).URL)
+	for i := range 2 {
+		if _, err := c.ListTenants(ctx); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	if n := len(stranger.requests()); n != 2 {
+		t.Errorf("endpoint naming an unknown leader got %d requests, want 2 (kept)", n)
+	}
+	if n := len(other.requests()); n != 0 {
+		t.Errorf("other endpoint got %d requests, want 0", n)
+	}
+}

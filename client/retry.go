@@ -21,6 +21,23 @@ type result struct {
 	retry      bool          // a connection error or 503: another endpoint may do
 	answered   bool          // the endpoint answered with something other than 503
 	retryAfter time.Duration // from a 503's Retry-After
+	leader     string        // X-Baton-Leader: the leader's host:port, when a follower forwarded
+}
+
+// prefer makes the next call start at the endpoint that answered, or at
+// the leader's endpoint when a follower forwarded the answer and the
+// leader is one of the configured endpoints (its published address may be
+// one this client cannot reach, so only configured endpoints are used).
+func (c *Client) prefer(answered int, leader string) {
+	if leader != "" {
+		for i, h := range c.hosts {
+			if h == leader {
+				c.preferred.Store(int64(i))
+				return
+			}
+		}
+	}
+	c.preferred.Store(int64(answered))
 }
 
 // pinned makes a single attempt against endpoint.
@@ -46,7 +63,7 @@ func (c *Client) failover(ctx context.Context, cl *call) result {
 		idx := (start + i) % n
 		res := c.attempt(ctx, c.endpoints[idx], cl)
 		if res.answered {
-			c.preferred.Store(int64(idx))
+			c.prefer(idx, res.leader)
 		}
 		if !res.retry {
 			if res.err != nil && ctx.Err() != nil && last != nil {
@@ -161,10 +178,11 @@ func transportFailure(ctx context.Context, cl *call, endpoint string, err error)
 func responseResult(resp *http.Response, body []byte) result {
 	meta := Meta{Status: resp.StatusCode, Replay: resp.Header.Get("Idempotent-Replay") == "true"}
 	meta.Index, _ = strconv.ParseUint(resp.Header.Get("X-Baton-Index"), 10, 64)
+	leader := resp.Header.Get("X-Baton-Leader")
 	if resp.StatusCode < 300 {
-		return result{meta: meta, body: body, answered: true}
+		return result{meta: meta, body: body, answered: true, leader: leader}
 	}
-	res := result{meta: meta, err: decodeError(resp.StatusCode, meta.Index, body)}
+	res := result{meta: meta, err: decodeError(resp.StatusCode, meta.Index, body), leader: leader}
 	if resp.StatusCode == http.StatusServiceUnavailable {
 		res.retry = true
 		res.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"))

@@ -34,6 +34,9 @@ func TestFollowerForwardsWrites(t *testing.T) {
 	if status != http.StatusCreated {
 		t.Fatalf("PUT /v1/tenants/x on follower: got %d %s, want 201", status, body)
 	}
+	if got, want := h.Get(headerLeader), c.nodes[leader].httpAddr; got != want {
+		t.Errorf("forwarded answer's %s: got %q, want the leader's HTTP address %q", headerLeader, got, want)
+	}
 	writeIndex := indexOf(t, h)
 	if writeIndex == 0 {
 		t.Fatalf("X-Baton-Index: got 0, want the index of the write")

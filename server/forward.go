@@ -21,6 +21,11 @@ import (
 // is not the leader either answers 503 instead of forwarding in a loop.
 const headerForwarded = "X-Baton-Forwarded-By"
 
+// headerLeader, on an answer a follower forwarded, is the leader's HTTP
+// address (host:port), so that a client can send its next requests there
+// and spare both nodes the extra hop.
+const headerLeader = "X-Baton-Leader"
+
 type forwarder struct {
 	cluster   Cluster
 	fsm       *fsm.FSM
@@ -66,6 +71,10 @@ func newForwarder(c Cluster, f0 *fsm.FSM, log *slog.Logger, holdMax time.Duratio
 			pr.SetURL(&url.URL{Scheme: "http", Host: addr})
 			pr.Out.Host = pr.In.Host
 			pr.Out.Header.Set(headerForwarded, c.ID())
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			resp.Header.Set(headerLeader, resp.Request.URL.Host)
+			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if errors.Is(err, context.Canceled) {
