@@ -63,15 +63,22 @@ func (s *Server) handleReady(w http.ResponseWriter, _ *http.Request, _ *identity
 	leader, _ := s.cluster.Leader()
 	applied, commit := s.fsm.AppliedIndex(), s.cluster.CommitIndex()
 	body := map[string]any{"node_id": s.cluster.ID(), "leader": leader, "applied_index": applied, "commit_index": commit}
-	status := http.StatusOK
+	reason := ""
 	switch {
 	case leader == "":
-		status, body["reason"] = http.StatusServiceUnavailable, "no known leader"
+		reason = "no known leader"
 	case applied < commit:
-		status, body["reason"] = http.StatusServiceUnavailable, "applying the log"
+		reason = "applying the log"
 	}
-	writeJSON(w, status, body)
-	return nil
+	if reason == "" {
+		writeJSON(w, http.StatusOK, body)
+		return nil
+	}
+	// Not ready: the error shape of every other failure, with the same
+	// figures as details.
+	ae := errorf(codeUnavailable, "node %s is not ready: %s", s.cluster.ID(), reason)
+	ae.Details = body
+	return ae
 }
 
 func (s *Server) handleClusterStatus(w http.ResponseWriter, _ *http.Request, id *identity) error {

@@ -1,10 +1,12 @@
 package server
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -157,6 +159,24 @@ func TestNoQuorum(t *testing.T) {
 			if c.nodes[survivor].fsm.TenantExists("late") {
 				t.Errorf("tenant late exists on the survivor, want no write without quorum")
 			}
+
+			// Not ready: 503 in the error shape, with the figures as details.
+			waitFor(t, "survivor not ready", func() string {
+				status, h, body := c.do(t, survivor, "GET", "/readyz", nil, nil)
+				var got struct {
+					Error struct {
+						Code, Message string
+						NodeID        string `json:"node_id"`
+					}
+				}
+				_ = json.Unmarshal(body, &got)
+				if status != http.StatusServiceUnavailable || got.Error.Code != codeUnavailable ||
+					got.Error.NodeID != c.nodes[survivor].id || !strings.Contains(got.Error.Message, "not ready") ||
+					h.Get("Retry-After") == "" {
+					return fmt.Sprintf("/readyz: %d %s", status, body)
+				}
+				return ""
+			})
 
 			status, _, body := c.do(t, survivor, "GET", "/v1/tenants?consistency=stale", nil, adminAuth())
 			if status != http.StatusOK {
