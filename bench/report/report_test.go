@@ -83,3 +83,27 @@ func TestWrite(t *testing.T) {
 		t.Log(text)
 	}
 }
+
+// TestBusyMachineWarning: the report warns of other work only when the
+// machine was busy before the run; a high load during a phase is the
+// suite's own (PostgreSQL runs a process per connection).
+func TestBusyMachineWarning(t *testing.T) {
+	for _, tc := range []struct {
+		start, phase float64
+		warn         bool
+	}{{0.4, 14.3, false}, {6.5, 11.4, true}} {
+		s := &result.Suite{Started: time.Now(), Finished: time.Now().Add(time.Minute),
+			Machine: result.Machine{Cores: 2, LoadAvgAtStart: tc.start},
+			Phases:  []result.Phase{{Name: "queue / postgres", Seconds: 27, LoadAvg: tc.phase}},
+			Runs:    []*result.Run{fakeRun("baton", "cas", "C=64", 6000, 10*time.Millisecond)}}
+		dir := t.TempDir()
+		md := filepath.Join(dir, "benchmarks.md")
+		if err := Write(s, md, filepath.Join(dir, "bench")); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(md)
+		if got := strings.Contains(string(b), "was not idle when the run began"); got != tc.warn {
+			t.Errorf("load %.1f before, %.1f during: warning %v, want %v", tc.start, tc.phase, got, tc.warn)
+		}
+	}
+}

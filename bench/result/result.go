@@ -182,8 +182,8 @@ type Phase struct {
 	Name    string  `json:"name"`
 	Seconds float64 `json:"seconds"`
 	// LoadAvg is the machine's one-minute load average when the phase
-	// ended: well above the cores the suite keeps busy, it shows that
-	// something else ran meanwhile.
+	// ended. It counts the suite's own processes (PostgreSQL runs one per
+	// connection), so only Machine.LoadAvgAtStart speaks of other work.
 	LoadAvg float64 `json:"load_avg"`
 }
 
