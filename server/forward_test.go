@@ -14,12 +14,12 @@ import (
 	"github.com/baton-dev/baton/fsm"
 )
 
-// electingCluster is a follower whose view of the leader the test moves:
-// first a leader that refuses connections, then none, then a live one.
+// electingCluster is a follower whose view of the leader follows a script:
+// each call of Leader takes the next entry, and the last one stays.
 type electingCluster struct {
 	fakeCluster
 	mu          sync.Mutex
-	leader      string
+	leaders     []string
 	addrs       map[string]string
 	lastContact time.Time
 }
@@ -28,7 +28,11 @@ func (c *electingCluster) IsLeader() bool { return false }
 func (c *electingCluster) Leader() (string, string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.leader, ""
+	l := c.leaders[0]
+	if len(c.leaders) > 1 {
+		c.leaders = c.leaders[1:]
+	}
+	return l, ""
 }
 func (c *electingCluster) HTTPAddrOf(id string) string {
 	c.mu.Lock()
@@ -39,11 +43,6 @@ func (c *electingCluster) LastLeaderContact() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.lastContact
-}
-func (c *electingCluster) set(leader string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.leader = leader
 }
 
 // closedAddr is an address nothing listens on.
@@ -72,21 +71,17 @@ func TestForwardHoldsThroughElection(t *testing.T) {
 	}))
 	defer next.Close()
 
+	// The dead leader (twice: it is tried, then seen again), no leader for
+	// a few polls (the election), then n3.
 	c := &electingCluster{
 		fakeCluster: fakeCluster{f: fsm.New()},
-		leader:      "dead",
+		leaders:     []string{"dead", "dead", "", "", "", "n3"},
 		addrs:       map[string]string{"dead": closedAddr(t), "n3": strings.TrimPrefix(next.URL, "http://")},
 		lastContact: time.Now(),
 	}
 	fw := newForwarder(c, c.f, slog.New(slog.DiscardHandler), 10*time.Second)
 	defer fw.close()
 
-	go func() {
-		time.Sleep(50 * time.Millisecond) // the follower notices the leader is gone
-		c.set("")
-		time.Sleep(50 * time.Millisecond) // the election
-		c.set("n3")
-	}()
 	req := httptest.NewRequest("POST", "/v1/tenants/acme/tasks", strings.NewReader(`{"id":"t1"}`))
 	rec := httptest.NewRecorder()
 	if !fw.forward(rec, req) {
@@ -107,6 +102,7 @@ func TestForwardHoldsThroughElection(t *testing.T) {
 func TestForwardNoHoldWhenCutOff(t *testing.T) {
 	c := &electingCluster{
 		fakeCluster: fakeCluster{f: fsm.New()},
+		leaders:     []string{""},
 		lastContact: time.Now().Add(-time.Minute),
 	}
 	fw := newForwarder(c, c.f, slog.New(slog.DiscardHandler), 10*time.Second)
