@@ -52,7 +52,7 @@ func (n *Node) Apply(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error)
 // proposeLoop is group commit. At most cfg.MaxInflightEntries entries are
 // with Raft at a time; while all slots are taken, proposals gather into the
 // next entry (up to fsm.MaxCommandsPerEntry). hashicorp/raft has each
-// follower make one log write (two fsyncs) per AppendEntries, so fewer,
+// follower make one log write (one fsync with the WAL) per AppendEntries, so fewer,
 // fuller entries mean fewer fsyncs per command under load, while a lone
 // proposal on an idle node still goes out at once.
 func (n *Node) proposeLoop() {
