@@ -241,16 +241,13 @@ func artifactVersionsCommand() *command {
 			if err := inv.check([]arg{{"NAME", &name}}, "tenant"); err != nil {
 				return err
 			}
-			c, ctx, cancel, err := a.connect(ctx, 0)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			list, err := c.ListVersions(ctx, tenant, name, readOpts(stale)...)
-			if err != nil {
-				return err
-			}
-			return a.emit(map[string]any{"versions": list}, func(w io.Writer) { printVersions(w, list) })
+			return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
+				list, err := c.ListVersions(ctx, tenant, name, readOpts(stale)...)
+				if err != nil {
+					return err
+				}
+				return a.emit(map[string]any{"versions": list}, func(w io.Writer) { printVersions(w, list) })
+			})
 		},
 	}
 }

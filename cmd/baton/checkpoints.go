@@ -28,16 +28,13 @@ func (f *threadFlags) declare(fs *flag.FlagSet) {
 
 // checkpointCall connects, runs call and prints the checkpoint it returns.
 func (a *app) checkpointCall(ctx context.Context, call func(context.Context, *client.Client) (*client.Checkpoint, error)) error {
-	c, ctx, cancel, err := a.connect(ctx, 0)
-	if err != nil {
-		return err
-	}
-	defer cancel()
-	cp, err := call(ctx, c)
-	if err != nil {
-		return err
-	}
-	return a.emit(cp, func(w io.Writer) { printCheckpoint(w, cp) })
+	return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
+		cp, err := call(ctx, c)
+		if err != nil {
+			return err
+		}
+		return a.emit(cp, func(w io.Writer) { printCheckpoint(w, cp) })
+	})
 }
 
 func checkpointPutCommand() *command {
@@ -151,16 +148,13 @@ func checkpointListCommand() *command {
 			if err := inv.check(nil, "tenant", "thread"); err != nil {
 				return err
 			}
-			c, ctx, cancel, err := a.connect(ctx, 0)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			list, err := c.ListCheckpoints(ctx, th.tenant, th.thread, before, limit, readOpts(stale)...)
-			if err != nil {
-				return err
-			}
-			return a.emit(map[string]any{"checkpoints": list}, func(w io.Writer) { printCheckpointTable(w, list) })
+			return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
+				list, err := c.ListCheckpoints(ctx, th.tenant, th.thread, before, limit, readOpts(stale)...)
+				if err != nil {
+					return err
+				}
+				return a.emit(map[string]any{"checkpoints": list}, func(w io.Writer) { printCheckpointTable(w, list) })
+			})
 		},
 	}
 }

@@ -68,16 +68,13 @@ func membersCommand() *command {
 		summary: "List, add or remove cluster members",
 		usage:   "members",
 		run: func(ctx context.Context, a *app, inv *invocation) error {
-			c, ctx, cancel, err := a.connect(ctx, 0)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			st, err := c.Cluster(ctx)
-			if err != nil {
-				return err
-			}
-			return a.emit(st.Members, func(w io.Writer) { printMembers(w, st.Members, st.Leader.ID) })
+			return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
+				st, err := c.Cluster(ctx)
+				if err != nil {
+					return err
+				}
+				return a.emit(st.Members, func(w io.Writer) { printMembers(w, st.Members, st.Leader.ID) })
+			})
 		},
 		subs: []*command{membersAddCommand(), membersRemoveCommand()},
 	}

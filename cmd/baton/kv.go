@@ -44,16 +44,13 @@ func (f *fenceFlags) fence(inv *invocation) (*client.Fence, error) {
 
 // kvEntryCall connects, runs call and prints the entry it returns.
 func (a *app) kvEntryCall(ctx context.Context, call func(context.Context, *client.Client) (*client.KVEntry, error)) error {
-	c, ctx, cancel, err := a.connect(ctx, 0)
-	if err != nil {
-		return err
-	}
-	defer cancel()
-	e, err := call(ctx, c)
-	if err != nil {
-		return err
-	}
-	return a.emit(e, func(w io.Writer) { printKVEntry(w, e) })
+	return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
+		e, err := call(ctx, c)
+		if err != nil {
+			return err
+		}
+		return a.emit(e, func(w io.Writer) { printKVEntry(w, e) })
+	})
 }
 
 func kvGetCommand() *command {
@@ -183,16 +180,13 @@ func kvListCommand() *command {
 			if err := inv.check([]arg{{"NAMESPACE", &ns}}, "tenant"); err != nil {
 				return err
 			}
-			c, ctx, cancel, err := a.connect(ctx, 0)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			list, err := c.ListKV(ctx, tenant, ns, f, readOpts(stale)...)
-			if err != nil {
-				return err
-			}
-			return a.emit(list, func(w io.Writer) { printKVList(w, list) })
+			return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
+				list, err := c.ListKV(ctx, tenant, ns, f, readOpts(stale)...)
+				if err != nil {
+					return err
+				}
+				return a.emit(list, func(w io.Writer) { printKVList(w, list) })
+			})
 		},
 	}
 }

@@ -114,18 +114,26 @@ func (a *app) connect(ctx context.Context, extra time.Duration) (*client.Client,
 	return c, ctx, cancel, nil
 }
 
-// write runs a call that returns no object and reports it with emitDone.
-func (a *app) write(ctx context.Context, done string, call func(context.Context, *client.Client, client.RequestOption) error) error {
-	c, ctx, cancel, err := a.connect(ctx, 0)
+// fetch connects and runs call, which makes the request and emits the
+// answer, within --timeout plus extra.
+func (a *app) fetch(ctx context.Context, extra time.Duration, call func(context.Context, *client.Client) error) error {
+	c, ctx, cancel, err := a.connect(ctx, extra)
 	if err != nil {
 		return err
 	}
 	defer cancel()
-	var meta client.Meta
-	if err := call(ctx, c, client.CaptureMeta(&meta)); err != nil {
-		return err
-	}
-	return a.emitDone(meta, done)
+	return call(ctx, c)
+}
+
+// write runs a call that returns no object and reports it with emitDone.
+func (a *app) write(ctx context.Context, done string, call func(context.Context, *client.Client, client.RequestOption) error) error {
+	return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
+		var meta client.Meta
+		if err := call(ctx, c, client.CaptureMeta(&meta)); err != nil {
+			return err
+		}
+		return a.emitDone(meta, done)
+	})
 }
 
 // exit reports err on stderr and maps it to an exit status.

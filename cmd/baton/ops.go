@@ -19,16 +19,13 @@ func opCommand() *command {
 
 // opCall connects, runs call and prints the op it returns.
 func (a *app) opCall(ctx context.Context, call func(context.Context, *client.Client) (*client.Op, error)) error {
-	c, ctx, cancel, err := a.connect(ctx, 0)
-	if err != nil {
-		return err
-	}
-	defer cancel()
-	op, err := call(ctx, c)
-	if err != nil {
-		return err
-	}
-	return a.emit(op, func(w io.Writer) { printOp(w, op) })
+	return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
+		op, err := call(ctx, c)
+		if err != nil {
+			return err
+		}
+		return a.emit(op, func(w io.Writer) { printOp(w, op) })
+	})
 }
 
 func opGetCommand() *command {

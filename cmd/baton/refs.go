@@ -106,16 +106,13 @@ func refListCommand() *command {
 			if err := inv.check(nil, "tenant"); err != nil {
 				return err
 			}
-			c, ctx, cancel, err := a.connect(ctx, 0)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			refs, err := c.ListRefs(ctx, tenant, prefix, readOpts(stale)...)
-			if err != nil {
-				return err
-			}
-			return a.emit(map[string]any{"refs": refs}, func(w io.Writer) { printRefTable(w, refs) })
+			return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
+				refs, err := c.ListRefs(ctx, tenant, prefix, readOpts(stale)...)
+				if err != nil {
+					return err
+				}
+				return a.emit(map[string]any{"refs": refs}, func(w io.Writer) { printRefTable(w, refs) })
+			})
 		},
 	}
 }
@@ -150,16 +147,13 @@ func refDeleteCommand() *command {
 
 // refCall connects, runs call and prints the ref it returns.
 func (a *app) refCall(ctx context.Context, call func(context.Context, *client.Client) (*client.Ref, error)) error {
-	c, ctx, cancel, err := a.connect(ctx, 0)
-	if err != nil {
-		return err
-	}
-	defer cancel()
-	r, err := call(ctx, c)
-	if err != nil {
-		return err
-	}
-	return a.emit(r, func(w io.Writer) { printRef(w, r) })
+	return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
+		r, err := call(ctx, c)
+		if err != nil {
+			return err
+		}
+		return a.emit(r, func(w io.Writer) { printRef(w, r) })
+	})
 }
 
 func printRef(w io.Writer, r *client.Ref) {

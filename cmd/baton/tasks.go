@@ -30,16 +30,13 @@ func queueCommand() *command {
 
 // taskCall connects, runs call and prints the task it returns.
 func (a *app) taskCall(ctx context.Context, extra time.Duration, call func(context.Context, *client.Client) (*client.Task, error)) error {
-	c, ctx, cancel, err := a.connect(ctx, extra)
-	if err != nil {
-		return err
-	}
-	defer cancel()
-	t, err := call(ctx, c)
-	if err != nil {
-		return err
-	}
-	return a.emit(t, func(w io.Writer) { printTask(w, t) })
+	return a.fetch(ctx, extra, func(ctx context.Context, c *client.Client) error {
+		t, err := call(ctx, c)
+		if err != nil {
+			return err
+		}
+		return a.emit(t, func(w io.Writer) { printTask(w, t) })
+	})
 }
 
 func taskCreateCommand() *command {
@@ -122,16 +119,13 @@ func taskListCommand() *command {
 			if err := inv.check(nil, "tenant"); err != nil {
 				return err
 			}
-			c, ctx, cancel, err := a.connect(ctx, 0)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			list, err := c.ListTasks(ctx, tenant, f, readOpts(stale)...)
-			if err != nil {
-				return err
-			}
-			return a.emit(list, func(w io.Writer) { printTaskList(w, list) })
+			return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
+				list, err := c.ListTasks(ctx, tenant, f, readOpts(stale)...)
+				if err != nil {
+					return err
+				}
+				return a.emit(list, func(w io.Writer) { printTaskList(w, list) })
+			})
 		},
 	}
 }

@@ -111,16 +111,13 @@ func principalCreateCommand() *command {
 			if err := inv.require("tenant", "name"); err != nil {
 				return err
 			}
-			c, ctx, cancel, err := a.connect(ctx, 0)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			p, err := c.CreatePrincipal(ctx, tenant, name, grants)
-			if err != nil {
-				return err
-			}
-			return a.emit(p, func(w io.Writer) { printPrincipal(w, tenant, p) })
+			return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
+				p, err := c.CreatePrincipal(ctx, tenant, name, grants)
+				if err != nil {
+					return err
+				}
+				return a.emit(p, func(w io.Writer) { printPrincipal(w, tenant, p) })
+			})
 		},
 	}
 }
