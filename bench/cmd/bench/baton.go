@@ -205,6 +205,10 @@ func makeLeader(ctx context.Context, env *baton.Env, id string) error {
 		if err != nil {
 			logf("  leadership transfer to %s: %v", id, err)
 		}
+		// Pacing between attempts, not a wait for a condition: the next
+		// round asks the cluster (WaitLeader polls with its own deadline)
+		// who leads, and a failed transfer (an election under way) is
+		// retried no faster than twice a second, within the 30 s above.
 		time.Sleep(500 * time.Millisecond)
 	}
 	return fmt.Errorf("could not make %s the leader", id)
