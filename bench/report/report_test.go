@@ -107,3 +107,49 @@ func TestBusyMachineWarning(t *testing.T) {
 		}
 	}
 }
+
+// TestRounds: with several rounds, every figure and ratio comes from each
+// system's median round by throughput, and every round is listed.
+func TestRounds(t *testing.T) {
+	s := &result.Suite{Started: time.Now(), Finished: time.Now().Add(time.Minute),
+		Machine: result.Machine{Cores: 2}}
+	add := func(system string, round int, ops float64, lat time.Duration) {
+		r := fakeRun(system, "cas", "C=64", ops, lat)
+		r.Round = round
+		s.Runs = append(s.Runs, r)
+	}
+	add("baton", 1, 5000, 12*time.Millisecond)
+	add("etcd", 1, 2600, 24*time.Millisecond)
+	add("etcd", 2, 1000, 60*time.Millisecond) // a slow minute of the machine
+	add("baton", 2, 6000, 10*time.Millisecond)
+	add("baton", 3, 3000, 20*time.Millisecond)
+	add("etcd", 3, 2500, 25*time.Millisecond)
+	s.Runs = append(s.Runs, &result.Run{System: "etcd", Workload: "cas", Variant: "C=64", Round: 4, Failed: "boom"})
+	if got := s.Find("cas", "C=64", "baton"); got.OpsPerSec != 5000 {
+		t.Fatalf("Find picked the round with %v ops/s, want the median 5000", got.OpsPerSec)
+	}
+	if got := s.Find("cas", "C=64", "etcd"); got.OpsPerSec != 2500 {
+		t.Fatalf("Find picked the etcd round with %v ops/s, want the median of the completed rounds, 2500", got.OpsPerSec)
+	}
+	dir := t.TempDir()
+	md := filepath.Join(dir, "benchmarks.md")
+	if err := Write(s, md, filepath.Join(dir, "bench")); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(md)
+	text := string(b)
+	for _, want := range []string{
+		"| cas C=64: Baton ops/s ≥ 2× etcd's | 5,000 vs 2,500 ops/s: 2.00× | **met** |",
+		"| 64 | ops/s | 5,000 | 2,500 | 2.00× |",
+		"| clients | system | round 1 | round 2 | round 3 | round 4 |",
+		"| 64 | Baton | *5,000* | 6,000 | 3,000 | — |",
+		"| 64 | etcd | 2,600 | 1,000 | *2,500* | failed |",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Log(text)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"sort"
 	"time"
 )
 
@@ -28,7 +29,10 @@ type Run struct {
 	System   string `json:"system"`
 	Workload string `json:"workload"`
 	// Variant distinguishes runs of one workload, e.g. "C=64" or "W=64".
-	Variant  string  `json:"variant,omitempty"`
+	Variant string `json:"variant,omitempty"`
+	// Round numbers the repetitions of a workload that runs several
+	// times in one suite (1, 2, ...); 0 when it runs once.
+	Round    int     `json:"round,omitempty"`
 	Workers  int     `json:"workers"`
 	Seed     uint64  `json:"seed"`
 	WarmupMS int64   `json:"warmup_ms"`
@@ -187,14 +191,38 @@ type Phase struct {
 	LoadAvg float64 `json:"load_avg"`
 }
 
-// Find returns the run of system for workload and variant, or nil.
+// Find returns the run of system for workload and variant, or nil. When
+// the workload ran in several rounds it is the median round by ops/s among
+// those that completed (the lower of the two middle ones for an even
+// count), so that every figure the report shows for it comes from one run.
 func (s *Suite) Find(workload, variant, system string) *Run {
-	for _, r := range s.Runs {
-		if r.Workload == workload && r.Variant == variant && r.System == system {
-			return r
+	runs := s.Rounds(workload, variant, system)
+	var done []*Run
+	for _, r := range runs {
+		if r.Failed == "" {
+			done = append(done, r)
 		}
 	}
+	switch {
+	case len(done) > 0:
+		sort.SliceStable(done, func(i, j int) bool { return done[i].OpsPerSec < done[j].OpsPerSec })
+		return done[(len(done)-1)/2]
+	case len(runs) > 0:
+		return runs[0]
+	}
 	return nil
+}
+
+// Rounds returns every run of system for workload and variant, in the
+// order they ran.
+func (s *Suite) Rounds(workload, variant, system string) []*Run {
+	var out []*Run
+	for _, r := range s.Runs {
+		if r.Workload == workload && r.Variant == variant && r.System == system {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // WriteJSON writes v as compact JSON to path (histograms make indented

@@ -53,6 +53,7 @@ type options struct {
 	batondArgs []string
 	warmup     time.Duration
 	duration   time.Duration
+	rounds     int
 }
 
 var allWorkloads = []string{"cas", "queue", "handoff", "recovery", "scale"}
@@ -88,8 +89,12 @@ func parseFlags(args []string) (*options, error) {
 	batondArgs := fs.String("batond-args", "", "extra batond flags for every Baton cluster, space-separated (the report shows them)")
 	fs.DurationVar(&o.warmup, "warmup", 0, "override the warm-up of each run")
 	fs.DurationVar(&o.duration, "duration", 0, "override the measured window of each run")
+	fs.IntVar(&o.rounds, "rounds", 0, "override how many interleaved rounds cas and queue run (full: 3, quick: 1)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	if o.rounds < 0 {
+		return nil, fmt.Errorf("--rounds %d: want 1 or more", o.rounds)
 	}
 	o.batondArgs = strings.Fields(*batondArgs)
 	o.workloads = splitList(*workloads)
@@ -291,43 +296,67 @@ func postgresVersion() string {
 	return machine.Version(dirs[len(dirs)-1], "--version")
 }
 
-// workload runs one workload on every selected system that has it.
+// workload runs one workload on every selected system that has it. cas
+// and queue run plan.rounds times, interleaved: each round runs every
+// system once, starting one system later than the round before.
 func (s *suite) workload(ctx context.Context, w string) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
+	var systems []string
 	for _, sys := range s.o.systems {
-		if !hasWorkload(sys, w) {
-			continue
+		if hasWorkload(sys, w) {
+			systems = append(systems, sys)
 		}
-		name := w + " / " + sys
-		s.phase(name, func() error {
-			var runs []*result.Run
-			var err error
-			if sys == result.SystemBaton {
-				runs, err = s.baton(ctx, w)
-			} else {
-				runs, err = s.peer(ctx, sys, w)
+	}
+	rounds := 1
+	if w == "cas" || w == "queue" {
+		rounds = max(s.plan.rounds, 1)
+	}
+	for round := 1; round <= rounds; round++ {
+		for i := range systems {
+			if ctx.Err() != nil {
+				return ctx.Err()
 			}
-			if err != nil {
-				runs = append(runs, &result.Run{System: sys, Workload: w, Failed: err.Error()})
+			sys := systems[(i+round-1)%len(systems)]
+			name := w + " / " + sys
+			if rounds > 1 {
+				name += fmt.Sprintf(" (round %d of %d)", round, rounds)
 			}
-			for _, r := range runs {
-				if r.Failed != "" {
-					logf("  %s %s %s failed: %s", r.System, r.Workload, r.Variant, r.Failed)
-				} else {
-					logf("  %s", summary(r))
+			s.phase(name, func() error {
+				runs, err := s.runOne(ctx, sys, w)
+				for _, r := range runs {
+					if rounds > 1 {
+						r.Round = round
+					}
+					if r.Failed != "" {
+						logf("  %s %s %s failed: %s", r.System, r.Workload, r.Variant, r.Failed)
+					} else {
+						logf("  %s", summary(r))
+					}
 				}
+				s.res.Runs = append(s.res.Runs, runs...)
+				return err
+			})
+			// Keep the results of what has run, should a later phase hang.
+			if err := s.writeJSON(); err != nil {
+				return err
 			}
-			s.res.Runs = append(s.res.Runs, runs...)
-			return err
-		})
-		// Keep the results of what has run, should a later phase hang.
-		if err := s.writeJSON(); err != nil {
-			return err
 		}
 	}
 	return nil
+}
+
+// runOne runs workload w on one system; a failure is also a failed run.
+func (s *suite) runOne(ctx context.Context, sys, w string) ([]*result.Run, error) {
+	var runs []*result.Run
+	var err error
+	if sys == result.SystemBaton {
+		runs, err = s.baton(ctx, w)
+	} else {
+		runs, err = s.peer(ctx, sys, w)
+	}
+	if err != nil {
+		runs = append(runs, &result.Run{System: sys, Workload: w, Failed: err.Error()})
+	}
+	return runs, err
 }
 
 func hasWorkload(system, workload string) bool {

@@ -19,7 +19,14 @@ func TestParseFlags(t *testing.T) {
 	if !o.quick || strings.Join(o.workloads, ",") != "cas,queue" || strings.Join(o.systems, ",") != "baton" {
 		t.Fatalf("got %+v, want quick, cas+queue, baton", o)
 	}
-	for _, bad := range [][]string{{"--workloads", "nope"}, {"--systems", "redis"}} {
+	if o.rounds != 0 {
+		t.Fatalf("rounds %d without --rounds, want 0 (the plan's)", o.rounds)
+	}
+	p := quickPlan()
+	if err := p.override(&options{rounds: 3}); err != nil || p.rounds != 3 {
+		t.Fatalf("--rounds 3: plan has %d rounds (%v), want 3", p.rounds, err)
+	}
+	for _, bad := range [][]string{{"--workloads", "nope"}, {"--systems", "redis"}, {"--rounds", "-1"}} {
 		if _, err := parseFlags(bad); err == nil {
 			t.Errorf("parseFlags(%v): got no error, want one", bad)
 		}

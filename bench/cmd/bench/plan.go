@@ -14,21 +14,26 @@ import (
 // workload, the same for every system.
 type plan struct {
 	warmup, duration time.Duration
-	casClients       []int
-	queueWorkers     []int
-	queuePreload     int
-	handoff          baton.HandoffParams
-	recoveryClients  int
-	kills            loadgen.KillSchedule
-	scale            baton.ScaleParams
-	scaleWarmup      time.Duration
-	scaleDuration    time.Duration
+	// rounds is how many times cas and queue run, interleaved across the
+	// systems (round 1: Baton then its peers; round 2: the next system
+	// first; ...), so that a slow minute of a shared machine falls on one
+	// round of one system and the report can take each system's median.
+	rounds          int
+	casClients      []int
+	queueWorkers    []int
+	queuePreload    int
+	handoff         baton.HandoffParams
+	recoveryClients int
+	kills           loadgen.KillSchedule
+	scale           baton.ScaleParams
+	scaleWarmup     time.Duration
+	scaleDuration   time.Duration
 }
 
 // fullPlan is `make bench`: the conditions of the goals.
 func fullPlan() plan {
 	return plan{
-		warmup: 5 * time.Second, duration: 20 * time.Second,
+		warmup: 5 * time.Second, duration: 12 * time.Second, rounds: 3,
 		casClients:   []int{1, 64, 256},
 		queueWorkers: []int{64},
 		// Enough that no system drains the queue within warm-up and window.
@@ -44,7 +49,7 @@ func fullPlan() plan {
 // quickPlan is `make bench QUICK=1`: every workload, briefly.
 func quickPlan() plan {
 	return plan{
-		warmup: time.Second, duration: 4 * time.Second,
+		warmup: time.Second, duration: 4 * time.Second, rounds: 1,
 		casClients:      []int{1, 64, 256},
 		queueWorkers:    []int{64},
 		queuePreload:    40_000,
@@ -67,6 +72,9 @@ func (p *plan) override(o *options) error {
 			}
 			p.casClients = append(p.casClients, n)
 		}
+	}
+	if o.rounds > 0 {
+		p.rounds = o.rounds
 	}
 	if o.warmup > 0 {
 		p.warmup = o.warmup
