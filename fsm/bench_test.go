@@ -95,3 +95,16 @@ func BenchmarkFencedUpdate(b *testing.B) {
 		apply(c).JSON()
 	}
 }
+
+// BenchmarkHistoryAppend is the watch history's share of every applied
+// entry: one event appended, at the default limit (run it with
+// -benchtime=1000000x or more to pass the limit several times).
+func BenchmarkHistoryAppend(b *testing.B) {
+	h := newHistory(DefaultWatchHistory)
+	ev := []Event{{Resource: ResourceTasks, Key: "task-00000007", Type: EventPut, Tenant: "b", Name: "q"}}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		ev[0].Index = uint64(i + 1)
+		h.append(ev)
+	}
+}

@@ -95,7 +95,13 @@ func (h *History) append(evs []Event) {
 		cut++ // never split one index's events
 	}
 	h.floor = h.events[cut-1].Index
-	h.events = append([]Event(nil), h.events[cut:]...)
+	// In place: a fresh slice each time made every trim allocate (and the
+	// appends after it grow again) a slice of the whole history, 11 MB at
+	// the default limit. Since copies events out under the lock, so no
+	// reader holds on to the array being shifted.
+	n := copy(h.events, h.events[cut:])
+	clear(h.events[n:])
+	h.events = h.events[:n]
 }
 
 // reset empties the history; nothing at or before index can be resumed.
