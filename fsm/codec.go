@@ -44,6 +44,10 @@ var (
 )
 
 func encode(v any) []byte {
+	if t, ok := v.(*Task); ok {
+		return appendTask(make([]byte, 0, 208+len(t.ArtifactID)+len(t.ID)+len(t.Owner)+len(t.Queue)+
+			len(t.Status)+len(t.Tenant)+len(t.Payload)+len(t.Result)), t)
+	}
 	pe := encoders.Get().(*pooledEncoder)
 	pe.buf = pe.buf[:0]
 	pe.enc.ResetBytes(&pe.buf)
@@ -61,6 +65,13 @@ func encode(v any) []byte {
 }
 
 func decode(b []byte, v any) error {
+	if t, ok := v.(*Task); ok {
+		var fast Task
+		if decodeTask(b, &fast) == nil {
+			*t = fast
+			return nil
+		}
+	}
 	d := decoders.Get().(*codec.Decoder)
 	d.ResetBytes(b)
 	err := d.Decode(v)
