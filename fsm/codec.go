@@ -83,7 +83,13 @@ func decode(b []byte, v any) error {
 // EncodeEntry packs commands into one log entry: a version byte followed by
 // the msgpack array of commands.
 func EncodeEntry(cmds []*Command) []byte {
-	return append([]byte{EntryVersion}, encode(cmds)...)
+	size := 1 + 3
+	for _, c := range cmds {
+		if c != nil {
+			size += 96 + len(c.Args) + len(c.IdemFP) + len(c.IdemKey) + len(c.Kind) + len(c.Principal) + len(c.Tenant)
+		}
+	}
+	return appendCommands(append(make([]byte, 0, size), EntryVersion), cmds)
 }
 
 // DecodeEntry is the inverse of EncodeEntry.
@@ -93,6 +99,9 @@ func DecodeEntry(b []byte) ([]*Command, error) {
 	}
 	if b[0] != EntryVersion {
 		return nil, fmt.Errorf("%w: unknown version %d", ErrBadEntry, b[0])
+	}
+	if cmds, err := decodeCommands(b[1:], MaxCommandsPerEntry); err == nil {
+		return cmds, nil
 	}
 	var cmds []*Command
 	if err := decode(b[1:], &cmds); err != nil {
