@@ -25,8 +25,7 @@ unit:
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeEntry$$' -fuzztime=$(FUZZTIME) ./fsm/
-	$(GO) test -run='^$$' -fuzz='^FuzzTaskCodec$$' -fuzztime=$(FUZZTIME) ./fsm/
-	$(GO) test -run='^$$' -fuzz='^FuzzCommandCodec$$' -fuzztime=$(FUZZTIME) ./fsm/
+	$(GO) test -run='^$$' -fuzz='^FuzzCodecs$$' -fuzztime=$(FUZZTIME) ./fsm/
 	$(GO) test -run='^$$' -fuzz='^FuzzRequestDecoding$$' -fuzztime=$(FUZZTIME) ./server/
 
 fmt:

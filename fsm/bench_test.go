@@ -110,10 +110,11 @@ func BenchmarkHistoryAppend(b *testing.B) {
 	}
 }
 
-// BenchmarkCodecs compares the hand-written codec (fsm/taskcodec.go) with
+// BenchmarkCodecs compares the hand-written codec (fsm/mpcodec.go) with
 // go-msgpack's reflection codec it replaces, on one cas workload command
-// (encoded by the leader, decoded by every replica) and its task record
-// (decoded and encoded again by every replica).
+// (encoded by the leader, decoded by every replica), its task record
+// (decoded and encoded again by every replica) and the idempotency record
+// of its answer (encoded by every replica; decoded on a retry).
 func BenchmarkCodecs(b *testing.B) {
 	var tok uint64 = 7 << 16
 	c := NewCommand(KindTaskUpdate, 1_700_000_000_000, "bench", "bench", &TaskUpdateArgs{ID: "cas64-17",
@@ -125,6 +126,9 @@ func BenchmarkCodecs(b *testing.B) {
 		LeaseUntil: 1_700_003_600_000, FencingToken: tok, Version: 1234, Attempt: 1, Payload: []byte(`{}`),
 		Result: []byte(`{"n":12345}`), CreatedAt: 1_700_000_000_000, UpdatedAt: 1_700_000_000_000, Seq: 5 << 16}
 	record := encode(t)
+	rec := &idemRecord{FP: make([]byte, 32), Expires: 1_700_086_400_000, Result: Result{Outcome: OutcomeOK,
+		Value: mustJSON(t), Index: 12345}}
+	recRaw := encode(rec)
 	reflectEncode := func(v any) []byte {
 		pe := encoders.Get().(*pooledEncoder)
 		pe.buf = pe.buf[:0]
@@ -170,6 +174,18 @@ func BenchmarkCodecs(b *testing.B) {
 			var x Task
 			reflectDecode(record, &x)
 			reflectEncode(&x)
+		}},
+		{"idem-record-encode/fast", func() { encode(rec) }},
+		{"idem-record-encode/reflect", func() { reflectEncode(rec) }},
+		{"idem-record-decode/fast", func() {
+			var x idemRecord
+			if err := decodeIdemRecord(recRaw, &x); err != nil {
+				b.Fatal(err)
+			}
+		}},
+		{"idem-record-decode/reflect", func() {
+			var x idemRecord
+			reflectDecode(recRaw, &x)
 		}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {

@@ -44,6 +44,10 @@ var (
 )
 
 func encode(v any) []byte {
+	if rec, ok := v.(*idemRecord); ok {
+		r := &rec.Result
+		return appendIdemRecord(make([]byte, 0, 96+len(rec.FP)+len(r.Code)+len(r.Details)+len(r.Message)+len(r.Value)), rec)
+	}
 	if t, ok := v.(*Task); ok {
 		return appendTask(make([]byte, 0, 208+len(t.ArtifactID)+len(t.ID)+len(t.Owner)+len(t.Queue)+
 			len(t.Status)+len(t.Tenant)+len(t.Payload)+len(t.Result)), t)
@@ -65,6 +69,13 @@ func encode(v any) []byte {
 }
 
 func decode(b []byte, v any) error {
+	if rec, ok := v.(*idemRecord); ok {
+		var fast idemRecord
+		if decodeIdemRecord(b, &fast) == nil {
+			*rec = fast
+			return nil
+		}
+	}
 	if t, ok := v.(*Task); ok {
 		var fast Task
 		if decodeTask(b, &fast) == nil {

@@ -399,3 +399,89 @@ func decodeCommands(b []byte, max int) ([]*Command, error) {
 	}
 	return cmds, nil
 }
+
+// Idempotency records, written for every command with an Idempotency-Key
+// (the Go client sends one with every write) on every replica.
+
+func appendIdemRecord(b []byte, rec *idemRecord) []byte {
+	b = append(b, 0x83) // fixmap: Expires, FP, Result
+	b = mpInt(mpStr(b, "Expires"), rec.Expires)
+	b = mpBin(mpStr(b, "FP"), rec.FP)
+	r := &rec.Result
+	b = append(mpStr(b, "Result"), 0x87) // its 7 encoded fields (Obj is not)
+	b = mpStr(mpStr(b, "Code"), r.Code)
+	b = mpBin(mpStr(b, "Details"), r.Details)
+	b = mpUint(mpStr(b, "Index"), r.Index)
+	b = mpStr(mpStr(b, "Message"), r.Message)
+	b = mpUint(mpStr(b, "Outcome"), uint64(r.Outcome))
+	b = mpStr(b, "Replay")
+	if r.Replay {
+		b = append(b, 0xc3)
+	} else {
+		b = append(b, 0xc2)
+	}
+	return mpBin(mpStr(b, "Value"), r.Value)
+}
+
+func (r *mpReader) bool() bool {
+	switch r.byte1() {
+	case 0xc3:
+		return true
+	case 0xc2, 0xc0:
+		return false
+	}
+	r.err = errMP
+	return false
+}
+
+// decodeIdemRecord reads what appendIdemRecord writes into rec.
+func decodeIdemRecord(b []byte, rec *idemRecord) error {
+	r := &mpReader{b: b}
+	n := r.mapLen()
+	for i := 0; i < n && r.err == nil; i++ {
+		k, _ := r.raw()
+		switch string(k) {
+		case "Expires":
+			rec.Expires = r.i64()
+		case "FP":
+			rec.FP = r.bin()
+		case "Result":
+			m := r.mapLen()
+			res := &rec.Result
+			for j := 0; j < m && r.err == nil; j++ {
+				k, _ := r.raw()
+				switch string(k) {
+				case "Code":
+					res.Code = r.str()
+				case "Details":
+					res.Details = r.bin()
+				case "Index":
+					res.Index = r.u64()
+				case "Message":
+					res.Message = r.str()
+				case "Outcome":
+					u := r.u64()
+					if u > math.MaxUint8 {
+						r.err = errMP
+					}
+					res.Outcome = Outcome(u)
+				case "Replay":
+					res.Replay = r.bool()
+				case "Value":
+					res.Value = r.bin()
+				default:
+					r.err = errMP
+				}
+			}
+		default:
+			r.err = errMP
+		}
+	}
+	if r.err != nil {
+		return r.err
+	}
+	if len(r.b) != 0 {
+		return errMP
+	}
+	return nil
+}

@@ -106,32 +106,6 @@ func TestTaskDecodeFallsBack(t *testing.T) {
 	}
 }
 
-// FuzzTaskCodec: whatever the bytes, the hand-written reader either
-// refuses them or agrees with the reflection codec, and what it reads
-// encodes back to the reflection codec's bytes.
-func FuzzTaskCodec(f *testing.F) {
-	rng := rand.New(rand.NewPCG(1, 1))
-	for range 20 {
-		f.Add(encode(randTask(rng)))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		var fast Task
-		if decodeTask(b, &fast) != nil {
-			return
-		}
-		ref, err := reflectDecodeTask(b)
-		if err != nil {
-			t.Fatalf("decodeTask accepted %x, which the reflection codec refuses: %v", b, err)
-		}
-		if !reflect.DeepEqual(&fast, ref) {
-			t.Fatalf("%x: decodeTask gave\n %+v\nthe reflection codec\n %+v", b, fast, *ref)
-		}
-		if got, want := encode(&fast), reflectEncode(t, &fast); !bytes.Equal(got, want) {
-			t.Fatalf("encode(%+v):\n got %x\nwant %x", fast, got, want)
-		}
-	})
-}
-
 func randCommand(rng *rand.Rand) *Command {
 	t := randTask(rng) // its strings, slices and integers, reused
 	return &Command{Kind: Kind(t.Status), Now: t.CreatedAt, Tenant: t.Tenant, Principal: t.Owner,
@@ -187,31 +161,78 @@ func TestCommandCodec(t *testing.T) {
 	}
 }
 
-// FuzzCommandCodec: what the fast entry reader accepts, the reflection
-// codec reads alike, and both encode it alike.
-func FuzzCommandCodec(f *testing.F) {
-	rng := rand.New(rand.NewPCG(2, 2))
-	for n := range 5 {
+func randIdemRecord(rng *rand.Rand) *idemRecord {
+	t := randTask(rng)
+	return &idemRecord{FP: t.Payload, Expires: t.CreatedAt, Result: Result{Code: t.Status, Message: t.Owner,
+		Details: t.Result, Outcome: Outcome(rng.IntN(256)), Value: t.Payload, Index: t.Seq, Replay: rng.IntN(2) == 0,
+		Obj: t}} // Obj is never encoded
+}
+
+func TestIdemRecordCodec(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	for range 1000 {
+		rec := randIdemRecord(rng)
+		want := reflectEncode(t, rec)
+		got := encode(rec)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("encode(%+v):\n got %x\nwant %x", rec, got, want)
+		}
+		var back, ref idemRecord
+		if err := decodeIdemRecord(got, &back); err != nil {
+			t.Fatalf("decodeIdemRecord: %v", err)
+		}
+		if err := codec.NewDecoderBytes(got, mh).Decode(&ref); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(back, ref) {
+			t.Fatalf("decodeIdemRecord gave\n %+v\nthe reflection codec\n %+v", back, ref)
+		}
+	}
+}
+
+// FuzzCodecs: whatever the bytes, each hand-written reader (task record,
+// log entry, idempotency record) either refuses them or reads what the
+// reflection codec reads, and what it read encodes back to the reflection
+// codec's bytes.
+func FuzzCodecs(f *testing.F) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	for n := range 10 {
+		f.Add(encode(randTask(rng)))
+		f.Add(encode(randIdemRecord(rng)))
 		cmds := []*Command{randCommand(rng)}
-		for range n * 4 {
+		for range n * 2 {
 			cmds = append(cmds, randCommand(rng))
 		}
 		f.Add(EncodeEntry(cmds)[1:])
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		cmds, err := decodeCommands(b, MaxCommandsPerEntry)
-		if err != nil {
-			return
+		var tk Task
+		if decodeTask(b, &tk) == nil {
+			ref, err := reflectDecodeTask(b)
+			if err != nil || !reflect.DeepEqual(&tk, ref) {
+				t.Fatalf("task %x: fast %+v, reflection %+v (%v)", b, tk, ref, err)
+			}
+			if got, want := encode(&tk), reflectEncode(t, &tk); !bytes.Equal(got, want) {
+				t.Fatalf("encode(%+v):\n got %x\nwant %x", tk, got, want)
+			}
 		}
-		ref, err := reflectDecodeCommands(b)
-		if err != nil {
-			t.Fatalf("decodeCommands accepted %x, which the reflection codec refuses: %v", b, err)
+		if cmds, err := decodeCommands(b, MaxCommandsPerEntry); err == nil {
+			ref, err := reflectDecodeCommands(b)
+			if err != nil || !reflect.DeepEqual(cmds, ref) {
+				t.Fatalf("entry %x: the reflection codec reads it otherwise (%v)", b, err)
+			}
+			if got, want := EncodeEntry(cmds)[1:], reflectEncode(t, cmds); !bytes.Equal(got, want) {
+				t.Fatalf("EncodeEntry:\n got %x\nwant %x", got, want)
+			}
 		}
-		if !reflect.DeepEqual(cmds, ref) {
-			t.Fatalf("%x: decodeCommands differs from the reflection codec", b)
-		}
-		if got, want := EncodeEntry(cmds)[1:], reflectEncode(t, cmds); !bytes.Equal(got, want) {
-			t.Fatalf("EncodeEntry:\n got %x\nwant %x", got, want)
+		var rec, ref idemRecord
+		if decodeIdemRecord(b, &rec) == nil {
+			if err := codec.NewDecoderBytes(b, mh).Decode(&ref); err != nil || !reflect.DeepEqual(rec, ref) {
+				t.Fatalf("idempotency record %x: fast %+v, reflection %+v (%v)", b, rec, ref, err)
+			}
+			if got, want := encode(&rec), reflectEncode(t, &rec); !bytes.Equal(got, want) {
+				t.Fatalf("encode(%+v):\n got %x\nwant %x", rec, got, want)
+			}
 		}
 	})
 }
