@@ -134,7 +134,10 @@ func (s *Server) serveLocal(w http.ResponseWriter, r *http.Request, rt route) {
 		r = r.WithContext(ctx)
 	}
 	if rt.kind == routeStream {
-		s.catchUp(r)
+		if err := s.catchUp(r); err != nil {
+			writeError(w, err)
+			return
+		}
 	}
 	id, err := s.authenticate(r)
 	if err == nil {
@@ -149,14 +152,25 @@ func (s *Server) serveLocal(w http.ResponseWriter, r *http.Request, rt route) {
 // committed and the resume point the client names, so that a stream served
 // from local state authenticates against, and starts from, the state its
 // client has already seen acknowledged (a principal created a moment ago).
-func (s *Server) catchUp(r *http.Request) {
+// A node still short of the client's resume point after the wait answers
+// 503: the client retries, here or on another node, instead of being told
+// that its fresh token is unknown or that nothing happened.
+func (s *Server) catchUp(r *http.Request) error {
 	target := s.cluster.CommitIndex()
+	var named uint64
 	for _, v := range []string{r.Header.Get("Last-Event-ID"), r.URL.Query().Get("from_index")} {
-		if rp, err := parseEventID(v); err == nil && rp.index > target {
-			target = rp.index
+		if rp, err := parseEventID(v); err == nil && rp.index > named {
+			named = rp.index
 		}
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	target = max(target, named)
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.CatchUpWait)
 	defer cancel()
-	_ = s.fsm.WaitApplied(ctx, target)
+	if s.fsm.WaitApplied(ctx, target) == nil {
+		return nil
+	}
+	if applied := s.fsm.AppliedIndex(); applied < named {
+		return errorf(codeUnavailable, "this node has applied up to index %d, short of the resume point %d; retry", applied, named)
+	}
+	return nil
 }

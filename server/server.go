@@ -65,7 +65,10 @@ type Config struct {
 	Chunks *chunkstore.Store
 	// ChunkGCGrace is how long an unreferenced chunk is kept; default 1h.
 	ChunkGCGrace time.Duration
-	Logger       *slog.Logger
+	// CatchUpWait bounds how long a watch waits for this node to apply up
+	// to the client's resume point before answering 503; default 2s.
+	CatchUpWait time.Duration
+	Logger      *slog.Logger
 }
 
 func (c *Config) setDefaults() {
@@ -83,6 +86,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.ChunkGCGrace == 0 {
 		c.ChunkGCGrace = time.Hour
+	}
+	if c.CatchUpWait == 0 {
+		c.CatchUpWait = 2 * time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
