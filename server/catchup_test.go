@@ -50,7 +50,9 @@ func TestWatchAheadOfThisNode(t *testing.T) {
 			if tc.want != 503 {
 				return
 			}
-			var body struct{ Error struct{ Code, Message string } }
+			var body struct {
+				Error struct{ Code, Message string }
+			}
 			if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body.Error.Code != "unavailable" {
 				t.Fatalf("body %s (%v), want an unavailable error", rec.Body, err)
 			}
