@@ -686,22 +686,33 @@ func (w *writer) scaleArgs(r *result.Run) string {
 
 func (w *writer) notes() {
 	var lines []string
+	seen := map[string]bool{}
+	add := func(l string) { // a note every round of a workload repeats is said once
+		if !seen[l] {
+			seen[l] = true
+			lines = append(lines, l)
+		}
+	}
 	for _, r := range w.s.Runs {
 		label := names[r.System] + " " + r.Workload
 		if r.Variant != "" {
 			label += " " + r.Variant
 		}
+		which := label
+		if r.Round > 0 {
+			which += fmt.Sprintf(" (round %d)", r.Round)
+		}
 		if r.Failed != "" {
-			lines = append(lines, fmt.Sprintf("- %s **failed**: %s", label, oneLine(r.Failed)))
+			add(fmt.Sprintf("- %s **failed**: %s", which, oneLine(r.Failed)))
 		}
 		for _, n := range r.Notes {
 			if strings.HasPrefix(n, "batond flags: ") {
 				continue
 			}
-			lines = append(lines, fmt.Sprintf("- %s: %s", label, n))
+			add(fmt.Sprintf("- %s: %s", label, n))
 		}
 		if r.Errors > 0 && len(r.ErrorSamples) > 0 {
-			lines = append(lines, fmt.Sprintf("- %s: %d errors, e.g. `%s`", label, r.Errors, oneLine(r.ErrorSamples[0])))
+			add(fmt.Sprintf("- %s: %d errors, e.g. `%s`", which, r.Errors, oneLine(r.ErrorSamples[0])))
 		}
 	}
 	if len(lines) == 0 {

@@ -116,6 +116,7 @@ func TestRounds(t *testing.T) {
 	add := func(system string, round int, ops float64, lat time.Duration) {
 		r := fakeRun(system, "cas", "C=64", ops, lat)
 		r.Round = round
+		r.Notes = []string{"a note every round makes"}
 		s.Runs = append(s.Runs, r)
 	}
 	add("baton", 1, 5000, 12*time.Millisecond)
@@ -144,9 +145,15 @@ func TestRounds(t *testing.T) {
 		"| clients | system | round 1 | round 2 | round 3 | round 4 |",
 		"| 64 | Baton | *5,000* | 6,000 | 3,000 | — |",
 		"| 64 | etcd | 2,600 | 1,000 | *2,500* | failed |",
+		"- etcd cas C=64 (round 4) **failed**: boom",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("report lacks %q", want)
+		}
+	}
+	for _, once := range []string{"- Baton cas C=64: a note every round makes", "- etcd cas C=64: a note every round makes"} {
+		if n := strings.Count(text, once); n != 1 {
+			t.Errorf("report says %q %d times, want once", once, n)
 		}
 	}
 	if t.Failed() {
