@@ -225,19 +225,7 @@ func (r *mpReader) u64() uint64 {
 // decodeTask decodes what appendTask writes into t, fields in any order.
 func decodeTask(b []byte, t *Task) error {
 	r := &mpReader{b: b}
-	n := 0
-	switch c := r.byte1(); {
-	case c&0xf0 == 0x80:
-		n = int(c & 0x0f)
-	case c == 0xde:
-		n = int(r.be(2))
-	case c == 0xdf:
-		n = int(r.be(4))
-	default:
-		return errMP
-	}
-	for i := 0; i < n && r.err == nil; i++ {
-		k, _ := r.raw()
+	r.fields(func(k []byte) bool {
 		switch string(k) {
 		case "ArtifactID":
 			t.ArtifactID = r.str()
@@ -272,16 +260,31 @@ func decodeTask(b []byte, t *Task) error {
 		case "Version":
 			t.Version = r.u64()
 		default:
-			return errMP
+			return false
+		}
+		return true
+	})
+	return r.end()
+}
+
+// fields reads a map and has field read the value of each key; field
+// reports false for a key it does not know.
+func (r *mpReader) fields(field func(k []byte) bool) {
+	n := r.mapLen()
+	for i := 0; i < n && r.err == nil; i++ {
+		k, _ := r.raw()
+		if r.err == nil && !field(k) {
+			r.err = errMP
 		}
 	}
-	if r.err != nil {
-		return r.err
+}
+
+// end reports an error met while reading, or bytes left over.
+func (r *mpReader) end() error {
+	if r.err == nil && len(r.b) != 0 {
+		r.err = errMP
 	}
-	if len(r.b) != 0 {
-		return errMP
-	}
-	return nil
+	return r.err
 }
 
 // Commands, the other record every replica decodes for every command,
@@ -340,9 +343,7 @@ func (r *mpReader) mapLen() int {
 }
 
 func (r *mpReader) command(c *Command) {
-	n := r.mapLen()
-	for i := 0; i < n && r.err == nil; i++ {
-		k, _ := r.raw()
+	r.fields(func(k []byte) bool {
 		switch string(k) {
 		case "Args":
 			c.Args = r.bin()
@@ -361,9 +362,10 @@ func (r *mpReader) command(c *Command) {
 		case "Tenant":
 			c.Tenant = r.str()
 		default:
-			r.err = errMP
+			return false
 		}
-	}
+		return true
+	})
 }
 
 // decodeCommands reads what appendCommands writes when it holds between 1
@@ -394,7 +396,7 @@ func decodeCommands(b []byte, max int) ([]*Command, error) {
 		cmds[i] = &store[i]
 		r.command(cmds[i])
 	}
-	if r.err != nil || len(r.b) != 0 {
+	if r.end() != nil {
 		return nil, errMP
 	}
 	return cmds, nil
@@ -437,51 +439,44 @@ func (r *mpReader) bool() bool {
 // decodeIdemRecord reads what appendIdemRecord writes into rec.
 func decodeIdemRecord(b []byte, rec *idemRecord) error {
 	r := &mpReader{b: b}
-	n := r.mapLen()
-	for i := 0; i < n && r.err == nil; i++ {
-		k, _ := r.raw()
+	res := &rec.Result
+	result := func(k []byte) bool {
+		switch string(k) {
+		case "Code":
+			res.Code = r.str()
+		case "Details":
+			res.Details = r.bin()
+		case "Index":
+			res.Index = r.u64()
+		case "Message":
+			res.Message = r.str()
+		case "Outcome":
+			u := r.u64()
+			if u > math.MaxUint8 {
+				r.err = errMP
+			}
+			res.Outcome = Outcome(u)
+		case "Replay":
+			res.Replay = r.bool()
+		case "Value":
+			res.Value = r.bin()
+		default:
+			return false
+		}
+		return true
+	}
+	r.fields(func(k []byte) bool {
 		switch string(k) {
 		case "Expires":
 			rec.Expires = r.i64()
 		case "FP":
 			rec.FP = r.bin()
 		case "Result":
-			m := r.mapLen()
-			res := &rec.Result
-			for j := 0; j < m && r.err == nil; j++ {
-				k, _ := r.raw()
-				switch string(k) {
-				case "Code":
-					res.Code = r.str()
-				case "Details":
-					res.Details = r.bin()
-				case "Index":
-					res.Index = r.u64()
-				case "Message":
-					res.Message = r.str()
-				case "Outcome":
-					u := r.u64()
-					if u > math.MaxUint8 {
-						r.err = errMP
-					}
-					res.Outcome = Outcome(u)
-				case "Replay":
-					res.Replay = r.bool()
-				case "Value":
-					res.Value = r.bin()
-				default:
-					r.err = errMP
-				}
-			}
+			r.fields(result)
 		default:
-			r.err = errMP
+			return false
 		}
-	}
-	if r.err != nil {
-		return r.err
-	}
-	if len(r.b) != 0 {
-		return errMP
-	}
-	return nil
+		return true
+	})
+	return r.end()
 }

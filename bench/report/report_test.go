@@ -29,6 +29,31 @@ func fakeRun(system, workload, variant string, opsPerSec float64, lat time.Durat
 	return r
 }
 
+// contains reports each of wants that text lacks.
+func contains(t *testing.T, text string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
+
+// render writes s's report into a temporary directory and returns it.
+func render(t *testing.T, s *result.Suite) string {
+	t.Helper()
+	dir := t.TempDir()
+	md := filepath.Join(dir, "benchmarks.md")
+	if err := Write(s, md, filepath.Join(dir, "bench")); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 func TestWrite(t *testing.T) {
 	s := &result.Suite{Started: time.Now(), Finished: time.Now().Add(time.Minute), Command: "make bench",
 		Machine: result.Machine{Cores: 2, CPUModel: "test", FsyncP50US: 300, FsyncP99US: 900}}
@@ -55,7 +80,7 @@ func TestWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := string(b)
-	for _, want := range []string{
+	contains(t, text,
 		"| cas C=64: Baton ops/s ≥ 2× etcd's | 6,000 vs 2,000 ops/s: 3.00× | **met** |",
 		"| queue W=64: Baton tasks/s ≥ PostgreSQL SKIP LOCKED's | 3,000 vs 4,000 tasks/s: 0.75× | **missed** |",
 		"| recovery: Baton median unavailability < etcd's | — | not measured |",
@@ -63,11 +88,7 @@ func TestWrite(t *testing.T) {
 		"etcd queue **failed**: etcd: boom",
 		"](bench/cas-C64-cdf.svg)",
 		"](bench/recovery-baton.svg)",
-	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("report lacks %q", want)
-		}
-	}
+	)
 	svgs, _ := filepath.Glob(filepath.Join(dir, "docs", "bench", "*.svg"))
 	if len(svgs) < 4 {
 		t.Fatalf("got %d charts, want at least 4", len(svgs))
@@ -96,13 +117,7 @@ func TestBusyMachineWarning(t *testing.T) {
 			Machine: result.Machine{Cores: 2, LoadAvgAtStart: tc.start},
 			Phases:  []result.Phase{{Name: "queue / postgres", Seconds: 27, LoadAvg: tc.phase}},
 			Runs:    []*result.Run{fakeRun("baton", "cas", "C=64", 6000, 10*time.Millisecond)}}
-		dir := t.TempDir()
-		md := filepath.Join(dir, "benchmarks.md")
-		if err := Write(s, md, filepath.Join(dir, "bench")); err != nil {
-			t.Fatal(err)
-		}
-		b, _ := os.ReadFile(md)
-		if got := strings.Contains(string(b), "was not idle when the run began"); got != tc.warn {
+		if got := strings.Contains(render(t, s), "was not idle when the run began"); got != tc.warn {
 			t.Errorf("load %.1f before, %.1f during: warning %v, want %v", tc.start, tc.phase, got, tc.warn)
 		}
 	}
@@ -132,25 +147,15 @@ func TestRounds(t *testing.T) {
 	if got := s.Find("cas", "C=64", "etcd"); got.OpsPerSec != 2500 {
 		t.Fatalf("Find picked the etcd round with %v ops/s, want the median of the completed rounds, 2500", got.OpsPerSec)
 	}
-	dir := t.TempDir()
-	md := filepath.Join(dir, "benchmarks.md")
-	if err := Write(s, md, filepath.Join(dir, "bench")); err != nil {
-		t.Fatal(err)
-	}
-	b, _ := os.ReadFile(md)
-	text := string(b)
-	for _, want := range []string{
+	text := render(t, s)
+	contains(t, text,
 		"| cas C=64: Baton ops/s ≥ 2× etcd's | 5,000 vs 2,500 ops/s: 2.00× | **met** |",
 		"| 64 | ops/s | 5,000 | 2,500 | 2.00× |",
 		"| clients | system | round 1 | round 2 | round 3 | round 4 |",
 		"| 64 | Baton | *5,000* | 6,000 | 3,000 | — |",
 		"| 64 | etcd | 2,600 | 1,000 | *2,500* | failed |",
 		"- etcd cas C=64 (round 4) **failed**: boom",
-	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("report lacks %q", want)
-		}
-	}
+	)
 	for _, once := range []string{"- Baton cas C=64: a note every round makes", "- etcd cas C=64: a note every round makes"} {
 		if n := strings.Count(text, once); n != 1 {
 			t.Errorf("report says %q %d times, want once", once, n)
