@@ -44,6 +44,12 @@ func NewCommand(kind Kind, now int64, tenant, principal string, args any) *Comma
 	return &Command{Kind: kind, Now: now, Tenant: tenant, Principal: principal, Args: encode(args)}
 }
 
+// Size is about how many bytes c takes in a log entry: its variable-length
+// fields, plus a fixed allowance for the field names and integers.
+func (c *Command) Size() int {
+	return 96 + len(c.Kind) + len(c.Tenant) + len(c.Principal) + len(c.IdemKey) + len(c.IdemFP) + len(c.Args)
+}
+
 // Outcome says how a successful result is presented.
 type Outcome uint8
 

@@ -236,3 +236,18 @@ func FuzzCodecs(f *testing.F) {
 		}
 	})
 }
+
+// Command.Size, which group commit budgets entries by, is never below what
+// the command takes in an entry and not far above it.
+func TestCommandSize(t *testing.T) {
+	for _, n := range []int{0, 31, 255, 65_535, 1 << 20} {
+		c := NewCommand(KindTaskUpdate, 1_700_000_000_000, "tenant", "principal", &TaskUpdateArgs{ID: "task-1", Payload: []byte(`"` + strings.Repeat("p", n) + `"`)})
+		c.IdemKey, c.IdemFP, c.IdemTTL = "key-1", make([]byte, 32), 86_400_000
+		single := len(EncodeEntry([]*Command{c}))
+		pair := len(EncodeEntry([]*Command{c, c}))
+		inEntry := pair - single // one more command in an entry
+		if c.Size() < inEntry || c.Size() > inEntry+64 {
+			t.Errorf("payload %d: Size %d, %d bytes in an entry", n, c.Size(), inEntry)
+		}
+	}
+}

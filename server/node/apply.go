@@ -51,41 +51,84 @@ func (n *Node) Apply(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error)
 
 // proposeLoop is group commit. At most cfg.MaxInflightEntries entries are
 // with Raft at a time; while all slots are taken, proposals gather into the
-// next entry (up to fsm.MaxCommandsPerEntry). hashicorp/raft has each
-// follower make one log write (one fsync with the WAL) per AppendEntries, so fewer,
-// fuller entries mean fewer fsyncs per command under load, while a lone
-// proposal on an idle node still goes out at once.
+// next entry (up to fsm.MaxCommandsPerEntry commands and maxEntryBytes).
+// hashicorp/raft has each follower make one log write (one fsync with the
+// WAL) per AppendEntries, so fewer, fuller entries mean fewer fsyncs per
+// command under load, while a lone proposal on an idle node still goes out
+// at once.
 func (n *Node) proposeLoop() {
 	defer n.wg.Done()
 	slots := make(chan struct{}, max(n.cfg.MaxInflightEntries, 1))
-	batch := make([]*proposal, 0, fsm.MaxCommandsPerEntry)
+	var b entryBatch
+	var next *proposal // the proposal that did not fit in the last entry
 	for {
-		select {
-		case p := <-n.proposals:
-			batch = append(batch[:0], p)
-		case <-n.done:
-			return
-		}
-	gather:
-		for len(batch) < fsm.MaxCommandsPerEntry {
+		b.reset()
+		if next != nil {
+			b.add(next)
+			next = nil
+		} else {
 			select {
 			case p := <-n.proposals:
-				batch = append(batch, p)
+				b.add(p)
+			case <-n.done:
+				return
+			}
+		}
+		haveSlot := false
+	gather:
+		for !b.full() {
+			select {
+			case p := <-n.proposals:
+				if !b.fits(p) {
+					next = p
+					break gather
+				}
+				b.add(p)
 			case slots <- struct{}{}:
+				haveSlot = true
 				break gather
 			case <-n.done:
 				return
 			}
 		}
-		if len(batch) == fsm.MaxCommandsPerEntry {
-			select { // a full entry still waits for its slot
+		if !haveSlot { // a full entry still waits for its slot
+			select {
 			case slots <- struct{}{}:
 			case <-n.done:
 				return
 			}
 		}
-		n.propose(batch, func() { <-slots })
+		n.propose(b.props, func() { <-slots })
 	}
+}
+
+// maxEntryBytes bounds the commands' bytes that group commit packs into one
+// log entry; a single larger command still gets an entry of its own. It
+// bounds what one entry costs every replica's memory (the log cache, the
+// leader's in-flight entries) and one AppendEntries' size.
+const maxEntryBytes = 1 << 20
+
+// entryBatch is the next entry group commit is gathering.
+type entryBatch struct {
+	props []*proposal
+	bytes int
+}
+
+func (b *entryBatch) reset() { b.props, b.bytes = b.props[:0], 0 }
+
+func (b *entryBatch) add(p *proposal) {
+	b.props = append(b.props, p)
+	b.bytes += p.cmd.Size()
+}
+
+// fits reports whether p may join the entry.
+func (b *entryBatch) fits(p *proposal) bool {
+	return len(b.props) < fsm.MaxCommandsPerEntry && b.bytes+p.cmd.Size() <= maxEntryBytes
+}
+
+// full reports whether no proposal may join the entry any more.
+func (b *entryBatch) full() bool {
+	return len(b.props) >= fsm.MaxCommandsPerEntry || b.bytes >= maxEntryBytes
 }
 
 // propose hands one entry to Raft and waits for its outcome in the
