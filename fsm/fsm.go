@@ -31,6 +31,11 @@ type FSM struct {
 
 	pending []Event  // events of the entry being applied
 	history *History // recent events for watchers
+
+	// idemNextExpiry: no idempotency record expires before this time (Unix
+	// ms); 0 when not known. It lets purgeIdempotency skip its scan, and
+	// is derived from the state (not part of it): a restore resets it.
+	idemNextExpiry int64
 }
 
 // Options configure an FSM.
@@ -123,8 +128,10 @@ func (f *FSM) applyEntry(index uint64, data []byte) interface{} {
 // applyCommand runs one command with idempotency and all-or-nothing rollback.
 func (f *FSM) applyCommand(ctx *applyCtx, c *Command) *Result {
 	f.purgeIdempotency(ctx.now, 64)
+	var prior *idemRecord // an expired record under c's key
 	if c.IdemKey != "" {
-		if r := f.idempotentReplay(ctx, c); r != nil {
+		var r *Result
+		if r, prior = f.idempotentReplay(ctx, c); r != nil {
 			return r
 		}
 	}
@@ -138,7 +145,7 @@ func (f *FSM) applyCommand(ctx *applyCtx, c *Command) *Result {
 		f.pending = f.pending[:nev]
 	}
 	if c.IdemKey != "" {
-		f.rememberIdempotent(ctx, c, r)
+		f.rememberIdempotent(ctx, c, r, prior)
 	}
 	return r
 }
@@ -269,6 +276,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	f.mu.Lock()
 	f.st, f.applied, f.clock, f.restoredIndex = st, hdr.Applied, hdr.Clock, hdr.Applied
+	f.idemNextExpiry = 0
 	f.history.reset(hdr.Applied)
 	f.notifyLocked()
 	f.mu.Unlock()

@@ -291,6 +291,49 @@ func TestIdempotencyExpiryUsesLeaderClock(t *testing.T) {
 	}
 }
 
+// TestIdempotencyPurgeBacklog: a command purges at most 64 expired
+// records, so a backlog drains over the following commands, and a replica
+// restored from a snapshot purges the same records as one that applied the
+// whole log (the purge's "nothing due yet" shortcut is not state).
+func TestIdempotencyPurgeBacklog(t *testing.T) {
+	f := New()
+	applyOne(t, f, 1, tenantPut(1000, "acme"))
+	base := f.Status().Keys
+	index := uint64(2)
+	for i := 0; i < 100; i++ {
+		applyOne(t, f, index, idem(tenantPut(1000, "acme"), "", fmt.Sprintf("k%03d", i), "A", 1000))
+		index++
+	}
+	applyOne(t, f, index, idem(tenantPut(1000, "acme"), "", "late", "A", 60_000))
+	index++
+	if got := f.Status().Keys; got != base+2*101 {
+		t.Fatalf("keys: got %d, want %d", got, base+2*101)
+	}
+	snap := persist(t, f)
+	replica := New()
+	applyOne(t, replica, 1, tenantPut(1000, "other")) // no record: nothing will be due
+	restoreFrom(t, replica, snap)
+
+	for _, r := range []*FSM{f, replica} {
+		i := index
+		applyOne(t, r, i, tenantPut(5000, "acme")) // 100 records due: 64 go
+		if got := r.Status().Keys; got != base+2*37 {
+			t.Errorf("keys after one command past the expiry: got %d, want %d", got, base+2*37)
+		}
+		applyOne(t, r, i+1, tenantPut(5000, "acme")) // the other 36
+		if got := r.Status().Keys; got != base+2 {
+			t.Errorf("keys after two commands: got %d, want %d (only the late record)", got, base+2)
+		}
+		applyOne(t, r, i+2, tenantPut(61_000, "acme"))
+		if got := r.Status().Keys; got != base {
+			t.Errorf("keys after the late record expired: got %d, want %d", got, base)
+		}
+	}
+	if a, b := f.Status().StateDigest, replica.Status().StateDigest; a != b {
+		t.Errorf("digest: applied %s, restored %s", a, b)
+	}
+}
+
 // TestFailedCommandRollsBack: a command whose handler fails leaves the
 // state exactly as it was, also when other commands of the same entry
 // succeed.

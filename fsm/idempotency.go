@@ -2,6 +2,8 @@ package fsm
 
 import (
 	"bytes"
+	"math"
+	"strconv"
 	"strings"
 )
 
@@ -15,25 +17,32 @@ type idemRecord struct {
 func (c *Command) idemStoreKey() string { return idemKey(c.Tenant, c.Principal, c.IdemKey) }
 
 // idempotentReplay returns the remembered answer for c's key, a mismatch
-// error if the key was used for another request, or nil if it is new.
-func (f *FSM) idempotentReplay(ctx *applyCtx, c *Command) *Result {
+// error if the key was used for another request, or nil if it is new; with
+// nil, the expired record still stored under the key, if any.
+func (f *FSM) idempotentReplay(ctx *applyCtx, c *Command) (*Result, *idemRecord) {
 	raw, ok := f.st.Get(c.idemStoreKey())
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	var rec idemRecord
-	if decode(raw, &rec) != nil || rec.Expires <= ctx.now {
-		return nil
+	if decode(raw, &rec) != nil {
+		return nil, nil
+	}
+	if rec.Expires <= ctx.now {
+		return nil, &rec
 	}
 	if !bytes.Equal(rec.FP, c.IdemFP) {
-		return fail(CodeIdempotencyMismatch, "Idempotency-Key was used with a different request", nil)
+		return fail(CodeIdempotencyMismatch, "Idempotency-Key was used with a different request", nil), nil
 	}
 	r := rec.Result
 	r.Replay = true
-	return &r
+	return &r, nil
 }
 
-func (f *FSM) rememberIdempotent(ctx *applyCtx, c *Command, r *Result) {
+// rememberIdempotent stores r as the answer to c's key. prior is the
+// expired record the key held (from idempotentReplay), whose expiry entry
+// goes with it.
+func (f *FSM) rememberIdempotent(ctx *applyCtx, c *Command, r *Result, prior *idemRecord) {
 	if r.Code == CodeIdempotencyMismatch {
 		return
 	}
@@ -46,11 +55,8 @@ func (f *FSM) rememberIdempotent(ctx *applyCtx, c *Command, r *Result) {
 		return
 	}
 	key := c.idemStoreKey()
-	if old, ok := f.st.Get(key); ok { // an expired record being replaced
-		var rec idemRecord
-		if decode(old, &rec) == nil {
-			f.st.Delete(idemExpiryKey(rec.Expires, key))
-		}
+	if prior != nil {
+		f.st.Delete(idemExpiryKey(prior.Expires, key))
 	}
 	ttl := c.IdemTTL
 	if ttl <= 0 {
@@ -61,6 +67,9 @@ func (f *FSM) rememberIdempotent(ctx *applyCtx, c *Command, r *Result) {
 	rec.Result.Index = ctx.index
 	f.st.Put(key, encode(&rec))
 	f.st.Put(idemExpiryKey(rec.Expires, key), nil)
+	if rec.Expires < f.idemNextExpiry {
+		f.idemNextExpiry = rec.Expires
+	}
 }
 
 // DefaultIdempotencyTTL is 24 hours in milliseconds.
@@ -68,15 +77,28 @@ const DefaultIdempotencyTTL int64 = 24 * 60 * 60 * 1000
 
 // purgeIdempotency drops at most max records that expired by now. Bounding
 // the work keeps every Apply short; the backlog drains over later commands.
+// Every command calls it; while no record is due (now is before
+// f.idemNextExpiry) it does not look.
 func (f *FSM) purgeIdempotency(now int64, max int) {
+	if now < f.idemNextExpiry {
+		return
+	}
 	var expired []string
+	next := int64(math.MaxInt64) // no record left
+	due := hex16(now)
 	f.st.Scan(idemExpiryPrefix, "", func(k string, _ []byte) bool {
-		if len(expired) >= max || k[len(idemExpiryPrefix):len(idemExpiryPrefix)+16] > hex16(now) {
+		if len(expired) >= max {
+			next = 0 // more may be due: look again next time
+			return false
+		}
+		if exp := k[len(idemExpiryPrefix) : len(idemExpiryPrefix)+16]; exp > due {
+			next = parseHex16(exp)
 			return false
 		}
 		expired = append(expired, k)
 		return true
 	})
+	f.idemNextExpiry = next
 	for _, k := range expired {
 		f.st.Delete(k)
 		f.st.Delete(strings.SplitN(k, "/", 3)[2])
@@ -93,11 +115,21 @@ func (f *FSM) IdempotentAnswer(tenant, principal, key string, fp []byte, now int
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	c := &Command{Tenant: tenant, Principal: principal, IdemKey: key, IdemFP: fp}
-	r := f.idempotentReplay(&applyCtx{now: now, index: f.applied}, c)
+	r, _ := f.idempotentReplay(&applyCtx{now: now, index: f.applied}, c)
 	return r, r != nil // a replay carries the index of the first answer
 }
 
 func queueClaimFinal(c *Command) bool {
 	var a QueueClaimArgs
 	return decode(c.Args, &a) == nil && a.Final
+}
+
+// parseHex16 reads an expiry written by hex16; 0 (look every time) if it
+// is not one.
+func parseHex16(s string) int64 {
+	v, err := strconv.ParseUint(s, 16, 64)
+	if err != nil || v > math.MaxInt64 {
+		return 0
+	}
+	return int64(v)
 }

@@ -112,12 +112,20 @@ func getTask(st *Store, tenant, id string) (*Task, bool) {
 }
 
 // putTask stores t and moves its index entry from old's (nil: new task).
+// An update that keeps the task's queue position keeps the entry as it is.
 func (f *FSM) putTask(old, t *Task) {
-	if old != nil {
-		f.st.Delete(old.indexKey())
-	}
 	f.st.Put(taskKey(t.Tenant, t.ID), encode(t))
-	f.st.Put(t.indexKey(), nil)
+	idx := t.indexKey()
+	var oldIdx string
+	if old != nil {
+		oldIdx = old.indexKey()
+	}
+	if oldIdx != idx {
+		if old != nil {
+			f.st.Delete(oldIdx)
+		}
+		f.st.Put(idx, nil)
+	}
 	f.emit(t.Tenant, ResourceTasks, t.ID, t.Queue, EventPut, t)
 }
 
