@@ -31,7 +31,13 @@ type Config struct {
 	TrailingLogs       uint64
 	MaxAppendEntries   int
 	// MaxInflightEntries bounds the log entries this leader has with Raft
-	// at once; proposals arriving meanwhile share the next entry.
+	// at once; proposals arriving meanwhile share the next entry. Two let
+	// the leader write entry k+1 while its followers write entry k; more
+	// mean more, smaller entries under load, and every entry costs each
+	// replica an AppendEntries and a log write. Measured (cas fenced
+	// updates, 3 nodes on one 2-core VM, 2 and 4 alternating, 6-8 s runs):
+	// C=16 5,671 vs 5,185 ops/s (mean of 3 pairs), C=64 10,026 vs 8,948
+	// (3 pairs), C=256 11,985 vs 11,863, C=1 unchanged.
 	MaxInflightEntries int
 	// ApplyTimeout bounds how long a proposal may wait to be enqueued.
 	ApplyTimeout time.Duration
@@ -65,7 +71,7 @@ func DefaultConfig() Config {
 		SnapshotInterval:   120 * time.Second,
 		TrailingLogs:       10240,
 		MaxAppendEntries:   64,
-		MaxInflightEntries: 4,
+		MaxInflightEntries: 2,
 		ApplyTimeout:       5 * time.Second,
 		Logger:             slog.Default(),
 	}
