@@ -59,8 +59,8 @@ func (s *snapshot) write(w io.Writer) error {
 		return err
 	}
 	var werr error
-	s.st.tree.Ascend(func(it item) bool {
-		werr = enc.Encode(&snapItem{K: it.key, V: it.val})
+	s.st.ascend(func(k string, v []byte) bool {
+		werr = enc.Encode(&snapItem{K: k, V: v})
 		return werr == nil
 	})
 	if werr != nil {

@@ -53,7 +53,10 @@ func (d *digestSum) sub(o digestSum) {
 // concurrent use; the FSM serializes access.
 type Store struct {
 	tree *btree.BTreeG[item]
-	sum  digestSum
+	// hashed holds the keys under hashedPrefix instead of the tree; every
+	// method but the hash-map ones sees one ordered set of keys.
+	hashed *hashed
+	sum    digestSum
 	// undo, while a command runs, records how to reverse each write.
 	undo      []undoOp
 	recording bool
@@ -67,31 +70,50 @@ type undoOp struct {
 }
 
 func newStore() *Store {
-	return &Store{tree: btree.NewG(32, itemLess)}
+	return &Store{tree: btree.NewG(32, itemLess), hashed: newHashed()}
 }
 
 // Get returns the value at key.
 func (s *Store) Get(key string) ([]byte, bool) {
+	if isHashed(key) {
+		return s.hashed.get(key)
+	}
 	it, ok := s.tree.Get(item{key: key})
 	return it.val, ok
 }
 
 // Put sets key to val. val must not be modified afterwards.
 func (s *Store) Put(key string, val []byte) {
-	old, existed := s.tree.ReplaceOrInsert(item{key: key, val: val})
+	var old []byte
+	var existed bool
+	if isHashed(key) {
+		old, existed = s.hashed.put(key, val)
+	} else {
+		var it item
+		it, existed = s.tree.ReplaceOrInsert(item{key: key, val: val})
+		old = it.val
+	}
 	if existed {
-		s.sum.sub(pairHash(old.key, old.val))
+		s.sum.sub(pairHash(key, old))
 	}
 	s.sum.add(pairHash(key, val))
-	s.record(key, old.val, existed)
+	s.record(key, old, existed)
 }
 
 // Delete removes key; it reports whether it existed.
 func (s *Store) Delete(key string) bool {
-	old, ok := s.tree.Delete(item{key: key})
+	var old []byte
+	var ok bool
+	if isHashed(key) {
+		old, ok = s.hashed.del(key)
+	} else {
+		var it item
+		it, ok = s.tree.Delete(item{key: key})
+		old = it.val
+	}
 	if ok {
-		s.sum.sub(pairHash(old.key, old.val))
-		s.record(key, old.val, true)
+		s.sum.sub(pairHash(key, old))
+		s.record(key, old, true)
 	}
 	return ok
 }
@@ -103,7 +125,7 @@ func (s *Store) record(key string, old []byte, existed bool) {
 }
 
 // Len is the number of keys.
-func (s *Store) Len() int { return s.tree.Len() }
+func (s *Store) Len() int { return s.tree.Len() + s.hashed.n }
 
 // Scan calls fn for each key with the prefix, in key order, starting at the
 // first key >= from (from may be ""), until fn returns false.
@@ -112,13 +134,32 @@ func (s *Store) Scan(prefix, from string, fn func(key string, val []byte) bool) 
 	if from > start {
 		start = from
 	}
+	var hashed []item // sorted, when the range can hold hashed keys
+	if mayHoldHashed(prefix) {
+		hashed = s.hashed.sorted(prefix, start)
+	}
+	more := true
 	s.tree.AscendGreaterOrEqual(item{key: start}, func(it item) bool {
 		if !strings.HasPrefix(it.key, prefix) {
 			return false
 		}
-		return fn(it.key, it.val)
+		for len(hashed) > 0 && hashed[0].key < it.key && more {
+			more = fn(hashed[0].key, hashed[0].val)
+			hashed = hashed[1:]
+		}
+		if more {
+			more = fn(it.key, it.val)
+		}
+		return more
 	})
+	for len(hashed) > 0 && more {
+		more = fn(hashed[0].key, hashed[0].val)
+		hashed = hashed[1:]
+	}
 }
+
+// ascend calls fn for every key in key order until it returns false.
+func (s *Store) ascend(fn func(key string, val []byte) bool) { s.Scan("", "", fn) }
 
 // begin starts recording the writes of one command, so that abort can
 // reverse them: every command applies completely or not at all.
@@ -146,5 +187,5 @@ func (s *Store) abort() {
 
 // clone returns an independent Store sharing structure copy-on-write.
 func (s *Store) clone() *Store {
-	return &Store{tree: s.tree.Clone(), sum: s.sum}
+	return &Store{tree: s.tree.Clone(), hashed: s.hashed.clone(), sum: s.sum}
 }
