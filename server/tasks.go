@@ -197,24 +197,28 @@ func (s *Server) handleQueueClaim(w http.ResponseWriter, r *http.Request, id *id
 	if err := s.tenantAccess(id, tenant, resTasks, queue, actWrite); err != nil {
 		return err
 	}
-	// A retry of a claim that was applied must get its answer again, even
-	// when nothing is claimable now (the claim took the task): replay it
-	// before looking at the queue. The write barrier has made every
-	// acknowledged write of earlier terms visible here.
 	key, err := idempotencyKey(r)
 	if err != nil {
 		return err
 	}
-	if key != "" {
-		if res, ok := s.fsm.IdempotentAnswer(tenant, id.principalName(), key, fingerprint(r, body), s.now()); ok {
-			return reply(w, res, nil)
-		}
-	}
 	deadline := time.Now().Add(time.Duration(req.WaitMs) * time.Millisecond)
+	replayChecked := key == ""
 	for {
 		_, changed := s.fsm.Changed()
 		ok, nextExpiry := s.fsm.Claimable(tenant, queue, args.Statuses, s.now())
 		final := !time.Now().Before(deadline)
+		if !ok && !replayChecked {
+			// A retry of a claim that was applied must get its answer
+			// again, even when nothing is claimable now (the claim took
+			// the task), and without waiting. (When a task is claimable,
+			// the proposal replays it: the FSM looks up the key first.)
+			// The write barrier has made every acknowledged write of
+			// earlier terms visible here.
+			replayChecked = true
+			if res, ok := s.fsm.IdempotentAnswer(tenant, id.principalName(), key, fingerprint(r, body), s.now()); ok {
+				return reply(w, res, nil)
+			}
+		}
 		if ok || (final && key != "") {
 			// With an Idempotency-Key, the final "nothing" is a committed
 			// answer too: a late duplicate of this request (delayed in a
