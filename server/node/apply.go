@@ -104,8 +104,8 @@ func (n *Node) proposeLoop() {
 
 // maxEntryBytes bounds the commands' bytes that group commit packs into one
 // log entry; a single larger command still gets an entry of its own. It
-// bounds what one entry costs every replica's memory (the log cache, the
-// leader's in-flight entries) and one AppendEntries' size.
+// bounds what one entry costs every replica's memory (the leader's
+// in-flight entries, raft-wal's buffers) and one AppendEntries' size.
 const maxEntryBytes = 1 << 20
 
 // entryBatch is the next entry group commit is gathering.

@@ -34,10 +34,6 @@ var (
 	ErrClosed = errors.New("node: closed")
 )
 
-// logCacheEntries is how many of the newest log entries stay in memory.
-// An entry holds at most fsm.MaxCommandsPerEntry commands.
-const logCacheEntries = 512
-
 // Node is one member of the cluster.
 type Node struct {
 	cfg   Config
@@ -76,16 +72,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		n.store.Close()
 		return nil, err
 	}
-	// The newest entries are kept in memory: a follower reads every entry
-	// back to apply it and the leader to send it, and without the cache
-	// each such read is a pread of the log file.
-	logs, err := raft.NewLogCache(logCacheEntries, n.store)
-	if err != nil {
-		n.trans.Close()
-		n.store.Close()
-		return nil, fmt.Errorf("node: log cache: %w", err)
-	}
-	r, err := raft.NewRaft(cfg.raftConfig(), f, logs, n.store, n.snaps, n.trans)
+	r, err := raft.NewRaft(cfg.raftConfig(), f, n.store, n.store, n.snaps, n.trans)
 	if err != nil {
 		n.trans.Close()
 		n.store.Close()
