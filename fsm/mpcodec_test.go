@@ -2,6 +2,8 @@ package fsm
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -248,6 +250,23 @@ func TestCommandSize(t *testing.T) {
 		inEntry := pair - single // one more command in an entry
 		if c.Size() < inEntry || c.Size() > inEntry+64 {
 			t.Errorf("payload %d: Size %d, %d bytes in an entry", n, c.Size(), inEntry)
+		}
+	}
+}
+
+// TestDecodeEmptyInput: decoding nothing fails with io.EOF whatever the
+// pooled decoder decoded before. (go-msgpack's ResetBytes ignores nil, so
+// a reused decoder went on from its previous input, and replicas could
+// store different error messages for one bad command.)
+func TestDecodeEmptyInput(t *testing.T) {
+	var a TaskClaimArgs
+	if err := decode(append(encode(&TaskClaimArgs{ID: "x"}), 0x01), &a); err != nil {
+		t.Fatalf("decode with a trailing byte: %v", err)
+	}
+	for _, in := range [][]byte{nil, {}} {
+		var b TaskClaimArgs
+		if err := decode(in, &b); !errors.Is(err, io.EOF) {
+			t.Errorf("decode(%#v): got %v, want io.EOF", in, err)
 		}
 	}
 }
