@@ -111,7 +111,7 @@ func EncodeEntry(cmds []*Command) []byte {
 	size := 1 + 3
 	for _, c := range cmds {
 		if c != nil {
-			size += 96 + len(c.Args) + len(c.IdemFP) + len(c.IdemKey) + len(c.Kind) + len(c.Principal) + len(c.Tenant)
+			size += c.Size()
 		}
 	}
 	return appendCommands(append(make([]byte, 0, size), EntryVersion), cmds)
