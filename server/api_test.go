@@ -273,7 +273,7 @@ func TestRevokedToken(t *testing.T) {
 // are 400 invalid_argument; every error is a JSON error object).
 func TestNonCanonicalPath(t *testing.T) {
 	fx := newAPIFixture(t)
-	for _, path := range []string{"/v1/tenants/acme/../other", "/v1//tenants", "/v1/tenants/./acme"} {
+	for _, path := range []string{"/v1/tenants/acme/../other", "/v1//tenants", "/v1/tenants/./acme", "//", "/v1/tenants//", "/v1/tenants/acme/tasks/."} {
 		t.Run(path, func(t *testing.T) {
 			status, h, body := fx.c.do(t, 0, "PUT", path, nil, adminAuth())
 			if status >= 300 && status < 400 {

@@ -146,12 +146,23 @@ func (s *Server) Close() {
 // meant for kv/ns/a/../b to kv/ns/b.
 func (s *Server) Handler() http.Handler {
 	return s.metrics.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p := r.URL.Path; p != "/" && strings.TrimSuffix(p, "/") != path.Clean(p) {
+		if p := r.URL.Path; !cleanPath(p) {
 			writeError(w, badRequest("path %q has an empty, \".\" or \"..\" segment", p))
 			return
 		}
 		s.mux.ServeHTTP(w, r)
 	}))
+}
+
+// cleanPath reports whether p is in the form ServeMux serves without a
+// redirect: rooted, no empty, "." or ".." segment, at most one trailing
+// slash ("//" is not "/").
+func cleanPath(p string) bool {
+	c := path.Clean(p)
+	if c != "/" && strings.HasSuffix(p, "/") {
+		c += "/"
+	}
+	return c == p
 }
 
 // Registry exposes the server's Prometheus registry (for tests).
