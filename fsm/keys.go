@@ -1,7 +1,5 @@
 package fsm
 
-import "fmt"
-
 // Key layout of the state. Names never contain "/" except KV keys and ref
 // names, which always come last in a key, so prefixes never collide.
 //
@@ -19,7 +17,11 @@ func principalPrefix(t string) string         { return "t/" + t + "/p/" }
 func tokenKey(hash string) string             { return "tok/" + hash }
 func idemKey(t, principal, key string) string { return "i/" + t + "/" + principal + "/" + key }
 func idemExpiryKey(exp int64, ikey string) string {
-	return fmt.Sprintf("ie/%016x/%s", uint64(exp), ikey)
+	b := make([]byte, 0, len(idemExpiryPrefix)+17+len(ikey))
+	b = append(b, idemExpiryPrefix...)
+	b = appendHex16(b, uint64(exp))
+	b = append(b, '/')
+	return string(append(b, ikey...))
 }
 
 const (

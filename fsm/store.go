@@ -22,20 +22,33 @@ func itemLess(a, b item) bool { return a.key < b.key }
 type digestSum [4]uint64
 
 func pairHash(key string, val []byte) digestSum {
-	h := sha256.New()
-	var n [8]byte
-	binary.BigEndian.PutUint64(n[:], uint64(len(key)))
-	h.Write(n[:])
-	h.Write([]byte(key))
-	h.Write(val)
-	var sum [32]byte
-	h.Sum(sum[:0])
+	return pairHashBuf(nil, key, val)
+}
+
+// pairHashBuf is pairHash hashing through buf, which it may grow: the
+// store keeps one so that hashing a pair allocates nothing.
+func pairHashBuf(buf *[]byte, key string, val []byte) digestSum {
+	var b []byte
+	if buf != nil {
+		b = (*buf)[:0]
+	}
+	b = binary.BigEndian.AppendUint64(b, uint64(len(key)))
+	b = append(b, key...)
+	b = append(b, val...)
+	sum := sha256.Sum256(b)
+	if buf != nil && cap(b) <= maxHashScratch {
+		*buf = b
+	}
 	var d digestSum
 	for i := range d {
 		d[i] = binary.BigEndian.Uint64(sum[i*8:])
 	}
 	return d
 }
+
+// maxHashScratch bounds the buffer a Store keeps for hashing; a larger
+// pair (a big KV value, say) uses a buffer of its own.
+const maxHashScratch = 64 << 10
 
 func (d *digestSum) add(o digestSum) {
 	for i := range d {
@@ -57,6 +70,8 @@ type Store struct {
 	// method but the hash-map ones sees one ordered set of keys.
 	hashed *hashed
 	sum    digestSum
+	// hashBuf is pairHashBuf's buffer (not shared with clones).
+	hashBuf []byte
 	// undo, while a command runs, records how to reverse each write.
 	undo      []undoOp
 	recording bool
@@ -94,9 +109,9 @@ func (s *Store) Put(key string, val []byte) {
 		old = it.val
 	}
 	if existed {
-		s.sum.sub(pairHash(key, old))
+		s.sum.sub(pairHashBuf(&s.hashBuf, key, old))
 	}
-	s.sum.add(pairHash(key, val))
+	s.sum.add(pairHashBuf(&s.hashBuf, key, val))
 	s.record(key, old, existed)
 }
 
@@ -112,7 +127,7 @@ func (s *Store) Delete(key string) bool {
 		old = it.val
 	}
 	if ok {
-		s.sum.sub(pairHash(key, old))
+		s.sum.sub(pairHashBuf(&s.hashBuf, key, old))
 		s.record(key, old, true)
 	}
 	return ok

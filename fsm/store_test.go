@@ -2,7 +2,10 @@ package fsm
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -162,5 +165,62 @@ func TestSnapshotKeepsHashedKeysInOrder(t *testing.T) {
 	r := applyOne(t, g, 400, idem(tenantPut(1000, "acme"), "", "k123", "A", 60_000))
 	if !r.Replay {
 		t.Fatal("a restored record does not replay")
+	}
+}
+
+// TestKeyFormats pins the hand-written key encoders to the fmt forms they
+// replace: a different byte would move every key in a snapshot.
+func TestKeyFormats(t *testing.T) {
+	for _, v := range []int64{0, 1, 15, 16, 255, 1<<31 - 1, 1 << 40, -1, -2, math.MinInt64, math.MaxInt64} {
+		if got, want := hex16(v), fmt.Sprintf("%016x", uint64(v)); got != want {
+			t.Errorf("hex16(%d) = %q, want %q", v, got, want)
+		}
+		if got, want := prioKey(v), fmt.Sprintf("%016x", ^(uint64(v)^(1<<63))); got != want {
+			t.Errorf("prioKey(%d) = %q, want %q", v, got, want)
+		}
+		if got, want := idemExpiryKey(v, "i/a/b/k"), fmt.Sprintf("ie/%016x/%s", uint64(v), "i/a/b/k"); got != want {
+			t.Errorf("idemExpiryKey(%d) = %q, want %q", v, got, want)
+		}
+	}
+	for _, tk := range []Task{
+		{Tenant: "acme", Queue: "q", Status: "pending", Priority: -3, Seq: 77, ID: "t1"},
+		{Tenant: "a", Queue: "research", Status: "running", Owner: "w", LeaseUntil: 1_700_000_000_123, ID: "task-9"},
+		{Tenant: "a", Queue: "q", Status: "s", LeaseUntil: 5, ID: ""},
+	} {
+		var want string
+		base := queuePrefix(tk.Tenant, tk.Queue, tk.Status)
+		if tk.Owner == "" && tk.LeaseUntil == 0 {
+			want = base + "r/" + fmt.Sprintf("%016x", ^(uint64(tk.Priority)^(1<<63))) + "/" + fmt.Sprintf("%016x", tk.Seq) + "/" + tk.ID
+		} else {
+			want = base + "l/" + fmt.Sprintf("%016x", uint64(tk.LeaseUntil)) + "/" + tk.ID
+		}
+		if got := tk.indexKey(); got != want {
+			t.Errorf("indexKey(%+v) = %q, want %q", tk, got, want)
+		}
+	}
+}
+
+// TestPairHashBuffer: hashing through the store's buffer gives pairHash's
+// sum, for pairs smaller and larger than the buffer it keeps.
+func TestPairHashBuffer(t *testing.T) {
+	var buf []byte
+	for _, n := range []int{0, 1, 300, maxHashScratch + 1, 10} {
+		val := bytes.Repeat([]byte{byte(n)}, n)
+		h := sha256.New() // the digest's definition: SHA-256(len(key) as 8 bytes big-endian, key, value)
+		h.Write([]byte{0, 0, 0, 0, 0, 0, 0, 1, 'k'})
+		h.Write(val)
+		var want digestSum
+		for i, s := 0, h.Sum(nil); i < 4; i++ {
+			want[i] = binary.BigEndian.Uint64(s[i*8:])
+		}
+		if got := pairHashBuf(&buf, "k", val); got != want {
+			t.Errorf("value of %d bytes: %x, want %x", n, got, want)
+		}
+		if got := pairHash("k", val); got != want {
+			t.Errorf("pairHash, value of %d bytes: %x, want %x", n, got, want)
+		}
+		if cap(buf) > maxHashScratch {
+			t.Errorf("buffer grew to %d bytes", cap(buf))
+		}
 	}
 }

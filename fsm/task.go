@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"encoding/json"
-	"fmt"
 )
 
 // Task is a task record. Times are Unix ms stamped by the leader.
@@ -89,14 +88,33 @@ func queuePrefix(tenant, queue, status string) string {
 	return "t/" + tenant + "/q/" + queue + "/" + status + "/"
 }
 
-func prioKey(p int64) string { return fmt.Sprintf("%016x", ^(uint64(p) ^ (1 << 63))) }
+func prioKey(p int64) string { return hexU16(prioBits(p)) }
+
+// prioBits orders priorities high to low as unsigned keys.
+func prioBits(p int64) uint64 { return ^(uint64(p) ^ (1 << 63)) }
 
 func (t *Task) indexKey() string {
-	base := queuePrefix(t.Tenant, t.Queue, t.Status)
+	// One allocation: queuePrefix(...) + "r/" + prio + "/" + seq + "/" + id
+	// or queuePrefix(...) + "l/" + lease + "/" + id.
+	b := make([]byte, 0, 2+len(t.Tenant)+3+len(t.Queue)+1+len(t.Status)+1+2+34+1+len(t.ID))
+	b = append(b, "t/"...)
+	b = append(b, t.Tenant...)
+	b = append(b, "/q/"...)
+	b = append(b, t.Queue...)
+	b = append(b, '/')
+	b = append(b, t.Status...)
+	b = append(b, '/')
 	if t.Owner == "" && t.LeaseUntil == 0 {
-		return base + "r/" + prioKey(t.Priority) + "/" + fmt.Sprintf("%016x", t.Seq) + "/" + t.ID
+		b = append(b, "r/"...)
+		b = appendHex16(b, prioBits(t.Priority))
+		b = append(b, '/')
+		b = appendHex16(b, t.Seq)
+	} else {
+		b = append(b, "l/"...)
+		b = appendHex16(b, uint64(t.LeaseUntil))
 	}
-	return base + "l/" + hex16(t.LeaseUntil) + "/" + t.ID
+	b = append(b, '/')
+	return string(append(b, t.ID...))
 }
 
 func getTask(st *Store, tenant, id string) (*Task, bool) {

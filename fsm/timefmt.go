@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"encoding/json"
-	"fmt"
 	"time"
 )
 
@@ -14,7 +13,22 @@ func FormatMillis(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format(TimeFormat)
 }
 
-func hex16(v int64) string { return fmt.Sprintf("%016x", uint64(v)) }
+func hex16(v int64) string { return hexU16(uint64(v)) }
+
+// hexU16 is v as 16 lower-case hex digits (fmt's %016x).
+func hexU16(v uint64) string {
+	var b [16]byte
+	return string(appendHex16(b[:0], v))
+}
+
+// appendHex16 appends v as 16 lower-case hex digits.
+func appendHex16(b []byte, v uint64) []byte {
+	const digits = "0123456789abcdef"
+	for shift := 60; shift >= 0; shift -= 4 {
+		b = append(b, digits[(v>>uint(shift))&0xf])
+	}
+	return b
+}
 
 // jsonOrNull makes an absent JSON value explicit.
 func jsonOrNull(b []byte) json.RawMessage {
