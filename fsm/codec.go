@@ -84,6 +84,20 @@ func decode(b []byte, v any) error {
 			return nil
 		}
 	}
+	switch a := v.(type) {
+	case *TaskUpdateArgs:
+		var fast TaskUpdateArgs
+		if decodeTaskUpdateArgs(b, &fast) == nil {
+			*a = fast
+			return nil
+		}
+	case *QueueClaimArgs:
+		var fast QueueClaimArgs
+		if decodeQueueClaimArgs(b, &fast) == nil {
+			*a = fast
+			return nil
+		}
+	}
 	// go-msgpack's ResetBytes ignores nil: a pooled decoder given nothing
 	// would go on from its previous input ("EOF") and a new one would
 	// fail with another message, and an error message is part of an

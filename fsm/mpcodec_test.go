@@ -63,6 +63,88 @@ func randTask(rng *rand.Rand) *Task {
 		Result: bin(), CreatedAt: i(), UpdatedAt: i(), Seq: u()}
 }
 
+func randArgs(rng *rand.Rand) (*TaskUpdateArgs, *QueueClaimArgs) {
+	tk := randTask(rng)
+	optU := func() *uint64 {
+		if rng.IntN(2) == 0 {
+			return nil
+		}
+		v := edgeUints[rng.IntN(len(edgeUints))]
+		return &v
+	}
+	optS := func(s string) *string {
+		if rng.IntN(2) == 0 {
+			return nil
+		}
+		return &s
+	}
+	var statuses []string
+	switch rng.IntN(3) {
+	case 1:
+		statuses = []string{}
+	case 2:
+		for range edgeLens[rng.IntN(4)] {
+			statuses = append(statuses, tk.Status)
+		}
+	}
+	return &TaskUpdateArgs{ID: tk.ID, FencingToken: optU(), ExpectVersion: optU(), ExpectStatus: optS(tk.Owner),
+			Status: optS(tk.Status), ArtifactID: optS(tk.ArtifactID), Result: tk.Result, Payload: tk.Payload,
+			Release: rng.IntN(2) == 0},
+		&QueueClaimArgs{Queue: tk.Queue, Owner: tk.Owner, LeaseMs: tk.LeaseUntil, Statuses: statuses,
+			SetStatus: optS(tk.Status), Final: rng.IntN(2) == 0}
+}
+
+// checkArgsDecoders: where the hand-written readers accept b, they read
+// what the reflection codec reads.
+func checkArgsDecoders(t *testing.T, b []byte) (update, claim bool) {
+	t.Helper()
+	var u, uref TaskUpdateArgs
+	if decodeTaskUpdateArgs(b, &u) == nil {
+		update = true
+		if err := codec.NewDecoderBytes(b, mh).Decode(&uref); err != nil || !reflect.DeepEqual(u, uref) {
+			t.Fatalf("update args %x: fast %+v, reflection %+v (%v)", b, u, uref, err)
+		}
+	}
+	var q, qref QueueClaimArgs
+	if decodeQueueClaimArgs(b, &q) == nil {
+		claim = true
+		if err := codec.NewDecoderBytes(b, mh).Decode(&qref); err != nil || !reflect.DeepEqual(q, qref) {
+			t.Fatalf("claim args %x: fast %+v, reflection %+v (%v)", b, q, qref, err)
+		}
+	}
+	return update, claim
+}
+
+func TestArgsCodec(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	for i := range 1000 {
+		u, q := randArgs(rng)
+		if i == 0 {
+			u, q = &TaskUpdateArgs{}, &QueueClaimArgs{}
+		}
+		if up, _ := checkArgsDecoders(t, encode(u)); !up {
+			t.Fatalf("decodeTaskUpdateArgs refused the encoding of %+v", u)
+		}
+		var back TaskUpdateArgs
+		if err := decode(encode(u), &back); err != nil || !reflect.DeepEqual(&back, u) {
+			t.Fatalf("decode: %+v (%v), want %+v", back, err, u)
+		}
+		if _, cl := checkArgsDecoders(t, encode(q)); !cl {
+			t.Fatalf("decodeQueueClaimArgs refused the encoding of %+v", q)
+		}
+		var qb QueueClaimArgs
+		if err := decode(encode(q), &qb); err != nil || qb.Queue != q.Queue || qb.Final != q.Final || len(qb.Statuses) != len(q.Statuses) {
+			t.Fatalf("decode: %+v (%v), want %+v", qb, err, q)
+		}
+	}
+	// Another command's arguments, or a field these structs lack, go to
+	// the reflection codec, which fails or decodes as it always did.
+	b := encode(&TaskClaimArgs{ID: "t", Owner: "w", LeaseMs: 5})
+	if up, cl := checkArgsDecoders(t, b); up || cl {
+		t.Fatalf("a TaskClaimArgs record was read as update %v / claim %v", up, cl)
+	}
+}
+
 func TestTaskCodec(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	tasks := []*Task{{}}
@@ -206,8 +288,12 @@ func FuzzCodecs(f *testing.F) {
 			cmds = append(cmds, randCommand(rng))
 		}
 		f.Add(EncodeEntry(cmds)[1:])
+		u, q := randArgs(rng)
+		f.Add(encode(u))
+		f.Add(encode(q))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		checkArgsDecoders(t, b)
 		var tk Task
 		if decodeTask(b, &tk) == nil {
 			ref, err := reflectDecodeTask(b)
