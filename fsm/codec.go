@@ -53,6 +53,12 @@ func encode(v any) []byte {
 		return appendTask(make([]byte, 0, 208+len(t.ArtifactID)+len(t.ID)+len(t.Owner)+len(t.Queue)+
 			len(t.Status)+len(t.Tenant)+len(t.Payload)+len(t.Result)), t)
 	}
+	switch a := v.(type) {
+	case *TaskUpdateArgs:
+		return appendTaskUpdateArgs(make([]byte, 0, 128+len(a.ID)+len(a.Payload)+len(a.Result)), a)
+	case *QueueClaimArgs:
+		return appendQueueClaimArgs(make([]byte, 0, 96+len(a.Queue)+len(a.Owner)+16*len(a.Statuses)), a)
+	}
 	pe := encoders.Get().(*pooledEncoder)
 	pe.buf = pe.buf[:0]
 	pe.enc.ResetBytes(&pe.buf)

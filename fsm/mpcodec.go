@@ -590,3 +590,65 @@ func decodeQueueClaimArgs(b []byte, a *QueueClaimArgs) error {
 	})
 	return r.end()
 }
+
+// The leader encodes the same two argument records for every claim and
+// update it proposes; these write the reflection codec's bytes for them
+// (fields sorted by name; nil pointers and slices as nil).
+
+func mpOptStr(b []byte, s *string) []byte {
+	if s == nil {
+		return append(b, 0xc0)
+	}
+	return mpStr(b, *s)
+}
+
+func mpOptUint(b []byte, v *uint64) []byte {
+	if v == nil {
+		return append(b, 0xc0)
+	}
+	return mpUint(b, *v)
+}
+
+func mpBool(b []byte, v bool) []byte {
+	if v {
+		return append(b, 0xc3)
+	}
+	return append(b, 0xc2)
+}
+
+func appendTaskUpdateArgs(b []byte, a *TaskUpdateArgs) []byte {
+	b = append(b, 0x89) // fixmap, 9 fields
+	b = mpOptStr(mpStr(b, "ArtifactID"), a.ArtifactID)
+	b = mpOptStr(mpStr(b, "ExpectStatus"), a.ExpectStatus)
+	b = mpOptUint(mpStr(b, "ExpectVersion"), a.ExpectVersion)
+	b = mpOptUint(mpStr(b, "FencingToken"), a.FencingToken)
+	b = mpStr(mpStr(b, "ID"), a.ID)
+	b = mpBin(mpStr(b, "Payload"), a.Payload)
+	b = mpBool(mpStr(b, "Release"), a.Release)
+	b = mpBin(mpStr(b, "Result"), a.Result)
+	return mpOptStr(mpStr(b, "Status"), a.Status)
+}
+
+func appendQueueClaimArgs(b []byte, a *QueueClaimArgs) []byte {
+	b = append(b, 0x86) // fixmap, 6 fields
+	b = mpBool(mpStr(b, "Final"), a.Final)
+	b = mpInt(mpStr(b, "LeaseMs"), a.LeaseMs)
+	b = mpStr(mpStr(b, "Owner"), a.Owner)
+	b = mpStr(mpStr(b, "Queue"), a.Queue)
+	b = mpOptStr(mpStr(b, "SetStatus"), a.SetStatus)
+	b = mpStr(b, "Statuses")
+	switch n := len(a.Statuses); {
+	case a.Statuses == nil:
+		b = append(b, 0xc0)
+	case n < 16:
+		b = append(b, 0x90|byte(n))
+	case n < 65536:
+		b = append(b, 0xdc, byte(n>>8), byte(n))
+	default:
+		b = binary.BigEndian.AppendUint32(append(b, 0xdd), uint32(n))
+	}
+	for _, s := range a.Statuses {
+		b = mpStr(b, s)
+	}
+	return b
+}

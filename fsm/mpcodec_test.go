@@ -104,12 +104,18 @@ func checkArgsDecoders(t *testing.T, b []byte) (update, claim bool) {
 		if err := codec.NewDecoderBytes(b, mh).Decode(&uref); err != nil || !reflect.DeepEqual(u, uref) {
 			t.Fatalf("update args %x: fast %+v, reflection %+v (%v)", b, u, uref, err)
 		}
+		if got, want := encode(&u), reflectEncode(t, &u); !bytes.Equal(got, want) {
+			t.Fatalf("encode(%+v):\n got %x\nwant %x", u, got, want)
+		}
 	}
 	var q, qref QueueClaimArgs
 	if decodeQueueClaimArgs(b, &q) == nil {
 		claim = true
 		if err := codec.NewDecoderBytes(b, mh).Decode(&qref); err != nil || !reflect.DeepEqual(q, qref) {
 			t.Fatalf("claim args %x: fast %+v, reflection %+v (%v)", b, q, qref, err)
+		}
+		if got, want := encode(&q), reflectEncode(t, &q); !bytes.Equal(got, want) {
+			t.Fatalf("encode(%+v):\n got %x\nwant %x", q, got, want)
 		}
 	}
 	return update, claim
@@ -121,6 +127,12 @@ func TestArgsCodec(t *testing.T) {
 		u, q := randArgs(rng)
 		if i == 0 {
 			u, q = &TaskUpdateArgs{}, &QueueClaimArgs{}
+		}
+		if got, want := encode(u), reflectEncode(t, u); !bytes.Equal(got, want) {
+			t.Fatalf("encode(%+v):\n got %x\nwant %x", u, got, want)
+		}
+		if got, want := encode(q), reflectEncode(t, q); !bytes.Equal(got, want) {
+			t.Fatalf("encode(%+v):\n got %x\nwant %x", q, got, want)
 		}
 		if up, _ := checkArgsDecoders(t, encode(u)); !up {
 			t.Fatalf("decodeTaskUpdateArgs refused the encoding of %+v", u)
@@ -136,6 +148,13 @@ func TestArgsCodec(t *testing.T) {
 		if err := decode(encode(q), &qb); err != nil || qb.Queue != q.Queue || qb.Final != q.Final || len(qb.Statuses) != len(q.Statuses) {
 			t.Fatalf("decode: %+v (%v), want %+v", qb, err, q)
 		}
+	}
+	for _, n := range []int{15, 16, 65535, 65536} { // where the array header changes
+		q := &QueueClaimArgs{Queue: "q", Statuses: make([]string, n)}
+		if got, want := encode(q), reflectEncode(t, q); !bytes.Equal(got, want) {
+			t.Fatalf("encode of %d statuses differs from the reflection codec's", n)
+		}
+		checkArgsDecoders(t, encode(q))
 	}
 	// Another command's arguments, or a field these structs lack, go to
 	// the reflection codec, which fails or decodes as it always did.
