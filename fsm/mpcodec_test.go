@@ -98,27 +98,24 @@ func randArgs(rng *rand.Rand) (*TaskUpdateArgs, *QueueClaimArgs) {
 // what the reflection codec reads.
 func checkArgsDecoders(t *testing.T, b []byte) (update, claim bool) {
 	t.Helper()
-	var u, uref TaskUpdateArgs
-	if decodeTaskUpdateArgs(b, &u) == nil {
-		update = true
-		if err := codec.NewDecoderBytes(b, mh).Decode(&uref); err != nil || !reflect.DeepEqual(u, uref) {
-			t.Fatalf("update args %x: fast %+v, reflection %+v (%v)", b, u, uref, err)
-		}
-		if got, want := encode(&u), reflectEncode(t, &u); !bytes.Equal(got, want) {
-			t.Fatalf("encode(%+v):\n got %x\nwant %x", u, got, want)
-		}
+	return checkArgsDecoder(t, b, decodeTaskUpdateArgs), checkArgsDecoder(t, b, decodeQueueClaimArgs)
+}
+
+// checkArgsDecoder: if read accepts b, the reflection codec reads the same
+// value from b, and encode writes that value as the reflection codec does.
+func checkArgsDecoder[T any](t *testing.T, b []byte, read func([]byte, *T) error) bool {
+	t.Helper()
+	var v, ref T
+	if read(b, &v) != nil {
+		return false
 	}
-	var q, qref QueueClaimArgs
-	if decodeQueueClaimArgs(b, &q) == nil {
-		claim = true
-		if err := codec.NewDecoderBytes(b, mh).Decode(&qref); err != nil || !reflect.DeepEqual(q, qref) {
-			t.Fatalf("claim args %x: fast %+v, reflection %+v (%v)", b, q, qref, err)
-		}
-		if got, want := encode(&q), reflectEncode(t, &q); !bytes.Equal(got, want) {
-			t.Fatalf("encode(%+v):\n got %x\nwant %x", q, got, want)
-		}
+	if err := codec.NewDecoderBytes(b, mh).Decode(&ref); err != nil || !reflect.DeepEqual(v, ref) {
+		t.Fatalf("%T %x: fast %+v, reflection %+v (%v)", v, b, v, ref, err)
 	}
-	return update, claim
+	if got, want := encode(&v), reflectEncode(t, &v); !bytes.Equal(got, want) {
+		t.Fatalf("encode(%+v):\n got %x\nwant %x", v, got, want)
+	}
+	return true
 }
 
 func TestArgsCodec(t *testing.T) {
