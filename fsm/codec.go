@@ -45,19 +45,19 @@ var (
 )
 
 func encode(v any) []byte {
-	if rec, ok := v.(*idemRecord); ok {
-		r := &rec.Result
-		return appendIdemRecord(make([]byte, 0, 96+len(rec.FP)+len(r.Code)+len(r.Details)+len(r.Message)+len(r.Value)), rec)
-	}
-	if t, ok := v.(*Task); ok {
-		return appendTask(make([]byte, 0, 208+len(t.ArtifactID)+len(t.ID)+len(t.Owner)+len(t.Queue)+
-			len(t.Status)+len(t.Tenant)+len(t.Payload)+len(t.Result)), t)
-	}
-	switch a := v.(type) {
+	// The records every replica handles for every command have writers of
+	// their own (fsm/mpcodec.go); anything else goes through reflection.
+	switch x := v.(type) {
+	case *idemRecord:
+		r := &x.Result
+		return appendIdemRecord(make([]byte, 0, 96+len(x.FP)+len(r.Code)+len(r.Details)+len(r.Message)+len(r.Value)), x)
+	case *Task:
+		return appendTask(make([]byte, 0, 208+len(x.ArtifactID)+len(x.ID)+len(x.Owner)+len(x.Queue)+
+			len(x.Status)+len(x.Tenant)+len(x.Payload)+len(x.Result)), x)
 	case *TaskUpdateArgs:
-		return appendTaskUpdateArgs(make([]byte, 0, 128+len(a.ID)+len(a.Payload)+len(a.Result)), a)
+		return appendTaskUpdateArgs(make([]byte, 0, 128+len(x.ID)+len(x.Payload)+len(x.Result)), x)
 	case *QueueClaimArgs:
-		return appendQueueClaimArgs(make([]byte, 0, 96+len(a.Queue)+len(a.Owner)+16*len(a.Statuses)), a)
+		return appendQueueClaimArgs(make([]byte, 0, 96+len(x.Queue)+len(x.Owner)+16*len(x.Statuses)), x)
 	}
 	pe := encoders.Get().(*pooledEncoder)
 	pe.buf = pe.buf[:0]
@@ -76,33 +76,21 @@ func encode(v any) []byte {
 }
 
 func decode(b []byte, v any) error {
-	if rec, ok := v.(*idemRecord); ok {
-		var fast idemRecord
-		if decodeIdemRecord(b, &fast) == nil {
-			*rec = fast
-			return nil
-		}
-	}
-	if t, ok := v.(*Task); ok {
-		var fast Task
-		if decodeTask(b, &fast) == nil {
-			*t = fast
-			return nil
-		}
-	}
-	switch a := v.(type) {
+	// Hand-written readers first; what they do not expect falls through to
+	// the reflection codec.
+	var done bool
+	switch x := v.(type) {
+	case *idemRecord:
+		done = readFast(b, x, decodeIdemRecord)
+	case *Task:
+		done = readFast(b, x, decodeTask)
 	case *TaskUpdateArgs:
-		var fast TaskUpdateArgs
-		if decodeTaskUpdateArgs(b, &fast) == nil {
-			*a = fast
-			return nil
-		}
+		done = readFast(b, x, decodeTaskUpdateArgs)
 	case *QueueClaimArgs:
-		var fast QueueClaimArgs
-		if decodeQueueClaimArgs(b, &fast) == nil {
-			*a = fast
-			return nil
-		}
+		done = readFast(b, x, decodeQueueClaimArgs)
+	}
+	if done {
+		return nil
 	}
 	// go-msgpack's ResetBytes ignores nil: a pooled decoder given nothing
 	// would go on from its previous input ("EOF") and a new one would
@@ -124,6 +112,17 @@ func decode(b []byte, v any) error {
 }
 
 var noBytes = []byte{}
+
+// readFast decodes b into *dst with read, leaving *dst untouched unless
+// read accepts all of b.
+func readFast[T any](b []byte, dst *T, read func([]byte, *T) error) bool {
+	var fast T
+	if read(b, &fast) != nil {
+		return false
+	}
+	*dst = fast
+	return true
+}
 
 // EncodeEntry packs commands into one log entry: a version byte followed by
 // the msgpack array of commands.
