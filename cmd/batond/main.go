@@ -22,9 +22,10 @@ import (
 	"github.com/baton-dev/baton/fsm"
 	"github.com/baton-dev/baton/server"
 	"github.com/baton-dev/baton/server/chunkstore"
+	"github.com/baton-dev/baton/server/metricsink"
 	"github.com/baton-dev/baton/server/node"
 	metrics "github.com/hashicorp/go-metrics/compat"
-	promsink "github.com/hashicorp/go-metrics/compat/prometheus"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func main() {
@@ -233,16 +234,17 @@ func serve(ctx context.Context, o *options, log *slog.Logger) error {
 	return nil
 }
 
-// installRaftMetrics sends hashicorp/raft's go-metrics to Prometheus.
+// installRaftMetrics sends hashicorp/raft's go-metrics (and the node's own
+// timers) to Prometheus, named baton_<key>.
 func installRaftMetrics() error {
-	sink, err := promsink.NewPrometheusSink()
-	if err != nil {
+	sink := metricsink.New("baton")
+	if err := prometheus.DefaultRegisterer.Register(sink); err != nil {
 		return err
 	}
-	mc := metrics.DefaultConfig("baton")
+	mc := metrics.DefaultConfig("") // the sink adds the prefix: no per-call key copy
 	mc.EnableHostname = false
 	mc.EnableRuntimeMetrics = false
-	_, err = metrics.NewGlobal(mc, sink)
+	_, err := metrics.NewGlobal(mc, sink)
 	return err
 }
 
