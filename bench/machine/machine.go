@@ -11,11 +11,13 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/baton-dev/baton/bench/result"
+	"github.com/baton-dev/baton/chaos/cluster"
 )
 
 // FsyncTool names the probe in reports.
@@ -32,6 +34,10 @@ func Describe(dir string) (result.Machine, error) {
 		Filesystem:     filesystem(dir),
 		FsyncTool:      FsyncTool,
 		LoadAvgAtStart: LoadAvg(),
+		MemberProcs:    cluster.MemberProcs(cluster.DefaultNodes),
+	}
+	if n, err := strconv.Atoi(os.Getenv("GOMAXPROCS")); err == nil && n > 0 {
+		m.MemberProcs = n // the members inherit it
 	}
 	lat, err := Fsync(dir, 1000)
 	if err != nil {

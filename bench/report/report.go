@@ -114,7 +114,13 @@ func (w *writer) machine() {
 		w.p("| %s | %s |", k, m.Versions[k])
 	}
 	w.p("| load average before the run (1 min) | %.1f |", m.LoadAvgAtStart)
+	if m.MemberProcs > 0 {
+		w.p("| GOMAXPROCS of each batond and etcd member | %d |", m.MemberProcs)
+	}
 	w.p("\nEvery process (three batond or etcd members, PostgreSQL, and the load generator) shares these cores; the systems run one after the other, never at once.")
+	if m.MemberProcs > 0 {
+		w.p("Each batond and etcd member runs with GOMAXPROCS at its share of the cores (cores / members, at least 1: chaos/cluster.MemberProcs, also what `batond local` gives its nodes), the same rule for both systems; the load generator and PostgreSQL are left as they are.")
+	}
 	// Only the load before the run says anything about other work: during
 	// it, the suite's own processes set the load (PostgreSQL alone runs one
 	// server process per connection, 64 in the queue workload).

@@ -163,6 +163,10 @@ type Machine struct {
 	LoadAvgAtStart float64 `json:"load_avg_at_start"`
 	// Versions of the peers, as their binaries report them.
 	Versions map[string]string `json:"versions,omitempty"`
+	// MemberProcs is the GOMAXPROCS of each batond and etcd member
+	// (chaos/cluster.MemberProcs of three members, or the environment's
+	// GOMAXPROCS when set); 0 in suites from before it was recorded.
+	MemberProcs int `json:"member_procs,omitempty"`
 }
 
 // Suite is one run of the whole benchmark suite.

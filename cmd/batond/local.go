@@ -26,7 +26,9 @@ DIR/admin-token and reused, so running it again resumes the same cluster and
 data (delete DIR to start afresh). Once a leader is elected and every node is
 ready, it prints the endpoints, the token and the lines to export for
 'bin/baton'. A node that dies is reported, not restarted. Ctrl-C or SIGTERM
-stops every node cleanly.
+stops every node cleanly. The nodes share this machine's cores: each runs
+with GOMAXPROCS at its share (cores / N, at least 1) unless GOMAXPROCS is
+set in the environment.
 
 Flags:
 `

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/bench/peers/proc"
+	"github.com/baton-dev/baton/chaos/cluster"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
@@ -22,6 +23,7 @@ import (
 type Cluster struct {
 	bin     string
 	dir     string
+	env     []string // added to each member's environment
 	members []*member
 }
 
@@ -43,6 +45,10 @@ func Start(ctx context.Context, bin, dir string, n int) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{bin: bin, dir: dir}
+	if os.Getenv("GOMAXPROCS") == "" {
+		// The members share this machine as Baton's do: the same rule.
+		c.env = []string{"GOMAXPROCS=" + strconv.Itoa(cluster.MemberProcs(n))}
+	}
 	var initial []string
 	for i := range n {
 		m := &member{name: "e" + strconv.Itoa(i+1), clientPort: ports[2*i], peerPort: ports[2*i+1]}
@@ -62,7 +68,7 @@ func Start(ctx context.Context, bin, dir string, n int) (*Cluster, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
-		p, err := proc.Start(bin, m.args, m.logPath, nil)
+		p, err := proc.Start(bin, m.args, c.env, m.logPath, nil)
 		if err != nil {
 			c.Close()
 			return nil, err
@@ -194,7 +200,7 @@ func (c *Cluster) Restart(i int) error {
 	if !m.proc.Exited() {
 		return fmt.Errorf("etcd %s is running", m.name)
 	}
-	p, err := proc.Start(c.bin, m.args, m.logPath, nil)
+	p, err := proc.Start(c.bin, m.args, c.env, m.logPath, nil)
 	if err != nil {
 		return err
 	}

@@ -94,7 +94,7 @@ func Start(ctx context.Context, binDir, dir string, maxConns int) (*Server, erro
 		"-c", "listen_addresses=127.0.0.1", "-c", "synchronous_commit=on", "-c", "fsync=on",
 		"-c", fmt.Sprintf("max_connections=%d", maxConns+20), "-c", "shared_buffers=512MB"}
 	logPath := filepath.Join(dir, "postgres.log")
-	p, err := proc.Start(filepath.Join(binDir, "postgres"), args, logPath, cred)
+	p, err := proc.Start(filepath.Join(binDir, "postgres"), args, nil, logPath, cred)
 	if err != nil {
 		return nil, err
 	}

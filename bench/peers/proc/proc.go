@@ -22,9 +22,10 @@ type Proc struct {
 	err  error
 }
 
-// Start runs bin with args, appending its output to logPath. cred, when
-// not nil, runs it as another user.
-func Start(bin string, args []string, logPath string, cred *syscall.Credential) (*Proc, error) {
+// Start runs bin with args, in this process's environment plus env,
+// appending its output to logPath. cred, when not nil, runs it as another
+// user.
+func Start(bin string, args, env []string, logPath string, cred *syscall.Credential) (*Proc, error) {
 	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -32,6 +33,9 @@ func Start(bin string, args []string, logPath string, cred *syscall.Credential) 
 	fmt.Fprintf(log, "=== proc: %s %v\n", bin, args)
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: cred}
 	if err := cmd.Start(); err != nil {
 		log.Close()
