@@ -72,7 +72,13 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		n.store.Close()
 		return nil, err
 	}
-	r, err := raft.NewRaft(cfg.raftConfig(), f, n.store, n.store, n.snaps, n.trans)
+	logs, err := raft.NewLogCache(logCacheEntries, n.store)
+	if err != nil {
+		n.trans.Close()
+		n.store.Close()
+		return nil, err
+	}
+	r, err := raft.NewRaft(cfg.raftConfig(), f, logs, n.store, n.snaps, n.trans)
 	if err != nil {
 		n.trans.Close()
 		n.store.Close()
@@ -89,6 +95,17 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	go n.leadershipLoop()
 	return n, nil
 }
+
+// logCacheEntries is how many of the newest log entries Raft keeps in
+// memory (hashicorp/raft's LogCache, written through to the log store).
+// The leader reads each entry back to send it to every follower, and a
+// follower reads each back to apply it: from the cache that is a slice
+// copy, from raft-wal a pread and a decode. 64 covers the entries in flight
+// (MaxInflightEntries) many times over. Group commit packs at most
+// maxEntryBytes of commands into an entry (a larger command gets one of
+// its own, within the request size limits), so the cache holds about
+// 64 MiB at the very most.
+const logCacheEntries = 64
 
 func (n *Node) openStorage() error {
 	st, kind, err := openLogStore(n.cfg.DataDir, n.cfg.LogStore)
