@@ -32,8 +32,10 @@ type Config struct {
 	// Token is sent as "Authorization: Bearer <Token>" when not empty.
 	Token string
 	// HTTPClient is used for every request; nil means a client with a
-	// connection pool sized for many concurrent callers. Its Timeout, if
-	// any, applies on top of Config.Timeout.
+	// connection pool sized for many concurrent callers, which runs each
+	// plain-HTTP request on the calling goroutine (https and proxied
+	// requests go through a net/http Transport). Its Timeout, if any,
+	// applies on top of Config.Timeout.
 	HTTPClient *http.Client
 	// Timeout bounds one attempt against one endpoint (default 10s).
 	Timeout time.Duration
@@ -131,5 +133,5 @@ func defaultHTTPClient() *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = 1024
 	t.MaxIdleConnsPerHost = 256
-	return &http.Client{Transport: t}
+	return &http.Client{Transport: newDirectTransport(t, t.MaxIdleConnsPerHost)}
 }

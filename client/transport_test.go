@@ -1,0 +1,288 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// connServer is a test server that counts the connections it accepted.
+type connServer struct {
+	*httptest.Server
+	conns atomic.Int64
+}
+
+func newConnServer(t *testing.T, h http.HandlerFunc) *connServer {
+	t.Helper()
+	s := &connServer{}
+	s.Server = httptest.NewUnstartedServer(h)
+	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.conns.Add(1)
+		}
+	}
+	s.Start()
+	t.Cleanup(s.Close)
+	return s
+}
+
+func newTestTransport() *directTransport {
+	return newDirectTransport(http.DefaultTransport.(*http.Transport).Clone(), 4)
+}
+
+func get(t *testing.T, hc *http.Client, url string) (int, string) {
+	t.Helper()
+	resp, err := hc.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: body: %v", url, err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// Requests in turn share one connection, whatever the body's framing.
+func TestDirectTransportReuse(t *testing.T) {
+	srv := newConnServer(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/empty":
+			w.WriteHeader(http.StatusNoContent)
+		case "/chunked":
+			w.Write([]byte("part one, "))
+			w.(http.Flusher).Flush() // a flushed answer goes out chunked
+			w.Write([]byte("part two"))
+		case "/echo":
+			b, _ := io.ReadAll(r.Body)
+			fmt.Fprintf(w, "%s %s key=%s", r.Method, b, r.Header.Get("Idempotency-Key"))
+		default:
+			io.WriteString(w, "plain")
+		}
+	})
+	hc := &http.Client{Transport: newTestTransport()}
+	for i := 0; i < 3; i++ {
+		if code, body := get(t, hc, srv.URL+"/plain"); code != 200 || body != "plain" {
+			t.Fatalf("plain: %d %q", code, body)
+		}
+		if code, body := get(t, hc, srv.URL+"/empty"); code != 204 || body != "" {
+			t.Fatalf("empty: %d %q", code, body)
+		}
+		if code, body := get(t, hc, srv.URL+"/chunked"); code != 200 || body != "part one, part two" {
+			t.Fatalf("chunked: %d %q", code, body)
+		}
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/echo", strings.NewReader(`{"a":1}`))
+		req.Header.Set("Idempotency-Key", "k1")
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != `POST {"a":1} key=k1` {
+			t.Fatalf("echo: %q", b)
+		}
+	}
+	if n := srv.conns.Load(); n != 1 {
+		t.Errorf("%d connections for requests in turn, want 1", n)
+	}
+}
+
+// A body closed before its end costs its connection: the next request
+// does not read the rest of the old answer.
+func TestDirectTransportUnreadBody(t *testing.T) {
+	big := strings.Repeat("x", 64<<10)
+	srv := newConnServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/big" {
+			io.WriteString(w, big)
+			return
+		}
+		io.WriteString(w, "small")
+	})
+	hc := &http.Client{Transport: newTestTransport()}
+	resp, err := hc.Get(srv.URL + "/big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 10)
+	if _, err := io.ReadFull(resp.Body, buf); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if _, err := resp.Body.Read(buf); err == nil {
+		t.Error("read after Close succeeded")
+	}
+	if code, body := get(t, hc, srv.URL+"/small"); code != 200 || body != "small" {
+		t.Fatalf("after an unread body: %d %q", code, body)
+	}
+	if n := srv.conns.Load(); n != 2 {
+		t.Errorf("%d connections, want 2 (the first closed with its unread body)", n)
+	}
+}
+
+// The server closing a kept-alive connection while it is idle costs the
+// caller nothing for a request that may be sent again; one that may not
+// fails.
+func TestDirectTransportServerClosedIdle(t *testing.T) {
+	var hits atomic.Int64
+	srv := newConnServer(t, func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%s:%s", r.Method, b)
+	})
+	tr := newTestTransport()
+	hc := &http.Client{Transport: tr}
+	closeIdle := func() {
+		// The server ends its idle connections, as on a restart or an
+		// idle timeout; the client still holds them.
+		// The request that follows fails on it, in the write or in the
+		// read, whether or not the FIN has arrived by then.
+		srv.CloseClientConnections()
+	}
+	get(t, hc, srv.URL)
+	closeIdle()
+	if code, body := get(t, hc, srv.URL); code != 200 || body != "GET:" {
+		t.Fatalf("GET on a closed idle connection: %d %q", code, body)
+	}
+
+	post := func(key string) (string, error) {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader("payload"))
+		if key != "" {
+			req.Header.Set("Idempotency-Key", key)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return string(b), err
+	}
+	closeIdle()
+	if body, err := post("k"); err != nil || body != "POST:payload" {
+		t.Fatalf("POST with an Idempotency-Key on a closed idle connection: %q, %v; want it sent again whole", body, err)
+	}
+	closeIdle()
+	before := hits.Load()
+	if _, err := post(""); err == nil {
+		t.Fatal("POST without an Idempotency-Key on a closed idle connection succeeded; it must not be sent twice")
+	}
+	if hits.Load() != before {
+		t.Error("the failed POST reached the server")
+	}
+	if n := srv.conns.Load(); n != 3 {
+		t.Errorf("%d connections, want 3 (the first, and one for each request sent again)", n)
+	}
+}
+
+// A request whose context ends while the server is slow returns the
+// context's error at once, and its connection is not reused.
+func TestDirectTransportCancel(t *testing.T) {
+	release := make(chan struct{})
+	srv := newConnServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+		io.WriteString(w, "ok")
+	})
+	defer close(release)
+	hc := &http.Client{Transport: newTestTransport()}
+	get(t, hc, srv.URL)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/slow", nil)
+	start := time.Now()
+	_, err := hc.Do(req)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("slow request: %v, want the context's deadline", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("slow request returned after %v", d)
+	}
+	if code, body := get(t, hc, srv.URL); code != 200 || body != "ok" {
+		t.Fatalf("after a cancelled request: %d %q", code, body)
+	}
+	if n := srv.conns.Load(); n != 2 {
+		t.Errorf("%d connections, want 2 (the cancelled one is not reused)", n)
+	}
+
+	// A context already done sends nothing.
+	done, cancelNow := context.WithCancel(context.Background())
+	cancelNow()
+	req, _ = http.NewRequestWithContext(done, http.MethodGet, srv.URL, nil)
+	if _, err := hc.Do(req); !errors.Is(err, context.Canceled) {
+		t.Fatalf("request with a done context: %v, want context.Canceled", err)
+	}
+}
+
+// https goes to the fallback transport.
+func TestDirectTransportTLSFallback(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "tls")
+	}))
+	defer srv.Close()
+	hc := &http.Client{Transport: newDirectTransport(srv.Client().Transport.(*http.Transport), 4)}
+	if code, body := get(t, hc, srv.URL); code != 200 || body != "tls" {
+		t.Fatalf("https: %d %q", code, body)
+	}
+}
+
+// Concurrent callers each get a connection of their own and the answer to
+// their own request; the pool keeps at most maxIdle of them.
+func TestDirectTransportConcurrent(t *testing.T) {
+	srv := newConnServer(t, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, r.URL.Query().Get("i"))
+	})
+	tr := newTestTransport()
+	hc := &http.Client{Transport: tr}
+	var wg sync.WaitGroup
+	for g := 0; g < 16; g++ {
+		wg.Go(func() {
+			for i := 0; i < 50; i++ {
+				want := fmt.Sprintf("%d-%d", g, i)
+				resp, err := hc.Get(srv.URL + "/?i=" + want)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if string(b) != want {
+					t.Errorf("got %q, want %q", b, want)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	tr.mu.Lock()
+	idle := len(tr.idle[host])
+	tr.mu.Unlock()
+	if idle > 4 {
+		t.Errorf("%d idle connections kept, want at most 4", idle)
+	}
+	if n := srv.conns.Load(); n > 16+16*50/2 {
+		t.Errorf("%d connections for 800 requests of 16 callers: connections are not reused", n)
+	}
+	hc.CloseIdleConnections()
+	tr.mu.Lock()
+	idle = len(tr.idle[host])
+	tr.mu.Unlock()
+	if idle != 0 {
+		t.Errorf("%d idle connections after CloseIdleConnections", idle)
+	}
+}
