@@ -6,15 +6,13 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"regexp"
 	"strings"
 )
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
-
-// validName checks a name against API.md's grammar.
+// validName checks a name against API.md's grammar:
+// [A-Za-z0-9][A-Za-z0-9._:-]{0,127}.
 func validName(what, s string) error {
-	if !nameRE.MatchString(s) {
+	if len(s) == 0 || len(s) > 128 || !alnum(s[0]) || !nameChars(s) {
 		return badRequest("%s %q must match [A-Za-z0-9][A-Za-z0-9._:-]{0,127}", what, s)
 	}
 	return nil
@@ -30,17 +28,38 @@ func validPath(what, s string) error {
 		if seg == "" || seg == "." || seg == ".." {
 			return badRequest("%s %q has an empty, \".\" or \"..\" segment", what, s)
 		}
-		if !pathSegRE.MatchString(seg) {
+		if len(seg) > 128 || !nameChars(seg) { // [A-Za-z0-9._:-]{1,128}
 			return badRequest("%s %q: segment %q must match [A-Za-z0-9._:-]+", what, s, seg)
 		}
 	}
 	return nil
 }
 
-var pathSegRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+func alnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+// nameChars reports whether every byte of s is one of [A-Za-z0-9._:-].
+func nameChars(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !alnum(c) && c != '.' && c != '_' && c != ':' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
 
 // readBody reads at most limit bytes of the request body.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	if n := r.ContentLength; n >= 0 && n <= limit {
+		// The length is known (the server's body reader holds the client to
+		// it): one buffer of that size, no growing.
+		b := make([]byte, n)
+		if _, err := io.ReadFull(r.Body, b); err != nil {
+			return nil, badRequest("reading body: %v", err)
+		}
+		return b, nil
+	}
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
@@ -63,12 +82,11 @@ func decodeStrict(b []byte, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return badRequest("malformed JSON: %v", err)
 	}
-	if dec.More() {
-		return badRequest("malformed JSON: data after the object")
-	}
-	var extra json.RawMessage
-	if err := dec.Decode(&extra); err != io.EOF {
-		return badRequest("malformed JSON: data after the object")
+	// Only JSON whitespace may follow the object.
+	for _, c := range b[dec.InputOffset():] {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return badRequest("malformed JSON: data after the object")
+		}
 	}
 	return nil
 }
