@@ -3,7 +3,6 @@ package fsm
 import (
 	"encoding/json"
 	"strconv"
-	"time"
 )
 
 // A hand-written encoder for the task, the answer of most writes: about a
@@ -63,7 +62,7 @@ func appendJSONRaw(b []byte, raw []byte) []byte {
 // appendJSONTime appends FormatMillis(ms) quoted.
 func appendJSONTime(b []byte, ms int64) []byte {
 	b = append(b, '"')
-	b = time.UnixMilli(ms).UTC().AppendFormat(b, TimeFormat)
+	b = appendMillis(b, ms)
 	return append(b, '"')
 }
 

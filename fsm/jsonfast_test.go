@@ -3,7 +3,9 @@ package fsm
 import (
 	"bytes"
 	"encoding/json"
+	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 var awkwardStrings = []string{
@@ -76,4 +78,25 @@ func FuzzTaskJSON(f *testing.F) {
 			Version: u, Priority: n, ArtifactID: s, Payload: []byte(raw), Result: []byte(raw), CreatedAt: n, UpdatedAt: n}
 		checkTaskJSON(t, &task)
 	})
+}
+
+// appendMillis writes what time.AppendFormat writes with TimeFormat.
+func TestAppendMillis(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	minMs := time.Date(-2, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	maxMs := time.Date(10001, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	cases := []int64{0, -1, 1, 999, 1000, -1000, 1798675200000, 253402300799999, 253402300800000,
+		time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli(), time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli() - 1, minMs, maxMs}
+	for range 100000 {
+		cases = append(cases, minMs+r.Int64N(maxMs-minMs))
+	}
+	for _, ms := range cases {
+		want := time.UnixMilli(ms).UTC().Format(TimeFormat)
+		if got := string(appendMillis([]byte("x"), ms)); got != "x"+want {
+			t.Fatalf("appendMillis(%d) = %q, want %q", ms, got[1:], want)
+		}
+		if got := FormatMillis(ms); got != want {
+			t.Fatalf("FormatMillis(%d) = %q, want %q", ms, got, want)
+		}
+	}
 }

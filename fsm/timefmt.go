@@ -10,7 +10,45 @@ const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
 
 // FormatMillis renders Unix milliseconds (from a command, never a clock).
 func FormatMillis(ms int64) string {
-	return time.UnixMilli(ms).UTC().Format(TimeFormat)
+	var b [32]byte
+	return string(appendMillis(b[:0], ms))
+}
+
+// appendMillis appends ms as TimeFormat. Every answer about a task renders
+// two or three timestamps on every replica (the idempotency record keeps
+// the answer), so years 0 to 9999 are written digit by digit rather than
+// by interpreting the layout each time; others (never a real clock's) go
+// through time.AppendFormat.
+func appendMillis(b []byte, ms int64) []byte {
+	t := time.UnixMilli(ms).UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.AppendFormat(b, TimeFormat)
+	}
+	hour, min, sec := t.Clock()
+	milli := t.Nanosecond() / 1e6
+	d := func(b []byte, v, n int) []byte { // v as n decimal digits
+		var buf [4]byte
+		for i := n - 1; i >= 0; i-- {
+			buf[i] = byte('0' + v%10)
+			v /= 10
+		}
+		return append(b, buf[:n]...)
+	}
+	b = d(b, year, 4)
+	b = append(b, '-')
+	b = d(b, int(month), 2)
+	b = append(b, '-')
+	b = d(b, day, 2)
+	b = append(b, 'T')
+	b = d(b, hour, 2)
+	b = append(b, ':')
+	b = d(b, min, 2)
+	b = append(b, ':')
+	b = d(b, sec, 2)
+	b = append(b, '.')
+	b = d(b, milli, 3)
+	return append(b, 'Z')
 }
 
 func hex16(v int64) string { return hexU16(uint64(v)) }
