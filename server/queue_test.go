@@ -69,3 +69,34 @@ func TestQueueClaimRetryReplaysWithoutWaiting(t *testing.T) {
 		t.Fatalf("retry answered after %v: it waited on the empty queue (wait_ms 10000)", waited)
 	}
 }
+
+// TestQueueClaimNoWaitWithKey: a claim without a wait and with a key is
+// decided by one proposal. Its retry replays the task it took even when
+// the queue is empty by then, the same key with another body is refused,
+// and a new key on the empty queue is a committed "nothing".
+func TestQueueClaimNoWaitWithKey(t *testing.T) {
+	fx := newAPIFixture(t)
+	if status, _, body := fx.c.do(t, 0, "POST", "/v1/tenants/acme/tasks", `{"task_id":"n1","queue":"nowait"}`, adminAuth()); status != http.StatusCreated {
+		t.Fatalf("create task: got %d %s, want 201", status, body)
+	}
+	claim := func(key, body string) (int, http.Header, []byte) {
+		h := adminAuth()
+		h["Idempotency-Key"] = key
+		return fx.c.do(t, 0, "POST", "/v1/tenants/acme/queues/nowait/claim", body, h)
+	}
+	const req = `{"owner":"w1","lease_ms":60000}`
+	status, h, first := claim("k1", req)
+	if status != http.StatusOK || h.Get("Idempotent-Replay") == "true" {
+		t.Fatalf("claim: got %d replay=%q %s, want 200, not a replay", status, h.Get("Idempotent-Replay"), first)
+	}
+	status, h, again := claim("k1", req)
+	if status != http.StatusOK || h.Get("Idempotent-Replay") != "true" || string(again) != string(first) {
+		t.Fatalf("retry on the empty queue: got %d replay=%q %s, want the first answer %s replayed", status, h.Get("Idempotent-Replay"), again, first)
+	}
+	if status, _, body := claim("k1", `{"owner":"w2","lease_ms":60000}`); status != http.StatusConflict {
+		t.Fatalf("the key with another body: got %d %s, want 409", status, body)
+	}
+	if status, _, body := claim("k2", req); status != http.StatusNoContent {
+		t.Fatalf("a new key on the empty queue: got %d %s, want 204", status, body)
+	}
+}

@@ -201,6 +201,19 @@ func (s *Server) handleQueueClaim(w http.ResponseWriter, r *http.Request, id *id
 	if err != nil {
 		return err
 	}
+	if req.WaitMs == 0 && key != "" {
+		// No wait, and a key: one proposal decides the answer, a task or a
+		// committed "nothing", and the state machine replays an earlier
+		// answer to the key first. The loop below would come to the same
+		// proposal after looking at the queue and the key itself.
+		attempt := *args
+		attempt.Final = true
+		res, err := s.propose(r, id, tenant, fsm.KindTaskQueueClaim, &attempt, body)
+		if err != nil {
+			return err
+		}
+		return reply(w, res, nil)
+	}
 	deadline := time.Now().Add(time.Duration(req.WaitMs) * time.Millisecond)
 	replayChecked := key == ""
 	for {
