@@ -15,7 +15,8 @@ import (
 // (FuzzFastDecoding holds it to that). decodeStrict's reflection was 3% of
 // the leader's CPU under the queue workload.
 
-// fastDecoder is a request body with a fast path.
+// fastDecoder is a request body with a fast path: decodeFast fills it from
+// b and reports whether it could; on false it is unchanged.
 type fastDecoder interface {
 	decodeFast(b []byte) bool
 }
@@ -154,128 +155,117 @@ func compositeEnd(b []byte, i int) (int, bool) {
 	return 0, false
 }
 
-// once marks bit in seen and reports whether it was clear: a repeated
-// member takes the slow path (encoding/json keeps the last).
-func once(seen *uint16, bit uint16) bool {
-	if *seen&bit != 0 {
-		return false
-	}
-	*seen |= bit
-	return true
-}
+// The setters store one member's value and report whether it had the
+// member's type.
 
-func (v jsonValue) uint64() (uint64, bool) {
+func setU64(dst **uint64, v jsonValue) bool {
 	if v.kind != 'n' {
-		return 0, false
+		return false
 	}
 	n, err := strconv.ParseUint(string(v.text), 10, 64)
-	return n, err == nil
+	*dst = &n
+	return err == nil
 }
 
-func (v jsonValue) int64() (int64, bool) {
+func setInt64(dst *int64, v jsonValue) bool {
 	if v.kind != 'n' {
-		return 0, false
+		return false
 	}
 	n, err := strconv.ParseInt(string(v.text), 10, 64)
-	return n, err == nil
+	*dst = n
+	return err == nil
 }
 
-func (v jsonValue) str() (string, bool) { return string(v.text), v.kind == 's' }
+func setStr(dst *string, v jsonValue) bool {
+	*dst = string(v.text)
+	return v.kind == 's'
+}
 
-func (v jsonValue) bool() (bool, bool) { return v.kind == 't', v.kind == 't' || v.kind == 'f' }
+func setOptStr(dst **string, v jsonValue) bool {
+	s := string(v.text)
+	*dst = &s
+	return v.kind == 's'
+}
 
-// raw is the value's JSON bytes, for a json.RawMessage member.
-func (v jsonValue) raw() (json.RawMessage, bool) {
+func setBool(dst *bool, v jsonValue) bool {
+	*dst = v.kind == 't'
+	return v.kind == 't' || v.kind == 'f'
+}
+
+// setRaw stores the value's JSON bytes, for a json.RawMessage member.
+func setRaw(dst *json.RawMessage, v jsonValue) bool {
 	switch v.kind {
 	case 'r', 'n':
-		return append(json.RawMessage(nil), v.text...), true
+		*dst = append(json.RawMessage(nil), v.text...)
 	case 's':
-		return append(append(append(json.RawMessage(nil), '"'), v.text...), '"'), true
+		*dst = append(append(append(json.RawMessage(nil), '"'), v.text...), '"')
 	case 't':
-		return json.RawMessage("true"), true
+		*dst = json.RawMessage("true")
 	case 'f':
-		return json.RawMessage("false"), true
+		*dst = json.RawMessage("false")
+	default:
+		return false
 	}
-	return nil, false
+	return true
 }
 
-// decodeFast fills req from b and reports whether it could; on false, req
-// is unchanged.
-func (req *queueClaimRequest) decodeFast(b []byte) bool {
+// fillFast decodes b into *dst: member sets one member of out and reports
+// whether it could, calling first(bit) with the member's own bit, which is
+// false for a repeated member (encoding/json keeps the last; the slow path
+// judges). On false, *dst is unchanged.
+func fillFast[T any](b []byte, dst *T, member func(out *T, name string, v jsonValue, first func(bit uint16) bool) bool) bool {
+	var out T
 	var seen uint16
-	var ok bool
-	var out queueClaimRequest
-	req, dst := &out, req
-	if !scanObject(b, func(name string, v jsonValue) bool {
+	first := func(bit uint16) bool {
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		return true
+	}
+	if !scanObject(b, func(name string, v jsonValue) bool { return member(&out, name, v, first) }) {
+		return false
+	}
+	*dst = out
+	return true
+}
+
+func (req *queueClaimRequest) decodeFast(b []byte) bool {
+	return fillFast(b, req, func(out *queueClaimRequest, name string, v jsonValue, first func(uint16) bool) bool {
 		switch name {
 		case "owner":
-			req.Owner, ok = v.str()
-			return ok && once(&seen, 1)
+			return setStr(&out.Owner, v) && first(1)
 		case "lease_ms":
-			req.LeaseMs, ok = v.int64()
-			return ok && once(&seen, 2)
+			return setInt64(&out.LeaseMs, v) && first(2)
 		case "wait_ms":
-			req.WaitMs, ok = v.int64()
-			return ok && once(&seen, 4)
+			return setInt64(&out.WaitMs, v) && first(4)
 		case "set_status":
-			var s string
-			s, ok = v.str()
-			req.SetStatus = &s
-			return ok && once(&seen, 8)
+			return setOptStr(&out.SetStatus, v) && first(8)
 		}
 		return false // statuses, or a name decodeStrict must judge
-	}) {
-		return false
-	}
-	*dst = out
-	return true
+	})
 }
 
-// decodeFast fills req from b and reports whether it could; on false, req
-// is unchanged.
 func (req *taskUpdateRequest) decodeFast(b []byte) bool {
-	var seen uint16
-	var ok bool
-	var out taskUpdateRequest
-	req, dst := &out, req
-	u64 := func(dst **uint64, v jsonValue, bit uint16) bool {
-		var n uint64
-		n, ok = v.uint64()
-		*dst = &n
-		return ok && once(&seen, bit)
-	}
-	str := func(dst **string, v jsonValue, bit uint16) bool {
-		var s string
-		s, ok = v.str()
-		*dst = &s
-		return ok && once(&seen, bit)
-	}
-	if !scanObject(b, func(name string, v jsonValue) bool {
+	return fillFast(b, req, func(out *taskUpdateRequest, name string, v jsonValue, first func(uint16) bool) bool {
 		switch name {
 		case "fencing_token":
-			return u64(&req.FencingToken, v, 1)
+			return setU64(&out.FencingToken, v) && first(1)
 		case "expect_version":
-			return u64(&req.ExpectVersion, v, 2)
+			return setU64(&out.ExpectVersion, v) && first(2)
 		case "expect_status":
-			return str(&req.ExpectStatus, v, 4)
+			return setOptStr(&out.ExpectStatus, v) && first(4)
 		case "status":
-			return str(&req.Status, v, 8)
+			return setOptStr(&out.Status, v) && first(8)
 		case "artifact_id":
-			return str(&req.ArtifactID, v, 16)
+			return setOptStr(&out.ArtifactID, v) && first(16)
 		case "result":
-			req.Result, ok = v.raw()
-			return ok && once(&seen, 32)
+			return setRaw(&out.Result, v) && first(32)
 		case "payload":
-			req.Payload, ok = v.raw()
-			return ok && once(&seen, 64)
+			return setRaw(&out.Payload, v) && first(64)
 		case "release":
-			req.Release, ok = v.bool()
-			return ok && once(&seen, 128)
+			return setBool(&out.Release, v) && first(128)
 		}
 		return false
-	}) {
-		return false
-	}
-	*dst = out
-	return true
+	})
 }
