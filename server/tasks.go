@@ -201,25 +201,28 @@ func (s *Server) handleQueueClaim(w http.ResponseWriter, r *http.Request, id *id
 	if err != nil {
 		return err
 	}
-	if req.WaitMs == 0 && key != "" {
-		// No wait, and a key: one proposal decides the answer, a task or a
-		// committed "nothing", and the state machine replays an earlier
-		// answer to the key first. The loop below would come to the same
-		// proposal after looking at the queue and the key itself.
-		attempt := *args
-		attempt.Final = true
-		res, err := s.propose(r, id, tenant, fsm.KindTaskQueueClaim, &attempt, body)
-		if err != nil {
-			return err
-		}
-		return reply(w, res, nil)
-	}
 	deadline := time.Now().Add(time.Duration(req.WaitMs) * time.Millisecond)
 	replayChecked := key == ""
 	for {
+		final := !time.Now().Before(deadline)
+		if final && key != "" {
+			// With an Idempotency-Key the final attempt is always
+			// proposed, whatever the queue holds: the state machine
+			// replays an earlier answer to the key, or claims a task, or
+			// commits "nothing" as the answer (a late duplicate of this
+			// request, delayed in a paused node say, must replay it, not
+			// claim a task). Looking at the queue first would repeat its
+			// work: without a wait, that is every claim.
+			attempt := *args
+			attempt.Final = true
+			res, err := s.propose(r, id, tenant, fsm.KindTaskQueueClaim, &attempt, body)
+			if err != nil {
+				return err
+			}
+			return reply(w, res, nil)
+		}
 		_, changed := s.fsm.Changed()
 		ok, nextExpiry := s.fsm.Claimable(tenant, queue, args.Statuses, s.now())
-		final := !time.Now().Before(deadline)
 		if !ok && !replayChecked {
 			// A retry of a claim that was applied must get its answer
 			// again, even when nothing is claimable now (the claim took
@@ -232,10 +235,7 @@ func (s *Server) handleQueueClaim(w http.ResponseWriter, r *http.Request, id *id
 				return reply(w, res, nil)
 			}
 		}
-		if ok || (final && key != "") {
-			// With an Idempotency-Key, the final "nothing" is a committed
-			// answer too: a late duplicate of this request (delayed in a
-			// paused node, say) must replay it, not claim a task.
+		if ok {
 			attempt := *args
 			attempt.Final = final
 			res, err := s.propose(r, id, tenant, fsm.KindTaskQueueClaim, &attempt, body)
