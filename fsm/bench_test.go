@@ -101,7 +101,7 @@ func BenchmarkFencedUpdate(b *testing.B) {
 // entry: one event appended, at the default limit (run it with
 // -benchtime=1000000x or more to pass the limit several times).
 func BenchmarkHistoryAppend(b *testing.B) {
-	h := newHistory(DefaultWatchHistory)
+	h := newHistory(DefaultWatchHistoryBytes)
 	ev := []Event{{Resource: ResourceTasks, Key: "task-00000007", Type: EventPut, Tenant: "b", Name: "q"}}
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {

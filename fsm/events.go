@@ -56,27 +56,84 @@ func (f *FSM) emit(tenant, resource, key, name, typ string, value any) {
 	f.pending = append(f.pending, ev)
 }
 
-// History keeps at least the most recent limit events (at most twice as
-// many) in memory for watchers. Whole log
-// indexes are evicted together; Floor is the newest index whose events are
-// gone (or that the history started after), so a watcher resuming at or
-// after Floor misses nothing, and one before it must re-read the state.
+// History keeps the most recent events in memory for watchers, bounded by
+// an estimate of the bytes they hold (eventBytes): once the total passes
+// the limit, the oldest are evicted down to three quarters of it, so the
+// copy happens once per quarter of the budget, not on every append. Whole
+// log indexes are evicted together; Floor is the newest index whose events
+// are gone (or that the history started after), so a watcher resuming at
+// or after Floor misses nothing, and one before it must re-read the state.
+// The newest index's events always stay, whatever their size.
 type History struct {
 	mu     sync.RWMutex
-	limit  int
+	limit  int64   // bytes
+	bytes  int64   // estimate of what events holds
 	events []Event // oldest first
 	floor  uint64
 }
 
-func newHistory(limit int) *History {
+func newHistory(limit int64) *History {
 	if limit <= 0 {
-		limit = DefaultWatchHistory
+		limit = DefaultWatchHistoryBytes
 	}
 	return &History{limit: limit}
 }
 
-// DefaultWatchHistory is how many events a node keeps for watchers.
-const DefaultWatchHistory = 100_000
+// DefaultWatchHistoryBytes is how many bytes of events a node keeps for
+// watchers by default (--watch-history-bytes).
+const DefaultWatchHistoryBytes int64 = 32 << 20
+
+// eventOverhead is what an Event costs besides its strings and value: the
+// struct in the history's array (about 120 bytes) and its Payload.
+const eventOverhead = 160
+
+// eventBytes estimates the memory an event holds: its strings, and its
+// value twice (the object, and its JSON once a watcher asked for it).
+func eventBytes(e *Event) int64 {
+	n := eventOverhead + len(e.Key) + len(e.Name) + len(e.Tenant)
+	if e.Value != nil {
+		n += 2 * valueBytes(e.Value.obj)
+	}
+	return int64(n)
+}
+
+// valueBytes estimates the encoded size of an event's object: the sum of
+// its variable-length fields plus an allowance for the rest.
+func valueBytes(v any) int {
+	const fixed = 128
+	switch x := v.(type) {
+	case *Task:
+		return fixed + len(x.Tenant) + len(x.ID) + len(x.Queue) + len(x.Status) + len(x.Owner) +
+			len(x.ArtifactID) + len(x.Payload) + len(x.Result)
+	case *KVEntry:
+		return fixed + len(x.Tenant) + len(x.Namespace) + len(x.Key) + len(x.Value)
+	case CheckpointView:
+		n := fixed
+		if x.Checkpoint != nil {
+			cp := x.Checkpoint
+			n += len(cp.Tenant) + len(cp.Thread) + len(cp.ID) + len(cp.ParentID) + len(cp.Data) + len(cp.Metadata)
+		}
+		return n
+	case PendingWrites:
+		return fixed + len(x.TaskID) + len(x.Writes)
+	case *Op:
+		return fixed + len(x.Tenant) + len(x.ID) + len(x.Kind) + len(x.ParamsDigest) + len(x.TaskID) +
+			len(x.State) + len(x.Result)
+	case *Ref:
+		return fixed + len(x.Ref) + len(x.ArtifactID) + len(x.Name)
+	case *Manifest:
+		n := fixed + len(x.ArtifactID) + len(x.Name) + len(x.Digest) + len(x.MediaType) + len(x.Metadata) +
+			len(x.TaskID) + len(x.CreatedBy) + len(x.CreatedAt)
+		for _, s := range x.Sources {
+			n += len(s) + 8
+		}
+		for _, c := range x.Chunks {
+			n += 96 + len(c.Digest)
+		}
+		return n
+	}
+	return 1024 // a type not listed above: be generous
+}
 
 func (h *History) append(evs []Event) {
 	if len(evs) == 0 {
@@ -84,42 +141,55 @@ func (h *History) append(evs []Event) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if need := len(h.events) + len(evs); need > cap(h.events) {
-		// Doubling up to the most the history holds before a trim: append's
-		// own growth (1.25x for large slices) copied the events about four
-		// times over, and left as many arrays to the GC, on the way to
-		// that size (2% of a follower's time in a CPU profile under queue
-		// load). Not allocated at once: every FSM has a history, and
-		// tests and fuzzing make many.
-		room := min(max(len(h.events), 1024), 2*h.limit-len(h.events))
-		h.events = slices.Grow(h.events, max(room, len(evs)))
-	}
 	h.events = append(h.events, evs...)
-	// Trim only when twice the limit is reached, down to the limit: the
-	// copy then happens once per limit events, not on every append (which
-	// made each Apply copy the whole history once it was full).
-	if len(h.events) <= 2*h.limit {
+	for i := range evs {
+		h.bytes += eventBytes(&evs[i])
+	}
+	if h.bytes <= h.limit {
 		return
 	}
-	cut := len(h.events) - h.limit
-	for cut < len(h.events) && h.events[cut].Index == h.events[cut-1].Index {
-		cut++ // never split one index's events
+	// Evict the oldest down to three quarters of the limit, never the
+	// newest index, never splitting an index.
+	target := h.limit - h.limit/4
+	newest := h.events[len(h.events)-1].Index
+	cut, freed := 0, int64(0)
+	for cut < len(h.events) && h.bytes-freed > target && h.events[cut].Index != newest {
+		freed += eventBytes(&h.events[cut])
+		cut++
+	}
+	for cut < len(h.events) && cut > 0 && h.events[cut].Index == h.events[cut-1].Index {
+		freed += eventBytes(&h.events[cut])
+		cut++
+	}
+	if cut == 0 {
+		return
 	}
 	h.floor = h.events[cut-1].Index
-	// In place: a fresh slice each time made every trim allocate (and the
-	// appends after it grow again) a slice of the whole history, 11 MB at
-	// the default limit. Since copies events out under the lock, so no
-	// reader holds on to the array being shifted.
+	h.bytes -= freed
+	// In place: a fresh slice each time made every trim allocate a slice
+	// of the whole history. Since copies events out under the lock, so no
+	// reader holds on to the array being shifted. An array much larger
+	// than what is left is given back.
 	n := copy(h.events, h.events[cut:])
 	clear(h.events[n:])
 	h.events = h.events[:n]
+	if cap(h.events) > 4*n+1024 {
+		h.events = slices.Clip(slices.Clone(h.events))
+	}
+}
+
+// Bytes is the estimated memory the history holds, and its limit.
+func (h *History) Bytes() (used, limit int64) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.bytes, h.limit
 }
 
 // reset empties the history; nothing at or before index can be resumed.
 func (h *History) reset(index uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.events, h.floor = nil, index
+	h.events, h.floor, h.bytes = nil, index, 0
 }
 
 // Floor is the newest index a watcher may resume from without 410.

@@ -40,8 +40,9 @@ type FSM struct {
 
 // Options configure an FSM.
 type Options struct {
-	// WatchHistory is how many recent events are kept for watchers.
-	WatchHistory int
+	// WatchHistoryBytes bounds the recent events kept for watchers, in
+	// bytes (DefaultWatchHistoryBytes when 0).
+	WatchHistoryBytes int64
 }
 
 // New returns an empty FSM with default options.
@@ -49,7 +50,7 @@ func New() *FSM { return NewWith(Options{}) }
 
 // NewWith returns an empty FSM.
 func NewWith(o Options) *FSM {
-	return &FSM{st: newStore(), changed: make(chan struct{}), history: newHistory(o.WatchHistory)}
+	return &FSM{st: newStore(), changed: make(chan struct{}), history: newHistory(o.WatchHistoryBytes)}
 }
 
 // History is the FSM's recent events.

@@ -59,7 +59,7 @@ type options struct {
 	raft                                         node.Config
 	idemTTL                                      time.Duration
 	failpoints                                   bool
-	watchHistory                                 int
+	watchHistoryBytes                            int64
 	pprofAddr                                    string
 	chunkGCGrace                                 time.Duration
 }
@@ -90,7 +90,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.raft.MaxInflightEntries, "max-inflight-entries", o.raft.MaxInflightEntries, "group commit: log entries with Raft at once; more proposals share each")
 	fs.DurationVar(&o.idemTTL, "idempotency-ttl", 24*time.Hour, "how long Idempotency-Key answers are remembered")
 	fs.DurationVar(&o.chunkGCGrace, "chunk-gc-grace", time.Hour, "how long a chunk no artifact references is kept")
-	fs.IntVar(&o.watchHistory, "watch-history", fsm.DefaultWatchHistory, "recent events kept in memory for watchers")
+	fs.Int64Var(&o.watchHistoryBytes, "watch-history-bytes", fsm.DefaultWatchHistoryBytes, "bytes of recent events kept in memory for watchers; a watcher further behind gets 410 compacted")
 	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060); off by default")
 	fs.BoolVar(&o.failpoints, "failpoints", false, "testing only: enable /v1/internal/failpoints (cut Raft links, skew the clock)")
 	if err := fs.Parse(args); err != nil {
@@ -185,10 +185,10 @@ func serve(ctx context.Context, o *options, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("HTTP listen on %s: %w", o.httpAddr, err)
 	}
-	if o.watchHistory < 1 {
-		return fmt.Errorf("--watch-history must be at least 1")
+	if o.watchHistoryBytes < 1<<20 {
+		return fmt.Errorf("--watch-history-bytes must be at least 1 MiB")
 	}
-	f := fsm.NewWith(fsm.Options{WatchHistory: o.watchHistory})
+	f := fsm.NewWith(fsm.Options{WatchHistoryBytes: o.watchHistoryBytes})
 	n, err := node.Open(cfg, f)
 	if err != nil {
 		ln.Close()

@@ -1,0 +1,81 @@
+package fsm
+
+import (
+	"bytes"
+	"fmt"
+	"runtime"
+	"testing"
+)
+
+// TestWatchHistoryBoundedByBytes: a tenant writing large KV values (900 KB
+// each, over and over to one key, so the state itself stays one value)
+// must not grow the node's memory through the watch history: the history
+// keeps about DefaultWatchHistoryBytes of events, not a count of them.
+// (With a history bounded by a count of 100,000 events, 200 such writes
+// held about 180 MB.)
+func TestWatchHistoryBoundedByBytes(t *testing.T) {
+	f := New()
+	applyOne(t, f, 1, tenantPut(1, "big"))
+	value := append(append([]byte(`"`), bytes.Repeat([]byte("x"), 900_000)...), '"')
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	const writes = 200
+	for i := 0; i < writes; i++ {
+		c := NewCommand(KindKVPut, int64(2+i), "big", "", &KVPutArgs{Namespace: "ns", Key: "k", Value: value})
+		if r := applyOne(t, f, uint64(2+i), c); !r.OK() {
+			t.Fatalf("put %d: %s", i, describe(r))
+		}
+	}
+	var after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	used, limit := f.History().Bytes()
+	t.Logf("%d puts of %d bytes: heap grew %d MB; history holds %d MB of %d MB", writes, len(value), grew>>20, used>>20, limit>>20)
+	if used > limit {
+		t.Errorf("history holds %d bytes, over its limit %d", used, limit)
+	}
+	// The history's budget, the one value in the state, the last command's
+	// bytes, and slack for the runtime.
+	if max := DefaultWatchHistoryBytes + 16<<20; grew > max {
+		t.Errorf("heap grew by %d MB, want at most %d MB", grew>>20, max>>20)
+	}
+	// The oldest events are gone, the newest are kept.
+	floor := f.History().Floor()
+	if floor < 10 {
+		t.Errorf("floor %d: nothing was evicted", floor)
+	}
+	if _, compacted := f.History().Since(floor-1, -1, 1); !compacted {
+		t.Errorf("resuming before the floor %d is not compacted", floor)
+	}
+	evs, compacted := f.History().Since(floor, -1, 1000)
+	if compacted || len(evs) == 0 || evs[len(evs)-1].Index != writes+1 {
+		t.Errorf("from the floor: %d events, compacted %v", len(evs), compacted)
+	}
+}
+
+// TestWatchHistoryKeepsNewestIndex: an entry whose events alone are over
+// the limit is kept whole (a watcher can always resume from the newest
+// index), and older entries go.
+func TestWatchHistoryKeepsNewestIndex(t *testing.T) {
+	h := newHistory(1 << 20)
+	small := func(index uint64) []Event {
+		return []Event{{Index: index, Key: fmt.Sprint(index)}}
+	}
+	for i := uint64(1); i <= 10; i++ {
+		h.append(small(i))
+	}
+	big := make([]Event, 0, 3)
+	for p := 0; p < 3; p++ {
+		big = append(big, Event{Index: 11, Pos: p, Value: &Payload{obj: &KVEntry{Value: make([]byte, 400<<10)}}})
+	}
+	h.append(big)
+	evs, compacted := h.Since(10, -1, 100)
+	if compacted || len(evs) != 3 {
+		t.Fatalf("after the big entry: %d events from index 10, compacted %v; want its 3", len(evs), compacted)
+	}
+	if h.Floor() != 10 {
+		t.Errorf("floor %d, want 10 (every older index evicted)", h.Floor())
+	}
+}
