@@ -11,7 +11,13 @@ import (
 
 // EntryVersion is the first byte of every log entry Baton writes. A replica
 // refuses entries of a version it does not know instead of guessing.
-const EntryVersion byte = 1
+// Version 1 commands have no session fields; an entry with a command in a
+// client session is EntryVersion2, written only then, so that a cluster
+// whose clients use no sessions writes the same entries as before them.
+const (
+	EntryVersion  byte = 1
+	EntryVersion2 byte = 2
+)
 
 // MaxCommandsPerEntry bounds how many commands group commit packs into one
 // log entry, and so the positions used in fencing tokens.
@@ -133,23 +139,35 @@ func EncodeEntry(cmds []*Command) []byte {
 			size += c.Size()
 		}
 	}
-	return appendCommands(append(make([]byte, 0, size), EntryVersion), cmds)
+	v2 := false
+	for _, c := range cmds {
+		if c != nil && c.inSession() {
+			v2 = true
+		}
+	}
+	if v2 {
+		return appendCommands(append(make([]byte, 0, size), EntryVersion2), cmds, true)
+	}
+	return appendCommands(append(make([]byte, 0, size), EntryVersion), cmds, false)
 }
+
+// inSession reports whether any session field is set.
+func (c *Command) inSession() bool { return c.Session != 0 || c.Seq != 0 || c.Ack != 0 }
 
 // DecodeEntry is the inverse of EncodeEntry.
 func DecodeEntry(b []byte) ([]*Command, error) {
 	if len(b) == 0 {
 		return nil, fmt.Errorf("%w: empty", ErrBadEntry)
 	}
-	if b[0] != EntryVersion {
+	if b[0] != EntryVersion && b[0] != EntryVersion2 {
 		return nil, fmt.Errorf("%w: unknown version %d", ErrBadEntry, b[0])
 	}
-	if cmds, err := decodeCommands(b[1:], MaxCommandsPerEntry); err == nil {
-		return cmds, nil
-	}
-	var cmds []*Command
-	if err := decode(b[1:], &cmds); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadEntry, err)
+	cmds, err := decodeCommands(b[1:], MaxCommandsPerEntry)
+	if err != nil {
+		cmds = nil
+		if err := decode(b[1:], &cmds); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrBadEntry, err)
+		}
 	}
 	if len(cmds) == 0 || len(cmds) > MaxCommandsPerEntry {
 		return nil, fmt.Errorf("%w: %d commands", ErrBadEntry, len(cmds))
@@ -157,6 +175,9 @@ func DecodeEntry(b []byte) ([]*Command, error) {
 	for i, c := range cmds {
 		if c == nil {
 			return nil, fmt.Errorf("%w: command %d is nil", ErrBadEntry, i)
+		}
+		if b[0] == EntryVersion && c.inSession() {
+			return nil, fmt.Errorf("%w: command %d has session fields in a version %d entry", ErrBadEntry, i, b[0])
 		}
 	}
 	return cmds, nil

@@ -35,6 +35,14 @@ type Command struct {
 	IdemKey string
 	IdemFP  []byte
 	IdemTTL int64
+	// Session, Seq and Ack place the command in a client session (see
+	// sessions.go): the session's id, the write's number in it, and the
+	// lowest number the client still waits for. All zero outside one.
+	// IdemFP is then the request's fingerprint. Entries with a session
+	// command are written as EntryVersion2.
+	Session uint64
+	Seq     uint64
+	Ack     uint64
 	// Args is the msgpack encoding of the kind's argument struct.
 	Args []byte
 }
@@ -47,7 +55,7 @@ func NewCommand(kind Kind, now int64, tenant, principal string, args any) *Comma
 // Size is about how many bytes c takes in a log entry: its variable-length
 // fields, plus a fixed allowance for the field names and integers.
 func (c *Command) Size() int {
-	return 96 + len(c.Kind) + len(c.Tenant) + len(c.Principal) + len(c.IdemKey) + len(c.IdemFP) + len(c.Args)
+	return 120 + len(c.Kind) + len(c.Tenant) + len(c.Principal) + len(c.IdemKey) + len(c.IdemFP) + len(c.Args)
 }
 
 // Outcome says how a successful result is presented.
@@ -93,6 +101,8 @@ const (
 	CodeFenced              = "fenced"
 	CodeVersionMismatch     = "version_mismatch"
 	CodeIdempotencyMismatch = "idempotency_mismatch"
+	CodeIdempotencyExpired  = "idempotency_expired"
+	CodeResourceExhausted   = "resource_exhausted"
 	CodeMissingChunks       = "missing_chunks"
 	CodeForbidden           = "forbidden"
 )

@@ -36,6 +36,12 @@ type FSM struct {
 	// ms); 0 when not known. It lets purgeIdempotency skip its scan, and
 	// is derived from the state (not part of it): a restore resets it.
 	idemNextExpiry int64
+	// Derived from the state like idemNextExpiry (a restore recomputes
+	// them): the bytes sessions count for, the earliest session expiry,
+	// the replicated limits as last read.
+	sessBytes      int64
+	sessNextExpiry int64
+	limitsCache    *Limits
 }
 
 // Options configure an FSM.
@@ -129,8 +135,16 @@ func (f *FSM) applyEntry(index uint64, data []byte) interface{} {
 // applyCommand runs one command with idempotency and all-or-nothing rollback.
 func (f *FSM) applyCommand(ctx *applyCtx, c *Command) *Result {
 	f.purgeIdempotency(ctx.now, 64)
+	f.purgeSessions(ctx.now, 4)
 	var prior *idemRecord // an expired record under c's key
-	if c.IdemKey != "" {
+	var sess *sessionWrite
+	switch {
+	case c.Session != 0:
+		var r *Result
+		if r, sess = f.sessionCheck(ctx, c); r != nil {
+			return r
+		}
+	case c.IdemKey != "":
 		var r *Result
 		if r, prior = f.idempotentReplay(ctx, c); r != nil {
 			return r
@@ -145,7 +159,10 @@ func (f *FSM) applyCommand(ctx *applyCtx, c *Command) *Result {
 		f.st.abort()
 		f.pending = f.pending[:nev]
 	}
-	if c.IdemKey != "" {
+	switch {
+	case sess != nil:
+		f.sessionRemember(ctx, c, sess, r)
+	case c.IdemKey != "":
 		f.rememberIdempotent(ctx, c, r, prior)
 	}
 	return r
@@ -278,6 +295,8 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.mu.Lock()
 	f.st, f.applied, f.clock, f.restoredIndex = st, hdr.Applied, hdr.Clock, hdr.Applied
 	f.idemNextExpiry = 0
+	f.limitsCache = nil
+	f.recountSessions()
 	f.history.reset(hdr.Applied)
 	f.notifyLocked()
 	f.mu.Unlock()

@@ -403,7 +403,8 @@ func TestBadEntries(t *testing.T) {
 		data []byte
 	}{
 		{"empty", nil},
-		{"unknown version", append([]byte{EntryVersion + 1}, encode([]*Command{tenantPut(1, "t")})...)},
+		{"unknown version", append([]byte{EntryVersion2 + 1}, encode([]*Command{tenantPut(1, "t")})...)},
+		{"session fields in version 1", append([]byte{EntryVersion}, encode([]*Command{{Kind: KindTenantPut, Session: 1, Seq: 1}})...)},
 		{"version only", []byte{EntryVersion}},
 		{"not msgpack", append([]byte{EntryVersion}, "hello"...)},
 		{"zero commands", append([]byte{EntryVersion}, encode([]*Command{})...)},
@@ -507,6 +508,25 @@ func randomLog(seed uint64, entries int) []*raft.Log {
 	name := func(prefix string, n int) string { return fmt.Sprintf("%s%d", prefix, rng.IntN(n)) }
 	now := int64(1_700_000_000_000)
 	var logs []*raft.Log
+	type opened struct {
+		index             uint64
+		tenant, principal string
+	}
+	var opens []opened // sessions opened (if the open came first in its entry)
+	session := func(c *Command) {
+		if len(opens) == 0 || rng.IntN(8) == 0 {
+			c.Session = uint64(rng.IntN(1 << 20)) // unknown
+			return
+		}
+		o := opens[len(opens)-1-rng.IntN(min(len(opens), 4))]
+		c.Session = o.index<<16 | 1
+		if rng.IntN(8) != 0 { // mostly its owner
+			c.Principal = o.principal
+			if o.principal != "" {
+				c.Tenant = o.tenant
+			}
+		}
+	}
 	index := uint64(0)
 	for range entries {
 		index += 1 + uint64(rng.IntN(3)) // raft-internal entries leave gaps
@@ -516,7 +536,21 @@ func randomLog(seed uint64, entries int) []*raft.Log {
 		for i := range cmds {
 			var c *Command
 			tenant := name("t", 4)
-			switch rng.IntN(8) {
+			switch rng.IntN(11) {
+			case 8:
+				c = NewCommand(KindSessionOpen, now, tenant, name("p", 2), &SessionOpenArgs{})
+				if rng.IntN(2) == 0 {
+					c.Principal = ""
+				}
+				if i == 0 {
+					opens = append(opens, opened{index, tenant, c.Principal})
+				}
+			case 9:
+				// Small limits, so that sessions are evicted and expire.
+				c = NewCommand(KindLimitsSet, now, "", "", &Limits{SessionTTL: int64(2000 + rng.IntN(20000)),
+					SessionBytes: int64(1000 + rng.IntN(4000)), SessionsPerTenant: int64(1 + rng.IntN(3))})
+			case 10:
+				c = NewCommand(KindKVPut, now, tenant, "", &KVPutArgs{Namespace: "ns", Key: name("k", 3), Value: []byte(`1`)})
 			case 0, 1:
 				c = tenantPut(now, tenant)
 			case 2, 3:
@@ -531,8 +565,15 @@ func randomLog(seed uint64, entries int) []*raft.Log {
 			default:
 				c = NewCommand(KindMemberDelete, now, "", "", &MemberDeleteArgs{ID: name("n", 3)})
 			}
-			if rng.IntN(3) == 0 {
+			switch rng.IntN(6) {
+			case 0, 1:
 				idem(c, name("p", 2), name("k", 5), name("fp", 2), int64(rng.IntN(2000)))
+			case 2, 3:
+				if c.Kind != KindSessionOpen {
+					session(c)
+					c.Seq, c.IdemFP = uint64(1+rng.IntN(4)), []byte(name("fp", 1+rng.IntN(2)))
+					c.Ack = uint64(rng.IntN(int(c.Seq) + 1))
+				}
 			}
 			cmds[i] = c
 		}
@@ -588,6 +629,29 @@ func TestSameLogSameState(t *testing.T) {
 			}
 			if got := restored.Status(); got.StateDigest != want.StateDigest || got.AppliedIndex != want.AppliedIndex {
 				t.Fatalf("restored replica: got %d %s, want %d %s", got.AppliedIndex, got.StateDigest, want.AppliedIndex, want.StateDigest)
+			}
+			// What each replica counts of sessions is what the state says.
+			for _, r := range []*FSM{one, batched, restored} {
+				kept := r.sessBytes
+				if r.recountSessions(); r.sessBytes != kept {
+					t.Fatalf("a replica counted %d session bytes, its state holds %d", kept, r.sessBytes)
+				}
+			}
+			applied, replayed := 0, 0
+			for i, l := range logs {
+				cmds, _ := DecodeEntry(l.Data)
+				for j, c := range cmds {
+					if r := answers[i][j]; c.Session != 0 && r.OK() {
+						if r.Replay {
+							replayed++
+						} else {
+							applied++
+						}
+					}
+				}
+			}
+			if applied < 5 || replayed < 2 {
+				t.Fatalf("session writes: %d applied, %d replayed: the generated log exercises too little", applied, replayed)
 			}
 		})
 	}

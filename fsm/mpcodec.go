@@ -288,11 +288,18 @@ func (r *mpReader) end() error {
 }
 
 // Commands, the other record every replica decodes for every command,
-// written and read the same way (Command's 8 fields, sorted by name). A
-// log entry is EntryVersion then the msgpack array of its commands.
+// written and read the same way (fields sorted by name). A log entry is
+// its version byte then the msgpack array of its commands: EntryVersion
+// entries hold Command's 8 fields from before client sessions,
+// EntryVersion2 entries all 11 (see EncodeEntry).
 
-func appendCommand(b []byte, c *Command) []byte {
-	b = append(b, 0x88) // fixmap, 8 fields
+func appendCommand(b []byte, c *Command, v2 bool) []byte {
+	if v2 {
+		b = append(b, 0x8b) // fixmap, 11 fields
+		b = mpUint(mpStr(b, "Ack"), c.Ack)
+	} else {
+		b = append(b, 0x88) // fixmap, 8 fields
+	}
 	b = mpBin(mpStr(b, "Args"), c.Args)
 	b = mpBin(mpStr(b, "IdemFP"), c.IdemFP)
 	b = mpStr(mpStr(b, "IdemKey"), c.IdemKey)
@@ -300,6 +307,10 @@ func appendCommand(b []byte, c *Command) []byte {
 	b = mpStr(mpStr(b, "Kind"), string(c.Kind))
 	b = mpInt(mpStr(b, "Now"), c.Now)
 	b = mpStr(mpStr(b, "Principal"), c.Principal)
+	if v2 {
+		b = mpUint(mpStr(b, "Seq"), c.Seq)
+		b = mpUint(mpStr(b, "Session"), c.Session)
+	}
 	return mpStr(mpStr(b, "Tenant"), c.Tenant)
 }
 
@@ -313,8 +324,9 @@ func mpArrayHeader(b []byte, n int) []byte {
 	return binary.BigEndian.AppendUint32(append(b, 0xdd), uint32(n))
 }
 
-// appendCommands writes what the reflection codec writes for cmds.
-func appendCommands(b []byte, cmds []*Command) []byte {
+// appendCommands writes what the reflection codec writes for cmds (for
+// v1, for the 8-field Command of that version).
+func appendCommands(b []byte, cmds []*Command, v2 bool) []byte {
 	if cmds == nil {
 		return append(b, 0xc0)
 	}
@@ -324,7 +336,7 @@ func appendCommands(b []byte, cmds []*Command) []byte {
 			b = append(b, 0xc0)
 			continue
 		}
-		b = appendCommand(b, c)
+		b = appendCommand(b, c, v2)
 	}
 	return b
 }
@@ -345,6 +357,12 @@ func (r *mpReader) mapLen() int {
 func (r *mpReader) command(c *Command) {
 	r.fields(func(k []byte) bool {
 		switch string(k) {
+		case "Ack":
+			c.Ack = r.u64()
+		case "Seq":
+			c.Seq = r.u64()
+		case "Session":
+			c.Session = r.u64()
 		case "Args":
 			c.Args = r.bin()
 		case "IdemFP":
