@@ -41,6 +41,12 @@ type Config struct {
 	Timeout time.Duration
 	// MaxRetry bounds the time spent retrying one call (default 15s).
 	MaxRetry time.Duration
+	// NoSession makes every write carry a random Idempotency-Key instead
+	// of a place in a client session (session.go). For a short-lived
+	// process that writes once or twice (the CLI), where opening a
+	// session would cost a write of its own; the cluster keeps each such
+	// key's answer within its idempotency window and byte budget.
+	NoSession bool
 }
 
 // Validate reports the first problem with c, if any.
@@ -71,6 +77,7 @@ type Client struct {
 	timeout   time.Duration
 	maxRetry  time.Duration
 	preferred atomic.Int64 // index of the endpoint that last answered
+	sess      sessions     // for exactly-once retries (session.go)
 }
 
 // New validates cfg and returns a Client. It does no I/O.
@@ -79,6 +86,7 @@ func New(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{
+		sess:     sessions{off: cfg.NoSession},
 		token:    cfg.Token,
 		hc:       cfg.HTTPClient,
 		timeout:  cfg.Timeout,

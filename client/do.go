@@ -32,11 +32,20 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any, opt
 	if err != nil {
 		return Meta{}, err
 	}
+	send := func() result {
+		if o.endpoint != "" {
+			return c.pinned(ctx, o.endpoint, cl)
+		}
+		return c.failover(ctx, cl)
+	}
 	var res result
-	if o.endpoint != "" {
-		res = c.pinned(ctx, o.endpoint, cl)
+	if isWrite(method) && cl.key == "" {
+		res, err = c.sendInSession(ctx, cl, send)
+		if err != nil {
+			return Meta{}, err
+		}
 	} else {
-		res = c.failover(ctx, cl)
+		res = send()
 	}
 	if o.meta != nil {
 		*o.meta = res.meta
@@ -54,6 +63,8 @@ type call struct {
 	body        []byte
 	contentType string
 	key         string // Idempotency-Key, for writes
+	place       place  // the write's place in the client's session
+	attempts    int    // attempts made so far
 	timeout     time.Duration
 }
 
@@ -67,12 +78,37 @@ func (c *Client) newCall(method, path string, body any, o requestOptions) (*call
 	if o.stale {
 		cl.path = addQuery(path, "consistency=stale")
 	}
-	if isWrite(method) {
+	if isWrite(method) && o.idempotencyKey != "" {
 		if cl.key, err = idempotencyKey(o.idempotencyKey); err != nil {
 			return nil, err
 		}
 	}
 	return cl, nil
+}
+
+// sendInSession sends a write in the client's session (session.go), or
+// with a random Idempotency-Key when the server has no sessions. A write
+// whose first attempt was refused because the session is gone applied
+// nothing: it goes again in a new session, once.
+func (c *Client) sendInSession(ctx context.Context, cl *call, send func() result) (result, error) {
+	for round := 0; ; round++ {
+		p, ok, err := c.beginWrite(ctx)
+		if err != nil {
+			return result{}, err
+		}
+		if !ok {
+			cl.key, _ = idempotencyKey("") // never fails for an empty key
+			return send(), nil
+		}
+		cl.place, cl.attempts = p, 0
+		res := send()
+		c.endWrite(p)
+		if round == 0 && cl.attempts == 1 && sessionGone(res.err) {
+			c.dropSession(p.id)
+			continue
+		}
+		return res, nil
+	}
 }
 
 func encodeBody(body any) ([]byte, string, error) {

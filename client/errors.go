@@ -24,6 +24,8 @@ var (
 	ErrFenced              = errors.New("fenced")               // 409: fencing token is not current; details: current_token
 	ErrVersionMismatch     = errors.New("version_mismatch")     // 409: an expect_* condition failed; details: the current value
 	ErrIdempotencyMismatch = errors.New("idempotency_mismatch") // 409: key or op id reused with a different request
+	ErrIdempotencyExpired  = errors.New("idempotency_expired")  // 409: a retry older than what the cluster remembers, refused rather than applied twice
+	ErrResourceExhausted   = errors.New("resource_exhausted")   // 507: the write would grow the state past a quota
 	ErrCompacted           = errors.New("compacted")            // 410: watch resumed below the retained history
 	ErrTooLarge            = errors.New("too_large")            // 413: body over the limit
 	ErrUnavailable         = errors.New("unavailable")          // 503 or no endpoint reachable: no leader or no quorum
@@ -42,6 +44,8 @@ var sentinels = map[string]error{
 	"fenced":               ErrFenced,
 	"version_mismatch":     ErrVersionMismatch,
 	"idempotency_mismatch": ErrIdempotencyMismatch,
+	"idempotency_expired":  ErrIdempotencyExpired,
+	"resource_exhausted":   ErrResourceExhausted,
 	"compacted":            ErrCompacted,
 	"too_large":            ErrTooLarge,
 	"unavailable":          ErrUnavailable,

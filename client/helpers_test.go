@@ -31,11 +31,24 @@ func newClientCfg(t *testing.T, cfg client.Config) *client.Client {
 	return c
 }
 
+// serve starts a fake node. It has no client sessions, as a server from
+// before them: the client then sends a random Idempotency-Key with every
+// write (session_test.go covers sessions).
 func serve(t *testing.T, h http.HandlerFunc) *httptest.Server {
 	t.Helper()
-	s := httptest.NewServer(h)
+	s := httptest.NewServer(withoutSessions(h))
 	t.Cleanup(s.Close)
 	return s
+}
+
+func withoutSessions(h http.Handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/sessions" {
+			writeError(w, http.StatusNotFound, "not_found", "no such endpoint", nil)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}
 }
 
 // recorder is a fake node that records requests and answers with reply.

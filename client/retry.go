@@ -123,6 +123,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // attempt sends cl to one endpoint, bounded by the per-attempt timeout.
 func (c *Client) attempt(ctx context.Context, endpoint string, cl *call) result {
+	cl.attempts++
 	actx, cancel := context.WithTimeout(ctx, cl.timeout)
 	defer cancel()
 	req, err := c.request(actx, endpoint, cl)
@@ -156,6 +157,10 @@ func (c *Client) request(ctx context.Context, endpoint string, cl *call) (*http.
 	}
 	if cl.key != "" {
 		req.Header.Set("Idempotency-Key", cl.key)
+	} else if cl.place.id != 0 {
+		req.Header.Set(headerSession, strconv.FormatUint(cl.place.id, 10))
+		req.Header.Set(headerSessionSeq, strconv.FormatUint(cl.place.seq, 10))
+		req.Header.Set(headerSessionAck, strconv.FormatUint(c.ack(cl.place.id), 10))
 	}
 	return req, nil
 }

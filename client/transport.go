@@ -117,7 +117,7 @@ func replayable(req *http.Request, sent bool) bool {
 	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
 		return true
 	}
-	return req.Header.Get("Idempotency-Key") != ""
+	return req.Header.Get("Idempotency-Key") != "" || req.Header.Get(headerSessionSeq) != ""
 }
 
 func closeBody(req *http.Request) {

@@ -252,6 +252,9 @@ type Status struct {
 	Keys          int
 	RestoredIndex uint64
 	AppliedCount  uint64
+	// SessionBytes is what client sessions count for against
+	// Limits.SessionBytes.
+	SessionBytes int64
 }
 
 // Status returns the applied index and the digest of the state at it.
@@ -265,6 +268,7 @@ func (f *FSM) Status() Status {
 		Keys:          f.st.Len(),
 		RestoredIndex: f.restoredIndex,
 		AppliedCount:  f.appliedCount,
+		SessionBytes:  f.sessBytes,
 	}
 }
 

@@ -105,17 +105,25 @@ func (f *FSM) purgeIdempotency(now int64, max int) {
 	}
 }
 
-// IdempotentAnswer returns the answer remembered for an Idempotency-Key of
-// principal in tenant, as a replay, when there is one for a request with
-// fingerprint fp: what applying the same request again would answer. A
-// key used with another request answers idempotency_mismatch. It lets a
-// handler that may answer without proposing (a queue claim that sees
-// nothing claimable) replay an earlier attempt that was applied.
-func (f *FSM) IdempotentAnswer(tenant, principal, key string, fp []byte, now int64) (*Result, bool) {
+// ReplayAnswer returns the answer remembered for a retry of c (by its
+// Idempotency-Key or its place in a client session), as a replay, when
+// there is one: what applying c again would answer. A key or session
+// number used with another request answers idempotency_mismatch; a
+// session write that could not be applied again answers
+// idempotency_expired. It lets a handler that may answer without
+// proposing (a queue claim that sees nothing claimable) replay an earlier
+// attempt that was applied. c is not applied.
+func (f *FSM) ReplayAnswer(c *Command, now int64) (*Result, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	c := &Command{Tenant: tenant, Principal: principal, IdemKey: key, IdemFP: fp}
-	r, _ := f.idempotentReplay(&applyCtx{now: now, index: f.applied}, c)
+	ctx := &applyCtx{now: max(now, f.clock), index: f.applied}
+	var r *Result
+	switch {
+	case c.Session != 0:
+		r, _ = f.sessionCheck(ctx, c)
+	case c.IdemKey != "":
+		r, _ = f.idempotentReplay(ctx, c)
+	}
 	return r, r != nil // a replay carries the index of the first answer
 }
 

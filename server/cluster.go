@@ -28,6 +28,18 @@ type clusterStatus struct {
 	RestoredSnapshotIndex uint64            `json:"restored_snapshot_index"`
 	AppliedSinceStart     uint64            `json:"applied_since_start"`
 	Members               []node.MemberInfo `json:"members"`
+	Retries               retryState        `json:"retries"`
+}
+
+// retryState is what the state keeps for exactly-once retries, and its
+// replicated bounds (fsm.Limits).
+type retryState struct {
+	SessionBytes      int64 `json:"session_bytes"`
+	SessionBytesLimit int64 `json:"session_bytes_limit"`
+	SessionTTLMs      int64 `json:"session_ttl_ms"`
+	SessionsPerTenant int64 `json:"sessions_per_tenant"`
+	IdemBytesLimit    int64 `json:"idempotency_bytes_limit"`
+	IdemTenantLimit   int64 `json:"idempotency_tenant_bytes_limit"`
 }
 
 type memberRequest struct {
@@ -108,6 +120,9 @@ func (s *Server) handleClusterStatus(w http.ResponseWriter, _ *http.Request, id 
 		LastSnapshotIndex: s.cluster.LastSnapshotIndex(), RestoredSnapshotIndex: st.RestoredIndex,
 		AppliedSinceStart: st.AppliedCount, Members: members,
 	}
+	lim := s.fsm.Limits()
+	out.Retries = retryState{SessionBytes: st.SessionBytes, SessionBytesLimit: lim.SessionBytes, SessionTTLMs: lim.SessionTTL,
+		SessionsPerTenant: lim.SessionsPerTenant, IdemBytesLimit: lim.IdemBytes, IdemTenantLimit: lim.IdemTenantBytes}
 	return s.readReply(w, st.AppliedIndex, out)
 }
 

@@ -35,6 +35,8 @@ var statusOf = map[string]int{
 	fsm.CodeFenced:              http.StatusConflict,
 	fsm.CodeVersionMismatch:     http.StatusConflict,
 	fsm.CodeIdempotencyMismatch: http.StatusConflict,
+	fsm.CodeIdempotencyExpired:  http.StatusConflict,
+	fsm.CodeResourceExhausted:   http.StatusInsufficientStorage,
 	codeCompacted:               http.StatusGone,
 	codeTooLarge:                http.StatusRequestEntityTooLarge,
 	codeUnavailable:             http.StatusServiceUnavailable,

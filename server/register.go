@@ -27,6 +27,9 @@ func (s *Server) registerLoop() {
 		if err := s.registerSelf(); err != nil {
 			s.log.Debug("publishing HTTP address", "err", err)
 		}
+		if err := s.publishLimits(); err != nil {
+			s.log.Debug("publishing limits", "err", err)
+		}
 	}
 }
 

@@ -48,6 +48,7 @@ func (s *Server) routes() {
 	s.chunkRoutes(add)
 	s.artifactRoutes(add)
 	s.refRoutes(add)
+	s.sessionRoutes(add)
 	if s.cfg.Faults != nil {
 		s.failpointRoutes(add)
 	}

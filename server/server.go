@@ -56,6 +56,9 @@ type Config struct {
 	MaxJSONBody    int64         // default 1 MiB
 	MaxChunkBody   int64         // default 4 MiB
 	IdempotencyTTL time.Duration // default 24h
+	// Limits are the bounds on retry state this node makes the cluster's
+	// when it leads (zero fields: fsm's defaults).
+	Limits         fsm.Limits
 	RequestTimeout time.Duration // bound on one request's wait for Raft; default 10s
 	// Faults, when set (batond --failpoints), enables the internal
 	// failpoint endpoint: cut Raft links, skew the clock this node stamps.

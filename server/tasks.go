@@ -197,25 +197,31 @@ func (s *Server) handleQueueClaim(w http.ResponseWriter, r *http.Request, id *id
 	if err := s.tenantAccess(id, tenant, resTasks, queue, actWrite); err != nil {
 		return err
 	}
-	key, err := idempotencyKey(r)
+	cmd, err := s.command(r, id, tenant, fsm.KindTaskQueueClaim, args, body)
 	if err != nil {
 		return err
 	}
+	keyed := retried(cmd)
+	propose := func(final bool) (*fsm.Result, error) {
+		attempt := *args
+		attempt.Final = final
+		c := *cmd
+		c.Args = fsm.EncodeArgs(&attempt)
+		return s.apply(r, &c)
+	}
 	deadline := time.Now().Add(time.Duration(req.WaitMs) * time.Millisecond)
-	replayChecked := key == ""
+	replayChecked := !keyed
 	for {
 		final := !time.Now().Before(deadline)
-		if final && key != "" {
-			// With an Idempotency-Key the final attempt is always
-			// proposed, whatever the queue holds: the state machine
-			// replays an earlier answer to the key, or claims a task, or
-			// commits "nothing" as the answer (a late duplicate of this
-			// request, delayed in a paused node say, must replay it, not
-			// claim a task). Looking at the queue first would repeat its
-			// work: without a wait, that is every claim.
-			attempt := *args
-			attempt.Final = true
-			res, err := s.propose(r, id, tenant, fsm.KindTaskQueueClaim, &attempt, body)
+		if final && keyed {
+			// With an Idempotency-Key or a session place the final
+			// attempt is always proposed, whatever the queue holds: the
+			// state machine replays an earlier answer, or claims a task,
+			// or commits "nothing" as the answer (a late duplicate of
+			// this request, delayed in a paused node say, must replay it,
+			// not claim a task). Looking at the queue first would repeat
+			// its work: without a wait, that is every claim.
+			res, err := propose(true)
 			if err != nil {
 				return err
 			}
@@ -231,14 +237,12 @@ func (s *Server) handleQueueClaim(w http.ResponseWriter, r *http.Request, id *id
 			// The write barrier has made every acknowledged write of
 			// earlier terms visible here.
 			replayChecked = true
-			if res, ok := s.fsm.IdempotentAnswer(tenant, id.principalName(), key, fingerprint(r, body), s.now()); ok {
+			if res, ok := s.fsm.ReplayAnswer(cmd, s.now()); ok {
 				return reply(w, res, nil)
 			}
 		}
 		if ok {
-			attempt := *args
-			attempt.Final = final
-			res, err := s.propose(r, id, tenant, fsm.KindTaskQueueClaim, &attempt, body)
+			res, err := propose(final)
 			if err != nil {
 				return err
 			}

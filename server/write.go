@@ -4,11 +4,20 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"net/http"
+	"strconv"
 
 	"github.com/baton-dev/baton/fsm"
 )
 
-const headerIdempotencyKey = "Idempotency-Key"
+// Headers of idempotent retries: an explicit key, or a write's place in a
+// client session (fsm/sessions.go): the session id, the write's number,
+// and the lowest number the client still waits for.
+const (
+	headerIdempotencyKey = "Idempotency-Key"
+	headerSession        = "X-Baton-Session"
+	headerSessionSeq     = "X-Baton-Seq"
+	headerSessionAck     = "X-Baton-Ack"
+)
 
 // readJSON reads the body (bounded by MaxJSONBody) and decodes it strictly
 // into v. It returns the raw bytes for the idempotency fingerprint.
@@ -51,17 +60,71 @@ func fingerprint(r *http.Request, body []byte) []byte {
 	return h.Sum(nil)
 }
 
-// propose builds the command for a write, stamps the leader's time and the
-// caller, and waits until it is applied.
-func (s *Server) propose(r *http.Request, id *identity, tenant string, kind fsm.Kind, args any, body []byte) (*fsm.Result, error) {
+// sessionPlace reads a write's place in a client session from its
+// headers: all three or none.
+func sessionPlace(r *http.Request) (id, seq, ack uint64, err error) {
+	hs, hq, ha := r.Header.Get(headerSession), r.Header.Get(headerSessionSeq), r.Header.Get(headerSessionAck)
+	if hs == "" && hq == "" && ha == "" {
+		return 0, 0, 0, nil
+	}
+	parse := func(name, v string, min uint64) (uint64, error) {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || n < min {
+			return 0, badRequest("%s must be a whole number of at least %d, got %q", name, min, v)
+		}
+		return n, nil
+	}
+	if id, err = parse(headerSession, hs, 1); err != nil {
+		return
+	}
+	if seq, err = parse(headerSessionSeq, hq, 1); err != nil {
+		return
+	}
+	if ack, err = parse(headerSessionAck, ha, 0); err != nil {
+		return
+	}
+	if ack > seq {
+		return 0, 0, 0, badRequest("%s %d is above %s %d", headerSessionAck, ack, headerSessionSeq, seq)
+	}
+	return id, seq, ack, nil
+}
+
+// command builds the command for a write: the leader's time, the caller,
+// and what identifies its retries (an Idempotency-Key, which wins, or its
+// place in a client session).
+func (s *Server) command(r *http.Request, id *identity, tenant string, kind fsm.Kind, args any, body []byte) (*fsm.Command, error) {
 	key, err := idempotencyKey(r)
 	if err != nil {
 		return nil, err
 	}
-	cmd := fsm.NewCommand(kind, s.now(), tenant, id.principalName(), args)
-	if key != "" {
-		cmd.IdemKey, cmd.IdemFP, cmd.IdemTTL = key, fingerprint(r, body), s.cfg.IdempotencyTTL.Milliseconds()
+	sid, seq, ack, err := sessionPlace(r)
+	if err != nil {
+		return nil, err
 	}
+	cmd := fsm.NewCommand(kind, s.now(), tenant, id.principalName(), args)
+	switch {
+	case key != "":
+		cmd.IdemKey, cmd.IdemFP, cmd.IdemTTL = key, fingerprint(r, body), s.cfg.IdempotencyTTL.Milliseconds()
+	case sid != 0:
+		cmd.Session, cmd.Seq, cmd.Ack, cmd.IdemFP = sid, seq, ack, fingerprint(r, body)
+	}
+	return cmd, nil
+}
+
+// retried reports whether the request carries what identifies retries.
+func retried(c *fsm.Command) bool { return c.IdemKey != "" || c.Session != 0 }
+
+// propose builds the command for a write and waits until it is applied.
+func (s *Server) propose(r *http.Request, id *identity, tenant string, kind fsm.Kind, args any, body []byte) (*fsm.Result, error) {
+	cmd, err := s.command(r, id, tenant, kind, args, body)
+	if err != nil {
+		return nil, err
+	}
+	return s.apply(r, cmd)
+}
+
+// apply proposes cmd and waits until it is applied.
+func (s *Server) apply(r *http.Request, cmd *fsm.Command) (*fsm.Result, error) {
 	res, err := s.cluster.Apply(r.Context(), cmd)
 	if err != nil {
 		return nil, unavailable(err)

@@ -95,7 +95,9 @@ func (a *app) client() (*client.Client, error) {
 			eps = append(eps, ep)
 		}
 	}
-	c, err := client.New(client.Config{Endpoints: eps, Token: a.token,
+	// One command writes once or twice: a random Idempotency-Key per write
+	// costs less than opening a client session.
+	c, err := client.New(client.Config{Endpoints: eps, Token: a.token, NoSession: true,
 		Timeout: min(client.DefaultTimeout, a.timeout), MaxRetry: a.timeout})
 	if err != nil {
 		return nil, usageErrorf("", "--endpoints: %v", err)

@@ -58,6 +58,8 @@ type options struct {
 	adminTokenFile, logLevel, logFile            string
 	raft                                         node.Config
 	idemTTL                                      time.Duration
+	sessionTTL                                   time.Duration
+	limits                                       fsm.Limits
 	failpoints                                   bool
 	watchHistoryBytes                            int64
 	pprofAddr                                    string
@@ -89,6 +91,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.raft.LogStore, "raft-log", "", "Raft log format for a new data dir: wal (default) or boltdb; an existing dir keeps its own")
 	fs.IntVar(&o.raft.MaxInflightEntries, "max-inflight-entries", o.raft.MaxInflightEntries, "group commit: log entries with Raft at once; more proposals share each")
 	fs.DurationVar(&o.idemTTL, "idempotency-ttl", 24*time.Hour, "how long Idempotency-Key answers are remembered")
+	fs.DurationVar(&o.sessionTTL, "session-ttl", time.Duration(fsm.DefaultSessionTTL)*time.Millisecond, "a client session unused this long expires (its retries then get idempotency_expired); the leader's value is the cluster's")
+	fs.Int64Var(&o.limits.SessionBytes, "session-bytes", fsm.DefaultSessionBytes, "bytes all client sessions may keep for retries; past it the least recently used are dropped; the leader's value is the cluster's")
+	fs.Int64Var(&o.limits.SessionsPerTenant, "sessions-per-tenant", fsm.DefaultSessionsPerTenant, "live client sessions per tenant; opening one more drops the tenant's least recently used; the leader's value is the cluster's")
 	fs.DurationVar(&o.chunkGCGrace, "chunk-gc-grace", time.Hour, "how long a chunk no artifact references is kept")
 	fs.Int64Var(&o.watchHistoryBytes, "watch-history-bytes", fsm.DefaultWatchHistoryBytes, "bytes of recent events kept in memory for watchers; a watcher further behind gets 410 compacted")
 	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060); off by default")
@@ -98,6 +103,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q (see --help)", fs.Arg(0))
+	}
+	o.limits.SessionTTL = o.sessionTTL.Milliseconds()
+	if o.limits.SessionTTL < 1000 || o.limits.SessionBytes < 1<<20 || o.limits.SessionsPerTenant < 1 {
+		return nil, errors.New("--session-ttl must be at least 1s, --session-bytes at least 1 MiB, --sessions-per-tenant at least 1")
 	}
 	if o.id == "" || o.dataDir == "" {
 		return nil, errors.New("--id and --data-dir are required (see --help)")
@@ -200,7 +209,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger) error {
 		return fmt.Errorf("chunk store: %w", err)
 	}
 	defer chunks.Close()
-	srv := server.New(server.Config{AdminToken: token, IdempotencyTTL: o.idemTTL, Faults: cfg.Faults,
+	srv := server.New(server.Config{AdminToken: token, IdempotencyTTL: o.idemTTL, Limits: o.limits, Faults: cfg.Faults,
 		Chunks: chunks, ChunkGCGrace: o.chunkGCGrace, Logger: log}, n, f)
 	srv.Start()
 	defer srv.Close()

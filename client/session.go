@@ -1,0 +1,139 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+)
+
+// Client sessions make the SDK's automatic retries exactly-once at a cost
+// per client, not per write. The client opens one session (POST
+// /v1/sessions) before its first write and numbers its writes; each
+// attempt carries the session, the write's number and the lowest number
+// the client still waits for, so the cluster keeps the answers of the
+// writes in flight only. A retry, after a timeout, a 503, a leader change
+// or a node crash, is answered from the session and applied at most once.
+//
+// A session the cluster no longer has (unused for its TTL, or dropped to
+// keep the cluster's bound) is replaced transparently when the first
+// attempt of a write is refused for it: that attempt applied nothing. A
+// later attempt of a write that is refused so returns
+// ErrIdempotencyExpired: the write may or may not have been applied, and
+// the client cannot tell.
+//
+// An explicit Idempotency-Key (IdempotencyKey, WithIdempotencyKey) is sent
+// instead of the session place; against a server without sessions every
+// write gets a random Idempotency-Key, as before sessions.
+
+const (
+	headerSession    = "X-Baton-Session"
+	headerSessionSeq = "X-Baton-Seq"
+	headerSessionAck = "X-Baton-Ack"
+)
+
+// sessions is a client's session and its writes in flight.
+type sessions struct {
+	mu       sync.Mutex
+	id       uint64 // 0: none open
+	off      bool   // the server has no sessions: random keys instead
+	next     uint64 // number of the next write
+	inflight map[uint64]struct{}
+}
+
+// place is a write's place in a session.
+type place struct {
+	id, seq uint64
+}
+
+// begin gives a write its place, opening a session first if none is open.
+// ok is false when the server has no sessions.
+func (c *Client) beginWrite(ctx context.Context) (p place, ok bool, err error) {
+	s := &c.sess
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.off {
+		return place{}, false, nil
+	}
+	if s.id == 0 {
+		id, err := c.openSession(ctx)
+		var e *Error
+		if errors.As(err, &e) && (e.Status == http.StatusNotFound || e.Status == http.StatusMethodNotAllowed) {
+			s.off = true
+			return place{}, false, nil
+		}
+		if err != nil {
+			return place{}, false, fmt.Errorf("open a client session: %w", err)
+		}
+		s.id, s.next, s.inflight = id, 1, map[uint64]struct{}{}
+	}
+	p = place{id: s.id, seq: s.next}
+	s.next++
+	s.inflight[p.seq] = struct{}{}
+	return p, true, nil
+}
+
+// endWrite says the client waits no more for p's answer.
+func (c *Client) endWrite(p place) {
+	s := &c.sess
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.id == p.id {
+		delete(s.inflight, p.seq)
+	}
+}
+
+// ack is the lowest number of session id the client still waits for.
+func (c *Client) ack(id uint64) uint64 {
+	s := &c.sess
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.id != id {
+		return 0 // an older session: acknowledge nothing
+	}
+	low := s.next
+	for seq := range s.inflight {
+		low = min(low, seq)
+	}
+	return low
+}
+
+// dropSession forgets session id, so that the next write opens another.
+func (c *Client) dropSession(id uint64) {
+	s := &c.sess
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.id == id {
+		s.id, s.inflight = 0, nil
+	}
+}
+
+// openSession opens a session. The open carries no key and no session:
+// a retried open may leave an unused session behind, which expires.
+func (c *Client) openSession(ctx context.Context) (uint64, error) {
+	cl := &call{method: http.MethodPost, path: "/v1/sessions", timeout: c.timeout}
+	res := c.failover(ctx, cl)
+	if res.err != nil {
+		return 0, res.err
+	}
+	var out struct {
+		SessionID string `json:"session_id"`
+	}
+	if err := decodeBody(res, &out); err != nil {
+		return 0, err
+	}
+	id, err := strconv.ParseUint(out.SessionID, 10, 64)
+	if err != nil || id == 0 {
+		return 0, fmt.Errorf("open a client session: bad session_id %q", out.SessionID)
+	}
+	return id, nil
+}
+
+// sessionGone reports whether err refuses a write because its session is
+// unknown or expired (not because of its own number).
+func sessionGone(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == "idempotency_expired" && e.Details["reason"] == "session"
+}
