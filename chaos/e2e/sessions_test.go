@@ -41,9 +41,22 @@ func rawWrite(ctx context.Context, url, token, method, path string, body any, si
 	return resp.StatusCode, out, resp.Header.Get("Idempotent-Replay") == "true", err
 }
 
+// rawWriteRetried is rawWrite retried while the cluster is unavailable
+// (an election), for up to 20 seconds: a retry in a session is safe.
+func rawWriteRetried(ctx context.Context, url, token, method, path string, body any, sid, seq, ack uint64) (int, []byte, bool, error) {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st, b, replay, err := rawWrite(ctx, url, token, method, path, body, sid, seq, ack)
+		if (err == nil && st != http.StatusServiceUnavailable) || time.Now().After(deadline) || ctx.Err() != nil {
+			return st, b, replay, err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // rawOpenSession opens a client session through node url.
 func rawOpenSession(ctx context.Context, url, token string) (uint64, error) {
-	st, body, _, err := rawWrite(ctx, url, token, http.MethodPost, "/v1/sessions", map[string]any{}, 0, 0, 0)
+	st, body, _, err := rawWriteRetried(ctx, url, token, http.MethodPost, "/v1/sessions", map[string]any{}, 0, 0, 0)
 	if err != nil || st != http.StatusCreated {
 		return 0, fmt.Errorf("open session: %d %s %v", st, body, err)
 	}
@@ -140,11 +153,12 @@ func TestSessionRetryAfterLeaderKillAppliedOnce(t *testing.T) {
 			task.Attempt, task.FencingToken, task.Version, claimed.FencingToken, claimed.Version)
 	}
 	// Once acknowledged (ack 2), the write is refused, not applied again.
-	st, body, _, err := rawWrite(ctx, c.URL(survivor), c.AdminToken(), http.MethodPost, path, claim, sid, 2, 2)
-	if err != nil || st != http.StatusConflict { // lease_held: w1 holds it
-		t.Fatalf("write 2: %d %s %v", st, body, err)
+	st, body, _, err := rawWriteRetried(ctx, c.URL(survivor), c.AdminToken(), http.MethodPost, path,
+		map[string]any{"owner": "w2", "lease_ms": 60000}, sid, 2, 2)
+	if err != nil || st != http.StatusConflict || !bytes.Contains(body, []byte("lease_held")) {
+		t.Fatalf("write 2: %d %s %v; want lease_held (w1 holds the lease)", st, body, err)
 	}
-	st, body, _, err = rawWrite(ctx, c.URL(survivor), c.AdminToken(), http.MethodPost, path, claim, sid, 1, 1)
+	st, body, _, err = rawWriteRetried(ctx, c.URL(survivor), c.AdminToken(), http.MethodPost, path, claim, sid, 1, 1)
 	if err != nil || st != http.StatusConflict || !bytes.Contains(body, []byte("idempotency_expired")) {
 		t.Errorf("acknowledged write retried: %d %s %v; want 409 idempotency_expired", st, body, err)
 	}
@@ -203,13 +217,13 @@ func TestSessionStateBoundedUnderWrites(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 150 {
-				sid, err := rawOpenSession(ctx, c.URL(leader), c.AdminToken())
+				sid, err := rawOpenSession(ctx, c.URL(w%3), c.AdminToken())
 				if err != nil {
 					errs <- err
 					return
 				}
 				body := map[string]any{"value": i}
-				st, b, _, err := rawWrite(ctx, c.URL(leader), c.AdminToken(), http.MethodPut,
+				st, b, _, err := rawWriteRetried(ctx, c.URL(w%3), c.AdminToken(), http.MethodPut,
 					fmt.Sprintf("/v1/tenants/%s/kv/ns/w%d-%d", tenant, w, i), body, sid, 1, 1)
 				if err != nil || st != http.StatusOK {
 					errs <- fmt.Errorf("write: %d %s %v", st, b, err)
@@ -226,21 +240,23 @@ func TestSessionStateBoundedUnderWrites(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
+	most := int64(0)
 	for i := range 3 {
 		b, err := sessionBytes(ctx, c, i)
 		if err != nil {
 			t.Fatal(err)
 		}
+		most = max(most, b)
 		t.Logf("%s: sessions keep %d bytes (budget %d) after %d sessions", c.ID(i), b, budget, len(sessions))
 		if b > budget {
 			t.Errorf("%s: sessions keep %d bytes, over --session-bytes %d", c.ID(i), b, budget)
 		}
-		if i == leader && b < budget/2 {
-			t.Errorf("%s: sessions keep %d bytes: the test did not reach the budget", c.ID(i), b)
-		}
+	}
+	if most < budget/2 {
+		t.Errorf("sessions keep at most %d bytes: the test did not reach the budget", most)
 	}
 	// The first sessions were dropped: a retry on one is refused.
-	st, body, _, err := rawWrite(ctx, c.URL(leader), c.AdminToken(), http.MethodPut,
+	st, body, _, err := rawWriteRetried(ctx, c.URL(0), c.AdminToken(), http.MethodPut,
 		fmt.Sprintf("/v1/tenants/%s/kv/ns/w0-0", tenant), map[string]any{"value": 0}, sessions[0], 1, 1)
 	if err != nil || st != http.StatusConflict || !bytes.Contains(body, []byte("idempotency_expired")) {
 		t.Errorf("retry in a dropped session: %d %s %v; want 409 idempotency_expired", st, body, err)
