@@ -41,7 +41,11 @@ type FSM struct {
 	// the replicated limits as last read.
 	sessBytes      int64
 	sessNextExpiry int64
-	limitsCache    *Limits
+	// idemBytes and idemTenantBytes are what Idempotency-Key records
+	// count for against Limits.IdemBytes and IdemTenantBytes.
+	idemBytes       int64
+	idemTenantBytes map[string]int64
+	limitsCache     *Limits
 }
 
 // Options configure an FSM.
@@ -255,6 +259,9 @@ type Status struct {
 	// SessionBytes is what client sessions count for against
 	// Limits.SessionBytes.
 	SessionBytes int64
+	// IdemBytes is what Idempotency-Key records count for against
+	// Limits.IdemBytes.
+	IdemBytes int64
 }
 
 // Status returns the applied index and the digest of the state at it.
@@ -269,6 +276,7 @@ func (f *FSM) Status() Status {
 		RestoredIndex: f.restoredIndex,
 		AppliedCount:  f.appliedCount,
 		SessionBytes:  f.sessBytes,
+		IdemBytes:     f.idemBytes,
 	}
 }
 
@@ -301,6 +309,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.idemNextExpiry = 0
 	f.limitsCache = nil
 	f.recountSessions()
+	f.recountIdem()
 	f.history.reset(hdr.Applied)
 	f.notifyLocked()
 	f.mu.Unlock()

@@ -263,14 +263,14 @@ func TestIdempotencyExpiryUsesLeaderClock(t *testing.T) {
 	base := f.Status().Keys
 	applyOne(t, f, 2, idem(tenantPut(1000, "a"), "", "k1", "A", 1000))
 	applyOne(t, f, 3, idem(tenantPut(1000, "b"), "", "k2", "A", 5000))
-	if got := f.Status().Keys; got != base+6 { // two tenants, two records, two expiry entries
-		t.Fatalf("keys: got %d, want %d", got, base+6)
+	if got := f.Status().Keys; got != base+8 { // two tenants, two records, each in two expiry indexes
+		t.Fatalf("keys: got %d, want %d", got, base+8)
 	}
 	// A command stamped far later (confirming a tenant changes nothing but
 	// the clock) moves the clock past k1's expiry...
 	applyOne(t, f, 4, tenantPut(3000, "acme"))
-	if got := f.Status().Keys; got != base+4 {
-		t.Errorf("keys after the clock passed k1's expiry: got %d, want %d (k1 purged)", got, base+4)
+	if got := f.Status().Keys; got != base+5 {
+		t.Errorf("keys after the clock passed k1's expiry: got %d, want %d (k1 purged)", got, base+5)
 	}
 	// ...so a retry stamped earlier (a lagging leader clock) still sees it
 	// expired and runs again.
@@ -306,8 +306,8 @@ func TestIdempotencyPurgeBacklog(t *testing.T) {
 	}
 	applyOne(t, f, index, idem(tenantPut(1000, "acme"), "", "late", "A", 60_000))
 	index++
-	if got := f.Status().Keys; got != base+2*101 {
-		t.Fatalf("keys: got %d, want %d", got, base+2*101)
+	if got := f.Status().Keys; got != base+3*101 {
+		t.Fatalf("keys: got %d, want %d", got, base+3*101)
 	}
 	snap := persist(t, f)
 	replica := New()
@@ -317,12 +317,12 @@ func TestIdempotencyPurgeBacklog(t *testing.T) {
 	for _, r := range []*FSM{f, replica} {
 		i := index
 		applyOne(t, r, i, tenantPut(5000, "acme")) // 100 records due: 64 go
-		if got := r.Status().Keys; got != base+2*37 {
-			t.Errorf("keys after one command past the expiry: got %d, want %d", got, base+2*37)
+		if got := r.Status().Keys; got != base+3*37 {
+			t.Errorf("keys after one command past the expiry: got %d, want %d", got, base+3*37)
 		}
 		applyOne(t, r, i+1, tenantPut(5000, "acme")) // the other 36
-		if got := r.Status().Keys; got != base+2 {
-			t.Errorf("keys after two commands: got %d, want %d (only the late record)", got, base+2)
+		if got := r.Status().Keys; got != base+3 {
+			t.Errorf("keys after two commands: got %d, want %d (only the late record)", got, base+3)
 		}
 		applyOne(t, r, i+2, tenantPut(61_000, "acme"))
 		if got := r.Status().Keys; got != base {
@@ -548,7 +548,8 @@ func randomLog(seed uint64, entries int) []*raft.Log {
 			case 9:
 				// Small limits, so that sessions are evicted and expire.
 				c = NewCommand(KindLimitsSet, now, "", "", &Limits{SessionTTL: int64(2000 + rng.IntN(20000)),
-					SessionBytes: int64(1000 + rng.IntN(4000)), SessionsPerTenant: int64(1 + rng.IntN(3))})
+					SessionBytes: int64(1000 + rng.IntN(4000)), SessionsPerTenant: int64(1 + rng.IntN(3)),
+					IdemBytes: int64(1500 + rng.IntN(5000)), IdemTenantBytes: int64(800 + rng.IntN(3000))})
 			case 10:
 				c = NewCommand(KindKVPut, now, tenant, "", &KVPutArgs{Namespace: "ns", Key: name("k", 3), Value: []byte(`1`)})
 			case 0, 1:
@@ -566,8 +567,10 @@ func randomLog(seed uint64, entries int) []*raft.Log {
 				c = NewCommand(KindMemberDelete, now, "", "", &MemberDeleteArgs{ID: name("n", 3)})
 			}
 			switch rng.IntN(6) {
-			case 0, 1:
+			case 0:
 				idem(c, name("p", 2), name("k", 5), name("fp", 2), int64(rng.IntN(2000)))
+			case 1: // keys that carry their time
+				idem(c, name("p", 2), uuid7(now-int64(rng.IntN(3000)), rng.IntN(3)), name("fp", 2), int64(rng.IntN(2000)))
 			case 2, 3:
 				if c.Kind != KindSessionOpen {
 					session(c)
@@ -635,6 +638,10 @@ func TestSameLogSameState(t *testing.T) {
 				kept := r.sessBytes
 				if r.recountSessions(); r.sessBytes != kept {
 					t.Fatalf("a replica counted %d session bytes, its state holds %d", kept, r.sessBytes)
+				}
+				keptIdem := r.idemBytes
+				if r.recountIdem(); r.idemBytes != keptIdem {
+					t.Fatalf("a replica counted %d idempotency bytes, its state holds %d", keptIdem, r.idemBytes)
 				}
 			}
 			applied, replayed := 0, 0

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -17,11 +18,15 @@ type idemRecord struct {
 func (c *Command) idemStoreKey() string { return idemKey(c.Tenant, c.Principal, c.IdemKey) }
 
 // idempotentReplay returns the remembered answer for c's key, a mismatch
-// error if the key was used for another request, or nil if it is new; with
-// nil, the expired record still stored under the key, if any.
+// error if the key was used for another request, idempotency_expired if
+// the request is a retry older than the window, or nil if the key is new;
+// with nil, the expired record still stored under the key, if any.
 func (f *FSM) idempotentReplay(ctx *applyCtx, c *Command) (*Result, *idemRecord) {
 	raw, ok := f.st.Get(c.idemStoreKey())
 	if !ok {
+		if kt, ok := keyTime(c.IdemKey); ok && kt <= f.idemHorizon(c.Tenant) {
+			return expiredKey(c.IdemKey, "its time is at or before the newest record the tenant no longer keeps"), nil
+		}
 		return nil, nil
 	}
 	var rec idemRecord
@@ -29,7 +34,12 @@ func (f *FSM) idempotentReplay(ctx *applyCtx, c *Command) (*Result, *idemRecord)
 		return nil, nil
 	}
 	if rec.Expires <= ctx.now {
-		return nil, &rec
+		if bytes.Equal(rec.FP, c.IdemFP) {
+			// The same request, after its window: a retry that would
+			// apply twice.
+			return expiredKey(c.IdemKey, "the same request was answered before, longer ago than the idempotency window"), nil
+		}
+		return nil, &rec // the key, reused for a new request after its window
 	}
 	if !bytes.Equal(rec.FP, c.IdemFP) {
 		return fail(CodeIdempotencyMismatch, "Idempotency-Key was used with a different request", nil), nil
@@ -39,24 +49,22 @@ func (f *FSM) idempotentReplay(ctx *applyCtx, c *Command) (*Result, *idemRecord)
 	return &r, nil
 }
 
-// rememberIdempotent stores r as the answer to c's key. prior is the
-// expired record the key held (from idempotentReplay), whose expiry entry
-// goes with it.
+func expiredKey(key, why string) *Result {
+	return fail(CodeIdempotencyExpired, fmt.Sprintf("Idempotency-Key %q is older than the idempotency window (%s): nothing was applied; use a new key if this is a new request", key, why),
+		map[string]any{"reason": "key"})
+}
+
+// rememberIdempotent stores r as the answer to c's key, then keeps the
+// byte budgets (Limits.IdemBytes, Limits.IdemTenantBytes), oldest first.
+// prior is the expired record the key held (from idempotentReplay), which
+// goes.
 func (f *FSM) rememberIdempotent(ctx *applyCtx, c *Command, r *Result, prior *idemRecord) {
-	if r.Code == CodeIdempotencyMismatch {
-		return
-	}
-	// A long poll's intermediate queue claim that found nothing is not its
-	// answer: the next round with the same key evaluates the queue afresh.
-	// Its final attempt (QueueClaimArgs.Final) is remembered like any
-	// answer, so that a late duplicate of the request replays "nothing"
-	// instead of claiming a task the client will never hear of.
-	if c.Kind == KindTaskQueueClaim && r.Outcome == OutcomeNoContent && !queueClaimFinal(c) {
+	if !remembered(c, r) {
 		return
 	}
 	key := c.idemStoreKey()
 	if prior != nil {
-		f.st.Delete(idemExpiryKey(prior.Expires, key))
+		f.dropIdem(key, prior.Expires)
 	}
 	ttl := c.IdemTTL
 	if ttl <= 0 {
@@ -65,11 +73,126 @@ func (f *FSM) rememberIdempotent(ctx *applyCtx, c *Command, r *Result, prior *id
 	r.JSON() // the record keeps the encoded answer
 	rec := idemRecord{FP: c.IdemFP, Expires: ctx.now + ttl, Result: *r}
 	rec.Result.Index = ctx.index
-	f.st.Put(key, encode(&rec))
+	val := encode(&rec)
+	f.st.Put(key, val)
 	f.st.Put(idemExpiryKey(rec.Expires, key), nil)
+	f.st.Put(idemTenantExpiryKey(c.Tenant, rec.Expires, key), nil)
+	f.countIdem(c.Tenant, idemCost(key, val))
 	if rec.Expires < f.idemNextExpiry {
 		f.idemNextExpiry = rec.Expires
 	}
+	lim := f.limits()
+	for f.idemTenantBytes[c.Tenant] > lim.IdemTenantBytes && f.dropOldestIdem(idemTenantExpiryPrefix(c.Tenant), key) {
+	}
+	for f.idemBytes > lim.IdemBytes && f.dropOldestIdem(idemExpiryPrefix, key) {
+	}
+}
+
+// idemOverhead is what a record counts for besides its key and value: its
+// two index entries and the maps' bookkeeping.
+const idemOverhead = 160
+
+func idemCost(key string, val []byte) int64 { return int64(2*len(key) + len(val) + idemOverhead) }
+
+func (f *FSM) countIdem(tenant string, delta int64) {
+	if f.idemTenantBytes == nil {
+		f.idemTenantBytes = map[string]int64{}
+	}
+	f.idemBytes += delta
+	if n := f.idemTenantBytes[tenant] + delta; n != 0 {
+		f.idemTenantBytes[tenant] = n
+	} else {
+		delete(f.idemTenantBytes, tenant)
+	}
+}
+
+// dropOldestIdem drops the record first in the expiry index under prefix
+// (ie/, or it/<tenant>/), never keep. It reports whether it dropped one.
+func (f *FSM) dropOldestIdem(prefix, keep string) bool {
+	var ikey string
+	var exp int64
+	f.st.Scan(prefix, "", func(k string, _ []byte) bool {
+		rest := k[len(prefix):]
+		if len(rest) < 17 || rest[17:] == keep {
+			return true
+		}
+		exp, ikey = parseHex16(rest[:16]), rest[17:]
+		return false
+	})
+	if ikey == "" {
+		return false
+	}
+	f.dropIdem(ikey, exp)
+	return true
+}
+
+// dropIdem forgets the record ikey with expiry exp: the record, its index
+// entries and its bytes. A key that carries its time (UUIDv7) raises the
+// tenant's horizon, so that a retry of it is refused rather than applied.
+func (f *FSM) dropIdem(ikey string, exp int64) {
+	tenant, key := splitIdemKey(ikey)
+	if val, ok := f.st.Get(ikey); ok {
+		f.countIdem(tenant, -idemCost(ikey, val))
+		f.st.Delete(ikey)
+	}
+	f.st.Delete(idemExpiryKey(exp, ikey))
+	f.st.Delete(idemTenantExpiryKey(tenant, exp, ikey))
+	if kt, ok := keyTime(key); ok && kt > f.idemHorizon(tenant) {
+		f.st.Put(idemHorizonKey(tenant), []byte(hex16(kt)))
+	}
+}
+
+// idemHorizon is the newest time carried by a key whose record the
+// tenant no longer keeps (0: none).
+func (f *FSM) idemHorizon(tenant string) int64 {
+	v, ok := f.st.Get(idemHorizonKey(tenant))
+	if !ok {
+		return 0
+	}
+	return parseHex16(string(v))
+}
+
+// splitIdemKey returns the tenant and the caller's key of an i/ key.
+func splitIdemKey(ikey string) (tenant, key string) {
+	parts := strings.SplitN(ikey, "/", 4)
+	if len(parts) < 4 {
+		return "", ""
+	}
+	return parts[1], parts[3]
+}
+
+// keyTime returns the Unix ms time in a UUIDv7 key (RFC 9562), as in
+// 0190a5e3-7b2c-7d4e-8f00-0123456789ab: the first 48 bits.
+func keyTime(key string) (int64, bool) {
+	if len(key) != 36 || key[8] != '-' || key[13] != '-' || key[18] != '-' || key[23] != '-' || key[14] != '7' {
+		return 0, false
+	}
+	for i := 0; i < 36; i++ {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			continue
+		}
+		if !isHex(key[i]) {
+			return 0, false
+		}
+	}
+	v, err := strconv.ParseUint(key[:8]+key[9:13], 16, 64)
+	if err != nil {
+		return 0, false
+	}
+	return int64(v), true
+}
+
+func isHex(b byte) bool { return '0' <= b && b <= '9' || 'a' <= b && b <= 'f' || 'A' <= b && b <= 'F' }
+
+// recountIdem derives the idempotency byte counts from the state (after a
+// restore): the same sums every replica keeps up to date as it applies.
+func (f *FSM) recountIdem() {
+	f.idemBytes, f.idemTenantBytes = 0, nil
+	f.st.Scan(hashedPrefix, "", func(k string, v []byte) bool {
+		tenant, _ := splitIdemKey(k)
+		f.countIdem(tenant, idemCost(k, v))
+		return true
+	})
 }
 
 // DefaultIdempotencyTTL is 24 hours in milliseconds.
@@ -83,25 +206,29 @@ func (f *FSM) purgeIdempotency(now int64, max int) {
 	if now < f.idemNextExpiry {
 		return
 	}
-	var expired []string
+	type due struct {
+		exp  int64
+		ikey string
+	}
+	var expired []due
 	next := int64(math.MaxInt64) // no record left
-	due := hex16(now)
+	dueBy := hex16(now)
 	f.st.Scan(idemExpiryPrefix, "", func(k string, _ []byte) bool {
 		if len(expired) >= max {
 			next = 0 // more may be due: look again next time
 			return false
 		}
-		if exp := k[len(idemExpiryPrefix) : len(idemExpiryPrefix)+16]; exp > due {
+		exp := k[len(idemExpiryPrefix) : len(idemExpiryPrefix)+16]
+		if exp > dueBy {
 			next = parseHex16(exp)
 			return false
 		}
-		expired = append(expired, k)
+		expired = append(expired, due{parseHex16(exp), k[len(idemExpiryPrefix)+17:]})
 		return true
 	})
 	f.idemNextExpiry = next
-	for _, k := range expired {
-		f.st.Delete(k)
-		f.st.Delete(strings.SplitN(k, "/", 3)[2])
+	for _, d := range expired {
+		f.dropIdem(d.ikey, d.exp)
 	}
 }
 

@@ -9,6 +9,10 @@ package fsm
 //	tok/<sha256 hex of token>            token -> principal reference
 //	i/<tenant>/<principal>/<idem key>    remembered idempotent response
 //	ie/<expiry ms, 16 hex>/<i/ key>      idempotency expiry index
+//	it/<tenant>/<expiry ms>/<i/ key>     the same, per tenant (its byte budget)
+//	ih/<tenant>                          newest key time whose record is gone
+//	cfg/limits                           replicated limits (limits.go)
+//	ss/, sa/, se/                        client sessions (sessions.go)
 func memberKey(id string) string              { return "m/" + id }
 func tenantKey(t string) string               { return "t/" + t }
 func tenantPrefix(t string) string            { return "t/" + t + "/" }
@@ -23,6 +27,12 @@ func idemExpiryKey(exp int64, ikey string) string {
 	b = append(b, '/')
 	return string(append(b, ikey...))
 }
+
+func idemTenantExpiryPrefix(t string) string { return "it/" + t + "/" }
+func idemTenantExpiryKey(t string, exp int64, ikey string) string {
+	return idemTenantExpiryPrefix(t) + hex16(exp) + "/" + ikey
+}
+func idemHorizonKey(t string) string { return "ih/" + t }
 
 const (
 	memberPrefix     = "m/"

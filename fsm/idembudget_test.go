@@ -1,0 +1,97 @@
+package fsm
+
+import (
+	"fmt"
+	"testing"
+)
+
+// uuid7 is a UUIDv7-shaped key carrying time ms.
+func uuid7(ms int64, n int) string {
+	h := fmt.Sprintf("%012x", ms)
+	return fmt.Sprintf("%s-%s-7000-8000-%012x", h[:8], h[8:], n)
+}
+
+// TestIdempotencyBudget: the records of explicit keys stay within the
+// replicated byte budgets, per tenant and in all, the oldest dropped
+// first; a retry of a dropped key that carries its time (UUIDv7) is
+// refused with idempotency_expired instead of applied again, and a replica
+// restored from a snapshot counts the same bytes.
+func TestIdempotencyBudget(t *testing.T) {
+	f := New()
+	applyOne(t, f, 1, tenantPut(1000, "acme"))
+	applyOne(t, f, 2, tenantPut(1000, "beta"))
+	const tenantBudget, nodeBudget = 40_000, 60_000
+	applyOne(t, f, 3, NewCommand(KindLimitsSet, 1000, "", "", &Limits{IdemTenantBytes: tenantBudget, IdemBytes: nodeBudget}))
+	index := uint64(4)
+	put := func(tenant, key string, now int64, value string) *Result {
+		c := idem(kvPut(now, tenant, "k", value), "", key, "fp-"+key, DefaultIdempotencyTTL)
+		r := applyOne(t, f, index, c)
+		index++
+		return r
+	}
+	for i := range 400 {
+		if r := put("acme", uuid7(int64(2000+i), i), int64(2000+i), `"some value of a few dozen bytes"`); !r.OK() || r.Replay {
+			t.Fatalf("write %d: %s", i, describe(r))
+		}
+		if f.idemTenantBytes["acme"] > tenantBudget {
+			t.Fatalf("after write %d: acme's records count %d bytes, over its budget %d", i, f.idemTenantBytes["acme"], tenantBudget)
+		}
+	}
+	for i := range 400 {
+		put("beta", uuid7(int64(3000+i), i), int64(3000+i), `"another value"`)
+		if f.idemBytes > nodeBudget {
+			t.Fatalf("after beta's write %d: records count %d bytes, over the node's budget %d", i, f.idemBytes, nodeBudget)
+		}
+	}
+	// The newest of acme are kept (replayed), the oldest gone: a retry of
+	// one is refused, not applied again.
+	before := kvVersion(f, "acme", "k")
+	if r := put("acme", uuid7(2000+399, 399), 5000, `"some value of a few dozen bytes"`); !r.Replay {
+		t.Errorf("retry of acme's newest key: %s replay %v, want a replay", describe(r), r.Replay)
+	}
+	if r := put("acme", uuid7(2000, 0), 5000, `"some value of a few dozen bytes"`); r.Code != CodeIdempotencyExpired {
+		t.Errorf("retry of acme's oldest key, dropped by the budget: %s, want %s", describe(r), CodeIdempotencyExpired)
+	}
+	if got := kvVersion(f, "acme", "k"); got != before {
+		t.Errorf("a retry was applied: version %d, want %d", got, before)
+	}
+	// A key without a time cannot be told from a new one once dropped.
+	if r := put("acme", "plain-key", 5000, `1`); !r.OK() || r.Replay {
+		t.Errorf("a new plain key: %s", describe(r))
+	}
+	// A new UUIDv7 key, newer than anything dropped, applies.
+	if r := put("acme", uuid7(9000, 1), 9000, `2`); !r.OK() || r.Replay {
+		t.Errorf("a new UUIDv7 key: %s", describe(r))
+	}
+	g := New()
+	restoreFrom(t, g, persist(t, f))
+	if g.idemBytes != f.idemBytes || g.idemTenantBytes["acme"] != f.idemTenantBytes["acme"] {
+		t.Errorf("restored replica counts %d (acme %d), this one %d (acme %d)", g.idemBytes, g.idemTenantBytes["acme"], f.idemBytes, f.idemTenantBytes["acme"])
+	}
+}
+
+// TestIdempotencyRetryAfterWindow: the same request with the same key,
+// after its window but before its record was purged, is refused; the key
+// with another request after its window is a new request.
+func TestIdempotencyRetryAfterWindow(t *testing.T) {
+	f := New()
+	applyOne(t, f, 1, tenantPut(1000, "acme"))
+	// Many records expire at 2000, more than one command purges (64), so
+	// some are still stored, expired, when the retries arrive.
+	index := uint64(2)
+	for i := range 200 {
+		applyOne(t, f, index, idem(kvPut(1000, "acme", "k", `1`), "", fmt.Sprint("k", i), "A", 1000))
+		index++
+	}
+	r := applyOne(t, f, index, idem(kvPut(2500, "acme", "k", `1`), "", "k199", "A", 1000))
+	if r.Code != CodeIdempotencyExpired {
+		t.Errorf("the same request after its window: %s, want %s", describe(r), CodeIdempotencyExpired)
+	}
+	r = applyOne(t, f, index+1, idem(kvPut(2500, "acme", "k", `2`), "", "k198", "B", 1000))
+	if !r.OK() || r.Replay {
+		t.Errorf("the key reused for a new request after its window: %s", describe(r))
+	}
+	if got := f.idemBytes; got <= 0 {
+		t.Errorf("records count %d bytes", got)
+	}
+}
