@@ -18,7 +18,7 @@ import (
 	"time"
 )
 
-// Artifacts are immutable, versioned blobs (API.md "Chunks and artifacts").
+// Artifacts are immutable, versioned blobs (docs/api.md "Chunks and artifacts").
 // Their content is cut into chunks that are uploaded beside the Raft log;
 // a version is a manifest naming the chunks in order.
 

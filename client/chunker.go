@@ -11,7 +11,7 @@ import (
 	_ "github.com/PlakarKorp/go-cdc-chunkers/chunkers/fastcdc" // registers "fastcdc-v1.0.0"
 )
 
-// Content-defined chunking parameters (DESIGN.md "Chunks beside the log").
+// Content-defined chunking parameters (docs/design.md "Chunks beside the log").
 // ChunkMaxSize is also the server's default limit on one chunk body.
 const (
 	ChunkMinSize  = 256 << 10

@@ -1,5 +1,5 @@
 // Package client is the Go SDK for Baton, a Raft-replicated coordination
-// store for multi-agent systems. It speaks the HTTP API of API.md (version 1).
+// store for multi-agent systems. It speaks the HTTP API of docs/api.md (version 1).
 //
 // A Client is built once with New and is safe for concurrent use:
 //

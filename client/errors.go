@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// Sentinel errors, one per error code of API.md. An *Error returned by the
+// Sentinel errors, one per error code of docs/api.md. An *Error returned by the
 // client matches (errors.Is) the sentinel of its code. The text of each
 // sentinel is its wire code.
 var (

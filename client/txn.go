@@ -11,7 +11,7 @@ import (
 // object of Body with "op": Op added, e.g.
 // {"op": "task.update", "task_id": "t1", "fencing_token": 7, "status": "done"}.
 // Body must encode as a JSON object (or be nil). The constructors below
-// build the ops API.md names; the path parameters of the equivalent single
+// build the ops docs/api.md names; the path parameters of the equivalent single
 // request travel as fields: task_id, ref, namespace and key.
 type TxnOp struct {
 	Op   string

@@ -275,7 +275,7 @@ func artifactLatestKey(tenant, name string) string { return artifactPrefix(tenan
 func artifactIDKey(tenant, id string) string       { return "t/" + tenant + "/aid/" + id }
 
 // artifactID is the digest of the canonical manifest without version,
-// created_* and fencing_token (API.md).
+// created_* and fencing_token (docs/api.md).
 func artifactID(m *Manifest) string {
 	canon := struct {
 		Chunks    []ChunkRef      `json:"chunks"`

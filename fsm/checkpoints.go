@@ -45,7 +45,7 @@ type CheckpointView struct {
 	Pending []PendingWrites
 }
 
-// MarshalJSON renders API.md's checkpoint.
+// MarshalJSON renders the checkpoint of docs/api.md.
 func (v CheckpointView) MarshalJSON() ([]byte, error) {
 	c := v.Checkpoint
 	return json.Marshal(checkpointJSON{ThreadID: c.Thread, CheckpointID: c.ID, ParentID: c.ParentID,

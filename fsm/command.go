@@ -71,7 +71,7 @@ const (
 // Result is the answer of one command, produced by Apply on every replica
 // and delivered to the waiting request on the leader.
 type Result struct {
-	// Code is "" on success, else an error code of API.md (fenced, ...).
+	// Code is "" on success, else an error code of docs/api.md (fenced, ...).
 	Code    string
 	Message string
 	// Details holds the JSON object of error details, if any.
@@ -92,7 +92,7 @@ type Result struct {
 // OK reports whether the command succeeded.
 func (r *Result) OK() bool { return r.Code == "" }
 
-// Error codes of API.md produced by the FSM.
+// Error codes of docs/api.md produced by the FSM.
 const (
 	CodeInvalidArgument     = "invalid_argument"
 	CodeNotFound            = "not_found"

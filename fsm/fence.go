@@ -2,7 +2,7 @@ package fsm
 
 import "fmt"
 
-// Fence is the guard of API.md "Fencing guards": a write carrying it applies
+// Fence is the guard of docs/api.md "Fencing guards": a write carrying it applies
 // only if Token is the current fencing token of task TaskID in the same
 // tenant. Every guarded write of every resource calls checkFence; there is
 // no other implementation.

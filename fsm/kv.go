@@ -37,7 +37,7 @@ type kvJSON struct {
 	ExpiresAt *string         `json:"expires_at"`
 }
 
-// MarshalJSON renders API.md's entry.
+// MarshalJSON renders the KV entry of docs/api.md.
 func (e *KVEntry) MarshalJSON() ([]byte, error) {
 	w := kvJSON{Namespace: e.Namespace, Key: e.Key, Value: jsonOrNull(e.Value), Version: e.Version,
 		UpdatedAt: FormatMillis(e.UpdatedAt)}

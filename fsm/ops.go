@@ -38,7 +38,7 @@ type opJSON struct {
 	UpdatedAt    string          `json:"updated_at"`
 }
 
-// MarshalJSON renders API.md's op record.
+// MarshalJSON renders the op record of docs/api.md.
 func (o *Op) MarshalJSON() ([]byte, error) {
 	return mustJSON(opJSON{OpID: o.ID, Kind: o.Kind, ParamsDigest: o.ParamsDigest, TaskID: o.TaskID,
 		State: o.State, Result: jsonOrNull(o.Result), CreatedAt: FormatMillis(o.CreatedAt),

@@ -26,7 +26,7 @@ type Task struct {
 	Seq uint64
 }
 
-// taskJSON is the wire form of a task (API.md "Tasks").
+// taskJSON is the wire form of a task (docs/api.md "Tasks").
 type taskJSON struct {
 	TenantID     string          `json:"tenant_id"`
 	TaskID       string          `json:"task_id"`
@@ -159,7 +159,7 @@ func (f *FSM) deleteTask(t *Task) {
 	f.emit(t.Tenant, ResourceTasks, t.ID, t.Queue, EventDelete, nil)
 }
 
-// Watchable resources (API.md "Watch").
+// Watchable resources (docs/api.md "Watch").
 const (
 	ResourceTasks       = "tasks"
 	ResourceKV          = "kv"

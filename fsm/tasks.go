@@ -53,7 +53,7 @@ type TaskRenewArgs struct {
 	LeaseMs      int64
 }
 
-// TaskUpdateArgs changes a task; see API.md for the guard rules.
+// TaskUpdateArgs changes a task; see docs/api.md for the guard rules.
 type TaskUpdateArgs struct {
 	ID            string
 	FencingToken  *uint64

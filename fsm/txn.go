@@ -22,7 +22,7 @@ type TxnOp struct {
 	Args []byte
 }
 
-// txnKinds are the kinds a transaction may contain (API.md "Transactions");
+// txnKinds are the kinds a transaction may contain (docs/api.md "Transactions");
 // each resource's file adds its own.
 var txnKinds = map[Kind]bool{KindTaskCreate: true, KindTaskUpdate: true, KindTaskClaim: true}
 

@@ -269,7 +269,7 @@ func TestRevokedToken(t *testing.T) {
 }
 
 // TestNonCanonicalPath: a path with an empty, "." or ".." segment is an
-// API error, not an HTML redirect from http.ServeMux (API.md: such names
+// API error, not an HTML redirect from http.ServeMux (docs/api.md: such names
 // are 400 invalid_argument; every error is a JSON error object).
 func TestNonCanonicalPath(t *testing.T) {
 	fx := newAPIFixture(t)

@@ -16,7 +16,7 @@ type identity struct {
 	tokenHash string // of a principal's token; streams re-check it
 }
 
-// Resources and actions of grants (API.md "Authentication and tenants").
+// Resources and actions of grants (docs/api.md "Authentication and tenants").
 const (
 	resTasks       = "tasks"
 	resArtifacts   = "artifacts"

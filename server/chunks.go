@@ -16,7 +16,7 @@ import (
 	"github.com/baton-dev/baton/server/node"
 )
 
-// Chunk bodies travel beside the Raft log (DESIGN.md "Chunks beside the
+// Chunk bodies travel beside the Raft log (docs/design.md "Chunks beside the
 // log"): the node that receives a chunk verifies it, stores it durably,
 // copies it to its peers, and once a majority holds it commits a small
 // "held" record through the leader. Only then does it answer 201.

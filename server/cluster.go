@@ -14,8 +14,8 @@ type leaderInfo struct {
 	RaftAddr string `json:"raft_addr"`
 }
 
-// clusterStatus is GET /v1/cluster. node_id, state, last_snapshot_index and
-// restored_snapshot_index are additions to API.md (docs/api-notes.md).
+// clusterStatus is GET /v1/cluster (docs/api.md "Cluster"). node_id, state,
+// the snapshot indexes and applied_since_start are Baton's own (docs/api-notes.md).
 type clusterStatus struct {
 	NodeID                string            `json:"node_id"`
 	State                 string            `json:"state"`

@@ -10,7 +10,7 @@ import (
 	"github.com/baton-dev/baton/fsm"
 )
 
-// Wire error codes of API.md that the server itself produces (the FSM's
+// Wire error codes of docs/api.md that the server itself produces (the FSM's
 // codes are in package fsm).
 const (
 	codeUnauthenticated  = "unauthenticated"
@@ -63,7 +63,7 @@ func badRequest(format string, args ...any) *apiError {
 
 var errUnavailable = errorf(codeUnavailable, "no leader or no quorum right now; retry")
 
-// writeError writes err as API.md's error object.
+// writeError writes err as the error object of docs/api.md.
 func writeError(w http.ResponseWriter, err error) {
 	var ae *apiError
 	if !errors.As(err, &ae) {

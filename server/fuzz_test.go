@@ -110,7 +110,7 @@ func fuzzServer(t testing.TB, applyErr error) (*Server, string) {
 }
 
 // FuzzRequestDecoding feeds arbitrary methods, paths, headers and bodies
-// to the handler. Every answer must be a success or an API.md error object
+// to the handler. Every answer must be a success or a docs/api.md error object
 // whose code is known and matches the status; nothing may panic.
 func FuzzRequestDecoding(f *testing.F) {
 	// auth: 0 none, 1 admin, 2 principal, 3 the authValue string.

@@ -28,7 +28,7 @@ type route struct {
 	h    handlerFunc
 }
 
-// routes registers API.md's endpoints. One pattern can serve several
+// routes registers the endpoints of docs/api.md. One pattern can serve several
 // methods; an unknown method gets a JSON 405, an unknown path a JSON 404.
 func (s *Server) routes() {
 	table := map[string]map[string]route{}

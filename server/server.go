@@ -1,4 +1,4 @@
-// Package server is Baton's HTTP API (API.md) over a Raft cluster member.
+// Package server is Baton's HTTP API (docs/api.md) over a Raft cluster member.
 //
 // Every request goes through one route table. A route is a write, a read or
 // local. On a follower, writes and linearizable reads are forwarded to the

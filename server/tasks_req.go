@@ -10,7 +10,7 @@ import (
 	"github.com/baton-dev/baton/fsm"
 )
 
-// Request bodies of the task endpoints (API.md "Tasks").
+// Request bodies of the task endpoints (docs/api.md "Tasks").
 type taskCreateRequest struct {
 	TaskID   string          `json:"task_id"`
 	Queue    string          `json:"queue"`

@@ -34,7 +34,7 @@ type txnTaskUpdate struct {
 // txnOpDecoder validates one op and authorizes it; it returns the FSM args.
 type txnOpDecoder func(s *Server, id *identity, tenant string, raw []byte) (any, error)
 
-// txnOps maps API.md's op kinds to their decoders. Resources added later
+// txnOps maps the op kinds of docs/api.md to their decoders. Resources added later
 // register theirs here.
 var txnOps = map[string]struct {
 	kind   fsm.Kind

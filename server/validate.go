@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// validName checks a name against API.md's grammar:
+// validName checks a name against the grammar of docs/api.md:
 // [A-Za-z0-9][A-Za-z0-9._:-]{0,127}.
 func validName(what, s string) error {
 	if len(s) == 0 || len(s) > 128 || !alnum(s[0]) || !nameChars(s) {

@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// The grammar of API.md, as the regular expressions it is written in.
+// The grammar of docs/api.md, as the regular expressions it is written in.
 var (
 	nameGrammar = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
 	segGrammar  = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)

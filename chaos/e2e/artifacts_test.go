@@ -19,8 +19,8 @@ import (
 	"github.com/baton-dev/baton/client"
 )
 
-// Black-box tests of chunks, artifacts and refs (API.md "Chunks and
-// artifacts", "Refs"; DESIGN.md "Chunks beside the log") on real clusters.
+// Black-box tests of chunks, artifacts and refs (docs/api.md "Chunks and
+// artifacts", "Refs"; docs/design.md "Chunks beside the log") on real clusters.
 
 const artTenant = "acme"
 

@@ -16,7 +16,7 @@ import (
 )
 
 // Black-box tests of tasks, fencing tokens, transactions and client.Worker
-// against real three-node clusters (API.md "Tasks", "Fencing guards",
+// against real three-node clusters (docs/api.md "Tasks", "Fencing guards",
 // "Transactions").
 
 const tasksTenant = "acme"

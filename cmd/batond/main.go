@@ -1,5 +1,5 @@
 // Command batond is the Baton server: one member of a Raft cluster serving
-// the HTTP API of API.md. `batond local` runs a local cluster of them.
+// the HTTP API of docs/api.md. `batond local` runs a local cluster of them.
 package main
 
 import (
