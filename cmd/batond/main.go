@@ -94,6 +94,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.sessionTTL, "session-ttl", time.Duration(fsm.DefaultSessionTTL)*time.Millisecond, "a client session unused this long expires (its retries then get idempotency_expired); the leader's value is the cluster's")
 	fs.Int64Var(&o.limits.SessionBytes, "session-bytes", fsm.DefaultSessionBytes, "bytes all client sessions may keep for retries; past it the least recently used are dropped; the leader's value is the cluster's")
 	fs.Int64Var(&o.limits.SessionsPerTenant, "sessions-per-tenant", fsm.DefaultSessionsPerTenant, "live client sessions per tenant; opening one more drops the tenant's least recently used; the leader's value is the cluster's")
+	fs.Int64Var(&o.limits.IdemBytes, "idempotency-bytes", fsm.DefaultIdemBytes, "bytes of Idempotency-Key answers kept in all; past it the oldest are dropped; the leader's value is the cluster's")
+	fs.Int64Var(&o.limits.IdemTenantBytes, "idempotency-tenant-bytes", fsm.DefaultIdemTenantBytes, "bytes of Idempotency-Key answers kept per tenant; past it the tenant's oldest are dropped; the leader's value is the cluster's")
 	fs.DurationVar(&o.chunkGCGrace, "chunk-gc-grace", time.Hour, "how long a chunk no artifact references is kept")
 	fs.Int64Var(&o.watchHistoryBytes, "watch-history-bytes", fsm.DefaultWatchHistoryBytes, "bytes of recent events kept in memory for watchers; a watcher further behind gets 410 compacted")
 	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060); off by default")
@@ -105,8 +107,17 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("unexpected argument %q (see --help)", fs.Arg(0))
 	}
 	o.limits.SessionTTL = o.sessionTTL.Milliseconds()
-	if o.limits.SessionTTL < 1000 || o.limits.SessionBytes < 1<<20 || o.limits.SessionsPerTenant < 1 {
-		return nil, errors.New("--session-ttl must be at least 1s, --session-bytes at least 1 MiB, --sessions-per-tenant at least 1")
+	switch {
+	case o.limits.SessionTTL < 1000:
+		return nil, errors.New("--session-ttl must be at least 1s")
+	case o.limits.SessionBytes < 1<<20:
+		return nil, errors.New("--session-bytes must be at least 1 MiB (1048576)")
+	case o.limits.SessionsPerTenant < 1:
+		return nil, errors.New("--sessions-per-tenant must be at least 1")
+	case o.limits.IdemBytes < 1<<20:
+		return nil, errors.New("--idempotency-bytes must be at least 1 MiB (1048576)")
+	case o.limits.IdemTenantBytes < 64<<10 || o.limits.IdemTenantBytes > o.limits.IdemBytes:
+		return nil, errors.New("--idempotency-tenant-bytes must be at least 64 KiB and at most --idempotency-bytes")
 	}
 	if o.id == "" || o.dataDir == "" {
 		return nil, errors.New("--id and --data-dir are required (see --help)")
