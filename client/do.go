@@ -97,7 +97,7 @@ func (c *Client) sendInSession(ctx context.Context, cl *call, send func() result
 			return result{}, err
 		}
 		if !ok {
-			cl.key, _ = idempotencyKey("") // never fails for an empty key
+			cl.key = NewIdempotencyKey()
 			return send(), nil
 		}
 		cl.place, cl.attempts = p, 0

@@ -2,7 +2,6 @@ package client_test
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"net/http"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/client"
+	"github.com/google/uuid"
 )
 
 func TestFailoverToLiveEndpoint(t *testing.T) {
@@ -85,8 +85,8 @@ func TestRetryOn503ReusesIdempotencyKey(t *testing.T) {
 		if r.Key != reqs[i/3*3].Key {
 			t.Errorf("request %d: key %q, want the call's first key %q", i, r.Key, reqs[i/3*3].Key)
 		}
-		if b, err := hex.DecodeString(r.Key); err != nil || len(b) != 16 {
-			t.Errorf("request %d: key %q is not 128-bit hex", i, r.Key)
+		if u, err := uuid.Parse(r.Key); err != nil || u.Version() != 7 {
+			t.Errorf("request %d: key %q is not a UUIDv7", i, r.Key)
 		}
 	}
 	if reqs[0].Key == reqs[3].Key {

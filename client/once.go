@@ -178,11 +178,8 @@ func errorResult(err error) json.RawMessage {
 	return b
 }
 
-// newKey returns a fresh random Idempotency-Key.
-func newKey() string {
-	k, _ := idempotencyKey("") // never fails for an empty key
-	return k
-}
+// newKey returns a fresh Idempotency-Key that carries its time.
+func newKey() string { return NewIdempotencyKey() }
 
 // OpFailedError is an action whose recorded outcome is failed.
 type OpFailedError struct {

@@ -3,6 +3,8 @@ package client
 import (
 	"context"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // RequestOption adjusts one call. Every method accepts them last.
@@ -20,6 +22,15 @@ type requestOptions struct {
 // receives it (?consistency=stale), without a round trip to the leader.
 func Stale() RequestOption {
 	return func(o *requestOptions) { o.stale = true }
+}
+
+// NewIdempotencyKey returns a new key for IdempotencyKey or
+// WithIdempotencyKey: a UUIDv7 (RFC 9562), which carries its creation
+// time, so that the cluster can refuse a retry of it with
+// ErrIdempotencyExpired once its answer is no longer kept, instead of
+// applying it again. Store it with the operation it identifies.
+func NewIdempotencyKey() string {
+	return uuid.Must(uuid.NewV7()).String()
 }
 
 // IdempotencyKey sets the Idempotency-Key of a write instead of a random

@@ -3,6 +3,9 @@ package fsm
 import (
 	"fmt"
 	"testing"
+	"time"
+
+	"github.com/baton-dev/baton/client"
 )
 
 // uuid7 is a UUIDv7-shaped key carrying time ms.
@@ -93,5 +96,21 @@ func TestIdempotencyRetryAfterWindow(t *testing.T) {
 	}
 	if got := f.idemBytes; got <= 0 {
 		t.Errorf("records count %d bytes", got)
+	}
+}
+
+// TestKeyTime: the keys the Go client makes carry their time as the state
+// machine reads it; other keys carry none.
+func TestKeyTime(t *testing.T) {
+	before := time.Now().UnixMilli()
+	key := client.NewIdempotencyKey()
+	kt, ok := keyTime(key)
+	if !ok || kt < before || kt > time.Now().UnixMilli() {
+		t.Errorf("keyTime(%q) = %d, %v; want a time from now", key, kt, ok)
+	}
+	for _, k := range []string{"", "k1", "0190a5e3-7b2c-4d4e-8f00-0123456789ab", "0190a5e3x7b2c-7d4e-8f00-0123456789ab", "0190a5e3-7b2c-7d4e-8f00-0123456789aZ"} {
+		if _, ok := keyTime(k); ok {
+			t.Errorf("keyTime(%q) found a time", k)
+		}
 	}
 }
