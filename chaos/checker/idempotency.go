@@ -3,6 +3,7 @@ package checker
 import (
 	"fmt"
 	"sort"
+	"strconv"
 
 	"github.com/baton-dev/baton/chaos/history"
 )
@@ -23,10 +24,15 @@ func answer(op *history.Op) string {
 //     version: a retried publish never makes a twin;
 //   - per artifact name, a version number names one artifact_id;
 //   - no claim was applied while its client was told it was not
-//     (PhantomClaims).
+//     (PhantomClaims);
+//   - a write whose successful answer was lost on the way back, and that
+//     the client then retried (with its key or in its client session), was
+//     given that same answer (status and body), not the answer of a second
+//     application (replayedAnswers).
 func Idempotency(h *history.History) []Anomaly {
 	ops := history.Flatten(h.Ops)
 	var out []Anomaly
+	out = append(out, replayedAnswers(h.Ops)...)
 	out = append(out, sameAnswer(ops, "key", func(op *history.Op) string { return op.IdemKey })...)
 	out = append(out, sameAnswer(ops, "publish", func(op *history.Op) string {
 		if op.Kind != history.ArtifactPublish {
@@ -36,6 +42,20 @@ func Idempotency(h *history.History) []Anomaly {
 	})...)
 	out = append(out, versionsUnique(ops)...)
 	out = append(out, PhantomClaims(h)...)
+	return out
+}
+
+func replayedAnswers(ops []history.Op) []Anomaly {
+	var out []Anomaly
+	for i := range ops {
+		op := &ops[i]
+		if op.Outcome != history.OK || op.LostAnswer == "" || op.Answer == "" || op.Answer == op.LostAnswer {
+			continue
+		}
+		out = append(out, Anomaly{Checker: NameIdempotency, Key: "replay:" + strconv.Itoa(op.ID),
+			Message: fmt.Sprintf("%s: its first answer (%s) was lost and the retry was answered %s: applied twice, or a replay differs", op.Kind, op.LostAnswer, op.Answer),
+			Ops:     []int{op.ID}})
+	}
 	return out
 }
 

@@ -125,9 +125,15 @@ type Op struct {
 	IdemKey string `json:"idem_key,omitempty"`
 	Index   uint64 `json:"index,omitempty"`  // X-Baton-Index of the answer
 	Replay  bool   `json:"replay,omitempty"` // Idempotent-Replay: true
-	WallMS  int64  `json:"wall_ms,omitempty"`
-	In      Input  `json:"in"`
-	Out     Output `json:"out"`
+	// LostAnswer is the first successful answer (status and body, hashed)
+	// that the lossy transport threw away before the client saw it, and
+	// Answer the last answer the client was given; both only when an
+	// answer was lost. A retry must be given the first answer again.
+	LostAnswer string `json:"lost_answer,omitempty"`
+	Answer     string `json:"answer,omitempty"`
+	WallMS     int64  `json:"wall_ms,omitempty"`
+	In         Input  `json:"in"`
+	Out        Output `json:"out"`
 	// Final marks the read-back made after healing, which the lost-write
 	// checker compares with what was acknowledged.
 	Final bool `json:"final,omitempty"`

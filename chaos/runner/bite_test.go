@@ -254,3 +254,27 @@ func TestBiteTwinPublish(t *testing.T) {
 	}
 	wantAnomaly(t, r, checker.NameIdempotency)
 }
+
+// TestBiteSessionRetryReapplied: a middlebox that gives every attempt of a
+// write in a client session a fresh number, as a server that ignores the
+// session would see it, makes a retried write (after the lossy transport
+// threw its answer away) apply twice; the idempotency checker must report
+// that the retry's answer is not the first one.
+func TestBiteSessionRetryReapplied(t *testing.T) {
+	var n atomic.Int64
+	m := newMiddlebox(t, func(m *middlebox, req *http.Request, body []byte) (*http.Response, []byte, error) {
+		if req.Header.Get("X-Baton-Seq") == "" {
+			return nil, body, nil
+		}
+		seq := 1_000_000 + n.Add(1)
+		req.Header.Set("X-Baton-Seq", strconv.FormatInt(seq, 10))
+		req.Header.Set("X-Baton-Ack", "0")
+		m.hits.Add(1)
+		return nil, body, nil
+	})
+	r := biteRun(t, 105, m, nil)
+	if m.hits.Load() == 0 {
+		t.Fatal("no session write went through the middlebox")
+	}
+	wantAnomaly(t, r, checker.NameIdempotency)
+}

@@ -17,7 +17,8 @@ type agent struct {
 }
 
 func newAgent(w *Workload, id int, c *client.Client, stop <-chan struct{}) *agent {
-	return &agent{caller: caller{w: w, id: id, c: c, prefix: "c"}, stop: stop,
+	// Every other agent leaves its retries to the client's session.
+	return &agent{caller: caller{w: w, id: id, c: c, prefix: "c", sessions: id%2 == 1}, stop: stop,
 		rng: rand.New(rand.NewPCG(uint64(w.cfg.Seed), uint64(id)+1))}
 }
 

@@ -1,7 +1,10 @@
 package workload
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -29,13 +32,43 @@ type lossy struct {
 
 func (l *lossy) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := l.base.RoundTrip(req)
-	if err != nil || req.Method == http.MethodGet || !l.drop() {
+	if err != nil || req.Method == http.MethodGet {
 		return resp, err
 	}
-	io.Copy(io.Discard, resp.Body)
+	tr, _ := req.Context().Value(traceKey{}).(*answerTrace)
+	if !l.drop() {
+		if tr != nil && tr.lost.Load() != nil { // the client's answer, to compare
+			body, rerr := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			resp.Body = io.NopCloser(bytes.NewReader(body))
+			if rerr == nil {
+				tr.last.Store(answerDigest(resp.StatusCode, body))
+			}
+		}
+		return resp, err
+	}
+	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	l.lost.Add(1)
+	if tr != nil && resp.StatusCode < 300 {
+		tr.lost.CompareAndSwap(nil, answerDigest(resp.StatusCode, body))
+	}
 	return nil, errResponseLost
+}
+
+// answerTrace follows the answers of one operation's attempts through the
+// lossy transport (carried in the request's context).
+type answerTrace struct {
+	lost atomic.Pointer[string] // the first successful answer thrown away
+	last atomic.Pointer[string] // the last answer passed on after that
+}
+
+type traceKey struct{}
+
+func answerDigest(status int, body []byte) *string {
+	h := sha256.Sum256(body)
+	s := fmt.Sprintf("%d %x", status, h[:8])
+	return &s
 }
 
 func (l *lossy) drop() bool {

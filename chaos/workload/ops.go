@@ -24,6 +24,18 @@ type caller struct {
 	final  bool
 	prefix string // of idempotency keys and unique values
 	seq    int
+	// sessions: the caller's writes carry no Idempotency-Key, so the
+	// client's own retries go in its client session.
+	sessions bool
+}
+
+// key is the Idempotency-Key of a write the workload never retries
+// itself: none when the caller uses the client's session.
+func (k *caller) key(what string) string {
+	if k.sessions {
+		return ""
+	}
+	return k.next(what)
 }
 
 // next returns a name unique in the run: prefix-<agent>-<n>.
@@ -47,10 +59,17 @@ func (k *caller) call(kind history.Kind, in history.Input, key string, fn callFu
 	if key != "" {
 		opts = append(opts, client.IdempotencyKey(key))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), k.w.cfg.OpTimeout)
+	tr := &answerTrace{}
+	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), traceKey{}, tr), k.w.cfg.OpTimeout)
 	out, err := fn(ctx, opts, op)
 	cancel()
 	op.Index, op.Replay = meta.Index, meta.Replay
+	if lost := tr.lost.Load(); lost != nil {
+		op.LostAnswer = *lost
+		if last := tr.last.Load(); last != nil {
+			op.Answer = *last
+		}
+	}
 	outcome, code, msg := Classify(err)
 	if err != nil {
 		out = withDetails(out, err)
@@ -175,7 +194,7 @@ func (k *caller) kvPut(key, value string, expect *uint64, fence *client.Fence) h
 	if fence != nil {
 		in.FenceTask, in.FenceToken = fence.TaskID, fence.Token
 	}
-	return k.call(history.KVPut, in, k.next("kv"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
+	return k.call(history.KVPut, in, k.key("kv"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
 		ns, name := splitKey(key)
 		e, err := k.c.PutKV(ctx, k.w.cfg.Tenant, ns, name, client.PutKVRequest{Value: jsonValue(value), ExpectVersion: expect, Fence: fence}, opts...)
 		if err != nil {
@@ -186,7 +205,7 @@ func (k *caller) kvPut(key, value string, expect *uint64, fence *client.Fence) h
 }
 
 func (k *caller) kvDelete(key string, expect *uint64) history.Op {
-	return k.call(history.KVDelete, history.Input{Key: key, ExpectVersion: expect}, k.next("del"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
+	return k.call(history.KVDelete, history.Input{Key: key, ExpectVersion: expect}, k.key("del"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
 		ns, name := splitKey(key)
 		return history.Output{}, k.c.DeleteKV(ctx, k.w.cfg.Tenant, ns, name, expect, opts...)
 	})
@@ -226,7 +245,7 @@ func (k *caller) taskGet(task string) history.Op {
 
 func (k *caller) claim(task, owner string, lease time.Duration) history.Op {
 	in := history.Input{Key: task, Owner: owner, LeaseMS: lease.Milliseconds()}
-	return k.call(history.TaskClaim, in, k.next("claim"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
+	return k.call(history.TaskClaim, in, k.key("claim"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
 		t, err := k.c.ClaimTask(ctx, k.w.cfg.Tenant, task, client.ClaimRequest{Owner: owner, LeaseMS: lease.Milliseconds()}, opts...)
 		if err != nil {
 			return history.Output{}, err
@@ -240,7 +259,7 @@ var claimStatuses = []string{"pending", "working"}
 func (k *caller) claimQueue(owner string, lease time.Duration) history.Op {
 	in := history.Input{Queue: Queue, Owner: owner, LeaseMS: lease.Milliseconds()}
 	working := "working"
-	return k.call(history.TaskQueueClaim, in, k.next("qclaim"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
+	return k.call(history.TaskQueueClaim, in, k.key("qclaim"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
 		t, err := k.c.ClaimQueue(ctx, k.w.cfg.Tenant, Queue, client.QueueClaimRequest{Owner: owner, LeaseMS: lease.Milliseconds(),
 			Statuses: claimStatuses, SetStatus: &working}, opts...)
 		if err != nil || t == nil {
@@ -252,7 +271,7 @@ func (k *caller) claimQueue(owner string, lease time.Duration) history.Op {
 
 func (k *caller) renew(task string, token uint64, lease time.Duration) history.Op {
 	in := history.Input{Key: task, Token: &token, LeaseMS: lease.Milliseconds()}
-	return k.call(history.TaskRenew, in, k.next("renew"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
+	return k.call(history.TaskRenew, in, k.key("renew"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
 		t, err := k.c.RenewTask(ctx, k.w.cfg.Tenant, task, client.RenewRequest{FencingToken: token, LeaseMS: lease.Milliseconds()}, opts...)
 		if err != nil {
 			return history.Output{}, err
@@ -263,7 +282,7 @@ func (k *caller) renew(task string, token uint64, lease time.Duration) history.O
 
 func (k *caller) update(task string, token uint64, result string, release bool) history.Op {
 	in := history.Input{Key: task, Token: &token, Value: result, Release: release}
-	return k.call(history.TaskUpdate, in, k.next("update"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
+	return k.call(history.TaskUpdate, in, k.key("update"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
 		req := client.UpdateTaskRequest{FencingToken: &token, Result: jsonValue(result)}
 		if release {
 			req.Release = &release
@@ -362,7 +381,7 @@ func (k *caller) refSet(ref, artifactID string, expect *string, fence *client.Fe
 	if fence != nil {
 		in.FenceTask, in.FenceToken = fence.TaskID, fence.Token
 	}
-	return k.call(history.RefSet, in, k.next("ref"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
+	return k.call(history.RefSet, in, k.key("ref"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
 		req := client.SetRefRequest{ArtifactID: artifactID, ExpectArtifactID: expect, Fence: fence}
 		var m manifest
 		if _, err := k.c.Do(ctx, http.MethodPut, k.refPath(ref), req, &m, opts...); err != nil {
@@ -405,7 +424,7 @@ func (k *caller) checkpointPut(thread, id, parent string, fence *client.Fence) h
 	if fence != nil {
 		in.FenceTask, in.FenceToken = fence.TaskID, fence.Token
 	}
-	return k.call(history.CheckpointPut, in, k.next("cp"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
+	return k.call(history.CheckpointPut, in, k.key("cp"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
 		req := client.PutCheckpointRequest{ParentID: parent, Data: jsonValue(id), Fence: fence}
 		cp, err := k.c.PutCheckpoint(ctx, k.w.cfg.Tenant, thread, id, req, opts...)
 		if err != nil {
@@ -442,7 +461,7 @@ func (k *caller) checkpointList(thread string) history.Op {
 // stage's task in one transaction: a fenced update of task, the creation
 // of task next and an insert of its entry in the handoff namespace.
 func (k *caller) handoff(task string, token uint64, result, next string) history.Op {
-	key := k.next("txn")
+	key := k.key("txn")
 	entry := HandNamespace + "/" + next
 	zero := uint64(0)
 	k.w.noteHandoff(next)
