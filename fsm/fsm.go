@@ -155,8 +155,14 @@ func (f *FSM) applyCommand(ctx *applyCtx, c *Command) *Result {
 		}
 	}
 	nev := len(f.pending)
+	mark := f.markQuota(c.Tenant)
 	f.st.begin()
 	r := f.dispatch(ctx, c)
+	if r.OK() {
+		if why := f.overQuota(c, mark); why != "" {
+			r = fail(CodeResourceExhausted, why, nil)
+		}
+	}
 	if r.OK() {
 		f.st.commit()
 	} else {

@@ -21,6 +21,8 @@ type Limits struct {
 	// oldest are dropped.
 	IdemBytes       int64
 	IdemTenantBytes int64
+	// MaxStateBytes bounds the data (usage.go); 0 is no bound.
+	MaxStateBytes int64
 }
 
 // Defaults of Limits.
@@ -62,7 +64,7 @@ func applyLimitsSet(f *FSM, _ *applyCtx, c *Command) *Result {
 	if r := decodeArgs(c, &l); r != nil {
 		return r
 	}
-	if l.SessionTTL < 0 || l.SessionBytes < 0 || l.SessionsPerTenant < 0 || l.IdemBytes < 0 || l.IdemTenantBytes < 0 {
+	if l.SessionTTL < 0 || l.SessionBytes < 0 || l.SessionsPerTenant < 0 || l.IdemBytes < 0 || l.IdemTenantBytes < 0 || l.MaxStateBytes < 0 {
 		return fail(CodeInvalidArgument, fmt.Sprintf("negative limit in %+v", l), nil)
 	}
 	l = l.WithDefaults()

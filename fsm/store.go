@@ -75,6 +75,10 @@ type Store struct {
 	// undo, while a command runs, records how to reverse each write.
 	undo      []undoOp
 	recording bool
+	// use counts the data for quotas (usage.go): derived from the keys,
+	// kept up to date by Put and Delete (an abort's writes included), not
+	// copied into clones.
+	use usage
 }
 
 // undoOp restores key to val (or deletes it when !existed).
@@ -110,6 +114,9 @@ func (s *Store) Put(key string, val []byte) {
 	}
 	if existed {
 		s.sum.sub(pairHashBuf(&s.hashBuf, key, old))
+		s.use.add(key, int64(len(val)-len(old)), 0)
+	} else {
+		s.use.add(key, int64(len(key)+len(val)), 1)
 	}
 	s.sum.add(pairHashBuf(&s.hashBuf, key, val))
 	s.record(key, old, existed)
@@ -128,6 +135,7 @@ func (s *Store) Delete(key string) bool {
 	}
 	if ok {
 		s.sum.sub(pairHashBuf(&s.hashBuf, key, old))
+		s.use.add(key, -int64(len(key)+len(old)), -1)
 		s.record(key, old, true)
 	}
 	return ok

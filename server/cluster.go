@@ -29,6 +29,13 @@ type clusterStatus struct {
 	AppliedSinceStart     uint64            `json:"applied_since_start"`
 	Members               []node.MemberInfo `json:"members"`
 	Retries               retryState        `json:"retries"`
+	StateSize             stateSize         `json:"state_size"`
+}
+
+// stateSize is the data quotas count and the cluster's limit (0: none).
+type stateSize struct {
+	Bytes    int64 `json:"bytes"`
+	MaxBytes int64 `json:"max_bytes"`
 }
 
 // retryState is what the state keeps for exactly-once retries, and its
@@ -121,6 +128,7 @@ func (s *Server) handleClusterStatus(w http.ResponseWriter, _ *http.Request, id 
 		AppliedSinceStart: st.AppliedCount, Members: members,
 	}
 	lim := s.fsm.Limits()
+	out.StateSize = stateSize{Bytes: s.fsm.StateBytes(), MaxBytes: lim.MaxStateBytes}
 	out.Retries = retryState{SessionBytes: st.SessionBytes, SessionBytesLimit: lim.SessionBytes, SessionTTLMs: lim.SessionTTL,
 		SessionsPerTenant: lim.SessionsPerTenant, IdemBytesLimit: lim.IdemBytes, IdemTenantLimit: lim.IdemTenantBytes}
 	return s.readReply(w, st.AppliedIndex, out)

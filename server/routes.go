@@ -49,6 +49,7 @@ func (s *Server) routes() {
 	s.artifactRoutes(add)
 	s.refRoutes(add)
 	s.sessionRoutes(add)
+	s.quotaRoutes(add)
 	if s.cfg.Faults != nil {
 		s.failpointRoutes(add)
 	}

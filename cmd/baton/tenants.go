@@ -14,8 +14,8 @@ import (
 func tenantCommand() *command {
 	return &command{
 		name:    "tenant",
-		summary: "Create or list tenants (admin token)",
-		subs:    []*command{tenantCreateCommand(), tenantListCommand()},
+		summary: "Create or list tenants, and set their quotas (admin token)",
+		subs:    []*command{tenantCreateCommand(), tenantListCommand(), tenantQuotaCommand()},
 	}
 }
 

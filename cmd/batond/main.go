@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -96,6 +97,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Int64Var(&o.limits.SessionsPerTenant, "sessions-per-tenant", fsm.DefaultSessionsPerTenant, "live client sessions per tenant; opening one more drops the tenant's least recently used; the leader's value is the cluster's")
 	fs.Int64Var(&o.limits.IdemBytes, "idempotency-bytes", fsm.DefaultIdemBytes, "bytes of Idempotency-Key answers kept in all; past it the oldest are dropped; the leader's value is the cluster's")
 	fs.Int64Var(&o.limits.IdemTenantBytes, "idempotency-tenant-bytes", fsm.DefaultIdemTenantBytes, "bytes of Idempotency-Key answers kept per tenant; past it the tenant's oldest are dropped; the leader's value is the cluster's")
+	fs.Int64Var(&o.limits.MaxStateBytes, "max-state-bytes", defaultMaxStateBytes(), "bytes of data the state may hold (as etcd's --quota-backend-bytes); past it writes that grow the state get 507 resource_exhausted; 0: no limit; default a quarter of this machine's memory; the leader's value is the cluster's")
 	fs.DurationVar(&o.chunkGCGrace, "chunk-gc-grace", time.Hour, "how long a chunk no artifact references is kept")
 	fs.Int64Var(&o.watchHistoryBytes, "watch-history-bytes", fsm.DefaultWatchHistoryBytes, "bytes of recent events kept in memory for watchers; a watcher further behind gets 410 compacted")
 	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060); off by default")
@@ -116,6 +118,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, errors.New("--sessions-per-tenant must be at least 1")
 	case o.limits.IdemBytes < 1<<20:
 		return nil, errors.New("--idempotency-bytes must be at least 1 MiB (1048576)")
+	case o.limits.MaxStateBytes < 0:
+		return nil, errors.New("--max-state-bytes must not be negative (0: no limit)")
 	case o.limits.IdemTenantBytes < 64<<10 || o.limits.IdemTenantBytes > o.limits.IdemBytes:
 		return nil, errors.New("--idempotency-tenant-bytes must be at least 64 KiB and at most --idempotency-bytes")
 	}
@@ -126,6 +130,24 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, errors.New("give --peers or --join, not both")
 	}
 	return o, nil
+}
+
+// defaultMaxStateBytes is a quarter of the machine's memory (MemTotal in
+// /proc/meminfo), or 4 GiB where that cannot be read.
+func defaultMaxStateBytes() int64 {
+	const fallback = 4 << 30
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return fallback
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
+			if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil && kb > 0 {
+				return kb * 1024 / 4
+			}
+		}
+	}
+	return fallback
 }
 
 func adminToken(file string) (string, error) {

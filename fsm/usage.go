@@ -1,0 +1,174 @@
+package fsm
+
+import (
+	"fmt"
+	"strings"
+)
+
+// State quotas, as etcd's --quota-backend-bytes: past the node's limit
+// (Limits.MaxStateBytes, replicated) or a tenant's (TenantQuota, set by
+// the admin), a command that grows the data is refused with
+// resource_exhausted and changes nothing; reads, deletes and commands that
+// shrink the data keep working. The decision is made in Apply from the
+// state alone, so every replica makes the same one.
+//
+// What counts is the data: every key and value except the retry state
+// (Idempotency-Key records, client sessions and their indexes), which has
+// byte budgets of its own and makes room by dropping its oldest. A
+// tenant's data is what lies under t/<tenant>.
+
+// usage is the data's size: in all, and per tenant.
+type usage struct {
+	bytes   int64
+	tenants map[string]*tenantUse
+}
+
+type tenantUse struct{ bytes, keys int64 }
+
+// retryPrefixes hold the retry state, which quotas do not count.
+var retryPrefixes = []string{hashedPrefix, idemExpiryPrefix, "it/", "ih/", sessionPrefix, sessionAnswerPrefix, sessionExpiryPrefix}
+
+func (u *usage) add(key string, bytes, keys int64) {
+	if len(key) > 1 && key[1] == '/' && key[0] == 't' {
+		t := key[2:]
+		if i := strings.IndexByte(t, '/'); i >= 0 {
+			t = t[:i]
+		}
+		if u.tenants == nil {
+			u.tenants = map[string]*tenantUse{}
+		}
+		tu := u.tenants[t]
+		if tu == nil {
+			tu = &tenantUse{}
+			u.tenants[t] = tu
+		}
+		tu.bytes += bytes
+		tu.keys += keys
+		if tu.keys == 0 {
+			delete(u.tenants, t)
+		}
+	} else {
+		for _, p := range retryPrefixes {
+			if strings.HasPrefix(key, p) {
+				return
+			}
+		}
+	}
+	u.bytes += bytes
+}
+
+// TenantQuota bounds one tenant's data; 0 is no bound.
+type TenantQuota struct {
+	MaxBytes int64 `json:"max_bytes"`
+	MaxKeys  int64 `json:"max_keys"`
+}
+
+// TenantUsage is a tenant's quota and what its data takes.
+type TenantUsage struct {
+	Tenant string `json:"tenant"`
+	TenantQuota
+	UsedBytes int64 `json:"used_bytes"`
+	UsedKeys  int64 `json:"used_keys"`
+}
+
+// KindTenantQuota sets a tenant's quota (args: TenantQuotaArgs).
+const KindTenantQuota Kind = "tenant.quota"
+
+// TenantQuotaArgs sets the quota of the command's tenant.
+type TenantQuotaArgs struct {
+	TenantQuota
+}
+
+func tenantQuotaKey(t string) string { return "tq/" + t }
+
+func init() { register(KindTenantQuota, applyTenantQuota) }
+
+func applyTenantQuota(f *FSM, _ *applyCtx, c *Command) *Result {
+	var a TenantQuotaArgs
+	if r := decodeArgs(c, &a); r != nil {
+		return r
+	}
+	if c.Principal != "" {
+		return fail(CodeForbidden, "only the admin sets quotas", nil)
+	}
+	if a.MaxBytes < 0 || a.MaxKeys < 0 {
+		return fail(CodeInvalidArgument, "max_bytes and max_keys must not be negative (0: no limit)", nil)
+	}
+	if _, ok := f.st.Get(tenantKey(c.Tenant)); !ok {
+		return fail(CodeNotFound, fmt.Sprintf("tenant %q not found", c.Tenant), nil)
+	}
+	if a.MaxBytes == 0 && a.MaxKeys == 0 {
+		f.st.Delete(tenantQuotaKey(c.Tenant))
+	} else {
+		f.st.Put(tenantQuotaKey(c.Tenant), encode(&a.TenantQuota))
+	}
+	return okValue(OutcomeOK, f.tenantUsage(c.Tenant))
+}
+
+func (f *FSM) tenantQuota(t string) TenantQuota {
+	var q TenantQuota
+	if raw, ok := f.st.Get(tenantQuotaKey(t)); ok {
+		_ = decode(raw, &q) // a record that does not decode counts as no quota
+	}
+	return q
+}
+
+func (f *FSM) tenantUsage(t string) TenantUsage {
+	u := TenantUsage{Tenant: t, TenantQuota: f.tenantQuota(t)}
+	if tu := f.st.use.tenants[t]; tu != nil {
+		u.UsedBytes, u.UsedKeys = tu.bytes, tu.keys
+	}
+	return u
+}
+
+// TenantUsage returns a tenant's quota and usage.
+func (f *FSM) TenantUsage(t string) TenantUsage {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.tenantUsage(t)
+}
+
+// quotaMark is the data's size before a command.
+type quotaMark struct {
+	bytes            int64
+	tenantB, tenantK int64
+}
+
+func (f *FSM) markQuota(tenant string) quotaMark {
+	m := quotaMark{bytes: f.st.use.bytes}
+	if tu := f.st.use.tenants[tenant]; tu != nil {
+		m.tenantB, m.tenantK = tu.bytes, tu.keys
+	}
+	return m
+}
+
+// overQuota returns why the command just applied, which grew the data
+// from m, must be refused, or "". Commands outside any tenant (membership,
+// limits, purges) are never refused: the cluster needs them to run.
+func (f *FSM) overQuota(c *Command, m quotaMark) string {
+	if c.Tenant == "" {
+		return ""
+	}
+	if lim := f.limits().MaxStateBytes; lim > 0 && f.st.use.bytes > m.bytes && f.st.use.bytes > lim {
+		return fmt.Sprintf("the state would hold %d bytes, over the cluster's limit of %d (--max-state-bytes); delete data to make room", f.st.use.bytes, lim)
+	}
+	q := f.tenantQuota(c.Tenant)
+	tu := f.st.use.tenants[c.Tenant]
+	if tu == nil || (q.MaxBytes == 0 && q.MaxKeys == 0) {
+		return ""
+	}
+	if q.MaxBytes > 0 && tu.bytes > m.tenantB && tu.bytes > q.MaxBytes {
+		return fmt.Sprintf("tenant %q would hold %d bytes, over its quota of %d; delete data to make room", c.Tenant, tu.bytes, q.MaxBytes)
+	}
+	if q.MaxKeys > 0 && tu.keys > m.tenantK && tu.keys > q.MaxKeys {
+		return fmt.Sprintf("tenant %q would hold %d keys, over its quota of %d; delete data to make room", c.Tenant, tu.keys, q.MaxKeys)
+	}
+	return ""
+}
+
+// StateBytes is the size of the data that quotas count.
+func (f *FSM) StateBytes() int64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.st.use.bytes
+}
