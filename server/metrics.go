@@ -45,6 +45,16 @@ func newMetrics(c Cluster, f *fsm.FSM) *metrics {
 			return 0
 		}),
 		gauge("baton_fsm_keys", "Number of keys in the state machine.", func() float64 { return float64(f.Status().Keys) }),
+		gauge("baton_state_bytes", "Bytes of data in the state, as quotas count them.", func() float64 { return float64(f.StateBytes()) }),
+		gauge("baton_state_max_bytes", "The cluster's state quota (--max-state-bytes; 0: none).", func() float64 { return float64(f.Limits().MaxStateBytes) }),
+		gauge("baton_session_bytes", "Bytes client sessions keep for exactly-once retries.", func() float64 { return float64(f.Status().SessionBytes) }),
+		gauge("baton_session_max_bytes", "The cluster's bound on session bytes (--session-bytes).", func() float64 { return float64(f.Limits().SessionBytes) }),
+		gauge("baton_idempotency_bytes", "Bytes of Idempotency-Key answers kept.", func() float64 { return float64(f.Status().IdemBytes) }),
+		gauge("baton_idempotency_max_bytes", "The cluster's bound on Idempotency-Key answers (--idempotency-bytes).", func() float64 { return float64(f.Limits().IdemBytes) }),
+		gauge("baton_watch_history_bytes", "Estimated bytes of events kept for watchers (--watch-history-bytes bounds it).", func() float64 {
+			used, _ := f.History().Bytes()
+			return float64(used)
+		}),
 	)
 	return m
 }
