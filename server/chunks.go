@@ -135,7 +135,9 @@ func (s *Server) handleChunkPut(w http.ResponseWriter, r *http.Request, id *iden
 func (s *Server) commitHeld(w http.ResponseWriter, r *http.Request, tenant, digest string, size int64) error {
 	args := &fsm.ChunkHeldArgs{Digest: digest, Size: size}
 	if s.cluster.IsLeader() {
-		res, err := s.propose(r, &identity{admin: true}, tenant, fsm.KindChunkHeld, args, nil)
+		// A hold is idempotent by its content: the caller's retry headers
+		// (its key or session place, made for the upload) are not its own.
+		res, err := s.apply(r, fsm.NewCommand(fsm.KindChunkHeld, s.now(), tenant, "", args))
 		if err != nil {
 			return err
 		}
