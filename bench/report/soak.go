@@ -52,7 +52,7 @@ func (w *writer) soakCAS(r *result.Run) *result.Run {
 
 func (w *writer) soakGoals() []goal {
 	slopeText := fmt.Sprintf("soak: Baton heap slope within ±%.0f MiB/min on every node (last two thirds of %s of cas C=64)", SoakSlopeGoal, dur(SoakGoalLength))
-	rssText := fmt.Sprintf("soak: Baton RSS < %s on every node", mib(SoakRSSGoal))
+	rssText := fmt.Sprintf("soak: Baton RSS < %s on every node", gib(SoakRSSGoal))
 	tputText := fmt.Sprintf("soak: Baton throughput ≥ %.0f%% of cas C=64's", SoakThroughputGoal*100)
 	r := w.soakRun(result.SystemBaton)
 	if r == nil || r.Failed != "" || len(r.Memory) == 0 {
@@ -123,7 +123,7 @@ func (w *writer) soak() {
 		every = dur(time.Duration(v) * time.Millisecond)
 	}
 	w.p("The cas load (%s: each client loops fenced updates of its own task; Baton through the Go SDK with its defaults, sessions included) for %s, warm-up included, on a fresh cluster. Every %s the suite samples each node's resident memory (VmRSS in /proc/PID/status) and Go heap in use (`go_memstats_heap_inuse_bytes` from the node's own /metrics; etcd exports the same gauge). *Heap slope*: the least-squares slope of the heap over the last two thirds of the run (the first third is left to caches, pools and the Raft log to fill), ± its standard error; a leak shows as a slope that stays positive however long the run. Goals: |heap slope| < %.0f MiB/min on every node, RSS < %s per node, throughput ≥ %.0f%% of the cas run with as many clients, over a %s run.\n",
-		first.Variant, dur(soakLength(first)), every, SoakSlopeGoal, mib(SoakRSSGoal), SoakThroughputGoal*100, dur(SoakGoalLength))
+		first.Variant, dur(soakLength(first)), every, SoakSlopeGoal, gib(SoakRSSGoal), SoakThroughputGoal*100, dur(SoakGoalLength))
 	w.p("| system | node | heap slope MiB/min | RSS slope MiB/min | heap at the end | largest heap | largest RSS | samples |\n|---|---|---|---|---|---|---|---|")
 	for _, r := range runs {
 		if r.Failed != "" {
@@ -205,6 +205,8 @@ func systemNames(runs []*result.Run) []string {
 	}
 	return out
 }
+
+func gib(v float64) string { return fmt.Sprintf("%g GiB", v/(1<<30)) }
 
 // signed formats a slope with its sign.
 func signed(v float64) string { return fmt.Sprintf("%+.2f", v) }
