@@ -53,7 +53,8 @@ func checkRun(t *testing.T, r *result.Run, stages ...string) {
 	t.Logf("%s: %.0f ops/s p50 %v p99 %v", r.Key(), r.OpsPerSec, r.Latency.Quantile(0.5), r.Latency.Quantile(0.99))
 }
 
-// TestBenchSmoke runs every Baton workload of the suite briefly on one
+// TestBenchSmoke runs every Baton workload of the suite briefly (the soak
+// for a few seconds) on one
 // small cluster, and renders the report from what they measured, so the
 // suite cannot rot.
 func TestBenchSmoke(t *testing.T) {
@@ -73,6 +74,43 @@ func TestBenchSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkRun(t, r)
+	suite.Runs = append(suite.Runs, r)
+
+	r, err = Soak(ctx, env, Params{Warmup: 200 * time.Millisecond, Duration: 2 * time.Second, Seed: 1},
+		SoakParams{Clients: 4, SampleEvery: 250 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRun(t, r)
+	if len(r.Memory) != env.Cluster.Size() {
+		t.Fatalf("soak: got memory of %d nodes, want %d", len(r.Memory), env.Cluster.Size())
+	}
+	for _, m := range r.Memory {
+		// Samples at the start, every 250 ms and at the end: 2.2 s.
+		if len(m.Samples) < 4 {
+			t.Fatalf("soak: %s has %d samples, want at least 4", m.Node, len(m.Samples))
+		}
+		heaps := 0
+		for _, sm := range m.Samples {
+			if sm.RSSBytes <= 0 {
+				t.Fatalf("soak: %s sample %+v, want its RSS", m.Node, sm)
+			}
+			if sm.HeapBytes > 0 {
+				heaps++
+			}
+		}
+		// A scrape of /metrics may time out on a busy machine; most must
+		// not (the node exports loadgen.HeapMetric).
+		if heaps < 3 {
+			t.Fatalf("soak: %s: heap read in %d of %d samples, want 3 at least (%+v)", m.Node, heaps, len(m.Samples), m.Samples)
+		}
+		for _, name := range []string{"heap_slope_mib_per_min_", "rss_max_bytes_", "heap_last_bytes_"} {
+			if _, ok := r.Metric(name + m.Node); !ok {
+				t.Fatalf("soak: no %s%s (metrics %v)", name, m.Node, r.Metrics)
+			}
+		}
+	}
+	t.Logf("soak: %v", r.Metrics)
 	suite.Runs = append(suite.Runs, r)
 
 	r, err = Queue(ctx, env, p, QueueParams{Workers: 4, Preload: 300})
@@ -124,7 +162,10 @@ func TestBenchSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	charts, _ := filepath.Glob(filepath.Join(dir, "bench", "*.svg"))
-	if len(charts) < 5 {
+	if len(charts) < 6 {
 		t.Fatalf("got charts %v, want one per workload at least", charts)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "bench", "soak-memory-baton.svg")); err != nil {
+		t.Fatalf("soak memory chart: %v", err)
 	}
 }

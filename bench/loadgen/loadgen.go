@@ -17,6 +17,8 @@
 //     the next one, so a system that fails fast is not spun hot.
 //   - Run returns once every worker has stopped; an operation still
 //     running Grace after the window's end sees its context cancelled.
+//   - A soak's memory samples (SampleMemory) come from /proc/PID/status
+//     and the server's own /metrics, the same for every system.
 //   - The package imports only the standard library and bench/result.
 package loadgen
 

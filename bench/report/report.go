@@ -1,8 +1,9 @@
 // Package report turns a result.Suite into the Markdown report
 // (docs/benchmarks.md) and its SVG charts: one table per workload with
 // each system's figures and the ratio Baton/peer, the goals of issue 7
-// marked met or missed, latency CDFs per system and throughput over time
-// across each leader kill. Every figure in the report comes from the suite;
+// (and the soak's) marked met or missed, latency CDFs per system,
+// throughput over time across each leader kill, and each node's memory
+// over a soak. Every figure in the report comes from the suite;
 // a figure that was not measured is shown as "—" and a goal that depends
 // on it as not measured.
 package report
@@ -89,6 +90,7 @@ func (w *writer) render() {
 	w.handoff()
 	w.recovery()
 	w.scale()
+	w.soak()
 	w.notes()
 	w.phases()
 	w.method()
@@ -203,7 +205,7 @@ func (w *writer) goalList() []goal {
 	} else {
 		gs = append(gs, goal{"scale: resident memory per node reported", "—", "not measured"})
 	}
-	return gs
+	return append(gs, w.soakGoals()...)
 }
 
 func (w *writer) goals() {

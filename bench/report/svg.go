@@ -14,6 +14,8 @@ type Line struct {
 	Name   string
 	Color  string
 	Points []result.Point
+	// Dash, when set, is the line's stroke-dasharray ("5 3").
+	Dash string
 }
 
 // Marker is a vertical line across a chart at X, labelled.
@@ -103,12 +105,17 @@ func (c Chart) SVG() []byte {
 			}
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(min(max(p.X, xmin), xmax)), py(min(max(p.Y, 0), ymax))))
 		}
+		dash := ""
+		if l.Dash != "" {
+			dash = fmt.Sprintf(` stroke-dasharray="%s"`, esc(l.Dash))
+		}
 		if len(pts) > 0 {
-			fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.8" points="%s"/>`+"\n", color, strings.Join(pts, " "))
+			fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.8"%s points="%s"/>`+"\n", color, dash, strings.Join(pts, " "))
 		}
 		// The legend runs along the top margin, clear of the data.
-		lx, ly := plotL+float64(i)*130, plotT-10
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="3"/>`+"\n", lx, ly-4, lx+22, ly-4, color)
+		step := min(130, (plotR-plotL)/float64(len(c.Lines)))
+		lx, ly := plotL+float64(i)*step, plotT-10
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="3"%s/>`+"\n", lx, ly-4, lx+22, ly-4, color, dash)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", lx+28, ly, esc(l.Name))
 	}
 	b.WriteString("</svg>\n")

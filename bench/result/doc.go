@@ -11,6 +11,9 @@
 //   - OpsPerSec counts those operations over the window's length.
 //   - A Series counts completions by time since the run started (warm-up
 //     included), in buckets of BucketMS.
+//   - A soak's Memory holds one series per server process, sampled at
+//     milliseconds since the run started (warm-up included); a byte count
+//     of 0 is a sample that could not be read.
 //   - The package imports only the standard library: the peers' module
 //     depends on it and must not inherit Baton's dependencies.
 package result

@@ -22,6 +22,7 @@ const (
 	WorkloadHandoff  = "handoff"
 	WorkloadRecovery = "recovery"
 	WorkloadScale    = "scale"
+	WorkloadSoak     = "soak"
 )
 
 // Run is one workload run against one system.
@@ -51,6 +52,9 @@ type Run struct {
 	Metrics map[string]float64 `json:"metrics,omitempty"`
 	Series  *Series            `json:"series,omitempty"`
 	Kills   []Kill             `json:"kills,omitempty"`
+	// Memory is each server process's memory sampled over the run (the
+	// soak workload), one series per node.
+	Memory []*MemSeries `json:"memory,omitempty"`
 	// ErrorSamples are a few distinct error messages seen.
 	ErrorSamples []string `json:"error_samples,omitempty"`
 	Notes        []string `json:"notes,omitempty"`

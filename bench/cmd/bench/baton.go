@@ -83,6 +83,10 @@ func (s *suite) baton(ctx context.Context, w string) ([]*result.Run, error) {
 		sp := baton.Params{Warmup: pl.scaleWarmup, Duration: pl.scaleDuration, Seed: s.o.seed}
 		return runs, run(w, func(env *baton.Env) (*result.Run, error) { return baton.Scale(ctx, env, sp, pl.scale) },
 			baton.ScaleArgs...)
+	case "soak":
+		logf("  baton soak: cas C=%d for %v, memory every %v", pl.soak.Clients, pl.soakWarmup+pl.soakDuration, pl.soak.SampleEvery)
+		sp := baton.Params{Warmup: pl.soakWarmup, Duration: pl.soakDuration, Seed: s.o.seed}
+		return runs, run(w, func(env *baton.Env) (*result.Run, error) { return baton.Soak(ctx, env, sp, pl.soak) })
 	}
 	return runs, nil
 }

@@ -1,6 +1,6 @@
 // Command bench runs Baton's benchmark suite (issue 7): the cas, queue,
-// handoff, recovery and scale workloads against a three-node Baton
-// cluster, and the cas, queue and recovery workloads against etcd and
+// handoff, recovery, scale and soak workloads against a three-node Baton
+// cluster, and the cas, queue, recovery and soak workloads against etcd and
 // PostgreSQL through the peers' program (bench/peers, a module of its
 // own), side by side in one run; then it writes the Markdown report, its
 // SVG charts and the raw results.
@@ -54,9 +54,11 @@ type options struct {
 	warmup     time.Duration
 	duration   time.Duration
 	rounds     int
+	// soakDuration is the soak's whole run, warm-up included.
+	soakDuration time.Duration
 }
 
-var allWorkloads = []string{"cas", "queue", "handoff", "recovery", "scale"}
+var allWorkloads = []string{"cas", "queue", "handoff", "recovery", "scale", "soak"}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -89,6 +91,7 @@ func parseFlags(args []string) (*options, error) {
 	batondArgs := fs.String("batond-args", "", "extra batond flags for every Baton cluster, space-separated (the report shows them)")
 	fs.DurationVar(&o.warmup, "warmup", 0, "override the warm-up of each run")
 	fs.DurationVar(&o.duration, "duration", 0, "override the measured window of each run")
+	fs.DurationVar(&o.soakDuration, "soak-duration", 0, "override the soak's whole length, warm-up included (full: 30m, quick: 3m)")
 	fs.IntVar(&o.rounds, "rounds", 0, "override how many interleaved rounds cas and queue run (full: 3, quick: 1)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -364,7 +367,7 @@ func hasWorkload(system, workload string) bool {
 	case result.SystemBaton:
 		return true
 	case result.SystemEtcd:
-		return workload == "cas" || workload == "queue" || workload == "recovery"
+		return workload == "cas" || workload == "queue" || workload == "recovery" || workload == "soak"
 	case result.SystemPostgres:
 		return workload == "queue"
 	}
@@ -382,6 +385,9 @@ func summary(r *result.Run) string {
 	for _, k := range r.Kills {
 		line += fmt.Sprintf("\n    kill %s at %.1f s: unavailable %.0f ms, back to 90%% after %.0f ms", k.Node, k.AtMS/1000, k.FirstWriteMS, k.Recover90MS)
 	}
+	if r.Workload == "soak" {
+		line += soakSummary(r)
+	}
 	if r.Workload == "scale" {
 		for _, m := range []string{"load_tasks_s", "restart_ready_ms", "rss_bytes_n1", "snapshot_bytes_n1", "snapshot_ms_n1"} {
 			if v, ok := r.Metric(m); ok {
@@ -392,14 +398,43 @@ func summary(r *result.Run) string {
 	return line
 }
 
+// soakSummary is a soak run's memory figures per node.
+func soakSummary(r *result.Run) string {
+	var b strings.Builder
+	if a, ok := r.Metric("ops_per_sec_first_third"); ok {
+		z, _ := r.Metric("ops_per_sec_last_third")
+		fmt.Fprintf(&b, ", first third %.0f ops/s, last third %.0f ops/s", a, z)
+	}
+	for _, m := range r.Memory {
+		id := m.Node
+		slope, ok := r.Metric("heap_slope_mib_per_min_" + id)
+		se, _ := r.Metric("heap_slope_se_mib_per_min_" + id)
+		rssSlope, _ := r.Metric("rss_slope_mib_per_min_" + id)
+		rss, _ := r.Metric("rss_max_bytes_" + id)
+		heap, _ := r.Metric("heap_last_bytes_" + id)
+		if !ok {
+			fmt.Fprintf(&b, "\n    %s: %d samples, no heap slope; max RSS %.1f MiB", id, len(m.Samples), rss/(1<<20))
+			continue
+		}
+		fmt.Fprintf(&b, "\n    %s: heap slope %+.2f ± %.2f MiB/min (RSS %+.2f), heap at the end %.1f MiB, max RSS %.1f MiB (%d samples)",
+			id, slope, se, rssSlope, heap/(1<<20), rss/(1<<20), len(m.Samples))
+	}
+	return b.String()
+}
+
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // peer runs one workload of etcd or PostgreSQL through peerbench.
 func (s *suite) peer(ctx context.Context, system, w string) ([]*result.Run, error) {
 	p := s.plan
 	out := filepath.Join(s.work, fmt.Sprintf("%s-%s.json", system, w))
+	warmup, duration := p.warmup, p.duration
+	if w == "soak" {
+		warmup, duration = p.soakWarmup, p.soakDuration
+	}
 	args := []string{"--system", system, "--workloads", w, "--work", s.work, "--out", out,
-		"--warmup", p.warmup.String(), "--duration", p.duration.String(), "--seed", fmt.Sprint(s.o.seed),
+		"--warmup", warmup.String(), "--duration", duration.String(), "--seed", fmt.Sprint(s.o.seed),
+		"--soak-clients", fmt.Sprint(p.soak.Clients), "--soak-sample", p.soak.SampleEvery.String(),
 		"--cas-clients", joinInts(p.casClients), "--queue-workers", joinInts(p.queueWorkers),
 		"--queue-preload", fmt.Sprint(p.queuePreload), "--recovery-clients", fmt.Sprint(p.recoveryClients),
 		"--kill-first", p.kills.First.String(), "--kill-period", p.kills.Period.String(),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,24 @@ func TestParseFlags(t *testing.T) {
 	p := quickPlan()
 	if err := p.override(&options{rounds: 3}); err != nil || p.rounds != 3 {
 		t.Fatalf("--rounds 3: plan has %d rounds (%v), want 3", p.rounds, err)
+	}
+	if o, err := parseFlags(nil); err != nil || !slices.Contains(o.workloads, "soak") {
+		t.Fatalf("default workloads %v (%v), want soak among them", o.workloads, err)
+	}
+	p = fullPlan()
+	if got := p.soakWarmup + p.soakDuration; got != 30*time.Minute {
+		t.Fatalf("full soak: %v in all, want 30m", got)
+	}
+	p = quickPlan()
+	if got := p.soakWarmup + p.soakDuration; got != 3*time.Minute {
+		t.Fatalf("quick soak: %v in all, want 3m", got)
+	}
+	if err := p.override(&options{soakDuration: 10 * time.Minute, duration: time.Second}); err != nil ||
+		p.soakWarmup+p.soakDuration != 10*time.Minute {
+		t.Fatalf("--soak-duration 10m: soak of %v (%v), want 10m in all, whatever --duration says", p.soakWarmup+p.soakDuration, err)
+	}
+	if err := p.override(&options{soakDuration: time.Second}); err == nil {
+		t.Fatal("--soak-duration shorter than the warm-up: got no error")
 	}
 	for _, bad := range [][]string{{"--workloads", "nope"}, {"--systems", "redis"}, {"--rounds", "-1"}} {
 		if _, err := parseFlags(bad); err == nil {

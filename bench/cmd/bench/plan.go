@@ -28,6 +28,13 @@ type plan struct {
 	scale           baton.ScaleParams
 	scaleWarmup     time.Duration
 	scaleDuration   time.Duration
+	// soak is cas C=soak.Clients for soakWarmup+soakDuration (30 min in
+	// all; quick: 3), memory sampled every soak.SampleEvery. The
+	// --warmup and --duration overrides leave it alone; --soak-duration
+	// sets its whole length.
+	soak         baton.SoakParams
+	soakWarmup   time.Duration
+	soakDuration time.Duration
 }
 
 // fullPlan is `make bench`: the conditions of the goals.
@@ -43,6 +50,8 @@ func fullPlan() plan {
 		kills:           loadgen.KillSchedule{First: 10 * time.Second, Period: 10 * time.Second, Down: 2 * time.Second, Count: 5},
 		scale:           baton.ScaleParams{Tasks: 1_000_000, KVEntries: 100_000, Workers: 16, SnapshotWait: 3 * time.Minute},
 		scaleWarmup:     2 * time.Second, scaleDuration: 10 * time.Second,
+		soak:       baton.SoakParams{Clients: 64, SampleEvery: 10 * time.Second},
+		soakWarmup: 5 * time.Second, soakDuration: 30*time.Minute - 5*time.Second,
 	}
 }
 
@@ -58,6 +67,8 @@ func quickPlan() plan {
 		kills:           loadgen.KillSchedule{First: 6 * time.Second, Period: 6 * time.Second, Down: 2 * time.Second, Count: 2},
 		scale:           baton.ScaleParams{Tasks: 100_000, KVEntries: 10_000, Workers: 16, SnapshotWait: time.Minute},
 		scaleWarmup:     time.Second, scaleDuration: 4 * time.Second,
+		soak:       baton.SoakParams{Clients: 64, SampleEvery: 10 * time.Second},
+		soakWarmup: 5 * time.Second, soakDuration: 3*time.Minute - 5*time.Second,
 	}
 }
 
@@ -81,6 +92,12 @@ func (p *plan) override(o *options) error {
 	}
 	if o.duration > 0 {
 		p.duration = o.duration
+	}
+	if o.soakDuration > 0 {
+		if o.soakDuration <= p.soakWarmup {
+			return fmt.Errorf("--soak-duration %v: want more than the soak's warm-up, %v", o.soakDuration, p.soakWarmup)
+		}
+		p.soakDuration = o.soakDuration - p.soakWarmup
 	}
 	return nil
 }

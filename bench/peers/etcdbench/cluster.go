@@ -1,4 +1,4 @@
-// Package etcdbench runs the suite's cas, queue and recovery workloads
+// Package etcdbench runs the suite's cas, queue, recovery and soak workloads
 // against a three-member etcd cluster on the loopback interface, expressed
 // with etcd transactions and leases, measured by bench/loadgen like Baton.
 package etcdbench
@@ -40,6 +40,11 @@ type member struct {
 // Start launches n members with etcd's default timings (heartbeat 100 ms,
 // election 1 s) in dir, and returns once a leader serves writes.
 func Start(ctx context.Context, bin, dir string, n int) (*Cluster, error) {
+	return StartWith(ctx, bin, dir, n, nil)
+}
+
+// StartWith is Start with extra flags for every member.
+func StartWith(ctx context.Context, bin, dir string, n int, extra []string) (*Cluster, error) {
 	ports, err := proc.FreePorts(2 * n)
 	if err != nil {
 		return nil, err
@@ -65,6 +70,7 @@ func Start(ctx context.Context, bin, dir string, n int) (*Cluster, error) {
 			"--listen-peer-urls", pu, "--initial-advertise-peer-urls", pu,
 			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
 			"--initial-cluster-token", "bench", "--logger", "zap", "--log-level", "warn"}
+		m.args = append(m.args, extra...)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
@@ -190,6 +196,18 @@ func (c *Cluster) leaderSeenBy(ctx context.Context, i int) (int, error) {
 
 // Name is member i's name.
 func (c *Cluster) Name(i int) string { return c.members[i].name }
+
+// Size is the number of members.
+func (c *Cluster) Size() int { return len(c.members) }
+
+// PID is member i's process id, or 0 when it does not run.
+func (c *Cluster) PID(i int) int {
+	m := c.members[i]
+	if m.proc == nil || m.proc.Exited() {
+		return 0
+	}
+	return m.proc.Pid()
+}
 
 // Kill crashes member i with SIGKILL.
 func (c *Cluster) Kill(i int) error { return c.members[i].proc.Kill() }

@@ -1,6 +1,7 @@
 // Command peerbench runs the benchmark suite's workloads against Baton's
-// peers, etcd and PostgreSQL, and writes the runs as a JSON array of
-// result.Run for the driver (bench/cmd/bench) to merge into its report.
+// peers, etcd (cas, queue, recovery, soak) and PostgreSQL (queue), and
+// writes the runs as a JSON array of result.Run for the driver
+// (bench/cmd/bench) to merge into its report.
 // It starts the peers itself: a three-member etcd cluster on 127.0.0.1, or
 // one PostgreSQL server in a fresh data directory.
 //
@@ -8,6 +9,7 @@
 // clients never enter Baton's go.mod. Usage:
 //
 //	peerbench --system etcd --workloads cas,queue,recovery --work DIR --out etcd.json
+//	peerbench --system etcd --workloads soak --warmup 5s --duration 29m55s --work DIR --out etcd.json
 //	peerbench --system postgres --workloads queue --work DIR --out pg.json
 package main
 
@@ -38,6 +40,8 @@ type options struct {
 	queuePreload                 int
 	recoveryClients              int
 	kills                        loadgen.KillSchedule
+	soakClients                  int
+	soakSample                   time.Duration
 	etcdBin, pgBin               string
 }
 
@@ -68,6 +72,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.kills.Period, "kill-period", 10*time.Second, "recovery: time between kills")
 	fs.DurationVar(&o.kills.Down, "kill-down", 2*time.Second, "recovery: how long a killed node stays down")
 	fs.IntVar(&o.kills.Count, "kills", 5, "recovery: number of kills")
+	fs.IntVar(&o.soakClients, "soak-clients", 64, "soak: cas clients (the run lasts --warmup plus --duration)")
+	fs.DurationVar(&o.soakSample, "soak-sample", 10*time.Second, "soak: interval between memory samples")
 	fs.StringVar(&o.etcdBin, "etcd-bin", "etcd", "etcd binary")
 	fs.StringVar(&o.pgBin, "pg-bin", "", "PostgreSQL bin directory (default: newest /usr/lib/postgresql/*/bin)")
 	if err := fs.Parse(args); err != nil {
@@ -137,12 +143,12 @@ func logf(format string, args ...any) {
 func runEtcd(ctx context.Context, o *options, workload string) ([]*result.Run, error) {
 	p := etcdbench.Params{Warmup: o.warmup, Duration: o.duration, Seed: o.seed}
 	var runs []*result.Run
-	run := func(name string, f func(c *etcdbench.Cluster) (*result.Run, error)) error {
+	run := func(name string, f func(c *etcdbench.Cluster) (*result.Run, error), extra ...string) error {
 		dir := filepath.Join(o.work, "etcd-"+name)
 		if err := os.RemoveAll(dir); err != nil {
 			return err
 		}
-		c, err := etcdbench.Start(ctx, o.etcdBin, dir, 3)
+		c, err := etcdbench.StartWith(ctx, o.etcdBin, dir, 3, extra)
 		if err != nil {
 			return err
 		}
@@ -177,8 +183,13 @@ func runEtcd(ctx context.Context, o *options, workload string) ([]*result.Run, e
 		return runs, run("recovery", func(c *etcdbench.Cluster) (*result.Run, error) {
 			return etcdbench.Recovery(ctx, c, p, o.recoveryClients, o.kills)
 		})
+	case result.WorkloadSoak:
+		logf("etcd soak C=%d for %v, memory every %v", o.soakClients, o.warmup+o.duration, o.soakSample)
+		return runs, run("soak", func(c *etcdbench.Cluster) (*result.Run, error) {
+			return etcdbench.Soak(ctx, c, p, o.soakClients, o.soakSample)
+		}, etcdbench.SoakArgs...)
 	default:
-		return nil, fmt.Errorf("etcd has no %q workload (cas, queue, recovery)", workload)
+		return nil, fmt.Errorf("etcd has no %q workload (cas, queue, recovery, soak)", workload)
 	}
 	return runs, nil
 }
