@@ -89,7 +89,8 @@ func (c *Client) newCall(method, path string, body any, o requestOptions) (*call
 // sendInSession sends a write in the client's session (session.go), or
 // with a random Idempotency-Key when the server has no sessions. A write
 // whose first attempt was refused because the session is gone applied
-// nothing: it goes again in a new session, once.
+// nothing: it goes again in a new session, once; likewise a first attempt
+// refused for its number goes again with a new one.
 func (c *Client) sendInSession(ctx context.Context, cl *call, send func() result) (result, error) {
 	for round := 0; ; round++ {
 		p, ok, err := c.beginWrite(ctx)
@@ -103,8 +104,10 @@ func (c *Client) sendInSession(ctx context.Context, cl *call, send func() result
 		cl.place, cl.attempts = p, 0
 		res := send()
 		c.endWrite(p)
-		if round == 0 && cl.attempts == 1 && sessionGone(res.err) {
-			c.dropSession(p.id)
+		if refused, gone := refusedUnapplied(res.err); refused && round == 0 && cl.attempts == 1 {
+			if gone {
+				c.dropSession(p.id)
+			}
 			continue
 		}
 		return res, nil

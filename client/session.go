@@ -19,10 +19,13 @@ import (
 //
 // A session the cluster no longer has (unused for its TTL, or dropped to
 // keep the cluster's bound) is replaced transparently when the first
-// attempt of a write is refused for it: that attempt applied nothing. A
-// later attempt of a write that is refused so returns
-// ErrIdempotencyExpired: the write may or may not have been applied, and
-// the client cannot tell.
+// attempt of a write is refused for it, and a write whose first attempt
+// was refused for its number (the session dropped answers while it was on
+// its way) gets a new number: an attempt sent once and refused applied
+// nothing. (The client's transport never sends a session write twice
+// within one attempt.) A later attempt of a write that is refused so
+// returns ErrIdempotencyExpired: the write may or may not have been
+// applied, and the client cannot tell.
 //
 // An explicit Idempotency-Key (IdempotencyKey, WithIdempotencyKey) is sent
 // instead of the session place; against a server without sessions every
@@ -41,6 +44,8 @@ type sessions struct {
 	off      bool   // the server has no sessions: random keys instead
 	next     uint64 // number of the next write
 	inflight map[uint64]struct{}
+	opening  chan struct{} // closed when the open under way ends; nil when none is
+	openErr  error         // how the last open failed
 }
 
 // place is a write's place in a session.
@@ -48,31 +53,62 @@ type place struct {
 	id, seq uint64
 }
 
-// begin gives a write its place, opening a session first if none is open.
-// ok is false when the server has no sessions.
+// beginWrite gives a write its place, opening a session first if none is
+// open. ok is false when the server has no sessions. One open runs at a
+// time, outside the lock; the writes that wait for it wait on their own
+// contexts.
 func (c *Client) beginWrite(ctx context.Context) (p place, ok bool, err error) {
 	s := &c.sess
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.off {
-		return place{}, false, nil
-	}
-	if s.id == 0 {
-		id, err := c.openSession(ctx)
-		var e *Error
-		if errors.As(err, &e) && (e.Status == http.StatusNotFound || e.Status == http.StatusMethodNotAllowed) {
-			s.off = true
+	for {
+		s.mu.Lock()
+		switch {
+		case s.off:
+			s.mu.Unlock()
 			return place{}, false, nil
+		case s.id != 0:
+			p = place{id: s.id, seq: s.next}
+			s.next++
+			s.inflight[p.seq] = struct{}{}
+			s.mu.Unlock()
+			return p, true, nil
+		case s.opening != nil:
+			wait := s.opening
+			s.mu.Unlock()
+			select {
+			case <-wait:
+			case <-ctx.Done():
+				return place{}, false, ctx.Err()
+			}
+			s.mu.Lock()
+			err := s.openErr
+			s.mu.Unlock()
+			if err != nil {
+				return place{}, false, err
+			}
+			continue
 		}
-		if err != nil {
-			return place{}, false, fmt.Errorf("open a client session: %w", err)
+		done := make(chan struct{})
+		s.opening = done
+		s.mu.Unlock()
+		id, err := c.openSession(ctx)
+		s.mu.Lock()
+		s.opening, s.openErr = nil, nil
+		var e *Error
+		switch {
+		case errors.As(err, &e) && (e.Status == http.StatusNotFound || e.Status == http.StatusMethodNotAllowed):
+			s.off = true
+		case err != nil:
+			s.openErr = fmt.Errorf("open a client session: %w", err)
+		default:
+			s.id, s.next, s.inflight = id, 1, map[uint64]struct{}{}
 		}
-		s.id, s.next, s.inflight = id, 1, map[uint64]struct{}{}
+		openErr := s.openErr
+		s.mu.Unlock()
+		close(done)
+		if openErr != nil {
+			return place{}, false, openErr
+		}
 	}
-	p = place{id: s.id, seq: s.next}
-	s.next++
-	s.inflight[p.seq] = struct{}{}
-	return p, true, nil
 }
 
 // endWrite says the client waits no more for p's answer.
@@ -131,9 +167,21 @@ func (c *Client) openSession(ctx context.Context) (uint64, error) {
 	return id, nil
 }
 
-// sessionGone reports whether err refuses a write because its session is
-// unknown or expired (not because of its own number).
-func sessionGone(err error) bool {
+// refusedUnapplied reports whether err refuses a write in a session
+// without applying it: its session is unknown or expired (gone), or its
+// number is at or below what the session remembers (the session dropped
+// answers while this write was on its way). Only for an attempt that was
+// sent once does it mean that the write was not applied.
+func refusedUnapplied(err error) (refused, gone bool) {
 	var e *Error
-	return errors.As(err, &e) && e.Code == "idempotency_expired" && e.Details["reason"] == "session"
+	if !errors.As(err, &e) || e.Code != "idempotency_expired" {
+		return false, false
+	}
+	switch e.Details["reason"] {
+	case "session":
+		return true, true
+	case "seq":
+		return true, false
+	}
+	return false, false
 }

@@ -108,7 +108,10 @@ func (t *directTransport) direct(req *http.Request) bool {
 // replayable reports whether req may be sent again after a failure on a
 // reused connection: it has no body or one that can be had again (or none
 // of it was sent), and it is idempotent or carries an Idempotency-Key (as
-// net/http's Transport decides).
+// net/http's Transport decides). A write in a client session is sent
+// again only if none of it was sent: the client counts its attempts (a
+// first attempt refused for its session applied nothing only if it was
+// sent once), and a resend here would be an attempt it does not see.
 func replayable(req *http.Request, sent bool) bool {
 	if sent && req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
 		return false
@@ -117,7 +120,10 @@ func replayable(req *http.Request, sent bool) bool {
 	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
 		return true
 	}
-	return req.Header.Get("Idempotency-Key") != "" || req.Header.Get(headerSessionSeq) != ""
+	if req.Header.Get(headerSessionSeq) != "" {
+		return !sent
+	}
+	return req.Header.Get("Idempotency-Key") != ""
 }
 
 func closeBody(req *http.Request) {
