@@ -114,3 +114,32 @@ func TestKeyTime(t *testing.T) {
 		}
 	}
 }
+
+// TestIdempotencyHorizonIsolated: the keys one principal drops never make
+// another's new keys look old, and a key dated in the future raises its
+// own principal's horizon only to the leader's clock.
+func TestIdempotencyHorizonIsolated(t *testing.T) {
+	f := New()
+	applyOne(t, f, 1, tenantPut(1000, "acme"))
+	applyOne(t, f, 2, NewCommand(KindLimitsSet, 1000, "", "", &Limits{IdemTenantBytes: 3000, IdemBytes: 1 << 20}))
+	index := uint64(3)
+	put := func(principal, key string, now int64) *Result {
+		c := idem(kvPut(now, "acme", "k", `1`), principal, key, "fp-"+key, DefaultIdempotencyTTL)
+		r := applyOne(t, f, index, c)
+		index++
+		return r
+	}
+	// mallory fills the tenant's budget with keys dated far ahead.
+	for i := range 40 {
+		put("mallory", uuid7(9_999_999_000_000, i), int64(5000+i))
+	}
+	if h := f.idemHorizon("acme", "mallory"); h > 5040 {
+		t.Errorf("mallory's horizon %d is past the leader's clock", h)
+	}
+	if h := f.idemHorizon("acme", "alice"); h != 0 {
+		t.Errorf("alice's horizon %d moved with mallory's keys", h)
+	}
+	if r := put("alice", uuid7(5100, 1), 5100); !r.OK() || r.Replay {
+		t.Errorf("alice's fresh key: %s, want it applied", describe(r))
+	}
+}

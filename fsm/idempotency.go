@@ -24,8 +24,8 @@ func (c *Command) idemStoreKey() string { return idemKey(c.Tenant, c.Principal, 
 func (f *FSM) idempotentReplay(ctx *applyCtx, c *Command) (*Result, *idemRecord) {
 	raw, ok := f.st.Get(c.idemStoreKey())
 	if !ok {
-		if kt, ok := keyTime(c.IdemKey); ok && kt <= f.idemHorizon(c.Tenant) {
-			return expiredKey(c.IdemKey, "its time is at or before the newest record the tenant no longer keeps"), nil
+		if kt, ok := keyTime(c.IdemKey); ok && kt <= f.idemHorizon(c.Tenant, c.Principal) {
+			return expiredKey(c.IdemKey, "its time is at or before the newest of the caller's records that are no longer kept"), nil
 		}
 		return nil, nil
 	}
@@ -64,7 +64,7 @@ func (f *FSM) rememberIdempotent(ctx *applyCtx, c *Command, r *Result, prior *id
 	}
 	key := c.idemStoreKey()
 	if prior != nil {
-		f.dropIdem(key, prior.Expires)
+		f.dropIdem(key, prior.Expires, ctx.now)
 	}
 	ttl := c.IdemTTL
 	if ttl <= 0 {
@@ -82,9 +82,9 @@ func (f *FSM) rememberIdempotent(ctx *applyCtx, c *Command, r *Result, prior *id
 		f.idemNextExpiry = rec.Expires
 	}
 	lim := f.limits()
-	for f.idemTenantBytes[c.Tenant] > lim.IdemTenantBytes && f.dropOldestIdem(idemTenantExpiryPrefix(c.Tenant), key) {
+	for f.idemTenantBytes[c.Tenant] > lim.IdemTenantBytes && f.dropOldestIdem(idemTenantExpiryPrefix(c.Tenant), key, ctx.now) {
 	}
-	for f.idemBytes > lim.IdemBytes && f.dropOldestIdem(idemExpiryPrefix, key) {
+	for f.idemBytes > lim.IdemBytes && f.dropOldestIdem(idemExpiryPrefix, key, ctx.now) {
 	}
 }
 
@@ -108,7 +108,7 @@ func (f *FSM) countIdem(tenant string, delta int64) {
 
 // dropOldestIdem drops the record first in the expiry index under prefix
 // (ie/, or it/<tenant>/), never keep. It reports whether it dropped one.
-func (f *FSM) dropOldestIdem(prefix, keep string) bool {
+func (f *FSM) dropOldestIdem(prefix, keep string, now int64) bool {
 	var ikey string
 	var exp int64
 	f.st.Scan(prefix, "", func(k string, _ []byte) bool {
@@ -122,43 +122,47 @@ func (f *FSM) dropOldestIdem(prefix, keep string) bool {
 	if ikey == "" {
 		return false
 	}
-	f.dropIdem(ikey, exp)
+	f.dropIdem(ikey, exp, now)
 	return true
 }
 
 // dropIdem forgets the record ikey with expiry exp: the record, its index
-// entries and its bytes. A key that carries its time (UUIDv7) raises the
-// tenant's horizon, so that a retry of it is refused rather than applied.
-func (f *FSM) dropIdem(ikey string, exp int64) {
-	tenant, key := splitIdemKey(ikey)
+// entries and its bytes. A key that carries its time (UUIDv7) raises its
+// principal's horizon, so that a retry of it is refused rather than
+// applied; never past now (the leader's clock), so a key dated in the
+// future cannot refuse the principal's keys made after it.
+func (f *FSM) dropIdem(ikey string, exp, now int64) {
+	tenant, principal, key := splitIdemKey(ikey)
 	if val, ok := f.st.Get(ikey); ok {
 		f.countIdem(tenant, -idemCost(ikey, val))
 		f.st.Delete(ikey)
 	}
 	f.st.Delete(idemExpiryKey(exp, ikey))
 	f.st.Delete(idemTenantExpiryKey(tenant, exp, ikey))
-	if kt, ok := keyTime(key); ok && kt > f.idemHorizon(tenant) {
-		f.st.Put(idemHorizonKey(tenant), []byte(hex16(kt)))
+	if kt, ok := keyTime(key); ok {
+		if kt = min(kt, now); kt > f.idemHorizon(tenant, principal) {
+			f.st.Put(idemHorizonKey(tenant, principal), []byte(hex16(kt)))
+		}
 	}
 }
 
-// idemHorizon is the newest time carried by a key whose record the
-// tenant no longer keeps (0: none).
-func (f *FSM) idemHorizon(tenant string) int64 {
-	v, ok := f.st.Get(idemHorizonKey(tenant))
+// idemHorizon is the newest time carried by a key of principal in tenant
+// whose record is no longer kept (0: none).
+func (f *FSM) idemHorizon(tenant, principal string) int64 {
+	v, ok := f.st.Get(idemHorizonKey(tenant, principal))
 	if !ok {
 		return 0
 	}
 	return parseHex16(string(v))
 }
 
-// splitIdemKey returns the tenant and the caller's key of an i/ key.
-func splitIdemKey(ikey string) (tenant, key string) {
+// splitIdemKey returns the tenant, principal and caller's key of an i/ key.
+func splitIdemKey(ikey string) (tenant, principal, key string) {
 	parts := strings.SplitN(ikey, "/", 4)
 	if len(parts) < 4 {
-		return "", ""
+		return "", "", ""
 	}
-	return parts[1], parts[3]
+	return parts[1], parts[2], parts[3]
 }
 
 // keyTime returns the Unix ms time in a UUIDv7 key (RFC 9562), as in
@@ -189,7 +193,7 @@ func isHex(b byte) bool { return '0' <= b && b <= '9' || 'a' <= b && b <= 'f' ||
 func (f *FSM) recountIdem() {
 	f.idemBytes, f.idemTenantBytes = 0, nil
 	f.st.Scan(hashedPrefix, "", func(k string, v []byte) bool {
-		tenant, _ := splitIdemKey(k)
+		tenant, _, _ := splitIdemKey(k)
 		f.countIdem(tenant, idemCost(k, v))
 		return true
 	})
@@ -228,7 +232,7 @@ func (f *FSM) purgeIdempotency(now int64, max int) {
 	})
 	f.idemNextExpiry = next
 	for _, d := range expired {
-		f.dropIdem(d.ikey, d.exp)
+		f.dropIdem(d.ikey, d.exp, now)
 	}
 }
 

@@ -10,7 +10,7 @@ package fsm
 //	i/<tenant>/<principal>/<idem key>    remembered idempotent response
 //	ie/<expiry ms, 16 hex>/<i/ key>      idempotency expiry index
 //	it/<tenant>/<expiry ms>/<i/ key>     the same, per tenant (its byte budget)
-//	ih/<tenant>                          newest key time whose record is gone
+//	ih/<tenant>/<principal>              newest key time whose record is gone
 //	cfg/limits                           replicated limits (limits.go)
 //	ss/, sa/, se/                        client sessions (sessions.go)
 func memberKey(id string) string              { return "m/" + id }
@@ -32,7 +32,7 @@ func idemTenantExpiryPrefix(t string) string { return "it/" + t + "/" }
 func idemTenantExpiryKey(t string, exp int64, ikey string) string {
 	return idemTenantExpiryPrefix(t) + hex16(exp) + "/" + ikey
 }
-func idemHorizonKey(t string) string { return "ih/" + t }
+func idemHorizonKey(t, principal string) string { return "ih/" + t + "/" + principal }
 
 const (
 	memberPrefix     = "m/"

@@ -142,11 +142,16 @@ func (f *FSM) markQuota(tenant string) quotaMark {
 	return m
 }
 
+// controlKinds are never refused for quota: the cluster needs them to run
+// (membership, limits, purges carry no tenant anyway), and the admin needs
+// them to get a tenant out of its quota (set a quota, manage tenants and
+// principals).
+var controlKinds = map[Kind]bool{KindTenantQuota: true, KindTenantPut: true, KindPrincipalCreate: true, KindPrincipalDelete: true}
+
 // overQuota returns why the command just applied, which grew the data
-// from m, must be refused, or "". Commands outside any tenant (membership,
-// limits, purges) are never refused: the cluster needs them to run.
+// from m, must be refused, or "".
 func (f *FSM) overQuota(c *Command, m quotaMark) string {
-	if c.Tenant == "" {
+	if c.Tenant == "" || controlKinds[c.Kind] {
 		return ""
 	}
 	if lim := f.limits().MaxStateBytes; lim > 0 && f.st.use.bytes > m.bytes && f.st.use.bytes > lim {

@@ -72,4 +72,8 @@ func TestTenantQuota(t *testing.T) {
 	if r := applyOne(t, f, index, NewCommand(KindMemberSet, 1000, "", "", &Member{ID: "n9", HTTPAddr: "h"})); !r.OK() {
 		t.Errorf("a member record past the limit: %s", describe(r))
 	}
+	index++
+	if r := applyOne(t, f, index, NewCommand(KindTenantQuota, 1000, "beta", "", &TenantQuotaArgs{TenantQuota{MaxKeys: 100}})); !r.OK() {
+		t.Errorf("the admin setting a quota past the limit: %s", describe(r))
+	}
 }

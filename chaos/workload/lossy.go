@@ -36,8 +36,9 @@ func (l *lossy) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	tr, _ := req.Context().Value(traceKey{}).(*answerTrace)
+	id := retryIdentity(req)
 	if !l.drop() {
-		if tr != nil && tr.lost.Load() != nil { // the client's answer, to compare
+		if tr != nil && id != "" && tr.lostID.Load() != nil && *tr.lostID.Load() == id { // the retry's answer, to compare
 			body, rerr := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			resp.Body = io.NopCloser(bytes.NewReader(body))
@@ -50,17 +51,31 @@ func (l *lossy) RoundTrip(req *http.Request) (*http.Response, error) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	l.lost.Add(1)
-	if tr != nil && resp.StatusCode < 300 {
-		tr.lost.CompareAndSwap(nil, answerDigest(resp.StatusCode, body))
+	if tr != nil && id != "" && resp.StatusCode < 300 && tr.lost.CompareAndSwap(nil, answerDigest(resp.StatusCode, body)) {
+		tr.lostID.Store(&id)
 	}
 	return nil, errResponseLost
+}
+
+// retryIdentity is what makes a write's retries one write: its
+// Idempotency-Key or its place in a client session ("" for neither, such
+// as a session open).
+func retryIdentity(req *http.Request) string {
+	if k := req.Header.Get("Idempotency-Key"); k != "" {
+		return "key " + k
+	}
+	if seq := req.Header.Get("X-Baton-Seq"); seq != "" {
+		return "session " + req.Header.Get("X-Baton-Session") + "/" + seq
+	}
+	return ""
 }
 
 // answerTrace follows the answers of one operation's attempts through the
 // lossy transport (carried in the request's context).
 type answerTrace struct {
-	lost atomic.Pointer[string] // the first successful answer thrown away
-	last atomic.Pointer[string] // the last answer passed on after that
+	lost   atomic.Pointer[string] // the first successful answer thrown away
+	lostID atomic.Pointer[string] // the retry identity of its request
+	last   atomic.Pointer[string] // the last answer passed on after that
 }
 
 type traceKey struct{}
