@@ -36,13 +36,16 @@ var validResources = map[string]bool{resTasks: true, resArtifacts: true, resRefs
 	resCheckpoints: true, resKV: true, resOps: true, resAdmin: true, resAll: true}
 var validActions = map[string]bool{actRead: true, actWrite: true, actDelete: true}
 
+// errNoToken is the answer to a request without a bearer token.
+var errNoToken = errorf(codeUnauthenticated, "missing bearer token (Authorization: Bearer <token>)")
+
 // authenticate resolves the bearer token: 401 when absent, unknown or revoked.
 func (s *Server) authenticate(r *http.Request) (*identity, error) {
 	h := r.Header.Get("Authorization")
 	tok, ok := strings.CutPrefix(h, "Bearer ")
 	tok = strings.TrimSpace(tok)
 	if !ok || tok == "" {
-		return nil, errorf(codeUnauthenticated, "missing bearer token (Authorization: Bearer <token>)")
+		return nil, errNoToken
 	}
 	if s.isAdminToken(tok) {
 		return &identity{admin: true}, nil

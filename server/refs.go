@@ -40,6 +40,12 @@ func (s *Server) refRoutes(add func(string, string, routeKind, handlerFunc)) {
 
 func (s *Server) handleRefSet(w http.ResponseWriter, r *http.Request, id *identity) error {
 	tenant, ref := r.PathValue("tenant"), r.PathValue("ref")
+	if err := validPath("ref", ref); err != nil {
+		return err
+	}
+	if err := s.tenantAccess(id, tenant, resRefs, ref, actWrite); err != nil {
+		return err
+	}
 	var req refSetRequest
 	body, err := s.readJSON(w, r, &req)
 	if err != nil {
@@ -47,9 +53,6 @@ func (s *Server) handleRefSet(w http.ResponseWriter, r *http.Request, id *identi
 	}
 	args, err := req.args(ref)
 	if err != nil {
-		return err
-	}
-	if err := s.tenantAccess(id, tenant, resRefs, ref, actWrite); err != nil {
 		return err
 	}
 	return s.proposeAndReply(w, r, id, tenant, fsm.KindRefSet, args, body)

@@ -155,14 +155,17 @@ type taskArgs[A any] interface {
 }
 
 // taskWrite is the handler of a write on one task named in the path (claim,
-// renew, update): decode and validate the body, authorize on the task's
-// queue, propose.
+// renew, update): authorize on the task's queue, then decode and validate
+// the body, propose.
 func taskWrite[R any, A any, PR interface {
 	*R
 	taskArgs[A]
 }](s *Server, kind fsm.Kind) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, id *identity) error {
 		tenant, taskID := r.PathValue("tenant"), r.PathValue("id")
+		if _, err := s.authorizeTask(id, tenant, taskID, actWrite); err != nil {
+			return err
+		}
 		req := PR(new(R))
 		body, err := s.readJSON(w, r, req)
 		if err != nil {
@@ -170,9 +173,6 @@ func taskWrite[R any, A any, PR interface {
 		}
 		args, err := req.args(taskID)
 		if err != nil {
-			return err
-		}
-		if _, err := s.authorizeTask(id, tenant, taskID, actWrite); err != nil {
 			return err
 		}
 		return s.proposeAndReply(w, r, id, tenant, kind, args, body)
@@ -185,6 +185,9 @@ func taskWrite[R any, A any, PR interface {
 // never past the deadline and never in a busy loop.
 func (s *Server) handleQueueClaim(w http.ResponseWriter, r *http.Request, id *identity) error {
 	tenant, queue := r.PathValue("tenant"), r.PathValue("queue")
+	if err := s.tenantAccess(id, tenant, resTasks, queue, actWrite); err != nil {
+		return err
+	}
 	var req queueClaimRequest
 	body, err := s.readJSON(w, r, &req)
 	if err != nil {
@@ -192,9 +195,6 @@ func (s *Server) handleQueueClaim(w http.ResponseWriter, r *http.Request, id *id
 	}
 	args, err := req.args(queue)
 	if err != nil {
-		return err
-	}
-	if err := s.tenantAccess(id, tenant, resTasks, queue, actWrite); err != nil {
 		return err
 	}
 	key, err := idempotencyKey(r)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // validName checks a name against API.md's grammar:
@@ -49,9 +50,29 @@ func nameChars(s string) bool {
 	return true
 }
 
-// readBody reads at most limit bytes of the request body.
+// bodyReadTimeout bounds how long reading one request body may take: a
+// client that declares a body and sends it slowly holds a connection and a
+// goroutine, never more than this.
+const bodyReadTimeout = 10 * time.Second
+
+// readBody reads at most limit bytes of the request body, within
+// bodyReadTimeout. A declared length over the limit is refused before
+// anything is read.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	if n := r.ContentLength; n >= 0 && n <= limit {
+	if r.ContentLength > limit {
+		return nil, errorf(codeTooLarge, "request body is over the %d byte limit", limit)
+	}
+	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
+		return []byte{}, nil
+	}
+	// The deadline is lifted again once the body is read: the connection's
+	// read side then watches for the client going away, and a deadline
+	// passing there would cancel the request.
+	rc := http.NewResponseController(w)
+	if rc.SetReadDeadline(time.Now().Add(bodyReadTimeout)) == nil {
+		defer rc.SetReadDeadline(time.Time{})
+	}
+	if n := r.ContentLength; n >= 0 {
 		// The length is known (the server's body reader holds the client to
 		// it): one buffer of that size, no growing.
 		b := make([]byte, n)
