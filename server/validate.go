@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 )
@@ -92,11 +93,16 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	return b, nil
 }
 
-// decodeStrict decodes one JSON object into v, refusing unknown fields and
-// trailing data.
+// decodeStrict decodes one JSON object into v, refusing unknown fields,
+// member names that match a field only when case is ignored, duplicate
+// members, invalid UTF-8, lone surrogate escapes and trailing data
+// (strictjson.go).
 func decodeStrict(b []byte, v any) error {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return badRequest("request body is empty; want a JSON object")
+	}
+	if err := checkJSONText(b); err != nil {
+		return badRequest("malformed JSON: %v", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -108,6 +114,9 @@ func decodeStrict(b []byte, v any) error {
 		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
 			return badRequest("malformed JSON: data after the object")
 		}
+	}
+	if err := checkMembers(b, reflect.TypeOf(v)); err != nil {
+		return badRequest("malformed JSON: %v", err)
 	}
 	return nil
 }
