@@ -85,7 +85,7 @@ func grantsAllow(grants []fsm.Grant, resource, name, action string) bool {
 		if g.Resource != resource && g.Resource != resAll {
 			continue
 		}
-		if !strings.HasPrefix(name, g.Prefix) {
+		if !prefixCovers(g.Prefix, name) {
 			continue
 		}
 		for _, a := range g.Actions {
@@ -95,6 +95,29 @@ func grantsAllow(grants []fsm.Grant, resource, name, action string) bool {
 		}
 	}
 	return false
+}
+
+// prefixCovers reports whether a grant's prefix covers a name. A prefix is
+// a plain string prefix ("research" covers "research", "research-2" and
+// "research/x"), except that one ending in "/" is bounded by the segment:
+// "research/" covers "research" itself and every name under "research/",
+// and nothing else (api-notes.md "Grants").
+func prefixCovers(prefix, name string) bool {
+	if strings.HasPrefix(name, prefix) {
+		return true
+	}
+	seg, ok := strings.CutSuffix(prefix, "/")
+	return ok && name == seg
+}
+
+// prefixIncludes reports whether every name prefix p covers is covered by
+// have too.
+func prefixIncludes(have, p string) bool {
+	if !strings.HasPrefix(p, have) {
+		return false
+	}
+	seg, ok := strings.CutSuffix(p, "/")
+	return !ok || prefixCovers(have, seg)
 }
 
 // principalName is how the caller is recorded in commands ("" = admin).
@@ -118,7 +141,7 @@ func (id *identity) mayDelegate(grants []fsm.Grant) error {
 
 func covered(have []fsm.Grant, want fsm.Grant) bool {
 	for _, h := range have {
-		if (h.Resource == want.Resource || h.Resource == resAll) && strings.HasPrefix(want.Prefix, h.Prefix) && hasActions(h, want.Actions) {
+		if (h.Resource == want.Resource || h.Resource == resAll) && prefixIncludes(h.Prefix, want.Prefix) && hasActions(h, want.Actions) {
 			return true
 		}
 	}
