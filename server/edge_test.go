@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -174,5 +176,250 @@ func TestEdgeWatchAuthenticatesFirst(t *testing.T) {
 		if d := time.Since(start); d >= wait {
 			t.Errorf("token %s: answered after %v; want an answer before the catch-up wait of %v", tc.token, d, wait)
 		}
+	}
+}
+
+// A rotation answers the new token once; the old token is refused from
+// the rotation's index on, on every node that applied it; a replay with
+// the same Idempotency-Key shows the same new token; the listing shows
+// names and grants, never tokens.
+func TestEdgePrincipalRotateAndList(t *testing.T) {
+	fx := newEdgeFixture(t)
+	c := fx.c
+	old := fx.principal(t, "acme", `{"name":"bot-1","grants":[{"resource":"kv","prefix":"notes/","actions":["read","write"]}]}`)
+	botAdmin := fx.principal(t, "acme", `{"name":"bot-admin","grants":[{"resource":"admin","prefix":"bot-","actions":["read","write"]}]}`)
+	if status, _, body := c.do(t, fx.follower, "PUT", "/v1/tenants/acme/kv/notes/a", `{"value":1}`, bearer(old)); status != 200 {
+		t.Fatalf("old token before rotation: %d %s", status, body)
+	}
+	status, h, body := c.do(t, fx.follower, "POST", "/v1/tenants/acme/principals/bot-1/rotate", nil, with(adminAuth(), "Idempotency-Key", "rot-1"))
+	if status != http.StatusOK {
+		t.Fatalf("rotate: got %d %s, want 200", status, body)
+	}
+	var rot principalResponse
+	decodeBody(t, body, &rot)
+	if rot.Name != "bot-1" || !strings.HasPrefix(rot.Token, "btk_") || rot.Token == old || len(rot.Grants) != 1 || rot.Grants[0].Prefix != "notes/" {
+		t.Fatalf("rotate: got %+v, want bot-1 with a new token and its grant", rot)
+	}
+	index := indexOf(t, h)
+	for i := range c.nodes {
+		waitFor(t, "the rotation applied on "+c.nodes[i].id, func() string {
+			if c.nodes[i].fsm.AppliedIndex() < index {
+				return "not yet"
+			}
+			return ""
+		})
+		if status, _, body := c.do(t, i, "GET", "/v1/tenants/acme/kv/notes/a?consistency=stale", nil, bearer(old)); status != http.StatusUnauthorized {
+			t.Errorf("old token on %s after the rotation: got %d %s, want 401", c.nodes[i].id, status, body)
+		}
+		if status, _, body := c.do(t, i, "GET", "/v1/tenants/acme/kv/notes/a", nil, bearer(rot.Token)); status != http.StatusOK {
+			t.Errorf("new token on %s: got %d %s, want 200", c.nodes[i].id, status, body)
+		}
+	}
+	status, h, body = c.do(t, fx.leader, "POST", "/v1/tenants/acme/principals/bot-1/rotate", nil, with(adminAuth(), "Idempotency-Key", "rot-1"))
+	var again principalResponse
+	decodeBody(t, body, &again)
+	if status != http.StatusOK || h.Get("Idempotent-Replay") != "true" || again.Token != rot.Token {
+		t.Errorf("replayed rotation: got %d %s (replay %q), want the same token again", status, body, h.Get("Idempotent-Replay"))
+	}
+	// A principal with an admin grant on bot- rotates bot- principals only.
+	if status, _, body := c.do(t, fx.follower, "POST", "/v1/tenants/acme/principals/bot-1/rotate", nil, bearer(botAdmin)); status != 200 {
+		t.Errorf("rotation by an admin grant covering the name: got %d %s", status, body)
+	}
+	for _, tc := range []struct {
+		name, path string
+		auth       map[string]string
+		want       int
+	}{
+		{"outside the admin grant", "/v1/tenants/acme/principals/research/rotate", bearer(botAdmin), 403},
+		{"without an admin grant", "/v1/tenants/acme/principals/bot-1/rotate", bearer(fx.research), 403},
+		{"another tenant", "/v1/tenants/acme/principals/bot-1/rotate", bearer(fx.otherToken), 403},
+		{"missing principal", "/v1/tenants/acme/principals/bot-nobody/rotate", adminAuth(), 404},
+	} {
+		if status, _, body := c.do(t, fx.follower, "POST", tc.path, nil, tc.auth); status != tc.want {
+			t.Errorf("rotate %s: got %d %s, want %d", tc.name, status, body, tc.want)
+		}
+	}
+
+	list := func(auth map[string]string) (int, []principalInfo, []byte) {
+		status, _, body := c.do(t, fx.follower, "GET", "/v1/tenants/acme/principals", nil, auth)
+		var out struct{ Principals []principalInfo }
+		if status == 200 {
+			decodeBody(t, body, &out)
+		}
+		return status, out.Principals, body
+	}
+	status, all, body := list(adminAuth())
+	var names []string
+	for _, p := range all {
+		names = append(names, p.Name)
+	}
+	if status != 200 || strings.Join(names, ",") != "bot-1,bot-admin,research" {
+		t.Errorf("admin list: got %d %v, want bot-1,bot-admin,research", status, names)
+	}
+	for _, leak := range []string{"token", "salt", rot.Token, hashToken(rot.Token)} {
+		if strings.Contains(string(body), leak) {
+			t.Errorf("the list %s contains %q", body, leak)
+		}
+	}
+	if status, some, _ := list(bearer(botAdmin)); status != 200 || len(some) != 2 || some[0].Name != "bot-1" || some[1].Name != "bot-admin" {
+		t.Errorf("list with an admin grant on bot-: got %d %+v, want bot-1 and bot-admin", status, some)
+	}
+	if status, _, body := list(bearer(fx.research)); status != 403 {
+		t.Errorf("list without an admin grant: got %d %s, want 403", status, body)
+	}
+}
+
+// Grant prefixes: a plain prefix is a string prefix (as it always was); one
+// ending in "/" covers that segment itself and the names under it, and
+// nothing that merely starts with the same letters.
+func TestEdgeSegmentBoundedGrants(t *testing.T) {
+	for _, tc := range []struct {
+		prefix, name string
+		want         bool
+	}{
+		{"", "anything", true},
+		{"research", "research", true},
+		{"research", "research-secret", true}, // a plain prefix, as before
+		{"research/", "research", true},
+		{"research/", "research/a", true},
+		{"research/", "research-secret", false},
+		{"research/", "researc", false},
+		{"notes/", "notes/k", true},
+		{"notes/", "notes-x/k", false},
+	} {
+		if got := prefixCovers(tc.prefix, tc.name); got != tc.want {
+			t.Errorf("prefixCovers(%q, %q) = %v, want %v", tc.prefix, tc.name, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		have, want string
+		ok         bool
+	}{
+		{"", "research/", true},
+		{"research", "research/", true},
+		{"research/", "research/", true},
+		{"research/", "research/sub", true},
+		{"research/", "research", false}, // would cover research-secret
+		{"research/", "", false},
+		{"research/a/", "research/", false},
+	} {
+		if got := prefixIncludes(tc.have, tc.want); got != tc.ok {
+			t.Errorf("prefixIncludes(%q, %q) = %v, want %v", tc.have, tc.want, got, tc.ok)
+		}
+	}
+
+	fx := newEdgeFixture(t) // research holds tasks "research/" and kv "notes/"
+	for _, tc := range []struct {
+		queue string
+		want  int
+	}{{"research", 201}, {"research-secret", 403}, {"researchx", 403}} {
+		status, _, body := fx.c.do(t, fx.follower, "POST", "/v1/tenants/acme/tasks", fmt.Sprintf(`{"queue":%q}`, tc.queue), bearer(fx.research))
+		if status != tc.want {
+			t.Errorf("task create in queue %s with grant research/: got %d %s, want %d", tc.queue, status, body, tc.want)
+		}
+	}
+	if status, _, body := fx.c.do(t, fx.leader, "PUT", "/v1/tenants/acme/kv/notes-x/k", `{"value":1}`, bearer(fx.research)); status != 403 {
+		t.Errorf("kv notes-x/k with grant notes/: got %d %s, want 403", status, body)
+	}
+}
+
+// Nothing outside a narrow grant leaks through errors: a task outside the
+// grant is 403 without its queue's name, whether or not it exists, also
+// when its id is created again; a manifest may not name chunks of
+// artifacts the publisher may not read; a ref may not point at an
+// artifact the caller may not read.
+func TestEdgeNarrowGrantsLearnNothing(t *testing.T) {
+	fx := newEdgeFixture(t) // research: tasks research/, kv notes/
+	c := fx.c
+	do := func(i int, method, path, body string, auth map[string]string) (int, []byte) {
+		t.Helper()
+		var b any
+		if body != "" {
+			b = body
+		}
+		status, _, resp := c.do(t, i, method, path, b, auth)
+		return status, resp
+	}
+	if status, body := do(fx.leader, "POST", "/v1/tenants/acme/tasks", `{"task_id":"hidden-1","queue":"classified"}`, adminAuth()); status != 201 {
+		t.Fatalf("admin task create: %d %s", status, body)
+	}
+	for _, tc := range []struct{ name, method, path, body string }{
+		{"get existing", "GET", "/v1/tenants/acme/tasks/hidden-1", ""},
+		{"get missing", "GET", "/v1/tenants/acme/tasks/hidden-2", ""},
+		{"update existing", "POST", "/v1/tenants/acme/tasks/hidden-1/update", `{"status":"done"}`},
+		{"delete existing", "DELETE", "/v1/tenants/acme/tasks/hidden-1", ""},
+		{"create over an existing id", "POST", "/v1/tenants/acme/tasks", `{"task_id":"hidden-1","queue":"research"}`},
+		{"txn create over an existing id", "POST", "/v1/tenants/acme/txn", `{"ops":[{"op":"task.create","task_id":"hidden-1","queue":"research"}]}`},
+		{"txn update existing", "POST", "/v1/tenants/acme/txn", `{"ops":[{"op":"task.update","task_id":"hidden-1","status":"x"}]}`},
+	} {
+		status, body := do(fx.follower, tc.method, tc.path, tc.body, bearer(fx.research))
+		if status != 403 || errorCode(body) != "forbidden" || strings.Contains(string(body), "classified") {
+			t.Errorf("%s: got %d %s, want 403 that does not name the queue", tc.name, status, body)
+		}
+	}
+	if status, body := do(fx.leader, "POST", "/v1/tenants/acme/tasks", `{"task_id":"mine-1","queue":"research"}`, bearer(fx.research)); status != 201 {
+		t.Fatalf("create in its own queue: %d %s", status, body)
+	}
+	if status, body := do(fx.leader, "POST", "/v1/tenants/acme/tasks", `{"task_id":"mine-1","queue":"research"}`, bearer(fx.research)); status != 409 {
+		t.Errorf("create over its own task: got %d %s, want 409 already_exists", status, body)
+	}
+
+	// Artifacts: the admin publishes "secret" from one chunk.
+	pub := fx.principal(t, "acme", `{"name":"pub","grants":[{"resource":"artifacts","prefix":"pub","actions":["read","write"]},{"resource":"refs","prefix":"","actions":["read","write"]}]}`)
+	c.WaitConverged(t)
+	upload := func(auth map[string]string, content string) string {
+		t.Helper()
+		sum := sha256.Sum256([]byte(content))
+		digest := "sha256:" + hex.EncodeToString(sum[:])
+		if status, body := do(fx.leader, "PUT", "/v1/tenants/acme/chunks/"+digest, content, auth); status != 201 && status != 200 {
+			t.Fatalf("chunk upload: %d %s", status, body)
+		}
+		return digest
+	}
+	publish := func(auth map[string]string, name, digest string, size int) (int, []byte) {
+		t.Helper()
+		return do(fx.leader, "POST", "/v1/tenants/acme/artifacts/"+name+"/versions",
+			fmt.Sprintf(`{"chunks":[{"digest":%q,"size":%d}],"digest":%q,"size":%d}`, digest, size, digest, size), auth)
+	}
+	const secret, mine = "the launch codes", "my own notes"
+	secretDigest := upload(adminAuth(), secret)
+	status, body := publish(adminAuth(), "secret", secretDigest, len(secret))
+	if status != 201 {
+		t.Fatalf("admin publish: %d %s", status, body)
+	}
+	var secretM struct {
+		ArtifactID string `json:"artifact_id"`
+	}
+	decodeBody(t, body, &secretM)
+	if status, body := publish(bearer(pub), "pub-steal", secretDigest, len(secret)); status != 403 || errorCode(body) != "forbidden" {
+		t.Errorf("publishing another artifact's chunk: got %d %s, want 403", status, body)
+	}
+	if status, body := do(fx.leader, "GET", "/v1/tenants/acme/artifacts/pub-steal/versions/1/content", "", bearer(pub)); status == 200 {
+		t.Errorf("read the stolen content: %s", body)
+	}
+	mineDigest := upload(bearer(pub), mine)
+	status, body = publish(bearer(pub), "pub-1", mineDigest, len(mine))
+	if status != 201 {
+		t.Fatalf("publishing its own fresh chunk: got %d %s, want 201", status, body)
+	}
+	var mineM struct {
+		ArtifactID string `json:"artifact_id"`
+	}
+	decodeBody(t, body, &mineM)
+	if status, body := publish(bearer(pub), "pub-2", mineDigest, len(mine)); status != 201 {
+		t.Errorf("republishing a chunk of an artifact it may read: got %d %s, want 201", status, body)
+	}
+
+	// Refs: only to artifacts the caller may read.
+	status, body = do(fx.follower, "PUT", "/v1/tenants/acme/refs/r/secret", fmt.Sprintf(`{"artifact_id":%q}`, secretM.ArtifactID), bearer(pub))
+	if status != 403 || strings.Contains(string(body), `"secret"`) {
+		t.Errorf("ref to an artifact it may not read: got %d %s, want 403 not naming it", status, body)
+	}
+	status, body = do(fx.follower, "POST", "/v1/tenants/acme/txn", fmt.Sprintf(`{"ops":[{"op":"ref.set","ref":"r/secret","artifact_id":%q}]}`, secretM.ArtifactID), bearer(pub))
+	if status != 403 {
+		t.Errorf("txn ref to an artifact it may not read: got %d %s, want 403", status, body)
+	}
+	if status, body := do(fx.follower, "PUT", "/v1/tenants/acme/refs/r/mine", fmt.Sprintf(`{"artifact_id":%q}`, mineM.ArtifactID), bearer(pub)); status != 200 {
+		t.Errorf("ref to its own artifact: got %d %s, want 200", status, body)
 	}
 }
