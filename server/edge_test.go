@@ -69,9 +69,32 @@ func TestEdgeFreshTokenOnFollower(t *testing.T) {
 			t.Fatalf("fresh token %d on follower: got %d %s, want 200", i, status, body)
 		}
 	}
+	// A watch (served by the follower itself) with a token created a
+	// moment ago starts streaming.
+	tok := fx.principal(t, "acme", `{"name":"fresh-watcher","grants":[{"resource":"kv","prefix":"","actions":["read"]}]}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", "http://"+fx.c.nodes[fx.follower].httpAddr+"/v1/tenants/acme/watch?resources=kv", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := fx.c.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	cancel()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("watch with a fresh token on a follower: got %d, want 200", resp.StatusCode)
+	}
 	status, _, body := fx.c.do(t, fx.follower, "PUT", "/v1/tenants/acme/kv/ns/k", `{"value":1}`, bearer("btk_unknown"))
 	if status != http.StatusUnauthorized || errorCode(body) != "unauthenticated" {
 		t.Fatalf("unknown token on follower: got %d %s, want 401", status, body)
+	}
+	status, _, body = fx.c.do(t, fx.follower, "GET", "/v1/tenants/acme/watch?from_index=999999", nil, bearer("btk_unknown"))
+	if status != http.StatusUnauthorized {
+		t.Fatalf("unknown token watching on a follower: got %d %s, want 401", status, body)
 	}
 }
 

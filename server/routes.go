@@ -103,7 +103,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
 	}
 	stale := rt.kind == routeRead && r.URL.Query().Get("consistency") == "stale"
 	if !stale && !s.cluster.IsLeader() {
-		id, err, verified := s.followerAuth(r)
+		id, verified, err := s.followerAuth(r)
 		switch {
 		case err == nil:
 			if err := s.admit(r, id); err != nil {
@@ -161,19 +161,19 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
 // asks the leader for its commit index, applies up to it, and looks again.
 // verified is false when that could not be done (no leader, or this node
 // too far behind); the caller then lets the leader decide.
-func (s *Server) followerAuth(r *http.Request) (id *identity, err error, verified bool) {
+func (s *Server) followerAuth(r *http.Request) (id *identity, verified bool, err error) {
 	id, err = s.authenticate(r)
-	if err == nil || errors.Is(err, errNoToken) {
-		return id, err, true
+	if err == nil || errors.Is(err, errNoToken) || s.cluster.IsLeader() {
+		return id, true, err
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.CatchUpWait)
 	defer cancel()
 	commit, perr := s.proxy.leaderCommit(ctx)
 	if perr != nil || s.fsm.WaitApplied(ctx, commit) != nil {
-		return nil, err, false
+		return nil, false, err
 	}
 	id, err = s.authenticate(r)
-	return id, err, true
+	return id, true, err
 }
 
 // admit is what every node checks about an authenticated caller before it
@@ -249,14 +249,12 @@ func (s *Server) serveLocal(w http.ResponseWriter, r *http.Request, rt route) {
 		defer cancel()
 		r = r.WithContext(ctx)
 	}
-	id, err := s.authenticate(r)
-	if err != nil && rt.kind == routeStream && !errors.Is(err, errNoToken) {
-		// Perhaps a principal created a moment ago: wait, briefly, for
-		// what this node knows to be committed, never for a resume point
-		// an unauthenticated caller names, then look again.
-		if s.catchUpCommitted(r) {
-			id, err = s.authenticate(r)
-		}
+	// A token this node does not know may be a principal's created a
+	// moment ago: it catches up with the leader's commit index, never
+	// with a resume point an unauthenticated caller names, and looks again.
+	id, verified, err := s.followerAuth(r)
+	if !verified {
+		err = errorf(codeUnavailable, "node %s cannot verify this token now (no leader to compare with); retry", s.cluster.ID())
 	}
 	if err == nil && rt.kind == routeStream {
 		if err = s.admitStream(r, id); err == nil {
@@ -277,14 +275,6 @@ func (s *Server) admitStream(r *http.Request, id *identity) error {
 		return errorf(fsm.CodeForbidden, "principal %q belongs to another tenant", id.principal)
 	}
 	return nil
-}
-
-// catchUpCommitted waits, at most CatchUpWait, until this node has applied
-// the commit index it knows, and reports whether it got there.
-func (s *Server) catchUpCommitted(r *http.Request) bool {
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.CatchUpWait)
-	defer cancel()
-	return s.fsm.WaitApplied(ctx, s.cluster.CommitIndex()) == nil
 }
 
 // catchUp waits, briefly, until this node has applied what it knows to be
