@@ -1,12 +1,14 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -46,9 +48,23 @@ func newEdgeFixture(t *testing.T) *edgeFixture {
 	return fx
 }
 
+// do is c.do, retried while the answer is 503 (an election on a loaded
+// machine), for at most waitTimeout.
+func (fx *edgeFixture) do(t testing.TB, i int, method, path string, body any, headers map[string]string) (int, http.Header, []byte) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		status, h, resp := fx.c.do(t, i, method, path, body, headers)
+		if status != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			return status, h, resp
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func (fx *edgeFixture) principal(t *testing.T, tenant, body string) string {
 	t.Helper()
-	status, _, resp := fx.c.do(t, fx.leader, "POST", "/v1/tenants/"+tenant+"/principals", body, adminAuth())
+	status, _, resp := fx.do(t, fx.leader, "POST", "/v1/tenants/"+tenant+"/principals", body, adminAuth())
 	if status != http.StatusCreated {
 		t.Fatalf("creating principal %s: %d %s", body, status, resp)
 	}
@@ -64,7 +80,7 @@ func TestEdgeFreshTokenOnFollower(t *testing.T) {
 	fx := newEdgeFixture(t)
 	for i := range 10 {
 		tok := fx.principal(t, "acme", fmt.Sprintf(`{"name":"fresh-%d","grants":[{"resource":"kv","prefix":"","actions":["read","write"]}]}`, i))
-		status, _, body := fx.c.do(t, fx.follower, "PUT", fmt.Sprintf("/v1/tenants/acme/kv/ns/k%d", i), `{"value":1}`, bearer(tok))
+		status, _, body := fx.do(t, fx.follower, "PUT", fmt.Sprintf("/v1/tenants/acme/kv/ns/k%d", i), `{"value":1}`, bearer(tok))
 		if status != http.StatusOK {
 			t.Fatalf("fresh token %d on follower: got %d %s, want 200", i, status, body)
 		}
@@ -88,11 +104,11 @@ func TestEdgeFreshTokenOnFollower(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("watch with a fresh token on a follower: got %d, want 200", resp.StatusCode)
 	}
-	status, _, body := fx.c.do(t, fx.follower, "PUT", "/v1/tenants/acme/kv/ns/k", `{"value":1}`, bearer("btk_unknown"))
+	status, _, body := fx.do(t, fx.follower, "PUT", "/v1/tenants/acme/kv/ns/k", `{"value":1}`, bearer("btk_unknown"))
 	if status != http.StatusUnauthorized || errorCode(body) != "unauthenticated" {
 		t.Fatalf("unknown token on follower: got %d %s, want 401", status, body)
 	}
-	status, _, body = fx.c.do(t, fx.follower, "GET", "/v1/tenants/acme/watch?from_index=999999", nil, bearer("btk_unknown"))
+	status, _, body = fx.do(t, fx.follower, "GET", "/v1/tenants/acme/watch?from_index=999999", nil, bearer("btk_unknown"))
 	if status != http.StatusUnauthorized {
 		t.Fatalf("unknown token watching on a follower: got %d %s, want 401", status, body)
 	}
@@ -154,7 +170,7 @@ func TestEdgeForbiddenBeforeValidation(t *testing.T) {
 			if tc.body != "" {
 				body = tc.body
 			}
-			status, _, resp := fx.c.do(t, i, tc.method, tc.path, body, bearer(tc.token))
+			status, _, resp := fx.do(t, i, tc.method, tc.path, body, bearer(tc.token))
 			if status != http.StatusForbidden || errorCode(resp) != "forbidden" {
 				t.Errorf("%s on %s: got %d %s, want 403 forbidden", tc.name, fx.c.nodes[i].id, status, resp)
 			}
@@ -211,10 +227,10 @@ func TestEdgePrincipalRotateAndList(t *testing.T) {
 	c := fx.c
 	old := fx.principal(t, "acme", `{"name":"bot-1","grants":[{"resource":"kv","prefix":"notes/","actions":["read","write"]}]}`)
 	botAdmin := fx.principal(t, "acme", `{"name":"bot-admin","grants":[{"resource":"admin","prefix":"bot-","actions":["read","write"]}]}`)
-	if status, _, body := c.do(t, fx.follower, "PUT", "/v1/tenants/acme/kv/notes/a", `{"value":1}`, bearer(old)); status != 200 {
+	if status, _, body := fx.do(t, fx.follower, "PUT", "/v1/tenants/acme/kv/notes/a", `{"value":1}`, bearer(old)); status != 200 {
 		t.Fatalf("old token before rotation: %d %s", status, body)
 	}
-	status, h, body := c.do(t, fx.follower, "POST", "/v1/tenants/acme/principals/bot-1/rotate", nil, with(adminAuth(), "Idempotency-Key", "rot-1"))
+	status, h, body := fx.do(t, fx.follower, "POST", "/v1/tenants/acme/principals/bot-1/rotate", nil, with(adminAuth(), "Idempotency-Key", "rot-1"))
 	if status != http.StatusOK {
 		t.Fatalf("rotate: got %d %s, want 200", status, body)
 	}
@@ -231,21 +247,21 @@ func TestEdgePrincipalRotateAndList(t *testing.T) {
 			}
 			return ""
 		})
-		if status, _, body := c.do(t, i, "GET", "/v1/tenants/acme/kv/notes/a?consistency=stale", nil, bearer(old)); status != http.StatusUnauthorized {
+		if status, _, body := fx.do(t, i, "GET", "/v1/tenants/acme/kv/notes/a?consistency=stale", nil, bearer(old)); status != http.StatusUnauthorized {
 			t.Errorf("old token on %s after the rotation: got %d %s, want 401", c.nodes[i].id, status, body)
 		}
-		if status, _, body := c.do(t, i, "GET", "/v1/tenants/acme/kv/notes/a", nil, bearer(rot.Token)); status != http.StatusOK {
+		if status, _, body := fx.do(t, i, "GET", "/v1/tenants/acme/kv/notes/a", nil, bearer(rot.Token)); status != http.StatusOK {
 			t.Errorf("new token on %s: got %d %s, want 200", c.nodes[i].id, status, body)
 		}
 	}
-	status, h, body = c.do(t, fx.leader, "POST", "/v1/tenants/acme/principals/bot-1/rotate", nil, with(adminAuth(), "Idempotency-Key", "rot-1"))
+	status, h, body = fx.do(t, fx.leader, "POST", "/v1/tenants/acme/principals/bot-1/rotate", nil, with(adminAuth(), "Idempotency-Key", "rot-1"))
 	var again principalResponse
 	decodeBody(t, body, &again)
 	if status != http.StatusOK || h.Get("Idempotent-Replay") != "true" || again.Token != rot.Token {
 		t.Errorf("replayed rotation: got %d %s (replay %q), want the same token again", status, body, h.Get("Idempotent-Replay"))
 	}
 	// A principal with an admin grant on bot- rotates bot- principals only.
-	if status, _, body := c.do(t, fx.follower, "POST", "/v1/tenants/acme/principals/bot-1/rotate", nil, bearer(botAdmin)); status != 200 {
+	if status, _, body := fx.do(t, fx.follower, "POST", "/v1/tenants/acme/principals/bot-1/rotate", nil, bearer(botAdmin)); status != 200 {
 		t.Errorf("rotation by an admin grant covering the name: got %d %s", status, body)
 	}
 	for _, tc := range []struct {
@@ -258,13 +274,13 @@ func TestEdgePrincipalRotateAndList(t *testing.T) {
 		{"another tenant", "/v1/tenants/acme/principals/bot-1/rotate", bearer(fx.otherToken), 403},
 		{"missing principal", "/v1/tenants/acme/principals/bot-nobody/rotate", adminAuth(), 404},
 	} {
-		if status, _, body := c.do(t, fx.follower, "POST", tc.path, nil, tc.auth); status != tc.want {
+		if status, _, body := fx.do(t, fx.follower, "POST", tc.path, nil, tc.auth); status != tc.want {
 			t.Errorf("rotate %s: got %d %s, want %d", tc.name, status, body, tc.want)
 		}
 	}
 
 	list := func(auth map[string]string) (int, []principalInfo, []byte) {
-		status, _, body := c.do(t, fx.follower, "GET", "/v1/tenants/acme/principals", nil, auth)
+		status, _, body := fx.do(t, fx.follower, "GET", "/v1/tenants/acme/principals", nil, auth)
 		var out struct{ Principals []principalInfo }
 		if status == 200 {
 			decodeBody(t, body, &out)
@@ -336,12 +352,12 @@ func TestEdgeSegmentBoundedGrants(t *testing.T) {
 		queue string
 		want  int
 	}{{"research", 201}, {"research-secret", 403}, {"researchx", 403}} {
-		status, _, body := fx.c.do(t, fx.follower, "POST", "/v1/tenants/acme/tasks", fmt.Sprintf(`{"queue":%q}`, tc.queue), bearer(fx.research))
+		status, _, body := fx.do(t, fx.follower, "POST", "/v1/tenants/acme/tasks", fmt.Sprintf(`{"queue":%q}`, tc.queue), bearer(fx.research))
 		if status != tc.want {
 			t.Errorf("task create in queue %s with grant research/: got %d %s, want %d", tc.queue, status, body, tc.want)
 		}
 	}
-	if status, _, body := fx.c.do(t, fx.leader, "PUT", "/v1/tenants/acme/kv/notes-x/k", `{"value":1}`, bearer(fx.research)); status != 403 {
+	if status, _, body := fx.do(t, fx.leader, "PUT", "/v1/tenants/acme/kv/notes-x/k", `{"value":1}`, bearer(fx.research)); status != 403 {
 		t.Errorf("kv notes-x/k with grant notes/: got %d %s, want 403", status, body)
 	}
 }
@@ -354,13 +370,14 @@ func TestEdgeSegmentBoundedGrants(t *testing.T) {
 func TestEdgeNarrowGrantsLearnNothing(t *testing.T) {
 	fx := newEdgeFixture(t) // research: tasks research/, kv notes/
 	c := fx.c
+	_ = c
 	do := func(i int, method, path, body string, auth map[string]string) (int, []byte) {
 		t.Helper()
 		var b any
 		if body != "" {
 			b = body
 		}
-		status, _, resp := c.do(t, i, method, path, b, auth)
+		status, _, resp := fx.do(t, i, method, path, b, auth)
 		return status, resp
 	}
 	if status, body := do(fx.leader, "POST", "/v1/tenants/acme/tasks", `{"task_id":"hidden-1","queue":"classified"}`, adminAuth()); status != 201 {
@@ -444,5 +461,32 @@ func TestEdgeNarrowGrantsLearnNothing(t *testing.T) {
 	}
 	if status, body := do(fx.follower, "PUT", "/v1/tenants/acme/refs/r/mine", fmt.Sprintf(`{"artifact_id":%q}`, mineM.ArtifactID), bearer(pub)); status != 200 {
 		t.Errorf("ref to its own artifact: got %d %s, want 200", status, body)
+	}
+}
+
+// A body that stops arriving is given up on after bodyReadTimeout: the
+// request is answered 400 and its goroutine and buffer are freed, instead
+// of waiting for the client forever.
+func TestEdgeSlowBodyTimesOut(t *testing.T) {
+	defer func(d time.Duration) { bodyReadTimeout = d }(bodyReadTimeout)
+	bodyReadTimeout = 300 * time.Millisecond
+	fx := newEdgeFixture(t)
+	for _, i := range []int{fx.leader, fx.follower} {
+		conn, err := net.Dial("tcp", fx.c.nodes[i].httpAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.SetDeadline(time.Now().Add(5 * time.Second))
+		fmt.Fprintf(conn, "PUT /v1/tenants/acme/kv/notes/slow HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: 100\r\n\r\n{\"value\":", fx.research)
+		start := time.Now()
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		conn.Close()
+		if err != nil {
+			t.Fatalf("%s: no answer to a stalled body: %v", fx.c.nodes[i].id, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || time.Since(start) > 3*time.Second {
+			t.Errorf("%s: stalled body answered %d after %v, want 400 after about %v", fx.c.nodes[i].id, resp.StatusCode, time.Since(start), bodyReadTimeout)
+		}
 	}
 }

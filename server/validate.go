@@ -54,7 +54,7 @@ func nameChars(s string) bool {
 // bodyReadTimeout bounds how long reading one request body may take: a
 // client that declares a body and sends it slowly holds a connection and a
 // goroutine, never more than this.
-const bodyReadTimeout = 10 * time.Second
+var bodyReadTimeout = 10 * time.Second
 
 // readBody reads at most limit bytes of the request body, within
 // bodyReadTimeout. A declared length over the limit is refused before
@@ -66,19 +66,22 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
 		return []byte{}, nil
 	}
-	// The deadline is lifted again once the body is read: the connection's
-	// read side then watches for the client going away, and a deadline
-	// passing there would cancel the request.
+	// The deadline is lifted again once the whole body is read: the
+	// connection's read side then watches for the client going away, and a
+	// deadline passing there would cancel the request. After a failed read
+	// it stays, so that the server's attempt to drain what is left of the
+	// body before answering fails fast too, and the connection is closed.
 	rc := http.NewResponseController(w)
-	if rc.SetReadDeadline(time.Now().Add(bodyReadTimeout)) == nil {
-		defer rc.SetReadDeadline(time.Time{})
-	}
+	deadline := rc.SetReadDeadline(time.Now().Add(bodyReadTimeout)) == nil
 	if n := r.ContentLength; n >= 0 {
 		// The length is known (the server's body reader holds the client to
 		// it): one buffer of that size, no growing.
 		b := make([]byte, n)
 		if _, err := io.ReadFull(r.Body, b); err != nil {
 			return nil, badRequest("reading body: %v", err)
+		}
+		if deadline {
+			rc.SetReadDeadline(time.Time{})
 		}
 		return b, nil
 	}
@@ -89,6 +92,9 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	}
 	if err != nil {
 		return nil, badRequest("reading body: %v", err)
+	}
+	if deadline {
+		rc.SetReadDeadline(time.Time{})
 	}
 	return b, nil
 }
