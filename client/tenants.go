@@ -69,3 +69,37 @@ func (c *Client) RevokePrincipal(ctx context.Context, tenant, name string, opts 
 	_, err := c.Do(ctx, http.MethodDelete, tenantPath(tenant, "principals", name), nil, nil, opts...)
 	return err
 }
+
+// PrincipalInfo is a principal as listed: its name and grants, never a
+// token.
+type PrincipalInfo struct {
+	Name   string  `json:"name"`
+	Grants []Grant `json:"grants"`
+}
+
+// RotatePrincipal gives a principal a new token and returns it (shown only
+// this once). The old token fails from the rotation on. A retry with the
+// same Idempotency-Key returns the same new token.
+func (c *Client) RotatePrincipal(ctx context.Context, tenant, name string, opts ...RequestOption) (*PrincipalWithToken, error) {
+	if err := required("tenant", tenant, "principal", name); err != nil {
+		return nil, err
+	}
+	var out PrincipalWithToken
+	if _, err := c.Do(ctx, http.MethodPost, tenantPath(tenant, "principals", name, "rotate"), nil, &out, opts...); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ListPrincipals lists the tenant's principals the caller may manage (the
+// admin token: all of them), in name order, with their grants.
+func (c *Client) ListPrincipals(ctx context.Context, tenant string, opts ...RequestOption) ([]PrincipalInfo, error) {
+	if err := required("tenant", tenant); err != nil {
+		return nil, err
+	}
+	var out struct {
+		Principals []PrincipalInfo `json:"principals"`
+	}
+	_, err := c.Do(ctx, http.MethodGet, tenantPath(tenant, "principals"), nil, &out, opts...)
+	return out.Principals, err
+}

@@ -378,6 +378,42 @@ func (f *FSM) ArtifactVersions(tenant, name string) ([]*Manifest, uint64) {
 }
 
 // ArtifactByID returns the newest publication of an artifact id.
+// ChunkReferenced reports whether some artifact version of the tenant names
+// the chunk.
+func (f *FSM) ChunkReferenced(tenant, digest string) bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	h, ok := getRecord[chunkHold](f.st, chunkHoldKey(tenant, digest))
+	return ok && h.Refs > 0
+}
+
+// ChunksInArtifacts returns which of digests are named by some version of
+// an artifact whose name starts with namePrefix and for which visible(name)
+// is true. It reads every such version: the caller bounds namePrefix.
+func (f *FSM) ChunksInArtifacts(tenant, namePrefix string, digests map[string]bool, visible func(name string) bool) map[string]bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	found := map[string]bool{}
+	root := "t/" + tenant + "/art/"
+	f.st.Scan(root+namePrefix, "", func(k string, v []byte) bool {
+		name, rest, ok := strings.Cut(k[len(root):], "/")
+		if !ok || !strings.HasPrefix(rest, "v/") || !visible(name) {
+			return true
+		}
+		var m Manifest
+		if decode(v, &m) != nil {
+			return true
+		}
+		for _, ch := range m.Chunks {
+			if digests[ch.Digest] {
+				found[ch.Digest] = true
+			}
+		}
+		return len(found) < len(digests)
+	})
+	return found
+}
+
 func (f *FSM) ArtifactByID(tenant, id string) (*Manifest, uint64, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()

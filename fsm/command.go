@@ -11,6 +11,9 @@ const (
 	KindTenantPut       Kind = "tenant.put"
 	KindPrincipalCreate Kind = "principal.create"
 	KindPrincipalDelete Kind = "principal.delete"
+	// KindPrincipalRotate replaces a principal's token by one the leader
+	// generated (its hash and salt are in the args).
+	KindPrincipalRotate Kind = "principal.rotate"
 	KindMemberSet       Kind = "member.set"
 	// KindMemberDelete forgets a removed member. KindMemberSet doubles as
 	// the entry every new leader commits at the start of its term: after

@@ -922,3 +922,56 @@ func TestPrincipalCacheFollowsChanges(t *testing.T) {
 		t.Fatalf("h3 after the restore: %+v %v, want p1", p, ok)
 	}
 }
+
+// A rotation replaces a principal's token at its log index: the old hash
+// finds nobody from then on, the new one the same principal with its
+// grants; two replicas applying the same log reach the same state.
+func TestPrincipalRotate(t *testing.T) {
+	grant := Grant{Resource: "kv", Prefix: "notes/", Actions: []string{"read"}}
+	rotate := func(now int64, tenant, name, hash string) *Command {
+		return NewCommand(KindPrincipalRotate, now, tenant, "", &PrincipalRotateArgs{Name: name, TokenHash: hash, TokenSalt: "s-" + hash})
+	}
+	log := []*Command{
+		tenantPut(1, "acme"),
+		principalCreate(2, "acme", "p1", "h1", grant),
+		principalCreate(3, "acme", "p2", "h2"),
+		rotate(4, "acme", "p1", "h1b"),
+		rotate(5, "acme", "nobody", "h9"),
+		rotate(6, "acme", "p1", "h2"),  // another principal's token hash
+		rotate(7, "acme", "p1", ""),    // empty
+		rotate(8, "beta", "p1", "h10"), // another tenant
+	}
+	want := []string{"", "", "", "", CodeNotFound, CodeInvalidArgument, CodeInvalidArgument, CodeNotFound}
+	a, b := New(), New()
+	for i, c := range log {
+		ra := applyOne(t, a, uint64(i+1), c)
+		rb := applyOne(t, b, uint64(i+1), c)
+		if ra.Code != want[i] || rb.Code != want[i] {
+			t.Errorf("command %d (%s): got %s / %s, want code %q", i, c.Kind, describe(ra), describe(rb), want[i])
+		}
+		if i == 3 {
+			var p Principal
+			if err := json.Unmarshal(ra.JSON(), &p); err != nil || p.Name != "p1" || p.TokenSalt != "s-h1b" || len(p.Grants) != 1 {
+				t.Errorf("rotate: value %s (%v), want p1 with the new salt and its grant", ra.JSON(), err)
+			}
+			if bytes.Contains(ra.JSON(), []byte(`"h1b"`)) {
+				t.Errorf("rotate: value %s contains the token hash", ra.JSON())
+			}
+		}
+	}
+	if _, ok := a.PrincipalByToken("h1"); ok {
+		t.Error("the rotated-out token still finds its principal")
+	}
+	if p, ok := a.PrincipalByToken("h1b"); !ok || p.Name != "p1" || len(p.Grants) != 1 {
+		t.Errorf("the new token: got %+v %v, want p1 with its grant", p, ok)
+	}
+	if p, ok := a.PrincipalByToken("h2"); !ok || p.Name != "p2" {
+		t.Errorf("p2's token after a refused rotation: got %+v %v", p, ok)
+	}
+	if ps := a.Principals("acme"); len(ps) != 2 || ps[0].Name != "p1" || ps[1].Name != "p2" {
+		t.Errorf("Principals: got %+v, want p1, p2", ps)
+	}
+	if sa, sb := a.Status(), b.Status(); sa.StateDigest != sb.StateDigest {
+		t.Errorf("replicas differ: %s vs %s", sa.StateDigest, sb.StateDigest)
+	}
+}

@@ -48,10 +48,19 @@ type PrincipalCreateArgs struct {
 // PrincipalDeleteArgs revokes a principal and its token.
 type PrincipalDeleteArgs struct{ Name string }
 
+// PrincipalRotateArgs gives a principal a new token the leader generated;
+// the old token fails from this command's log index on.
+type PrincipalRotateArgs struct {
+	Name      string
+	TokenHash string
+	TokenSalt string
+}
+
 func init() {
 	register(KindTenantPut, applyTenantPut)
 	register(KindPrincipalCreate, applyPrincipalCreate)
 	register(KindPrincipalDelete, applyPrincipalDelete)
+	register(KindPrincipalRotate, applyPrincipalRotate)
 }
 
 func applyTenantPut(f *FSM, ctx *applyCtx, c *Command) *Result {
@@ -106,6 +115,44 @@ func applyPrincipalDelete(f *FSM, _ *applyCtx, c *Command) *Result {
 	f.st.Delete(principalKey(c.Tenant, a.Name))
 	f.st.Delete(tokenKey(p.TokenHash))
 	return okValue(OutcomeNoContent, nil)
+}
+
+func applyPrincipalRotate(f *FSM, _ *applyCtx, c *Command) *Result {
+	var a PrincipalRotateArgs
+	if r := decodeArgs(c, &a); r != nil {
+		return r
+	}
+	raw, ok := f.st.Get(principalKey(c.Tenant, a.Name))
+	if !ok {
+		return fail(CodeNotFound, fmt.Sprintf("principal %q not found", a.Name), nil)
+	}
+	var p Principal
+	if err := decode(raw, &p); err != nil {
+		return fail(CodeInvalidArgument, "corrupt principal record", nil)
+	}
+	if _, ok := f.st.Get(tokenKey(a.TokenHash)); ok || a.TokenHash == "" {
+		return fail(CodeInvalidArgument, "token hash is empty or already in use", nil)
+	}
+	f.st.Delete(tokenKey(p.TokenHash))
+	p.TokenHash, p.TokenSalt = a.TokenHash, a.TokenSalt
+	f.st.Put(principalKey(c.Tenant, a.Name), encode(&p))
+	f.st.Put(tokenKey(a.TokenHash), encode(&principalRef{Tenant: c.Tenant, Name: a.Name}))
+	return okValue(OutcomeOK, &p)
+}
+
+// Principals lists a tenant's principals in name order.
+func (f *FSM) Principals(tenant string) []Principal {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := []Principal{}
+	f.st.Scan(principalPrefix(tenant), "", func(_ string, v []byte) bool {
+		var p Principal
+		if decode(v, &p) == nil {
+			out = append(out, p)
+		}
+		return true
+	})
+	return out
 }
 
 // TenantExists reports whether the tenant exists.

@@ -98,7 +98,7 @@ func TestBadRequests(t *testing.T) {
 		// Routing.
 		{name: "DELETE on tenant list", method: "DELETE", path: "/v1/tenants", headers: admin, wantStatus: 405, wantCode: "method_not_allowed", wantAllow: "GET"},
 		{name: "PATCH on tenant", method: "PATCH", path: "/v1/tenants/acme", headers: admin, wantStatus: 405, wantCode: "method_not_allowed", wantAllow: "PUT"},
-		{name: "GET on principals", method: "GET", path: "/v1/tenants/acme/principals", headers: admin, wantStatus: 405, wantCode: "method_not_allowed", wantAllow: "POST"},
+		{name: "PATCH on principals", method: "PATCH", path: "/v1/tenants/acme/principals", headers: admin, wantStatus: 405, wantCode: "method_not_allowed", wantAllow: "GET, POST"},
 		{name: "POST on cluster", method: "POST", path: "/v1/cluster", headers: admin, wantStatus: 405, wantCode: "method_not_allowed", wantAllow: "GET"},
 		{name: "405 before authentication", method: "PUT", path: "/v1/tenants", wantStatus: 405, wantCode: "method_not_allowed", wantAllow: "GET"},
 		{name: "unknown path", method: "GET", path: "/v1/nope", headers: admin, wantStatus: 404, wantCode: "not_found"},

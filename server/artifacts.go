@@ -92,10 +92,52 @@ func (s *Server) handleArtifactPublish(w http.ResponseWriter, r *http.Request, i
 		return &apiError{Code: fsm.CodeMissingChunks, Message: strconv.Itoa(len(missing)) + " chunks are not held by this tenant",
 			Details: map[string]any{"missing": missing}}
 	}
+	if err := s.mayReadChunks(id, tenant, args.Chunks); err != nil {
+		return err
+	}
 	if err := s.verifyContent(r.Context(), args); err != nil {
 		return err
 	}
 	return s.proposeAndReply(w, r, id, tenant, fsm.KindArtifactPublish, args, body)
+}
+
+// mayReadChunks checks that a publisher could read every chunk its
+// manifest names, since it could read them through the new artifact: it
+// may read every artifact (artifacts read, empty prefix), or the chunk is
+// in no artifact yet (an upload on its way to its first publication), or
+// it is in a version of an artifact the caller may read. Otherwise a
+// narrow grant could read any chunk of the tenant by naming its digest.
+func (s *Server) mayReadChunks(id *identity, tenant string, chunks []fsm.ChunkRef) error {
+	if id.allow(tenant, resArtifacts, "", actRead) == nil {
+		return nil
+	}
+	need := map[string]bool{}
+	for _, c := range chunks {
+		if s.fsm.ChunkReferenced(tenant, c.Digest) {
+			need[c.Digest] = true
+		}
+	}
+	if len(need) == 0 {
+		return nil
+	}
+	visible := func(name string) bool { return id.allow(tenant, resArtifacts, name, actRead) == nil }
+	for _, g := range id.grants {
+		if (g.Resource != resArtifacts && g.Resource != resAll) || !hasAction(g, actRead) {
+			continue
+		}
+		for d := range s.fsm.ChunksInArtifacts(tenant, strings.TrimSuffix(g.Prefix, "/"), need, visible) {
+			delete(need, d)
+		}
+		if len(need) == 0 {
+			return nil
+		}
+	}
+	for _, c := range chunks {
+		if need[c.Digest] {
+			return errorf(fsm.CodeForbidden, "principal %q may not read chunk %s: a manifest may name only chunks of artifacts the caller may read, or chunks no artifact names yet", id.principal, c.Digest)
+		}
+	}
+	return nil
 }
 
 func chunkDigests(chunks []fsm.ChunkRef) []string {

@@ -36,13 +36,16 @@ var validResources = map[string]bool{resTasks: true, resArtifacts: true, resRefs
 	resCheckpoints: true, resKV: true, resOps: true, resAdmin: true, resAll: true}
 var validActions = map[string]bool{actRead: true, actWrite: true, actDelete: true}
 
+// errNoToken is the answer to a request without a bearer token.
+var errNoToken = errorf(codeUnauthenticated, "missing bearer token (Authorization: Bearer <token>)")
+
 // authenticate resolves the bearer token: 401 when absent, unknown or revoked.
 func (s *Server) authenticate(r *http.Request) (*identity, error) {
 	h := r.Header.Get("Authorization")
 	tok, ok := strings.CutPrefix(h, "Bearer ")
 	tok = strings.TrimSpace(tok)
 	if !ok || tok == "" {
-		return nil, errorf(codeUnauthenticated, "missing bearer token (Authorization: Bearer <token>)")
+		return nil, errNoToken
 	}
 	if s.isAdminToken(tok) {
 		return &identity{admin: true}, nil
@@ -82,7 +85,7 @@ func grantsAllow(grants []fsm.Grant, resource, name, action string) bool {
 		if g.Resource != resource && g.Resource != resAll {
 			continue
 		}
-		if !strings.HasPrefix(name, g.Prefix) {
+		if !prefixCovers(g.Prefix, name) {
 			continue
 		}
 		for _, a := range g.Actions {
@@ -92,6 +95,29 @@ func grantsAllow(grants []fsm.Grant, resource, name, action string) bool {
 		}
 	}
 	return false
+}
+
+// prefixCovers reports whether a grant's prefix covers a name. A prefix is
+// a plain string prefix ("research" covers "research", "research-2" and
+// "research/x"), except that one ending in "/" is bounded by the segment:
+// "research/" covers "research" itself and every name under "research/",
+// and nothing else (api-notes.md "Grants").
+func prefixCovers(prefix, name string) bool {
+	if strings.HasPrefix(name, prefix) {
+		return true
+	}
+	seg, ok := strings.CutSuffix(prefix, "/")
+	return ok && name == seg
+}
+
+// prefixIncludes reports whether every name prefix p covers is covered by
+// have too.
+func prefixIncludes(have, p string) bool {
+	if !strings.HasPrefix(p, have) {
+		return false
+	}
+	seg, ok := strings.CutSuffix(p, "/")
+	return !ok || prefixCovers(have, seg)
 }
 
 // principalName is how the caller is recorded in commands ("" = admin).
@@ -115,7 +141,7 @@ func (id *identity) mayDelegate(grants []fsm.Grant) error {
 
 func covered(have []fsm.Grant, want fsm.Grant) bool {
 	for _, h := range have {
-		if (h.Resource == want.Resource || h.Resource == resAll) && strings.HasPrefix(want.Prefix, h.Prefix) && hasActions(h, want.Actions) {
+		if (h.Resource == want.Resource || h.Resource == resAll) && prefixIncludes(h.Prefix, want.Prefix) && hasActions(h, want.Actions) {
 			return true
 		}
 	}

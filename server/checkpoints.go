@@ -50,16 +50,16 @@ func (s *Server) handleCheckpointPut(w http.ResponseWriter, r *http.Request, id 
 	if cpID == "latest" {
 		return badRequest(`"latest" is reserved and cannot be a checkpoint id`)
 	}
+	tenant, thread, err := s.threadAccess(id, r, actWrite)
+	if err != nil {
+		return err
+	}
 	var req checkpointPutRequest
 	body, err := s.readJSON(w, r, &req)
 	if err != nil {
 		return err
 	}
 	args, err := req.args(cpID)
-	if err != nil {
-		return err
-	}
-	tenant, thread, err := s.threadAccess(id, r, actWrite)
 	if err != nil {
 		return err
 	}
@@ -139,6 +139,10 @@ func (s *Server) handleCheckpointWrites(w http.ResponseWriter, r *http.Request, 
 	if err := validName("task_id", taskID); err != nil {
 		return err
 	}
+	tenant, thread, err := s.threadAccess(id, r, actWrite)
+	if err != nil {
+		return err
+	}
 	var req checkpointWritesRequest
 	body, err := s.readJSON(w, r, &req)
 	if err != nil {
@@ -152,10 +156,6 @@ func (s *Server) handleCheckpointWrites(w http.ResponseWriter, r *http.Request, 
 		return badRequest("writes must be a JSON array")
 	}
 	fence, err := req.Fence.fence()
-	if err != nil {
-		return err
-	}
-	tenant, thread, err := s.threadAccess(id, r, actWrite)
 	if err != nil {
 		return err
 	}

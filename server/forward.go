@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/baton-dev/baton/fsm"
@@ -27,6 +29,9 @@ const headerForwarded = "X-Baton-Forwarded-By"
 const headerLeader = "X-Baton-Leader"
 
 type forwarder struct {
+	probeMu sync.Mutex
+	probe   *commitProbe // the next probe of the leader's commit index, not yet sent
+
 	cluster   Cluster
 	fsm       *fsm.FSM
 	log       *slog.Logger
@@ -53,7 +58,6 @@ type dialFailureKey struct{}
 const (
 	holdPoll       = 5 * time.Millisecond
 	holdAfterLeads = 2 * time.Second // about two elections at the default timeouts
-	maxHeldBody    = 8 << 20         // bodies above this are not replayed
 )
 
 func newForwarder(c Cluster, f0 *fsm.FSM, log *slog.Logger, holdMax time.Duration) *forwarder {
@@ -100,13 +104,27 @@ func isDialError(err error) bool {
 // false when this node became the leader while it held the request (the
 // caller serves it). It answers 503 when the request was already forwarded
 // once, or when no leader turns up while holding is worthwhile.
-func (f *forwarder) forward(w http.ResponseWriter, r *http.Request) bool {
+//
+// With limit >= 0 the caller is authenticated: its body, at most limit
+// bytes (413 beyond), is read into memory so that it can be sent again to
+// the next leader. With limit < 0 the caller is not known here: the body is
+// never read by this node, only streamed to the leader, and never resent.
+func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, limit int64) bool {
 	if r.Header.Get(headerForwarded) != "" {
 		writeError(w, errorf(codeUnavailable, "node %s is not the leader (forwarded by %s)",
 			f.cluster.ID(), r.Header.Get(headerForwarded)))
 		return true
 	}
-	body, replayable := f.replayableBody(r)
+	var body []byte
+	replayable := false
+	if limit >= 0 {
+		var err error
+		if body, err = readBody(w, r, limit); err != nil {
+			writeError(w, err)
+			return true
+		}
+		replayable = true
+	}
 	df := &dialFailure{}
 	ctx := context.WithValue(r.Context(), dialFailureKey{}, df)
 	if !replayable {
@@ -118,7 +136,7 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request) bool {
 	why := ""
 	for {
 		if f.cluster.IsLeader() {
-			if body != nil {
+			if replayable {
 				r.Body = io.NopCloser(bytes.NewReader(body))
 			}
 			return false
@@ -135,8 +153,9 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request) bool {
 				writeError(w, errorf(codeUnavailable, "the leader %s has not published its HTTP address yet", id))
 				return true
 			}
-			if body != nil {
+			if replayable {
 				r.Body = io.NopCloser(bytes.NewReader(body))
+				r.ContentLength = int64(len(body))
 			}
 			df.err = nil
 			f.proxy.ServeHTTP(w, r.WithContext(context.WithValue(ctx, leaderKey{}, addr)))
@@ -169,24 +188,6 @@ func (f *forwarder) holdOn(ctx context.Context) bool {
 	}
 }
 
-// replayableBody reads a small body into memory so that the request can be
-// sent again after a failed dial. Large bodies are sent once.
-func (f *forwarder) replayableBody(r *http.Request) ([]byte, bool) {
-	if r.Body == nil || r.Body == http.NoBody {
-		return nil, true
-	}
-	if r.ContentLength < 0 || r.ContentLength > maxHeldBody {
-		return nil, false
-	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, maxHeldBody+1))
-	if err != nil || len(b) > maxHeldBody {
-		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(b), r.Body))
-		return nil, false
-	}
-	r.Body.Close()
-	return b, true
-}
-
 // leaderAddr returns the leader's HTTP address. A new leader publishes it
 // in the first entry of its term; a follower that knows the leader but has
 // not applied that entry yet waits for it, briefly.
@@ -204,6 +205,87 @@ func (f *forwarder) leaderAddr(ctx context.Context, id string) string {
 			return ""
 		}
 	}
+}
+
+// commitProbe is one request for the leader's commit index, shared by every
+// caller that asked before it was sent.
+type commitProbe struct {
+	done  chan struct{}
+	index uint64
+	err   error
+}
+
+// leaderCommit returns the leader's commit index, asked after this call
+// began: everything the leader acknowledged before then is at or below it.
+// Concurrent callers share one request (GET /readyz of the leader, over
+// the kept-alive connections), so a flood of unknown tokens costs the
+// leader about one small request per round trip.
+func (f *forwarder) leaderCommit(ctx context.Context) (uint64, error) {
+	f.probeMu.Lock()
+	p := f.probe
+	if p == nil {
+		p = &commitProbe{done: make(chan struct{})}
+		f.probe = p
+		go f.runProbe(p)
+	}
+	f.probeMu.Unlock()
+	select {
+	case <-p.done:
+		return p.index, p.err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+func (f *forwarder) runProbe(p *commitProbe) {
+	defer close(p.done)
+	f.probeMu.Lock()
+	f.probe = nil // later callers need a probe sent after they asked
+	f.probeMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	id, _ := f.cluster.Leader()
+	if id == "" {
+		p.err = errors.New("no leader is known")
+		return
+	}
+	addr := f.leaderAddr(ctx, id)
+	if addr == "" {
+		p.err = fmt.Errorf("the leader %s has no published address", id)
+		return
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/readyz", nil)
+	if err != nil {
+		p.err = err
+		return
+	}
+	resp, err := f.transport.RoundTrip(req)
+	if err != nil {
+		p.err = err
+		return
+	}
+	defer resp.Body.Close()
+	var body struct {
+		NodeID      string  `json:"node_id"`
+		CommitIndex *uint64 `json:"commit_index"`
+		Error       struct {
+			NodeID      string  `json:"node_id"`
+			CommitIndex *uint64 `json:"commit_index"`
+		} `json:"error"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&body); err != nil {
+		p.err = err
+		return
+	}
+	node, commit := body.NodeID, body.CommitIndex
+	if commit == nil {
+		node, commit = body.Error.NodeID, body.Error.CommitIndex
+	}
+	if commit == nil || node != id {
+		p.err = fmt.Errorf("no commit index from the leader %s", id)
+		return
+	}
+	p.index = *commit
 }
 
 func (f *forwarder) close() { f.transport.CloseIdleConnections() }

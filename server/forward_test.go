@@ -84,7 +84,7 @@ func TestForwardHoldsThroughElection(t *testing.T) {
 
 	req := httptest.NewRequest("POST", "/v1/tenants/acme/tasks", strings.NewReader(`{"id":"t1"}`))
 	rec := httptest.NewRecorder()
-	if !fw.forward(rec, req) {
+	if !fw.forward(rec, req, 1<<20) {
 		t.Fatal("forward reported that this node leads")
 	}
 	if rec.Code != http.StatusCreated {
@@ -109,7 +109,7 @@ func TestForwardNoHoldWhenCutOff(t *testing.T) {
 	defer fw.close()
 	start := time.Now()
 	rec := httptest.NewRecorder()
-	fw.forward(rec, httptest.NewRequest("POST", "/v1/tenants/acme/tasks", strings.NewReader(`{}`)))
+	fw.forward(rec, httptest.NewRequest("POST", "/v1/tenants/acme/tasks", strings.NewReader(`{}`)), 1<<20)
 	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "no leader") {
 		t.Fatalf("got %d %s, want 503 no leader", rec.Code, rec.Body)
 	}

@@ -8,7 +8,8 @@ import (
 
 // Hand-written decoding of the two busiest request bodies (a queue claim,
 // a task update), for the plain form clients send: members with the exact
-// lower-case names, each once; strings without escapes; integers as plain
+// lower-case names, each once; strings without escapes; nested values
+// (result, payload) held to the same strict rules as decodeStrict; integers as plain
 // digits; true or false. Anything else, an error included, returns false
 // and the caller decodes with decodeStrict, which also words the error.
 // Where the fast path accepts a body, it decodes what decodeStrict would
@@ -119,7 +120,7 @@ func scanValue(b []byte, i int) (jsonValue, int, bool) {
 		return jsonValue{kind: 'f'}, i + 5, true
 	case c == '{' || c == '[':
 		end, ok := compositeEnd(b, i)
-		if !ok || !json.Valid(b[i:end]) {
+		if !ok || !validStrict(b[i:end]) {
 			return jsonValue{}, 0, false
 		}
 		return jsonValue{kind: 'r', text: b[i:end]}, end, true
@@ -127,12 +128,19 @@ func scanValue(b []byte, i int) (jsonValue, int, bool) {
 	return jsonValue{}, 0, false // null, a negative number, anything else
 }
 
+// validStrict reports whether b is one JSON value that decodeStrict would
+// take as a member's value: valid, valid UTF-8, no lone surrogate escape,
+// no duplicate member in any object.
+func validStrict(b []byte) bool {
+	return json.Valid(b) && checkJSONText(b) == nil && checkMembers(b, nil) == nil
+}
+
 func hasPrefixAt(b []byte, i int, s string) bool {
 	return len(b)-i >= len(s) && string(b[i:i+len(s)]) == s
 }
 
 // compositeEnd finds the end of the object or array at b[i] by its
-// brackets, skipping strings; json.Valid then checks what lies between.
+// brackets, skipping strings; validStrict then checks what lies between.
 func compositeEnd(b []byte, i int) (int, bool) {
 	depth := 0
 	for j := i; j < len(b); j++ {

@@ -39,6 +39,14 @@ var fastSeeds = []string{
 	`{"status" "done"}`,
 	`[]`,
 	`{"x":1}`,
+	`{"result":{"a":1,"a":2}}`,
+	`{"payload":[{"k":1},{"k":1,"k":2}]}`,
+	`{"result":"\ud800"}`,
+	`{"result":["\udc00"]}`,
+	`{"result":["\ud83d\ude00"]}`,
+	"{\"result\":[\"\xff\"]}",
+	`{"result":{"A":1,"a":1}}`,
+	`{"Status":"done"}`,
 }
 
 // FuzzFastDecoding: where a fast path accepts a body, decodeStrict

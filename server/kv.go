@@ -73,6 +73,12 @@ func (s *Server) kvRoutes(add func(string, string, routeKind, handlerFunc)) {
 
 func (s *Server) handleKVPut(w http.ResponseWriter, r *http.Request, id *identity) error {
 	tenant, ns, key := r.PathValue("tenant"), r.PathValue("namespace"), r.PathValue("key")
+	if err := validKV(ns, key); err != nil {
+		return err
+	}
+	if err := s.tenantAccess(id, tenant, resKV, ns+"/"+key, actWrite); err != nil {
+		return err
+	}
 	var req kvPutRequest
 	body, err := s.readJSON(w, r, &req)
 	if err != nil {
@@ -80,9 +86,6 @@ func (s *Server) handleKVPut(w http.ResponseWriter, r *http.Request, id *identit
 	}
 	args, err := req.args(ns, key)
 	if err != nil {
-		return err
-	}
-	if err := s.tenantAccess(id, tenant, resKV, ns+"/"+key, actWrite); err != nil {
 		return err
 	}
 	return s.proposeAndReply(w, r, id, tenant, fsm.KindKVPut, args, body)

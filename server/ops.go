@@ -35,6 +35,10 @@ func (s *Server) opAccess(id *identity, r *http.Request, action string) (tenant,
 }
 
 func (s *Server) handleOpBegin(w http.ResponseWriter, r *http.Request, id *identity) error {
+	tenant, opID, err := s.opAccess(id, r, actWrite)
+	if err != nil {
+		return err
+	}
 	var req opBeginRequest
 	body, err := s.readJSON(w, r, &req)
 	if err != nil {
@@ -55,15 +59,15 @@ func (s *Server) handleOpBegin(w http.ResponseWriter, r *http.Request, id *ident
 	if err != nil {
 		return err
 	}
-	tenant, opID, err := s.opAccess(id, r, actWrite)
-	if err != nil {
-		return err
-	}
 	args := &fsm.OpBeginArgs{ID: opID, Kind: req.Kind, ParamsDigest: req.ParamsDigest, TaskID: req.TaskID, Fence: fence}
 	return s.proposeAndReply(w, r, id, tenant, fsm.KindOpBegin, args, body)
 }
 
 func (s *Server) handleOpFinish(w http.ResponseWriter, r *http.Request, id *identity) error {
+	tenant, opID, err := s.opAccess(id, r, actWrite)
+	if err != nil {
+		return err
+	}
 	var req opFinishRequest
 	body, err := s.readJSON(w, r, &req)
 	if err != nil {
@@ -79,10 +83,6 @@ func (s *Server) handleOpFinish(w http.ResponseWriter, r *http.Request, id *iden
 		return err
 	}
 	fence, err := req.Fence.fence()
-	if err != nil {
-		return err
-	}
-	tenant, opID, err := s.opAccess(id, r, actWrite)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,21 @@ type refSetRequest struct {
 	Fence            *fenceJSON `json:"fence"`
 }
 
+// mayReadArtifact checks that the caller may read the artifact a ref is
+// to point at: a ref never leads anyone to an artifact they could not
+// read themselves. A missing artifact is 404 only for callers who may read
+// every artifact; others get the 403 of an artifact outside their grant.
+func (s *Server) mayReadArtifact(id *identity, tenant, artifactID string) error {
+	m, _, ok := s.fsm.ArtifactByID(tenant, artifactID)
+	if ok && id.allow(tenant, resArtifacts, m.Name, actRead) == nil {
+		return nil
+	}
+	if !ok && id.allow(tenant, resArtifacts, "", actRead) == nil {
+		return nil // the FSM answers 404
+	}
+	return errorf(fsm.CodeForbidden, "principal %q may not read artifact %s, so may not point a ref at it", id.principal, artifactID)
+}
+
 func (req *refSetRequest) args(ref string) (*fsm.RefSetArgs, error) {
 	if err := validPath("ref", ref); err != nil {
 		return nil, err
@@ -40,6 +55,12 @@ func (s *Server) refRoutes(add func(string, string, routeKind, handlerFunc)) {
 
 func (s *Server) handleRefSet(w http.ResponseWriter, r *http.Request, id *identity) error {
 	tenant, ref := r.PathValue("tenant"), r.PathValue("ref")
+	if err := validPath("ref", ref); err != nil {
+		return err
+	}
+	if err := s.tenantAccess(id, tenant, resRefs, ref, actWrite); err != nil {
+		return err
+	}
 	var req refSetRequest
 	body, err := s.readJSON(w, r, &req)
 	if err != nil {
@@ -49,7 +70,7 @@ func (s *Server) handleRefSet(w http.ResponseWriter, r *http.Request, id *identi
 	if err != nil {
 		return err
 	}
-	if err := s.tenantAccess(id, tenant, resRefs, ref, actWrite); err != nil {
+	if err := s.mayReadArtifact(id, tenant, args.ArtifactID); err != nil {
 		return err
 	}
 	return s.proposeAndReply(w, r, id, tenant, fsm.KindRefSet, args, body)

@@ -2,10 +2,13 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/baton-dev/baton/fsm"
 )
 
 // routeKind says where a route is served.
@@ -82,7 +85,13 @@ func (s *Server) dispatch(methods map[string]route) http.Handler {
 	})
 }
 
-// serve forwards, authenticates and runs one route.
+// serve authenticates, forwards and runs one route. Every node checks the
+// bearer token against its own applied state before it reads a byte of the
+// body: a follower never buffers or forwards the body of a caller it knows
+// to be refused. A token a follower does not know may belong to a principal
+// it has not applied yet; that request is streamed to the leader without
+// being buffered, and the leader, which authenticates before it reads a
+// body, answers it (api-notes.md "Forwarding").
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
 	if rt.kind == routeLocal {
 		if err := rt.h(w, r, nil); err != nil {
@@ -95,8 +104,27 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
 		return
 	}
 	stale := rt.kind == routeRead && r.URL.Query().Get("consistency") == "stale"
-	if !stale && !s.cluster.IsLeader() && s.proxy.forward(w, r) {
-		return
+	if !stale && !s.cluster.IsLeader() {
+		id, verified, err := s.followerAuth(r)
+		switch {
+		case err == nil:
+			if err := s.admit(r, id); err != nil {
+				writeError(w, err)
+				return
+			}
+			if s.proxy.forward(w, r, s.cfg.MaxJSONBody) {
+				return
+			}
+		case !verified:
+			// The leader could not be asked: it decides itself, and the
+			// body goes through unbuffered.
+			if s.proxy.forward(w, r, -1) {
+				return
+			}
+		default:
+			writeError(w, err)
+			return
+		}
 	}
 	timeout := s.cfg.RequestTimeout
 	if rt.kind == routeLongWrite {
@@ -106,6 +134,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
 	defer cancel()
 	r = r.WithContext(ctx)
 	id, err := s.authenticate(r)
+	if err == nil {
+		err = s.admit(r, id)
+	}
 	if err != nil {
 		writeError(w, err)
 		return
@@ -127,27 +158,125 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
 	}
 }
 
+// followerAuth authenticates on a follower. A token this node does not
+// know may be a principal's that the leader created a moment ago: the node
+// asks the leader for its commit index, applies up to it, and looks again.
+// verified is false when that could not be done (no leader, or this node
+// too far behind); the caller then lets the leader decide.
+func (s *Server) followerAuth(r *http.Request) (id *identity, verified bool, err error) {
+	id, err = s.authenticate(r)
+	if err == nil || errors.Is(err, errNoToken) || s.cluster.IsLeader() {
+		return id, true, err
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.CatchUpWait)
+	defer cancel()
+	commit, perr := s.proxy.leaderCommit(ctx)
+	if perr != nil || s.fsm.WaitApplied(ctx, commit) != nil {
+		return nil, false, err
+	}
+	id, err = s.authenticate(r)
+	return id, true, err
+}
+
+// admit is what every node checks about an authenticated caller before it
+// reads the body: a declared body over the limit is 413, another tenant's
+// path is 403, and so is a request on a resource the caller holds no grant
+// of that action on at all. Handlers check the object's own name later;
+// this only makes sure that nobody outside learns anything from how a body
+// is validated.
+func (s *Server) admit(r *http.Request, id *identity) error {
+	if r.ContentLength > s.cfg.MaxJSONBody {
+		return errorf(codeTooLarge, "request body is over the %d byte limit", s.cfg.MaxJSONBody)
+	}
+	if id.admin {
+		return nil
+	}
+	tenant := r.PathValue("tenant")
+	if tenant == "" {
+		return nil
+	}
+	if id.tenant != tenant {
+		return errorf(fsm.CodeForbidden, "principal %q belongs to another tenant", id.principal)
+	}
+	res := pathResource(r.URL.Path, tenant)
+	if res == "" {
+		return nil
+	}
+	action := actWrite
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		action = actRead
+	case http.MethodDelete:
+		action = actDelete
+	}
+	if !grantsReach(id.grants, res, "", action) {
+		return errorf(fsm.CodeForbidden, "principal %q has no %s grant on %s", id.principal, action, res)
+	}
+	return nil
+}
+
+// pathResource is the grant resource of a tenant path, "" when the route
+// checks it itself (a transaction spans several, a tenant path is admin's).
+func pathResource(p, tenant string) string {
+	rest, ok := strings.CutPrefix(p, "/v1/tenants/"+tenant+"/")
+	if !ok {
+		return ""
+	}
+	seg, _, _ := strings.Cut(rest, "/")
+	switch seg {
+	case "tasks", "queues":
+		return resTasks
+	case "kv":
+		return resKV
+	case "threads":
+		return resCheckpoints
+	case "ops":
+		return resOps
+	case "artifacts", "chunks":
+		return resArtifacts
+	case "refs":
+		return resRefs
+	case "principals":
+		return resAdmin
+	}
+	return ""
+}
+
 // serveLocal runs a route on this node without forwarding. Streams are
 // bounded only by the client's connection; other local routes by a timeout.
+// The caller is authenticated first, before anything waits or reads.
 func (s *Server) serveLocal(w http.ResponseWriter, r *http.Request, rt route) {
 	if rt.kind == routeLocalAuth {
 		ctx, cancel := contextWithTimeout(r, 2*s.cfg.RequestTimeout)
 		defer cancel()
 		r = r.WithContext(ctx)
 	}
-	if rt.kind == routeStream {
-		if err := s.catchUp(r); err != nil {
-			writeError(w, err)
-			return
+	// A token this node does not know may be a principal's created a
+	// moment ago: it catches up with the leader's commit index, never
+	// with a resume point an unauthenticated caller names, and looks again.
+	id, verified, err := s.followerAuth(r)
+	if !verified {
+		err = errorf(codeUnavailable, "node %s cannot verify this token now (no leader to compare with); retry", s.cluster.ID())
+	}
+	if err == nil && rt.kind == routeStream {
+		if err = s.admitStream(r, id); err == nil {
+			err = s.catchUp(r)
 		}
 	}
-	id, err := s.authenticate(r)
 	if err == nil {
 		err = rt.h(w, r, id)
 	}
 	if err != nil {
 		writeError(w, err)
 	}
+}
+
+// admitStream checks a watch's tenant before it waits for anything.
+func (s *Server) admitStream(r *http.Request, id *identity) error {
+	if tenant := r.PathValue("tenant"); !id.admin && id.tenant != tenant {
+		return errorf(fsm.CodeForbidden, "principal %q belongs to another tenant", id.principal)
+	}
+	return nil
 }
 
 // catchUp waits, briefly, until this node has applied what it knows to be

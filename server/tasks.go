@@ -32,14 +32,50 @@ func (s *Server) authorizeTask(id *identity, tenant, taskID, action string) (*fs
 	if err := validName("task id", taskID); err != nil {
 		return nil, err
 	}
+	if err := s.inTenantOnly(id, tenant); err != nil {
+		return nil, err
+	}
 	t, _, ok := s.fsm.GetTask(tenant, taskID)
 	if !ok {
-		if err := id.allow(tenant, resTasks, "", action); err != nil {
-			return nil, err
+		if id.allow(tenant, resTasks, "", action) != nil {
+			return nil, taskForbidden(id, taskID, action)
 		}
 		return nil, errorf(fsm.CodeNotFound, "task %q not found", taskID)
 	}
-	return t, id.allow(tenant, resTasks, t.Queue, action)
+	if id.allow(tenant, resTasks, t.Queue, action) != nil {
+		return nil, taskForbidden(id, taskID, action)
+	}
+	return t, nil
+}
+
+// taskForbidden is the one answer for a task outside the caller's grants,
+// whether or not it exists: it names neither its queue nor anything else
+// the caller could not see.
+func taskForbidden(id *identity, taskID, action string) error {
+	return errorf(fsm.CodeForbidden, "principal %q may not %s task %q", id.principal, action, taskID)
+}
+
+// inTenantOnly checks that the caller belongs to the tenant (or is the
+// admin), without looking at the state.
+func (s *Server) inTenantOnly(id *identity, tenant string) error {
+	if !id.admin && id.tenant != tenant {
+		return errorf(fsm.CodeForbidden, "principal %q belongs to another tenant", id.principal)
+	}
+	return nil
+}
+
+// hideTaken turns the answer to a create of a task id that is taken by a
+// task the caller may not read into the 403 of any task outside its grant,
+// instead of a 409 that would confirm that the task exists.
+func (s *Server) hideTaken(id *identity, tenant, taskID string, res *fsm.Result) *fsm.Result {
+	if res.Code != fsm.CodeAlreadyExists || id.admin || taskID == "" {
+		return res
+	}
+	if t, _, ok := s.fsm.GetTask(tenant, taskID); ok && id.allow(tenant, resTasks, t.Queue, actRead) == nil {
+		return res
+	}
+	ae := taskForbidden(id, taskID, actWrite).(*apiError)
+	return &fsm.Result{Code: ae.Code, Message: ae.Message, Index: res.Index, Replay: res.Replay}
 }
 
 func (s *Server) handleTaskCreate(w http.ResponseWriter, r *http.Request, id *identity) error {
@@ -56,7 +92,11 @@ func (s *Server) handleTaskCreate(w http.ResponseWriter, r *http.Request, id *id
 	if err := s.tenantAccess(id, t, resTasks, args.Queue, actWrite); err != nil {
 		return err
 	}
-	return s.proposeAndReply(w, r, id, t, fsm.KindTaskCreate, args, body)
+	res, err := s.propose(r, id, t, fsm.KindTaskCreate, args, body)
+	if err != nil {
+		return err
+	}
+	return reply(w, s.hideTaken(id, t, args.ID, res), nil)
 }
 
 // tenantAccess validates the tenant name, checks the grant and that the
@@ -155,14 +195,17 @@ type taskArgs[A any] interface {
 }
 
 // taskWrite is the handler of a write on one task named in the path (claim,
-// renew, update): decode and validate the body, authorize on the task's
-// queue, propose.
+// renew, update): authorize on the task's queue, then decode and validate
+// the body, propose.
 func taskWrite[R any, A any, PR interface {
 	*R
 	taskArgs[A]
 }](s *Server, kind fsm.Kind) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, id *identity) error {
 		tenant, taskID := r.PathValue("tenant"), r.PathValue("id")
+		if _, err := s.authorizeTask(id, tenant, taskID, actWrite); err != nil {
+			return err
+		}
 		req := PR(new(R))
 		body, err := s.readJSON(w, r, req)
 		if err != nil {
@@ -170,9 +213,6 @@ func taskWrite[R any, A any, PR interface {
 		}
 		args, err := req.args(taskID)
 		if err != nil {
-			return err
-		}
-		if _, err := s.authorizeTask(id, tenant, taskID, actWrite); err != nil {
 			return err
 		}
 		return s.proposeAndReply(w, r, id, tenant, kind, args, body)
@@ -185,6 +225,9 @@ func taskWrite[R any, A any, PR interface {
 // never past the deadline and never in a busy loop.
 func (s *Server) handleQueueClaim(w http.ResponseWriter, r *http.Request, id *identity) error {
 	tenant, queue := r.PathValue("tenant"), r.PathValue("queue")
+	if err := s.tenantAccess(id, tenant, resTasks, queue, actWrite); err != nil {
+		return err
+	}
 	var req queueClaimRequest
 	body, err := s.readJSON(w, r, &req)
 	if err != nil {
@@ -192,9 +235,6 @@ func (s *Server) handleQueueClaim(w http.ResponseWriter, r *http.Request, id *id
 	}
 	args, err := req.args(queue)
 	if err != nil {
-		return err
-	}
-	if err := s.tenantAccess(id, tenant, resTasks, queue, actWrite); err != nil {
 		return err
 	}
 	cmd, err := s.command(r, id, tenant, fsm.KindTaskQueueClaim, args, body)

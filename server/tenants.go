@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -28,6 +29,8 @@ func (s *Server) tenantRoutes(add func(string, string, routeKind, handlerFunc)) 
 	add("GET", "/v1/tenants", routeRead, s.handleTenantList)
 	add("POST", "/v1/tenants/{tenant}/principals", routeWrite, s.handlePrincipalCreate)
 	add("DELETE", "/v1/tenants/{tenant}/principals/{name}", routeWrite, s.handlePrincipalDelete)
+	add("POST", "/v1/tenants/{tenant}/principals/{name}/rotate", routeWrite, s.handlePrincipalRotate)
+	add("GET", "/v1/tenants/{tenant}/principals", routeRead, s.handlePrincipalList)
 }
 
 func (s *Server) handleTenantPut(w http.ResponseWriter, r *http.Request, id *identity) error {
@@ -91,23 +94,96 @@ func (s *Server) handlePrincipalCreate(w http.ResponseWriter, r *http.Request, i
 	if err := id.mayDelegate(req.Grants); err != nil {
 		return err
 	}
-	salt := make([]byte, 16)
-	if _, err := rand.Read(salt); err != nil {
+	salt, hash, err := s.newPrincipalToken(t, req.Name)
+	if err != nil {
 		return err
 	}
-	args := &fsm.PrincipalCreateArgs{Name: req.Name, Grants: req.Grants, TokenSalt: hex.EncodeToString(salt)}
-	args.TokenHash = hashToken(s.principalToken(t, req.Name, args.TokenSalt))
+	args := &fsm.PrincipalCreateArgs{Name: req.Name, Grants: req.Grants, TokenSalt: salt, TokenHash: hash}
 	res, err := s.propose(r, id, t, fsm.KindPrincipalCreate, args, body)
 	if err != nil {
 		return err
 	}
-	return reply(w, res, func(v json.RawMessage) (any, error) {
-		var p fsm.Principal
-		if err := json.Unmarshal(v, &p); err != nil {
-			return nil, err
+	return reply(w, res, s.renderPrincipalToken)
+}
+
+// newPrincipalToken picks a random salt for a principal's token and returns
+// it with the token's hash: the command carries both, never the token.
+func (s *Server) newPrincipalToken(tenant, name string) (salt, hash string, err error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", "", err
+	}
+	salt = hex.EncodeToString(b)
+	return salt, hashToken(s.principalToken(tenant, name, salt)), nil
+}
+
+// renderPrincipalToken turns a principal record (the result of a create or
+// a rotation, first or replayed) into the answer that shows its token.
+func (s *Server) renderPrincipalToken(v json.RawMessage) (any, error) {
+	var p fsm.Principal
+	if err := json.Unmarshal(v, &p); err != nil {
+		return nil, err
+	}
+	return principalResponse{Name: p.Name, Token: s.principalToken(p.Tenant, p.Name, p.TokenSalt), Grants: p.Grants}, nil
+}
+
+// handlePrincipalRotate gives a principal a new token, shown in the answer
+// only; the old token fails from the rotation's log index on. Who may
+// create the principal may rotate it. The body is empty.
+func (s *Server) handlePrincipalRotate(w http.ResponseWriter, r *http.Request, id *identity) error {
+	t, name := r.PathValue("tenant"), r.PathValue("name")
+	if err := validName("principal name", name); err != nil {
+		return err
+	}
+	if err := s.tenantAdmin(id, t, name, actWrite); err != nil {
+		return err
+	}
+	body, err := readBody(w, r, s.cfg.MaxJSONBody)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(body)) > 0 && string(bytes.TrimSpace(body)) != "{}" {
+		return badRequest("a rotation takes no body (or {})")
+	}
+	salt, hash, err := s.newPrincipalToken(t, name)
+	if err != nil {
+		return err
+	}
+	res, err := s.propose(r, id, t, fsm.KindPrincipalRotate, &fsm.PrincipalRotateArgs{Name: name, TokenSalt: salt, TokenHash: hash}, body)
+	if err != nil {
+		return err
+	}
+	return reply(w, res, s.renderPrincipalToken)
+}
+
+// principalInfo is a principal as listed: never its token or salt.
+type principalInfo struct {
+	Name   string      `json:"name"`
+	Grants []fsm.Grant `json:"grants"`
+}
+
+// handlePrincipalList lists the tenant's principals that the caller may
+// manage (the admin token: all; an admin grant with read: those whose
+// names it covers), with their grants.
+func (s *Server) handlePrincipalList(w http.ResponseWriter, r *http.Request, id *identity) error {
+	t := r.PathValue("tenant")
+	if err := validName("tenant", t); err != nil {
+		return err
+	}
+	if !id.admin && !grantsReach(id.grants, resAdmin, "", actRead) {
+		return errorf(fsm.CodeForbidden, "principal %q has no read grant on admin", id.principal)
+	}
+	if err := s.inTenant(id, t); err != nil {
+		return err
+	}
+	index := s.fsm.AppliedIndex()
+	out := []principalInfo{}
+	for _, p := range s.fsm.Principals(t) {
+		if id.allow(t, resAdmin, p.Name, actRead) == nil {
+			out = append(out, principalInfo{Name: p.Name, Grants: p.Grants})
 		}
-		return principalResponse{Name: p.Name, Token: s.principalToken(p.Tenant, p.Name, p.TokenSalt), Grants: p.Grants}, nil
-	})
+	}
+	return s.readReply(w, index, map[string]any{"principals": out})
 }
 
 // principalToken derives a principal's token from the admin secret and the

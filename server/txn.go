@@ -63,7 +63,10 @@ func decodeTxnRefSet(s *Server, id *identity, tenant string, raw []byte) (any, e
 	if err != nil {
 		return nil, err
 	}
-	return args, id.allow(tenant, resRefs, op.Ref, actWrite)
+	if err := id.allow(tenant, resRefs, op.Ref, actWrite); err != nil {
+		return nil, err
+	}
+	return args, s.mayReadArtifact(id, tenant, args.ArtifactID)
 }
 
 type txnKVPut struct {
@@ -161,36 +164,57 @@ func (s *Server) handleTxn(w http.ResponseWriter, r *http.Request, id *identity)
 		return badRequest("ops must hold 1 to %d operations", fsm.MaxTxnOps)
 	}
 	args := &fsm.TxnArgs{Ops: make([]fsm.TxnOp, len(req.Ops))}
+	created := map[int]string{} // op index -> task id of a task.create
 	for i, raw := range req.Ops {
-		op, err := s.decodeTxnOp(id, tenant, raw)
+		op, a, err := s.decodeTxnOp(id, tenant, raw)
 		if err != nil {
 			return opIndexed(err, i)
 		}
+		if tc, ok := a.(*fsm.TaskCreateArgs); ok {
+			created[i] = tc.ID
+		}
 		args.Ops[i] = op
 	}
-	return s.proposeAndReply(w, r, id, tenant, fsm.KindTxn, args, body)
+	res, err := s.propose(r, id, tenant, fsm.KindTxn, args, body)
+	if err != nil {
+		return err
+	}
+	if res.Code == fsm.CodeAlreadyExists {
+		var d struct {
+			OpIndex *int `json:"op_index"`
+		}
+		if json.Unmarshal(res.Details, &d) == nil && d.OpIndex != nil {
+			if taskID, ok := created[*d.OpIndex]; ok {
+				if hidden := s.hideTaken(id, tenant, taskID, res); hidden != res {
+					hidden.Details = res.Details
+					res = hidden
+				}
+			}
+		}
+	}
+	return reply(w, res, nil)
 }
 
-func (s *Server) decodeTxnOp(id *identity, tenant string, raw []byte) (fsm.TxnOp, error) {
+func (s *Server) decodeTxnOp(id *identity, tenant string, raw []byte) (fsm.TxnOp, any, error) {
 	var head struct {
 		Op string `json:"op"`
 	}
 	if err := json.NewDecoder(bytes.NewReader(raw)).Decode(&head); err != nil {
-		return fsm.TxnOp{}, badRequest("malformed op: %v", err)
+		return fsm.TxnOp{}, nil, badRequest("malformed op: %v", err)
 	}
 	entry, ok := txnOps[head.Op]
 	if !ok {
-		return fsm.TxnOp{}, badRequest("unknown op %q", head.Op)
+		return fsm.TxnOp{}, nil, badRequest("unknown op %q", head.Op)
 	}
 	a, err := entry.decode(s, id, tenant, raw)
 	if err != nil {
 		if ae, ok := err.(*apiError); ok && ae.Code == fsm.CodeNotFound {
 			err = nil // a task made earlier in this transaction; the FSM decides
 		} else {
-			return fsm.TxnOp{}, err
+			return fsm.TxnOp{}, nil, err
 		}
 	}
-	return fsm.TxnOp{Kind: entry.kind, Args: fsm.EncodeArgs(a)}, nil
+	return fsm.TxnOp{Kind: entry.kind, Args: fsm.EncodeArgs(a)}, a, nil
 }
 
 func opIndexed(err error, i int) error {

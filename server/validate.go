@@ -6,7 +6,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
+	"time"
 )
 
 // validName checks a name against the grammar of docs/api.md:
@@ -49,14 +51,37 @@ func nameChars(s string) bool {
 	return true
 }
 
-// readBody reads at most limit bytes of the request body.
+// bodyReadTimeout bounds how long reading one request body may take: a
+// client that declares a body and sends it slowly holds a connection and a
+// goroutine, never more than this.
+var bodyReadTimeout = 10 * time.Second
+
+// readBody reads at most limit bytes of the request body, within
+// bodyReadTimeout. A declared length over the limit is refused before
+// anything is read.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	if n := r.ContentLength; n >= 0 && n <= limit {
+	if r.ContentLength > limit {
+		return nil, errorf(codeTooLarge, "request body is over the %d byte limit", limit)
+	}
+	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
+		return []byte{}, nil
+	}
+	// The deadline is lifted again once the whole body is read: the
+	// connection's read side then watches for the client going away, and a
+	// deadline passing there would cancel the request. After a failed read
+	// it stays, so that the server's attempt to drain what is left of the
+	// body before answering fails fast too, and the connection is closed.
+	rc := http.NewResponseController(w)
+	deadline := rc.SetReadDeadline(time.Now().Add(bodyReadTimeout)) == nil
+	if n := r.ContentLength; n >= 0 {
 		// The length is known (the server's body reader holds the client to
 		// it): one buffer of that size, no growing.
 		b := make([]byte, n)
 		if _, err := io.ReadFull(r.Body, b); err != nil {
 			return nil, badRequest("reading body: %v", err)
+		}
+		if deadline {
+			rc.SetReadDeadline(time.Time{})
 		}
 		return b, nil
 	}
@@ -68,14 +93,22 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	if err != nil {
 		return nil, badRequest("reading body: %v", err)
 	}
+	if deadline {
+		rc.SetReadDeadline(time.Time{})
+	}
 	return b, nil
 }
 
-// decodeStrict decodes one JSON object into v, refusing unknown fields and
-// trailing data.
+// decodeStrict decodes one JSON object into v, refusing unknown fields,
+// member names that match a field only when case is ignored, duplicate
+// members, invalid UTF-8, lone surrogate escapes and trailing data
+// (strictjson.go).
 func decodeStrict(b []byte, v any) error {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return badRequest("request body is empty; want a JSON object")
+	}
+	if err := checkJSONText(b); err != nil {
+		return badRequest("malformed JSON: %v", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -87,6 +120,9 @@ func decodeStrict(b []byte, v any) error {
 		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
 			return badRequest("malformed JSON: data after the object")
 		}
+	}
+	if err := checkMembers(b, reflect.TypeOf(v)); err != nil {
+		return badRequest("malformed JSON: %v", err)
 	}
 	return nil
 }

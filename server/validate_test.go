@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"net/http"
@@ -104,5 +105,86 @@ func TestReadBody(t *testing.T) {
 	}
 	if _, err := read("hel", 5, 10); err == nil {
 		t.Error("a body shorter than its Content-Length was accepted")
+	}
+}
+
+// Strict JSON: exact-case member names, no duplicate members, valid UTF-8
+// and no lone surrogate escapes, at every depth.
+func TestDecodeStrictRefusesAmbiguousJSON(t *testing.T) {
+	type inner struct {
+		B string `json:"b"`
+	}
+	type obj struct {
+		A  int             `json:"a"`
+		In *inner          `json:"in"`
+		L  []inner         `json:"l"`
+		M  map[string]int  `json:"m"`
+		R  json.RawMessage `json:"r"`
+	}
+	for _, c := range []struct {
+		body string
+		ok   bool
+	}{
+		{`{"a":1}`, true},
+		{`{"A":1}`, false},
+		{`{"a":1,"a":1}`, false},
+		{`{"a":1,"in":{"B":"x"}}`, false},
+		{`{"a":1,"in":{"b":"x","b":"y"}}`, false},
+		{`{"a":1,"l":[{"b":"x"},{"B":"y"}]}`, false},
+		{`{"a":1,"m":{"k":1,"K":2}}`, true}, // a map's keys are data
+		{`{"a":1,"m":{"k":1,"k":2}}`, false},
+		{`{"a":1,"r":{"x":{"y":1,"y":2}}}`, false},
+		{`{"a":1,"r":[{"x":1},{"x":1}]}`, true},
+		{"{\"a\":1,\"r\":\"\xff\"}", false},
+		{"{\"a\":1,\"in\":{\"b\":\"caf\xc3\"}}", false},
+		{`{"a":1,"r":"\ud800"}`, false},
+		{`{"a":1,"r":"\udc00"}`, false},
+		{`{"a":1,"r":"\ud800\u0041"}`, false},
+		{`{"a":1,"r":"x\ud800"}`, false},
+		{`{"a":1,"r":{"\ud800":1}}`, false},
+		{`{"a":1,"r":"\ud83d\ude00"}`, true},
+		{`{"a":1,"r":"\\ud800"}`, true}, // a backslash, then text
+		{`{"a":1,"r":"\u00e9"}`, true},
+	} {
+		var v obj
+		err := decodeStrict([]byte(c.body), &v)
+		if (err == nil) != c.ok {
+			t.Errorf("decodeStrict(%q) = %v, want ok %v", c.body, err, c.ok)
+		}
+		var ae *apiError
+		if err != nil && (!errors.As(err, &ae) || ae.Code != "invalid_argument") {
+			t.Errorf("decodeStrict(%q) = %v, want invalid_argument", c.body, err)
+		}
+	}
+}
+
+// Over HTTP, through the fast path and the reflection path alike, each kind
+// of ambiguous body is 400 invalid_argument.
+func TestStrictJSONOverHTTP(t *testing.T) {
+	fx := newAPIFixture(t)
+	if status, _, body := fx.c.do(t, 0, "POST", "/v1/tenants/acme/tasks", `{"task_id":"t1","queue":"q"}`, adminAuth()); status != 201 {
+		t.Fatalf("task create: %d %s", status, body)
+	}
+	cases := []struct{ name, method, path, body string }{
+		{"kv: case-folded name", "PUT", "/v1/tenants/acme/kv/ns/k", `{"Value":3}`},
+		{"kv: duplicate member", "PUT", "/v1/tenants/acme/kv/ns/k", `{"value":3,"value":4}`},
+		{"kv: duplicate nested member", "PUT", "/v1/tenants/acme/kv/ns/k", `{"value":{"a":1,"a":2}}`},
+		{"kv: invalid UTF-8", "PUT", "/v1/tenants/acme/kv/ns/k", "{\"value\":\"\xff\xfe\"}"},
+		{"kv: lone high surrogate", "PUT", "/v1/tenants/acme/kv/ns/k", `{"value":"\ud800"}`},
+		{"kv: lone low surrogate", "PUT", "/v1/tenants/acme/kv/ns/k", `{"value":"\udfff"}`},
+		{"update (fast path): case-folded name", "POST", "/v1/tenants/acme/tasks/t1/update", `{"status":"done","Status":"x"}`},
+		{"update (fast path): duplicate in result", "POST", "/v1/tenants/acme/tasks/t1/update", `{"result":{"a":1,"a":2}}`},
+		{"update (fast path): lone surrogate in payload", "POST", "/v1/tenants/acme/tasks/t1/update", `{"payload":["\ud800"]}`},
+		{"claim (fast path): duplicate", "POST", "/v1/tenants/acme/queues/q/claim", `{"owner":"a","lease_ms":1000,"owner":"b"}`},
+		{"principal: case-folded nested name", "POST", "/v1/tenants/acme/principals", `{"name":"p","grants":[{"Resource":"kv","prefix":"","actions":["read"]}]}`},
+	}
+	for _, tc := range cases {
+		status, _, body := fx.c.do(t, 0, tc.method, tc.path, tc.body, adminAuth())
+		if status != 400 || errorCode(body) != "invalid_argument" {
+			t.Errorf("%s: got %d %s, want 400 invalid_argument", tc.name, status, body)
+		}
+	}
+	if status, _, body := fx.c.do(t, 0, "PUT", "/v1/tenants/acme/kv/ns/k", `{"value":"\ud83d\ude00 caf\u00e9"}`, adminAuth()); status != 200 {
+		t.Errorf("a valid surrogate pair: got %d %s, want 200", status, body)
 	}
 }

@@ -253,5 +253,24 @@ func TestCLITour(t *testing.T) {
 	if err != nil || after.Status != "done" || after.Version != 3 {
 		t.Errorf("r1 after the refused commands: got %+v (err %v), want status done version 3", after, err)
 	}
+
+	// Principals are listed without tokens; a rotation shows a new token
+	// once and the old one is refused from then on, on every node.
+	r = cr.ok(t, admin, []string{"principal", "list", "--tenant", "acme"},
+		`(?m)^PRINCIPAL\s+RESOURCE\s+PREFIX\s+ACTIONS$`, `(?m)^reviewer\s+tasks\s+-\s+read,write$`)
+	if strings.Contains(r.stdout, reviewer) {
+		t.Errorf("principal list shows the token:\n%s", r.stdout)
+	}
+	r = cr.ok(t, admin, []string{"principal", "rotate", "reviewer", "--tenant", "acme"},
+		`(?m)^Rotated the token of principal reviewer in tenant acme`, `(?m)^tasks\s+-\s+read,write$`)
+	m = regexp.MustCompile(`Token \(shown only this once; store it now\):\s+(\S+)`).FindStringSubmatch(r.stdout)
+	if m == nil || m[1] == reviewer {
+		t.Fatalf("principal rotate: got stdout\n%s\nwant a new token", r.stdout)
+	}
+	rotated := m[1]
+	if r := cr.run(t, reviewer, "task", "get", "r1", "--tenant", "acme"); r.code != 1 || !strings.HasPrefix(r.stderr, "baton: unauthenticated: ") {
+		t.Errorf("the rotated-out token: got %v, want exit 1 unauthenticated", r)
+	}
+	cr.ok(t, rotated, []string{"task", "get", "r1", "--tenant", "acme"}, `(?m)^status:\s+done$`)
 	foundationNoExits(t, c)
 }

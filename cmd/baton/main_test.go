@@ -53,6 +53,10 @@ func (f *fakeNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "POST /v1/tenants/acme/principals":
 		w.WriteHeader(201)
 		io.WriteString(w, `{"name": "rev", "token": "s3cret-token", "grants": [{"resource": "tasks", "prefix": "rev:x", "actions": ["read", "write"]}]}`)
+	case "POST /v1/tenants/acme/principals/rev/rotate":
+		io.WriteString(w, `{"name": "rev", "token": "n3w-token", "grants": [{"resource": "tasks", "prefix": "rev/", "actions": ["read"]}]}`)
+	case "GET /v1/tenants/acme/principals":
+		io.WriteString(w, `{"principals": [{"name": "ops", "grants": []}, {"name": "rev", "grants": [{"resource": "tasks", "prefix": "rev/", "actions": ["read", "write"]}]}]}`)
 	case "GET /v1/tenants/acme/tasks/t1", "POST /v1/tenants/acme/tasks/t1/claim", "POST /v1/tenants/acme/tasks/t1/update":
 		io.WriteString(w, sampleTask)
 	case "GET /v1/tenants/acme/tasks":
@@ -222,6 +226,8 @@ func TestTextOutput(t *testing.T) {
 		{[]string{"principal", "create", "--tenant", "acme", "--name", "rev", "--grant", "tasks:rev:x:read,write"},
 			[]string{"s3cret-token", "shown only this once", "rev:x"}},
 		{[]string{"tenant", "create", "acme"}, []string{"created tenant acme"}},
+		{[]string{"principal", "rotate", "rev", "--tenant", "acme"}, []string{"n3w-token", "shown only this once", "old token no longer works"}},
+		{[]string{"principal", "list", "--tenant", "acme"}, []string{"PRINCIPAL", "ops", "rev", "rev/", "read,write"}},
 		{[]string{"task", "list", "--tenant", "acme"}, []string{"TASK", "t1", "research", "--page-token p2"}},
 		{[]string{"task", "get", "t1", "--tenant", "acme"}, []string{"fencing token:", "57", `{"topic":"raft"}`}},
 		{[]string{"queue", "claim", "q", "--tenant", "acme", "--owner", "w", "--lease", "1s"}, []string{"no claimable task in queue q"}},
@@ -278,6 +284,8 @@ func TestRequestsSent(t *testing.T) {
 			"POST /v1/tenants/acme/queues/q/claim", `{"owner":"w","lease_ms":2000,"statuses":["pending","retry"],"wait_ms":50}`},
 		{[]string{"principal", "create", "--name", "rev", "--grant", "*::read,write,delete"},
 			"POST /v1/tenants/acme/principals", `{"name":"rev","grants":[{"resource":"*","prefix":"","actions":["read","write","delete"]}]}`},
+		{[]string{"principal", "rotate", "rev"}, "POST /v1/tenants/acme/principals/rev/rotate", ``},
+		{[]string{"principal", "list"}, "GET /v1/tenants/acme/principals", ``},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -290,5 +298,27 @@ func TestRequestsSent(t *testing.T) {
 				t.Errorf("got %s %s (auth %q), want %s %s (auth Bearer env-token)", r.Route, r.Body, r.Auth, tc.route, tc.body)
 			}
 		})
+	}
+}
+
+// A grant whose prefix is not bounded by a segment gets a warning on
+// stderr; an empty prefix or one ending in "/" does not.
+func TestPrincipalCreatePrefixWarning(t *testing.T) {
+	for _, tc := range []struct {
+		grant string
+		warn  bool
+	}{
+		{"tasks:research:read", true},
+		{"kv:notes/a:read", true},
+		{"tasks:research/:read", false},
+		{"*::read,write", false},
+	} {
+		code, _, stderr, _ := cli(t, "principal", "create", "--tenant", "acme", "--name", "rev", "--grant", tc.grant)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", tc.grant, code, stderr)
+		}
+		if got := strings.Contains(stderr, "warning: grant") && strings.Contains(stderr, "plain string prefix"); got != tc.warn {
+			t.Errorf("--grant %s: stderr %q, want a warning: %v", tc.grant, stderr, tc.warn)
+		}
 	}
 }

@@ -80,8 +80,8 @@ func tenantListCommand() *command {
 func principalCommand() *command {
 	return &command{
 		name:    "principal",
-		summary: "Create or revoke principals (tokens) of a tenant",
-		subs:    []*command{principalCreateCommand(), principalRevokeCommand()},
+		summary: "Create, list, rotate or revoke principals (tokens) of a tenant",
+		subs:    []*command{principalCreateCommand(), principalListCommand(), principalRotateCommand(), principalRevokeCommand()},
 	}
 }
 
@@ -98,6 +98,9 @@ func principalCreateCommand() *command {
 
   RESOURCE is tasks, artifacts, refs, checkpoints, kv, ops, admin or *;
   PREFIX may be empty and may itself contain ':'; ACTIONS are read, write, delete.
+  A PREFIX ending in '/' covers that name and the names under it ("review/"
+  covers review and review/a, not review-old); any other PREFIX is a plain
+  string prefix ("review" covers review-old too), and gets a warning.
 `,
 		flags: func(fs *flag.FlagSet) {
 			tenantFlag(fs, &tenant)
@@ -111,6 +114,13 @@ func principalCreateCommand() *command {
 			if err := inv.require("tenant", "name"); err != nil {
 				return err
 			}
+			for _, g := range grants {
+				if g.Prefix != "" && !strings.HasSuffix(g.Prefix, "/") {
+					fmt.Fprintf(a.stderr, "baton: warning: grant %s:%s is a plain string prefix: it also covers names such as %q; "+
+						"end it with '/' (%s:%s/) to cover only %q and the names under %q\n",
+						g.Resource, g.Prefix, g.Prefix+"-other", g.Resource, g.Prefix, g.Prefix, g.Prefix+"/")
+				}
+			}
 			return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
 				p, err := c.CreatePrincipal(ctx, tenant, name, grants)
 				if err != nil {
@@ -123,11 +133,81 @@ func principalCreateCommand() *command {
 }
 
 func printPrincipal(w io.Writer, tenant string, p *client.PrincipalWithToken) {
-	fmt.Fprintf(w, "Created principal %s in tenant %s.\n\n", p.Name, tenant)
+	printPrincipalToken(w, fmt.Sprintf("Created principal %s in tenant %s.", p.Name, tenant), p)
+}
+
+func printPrincipalToken(w io.Writer, headline string, p *client.PrincipalWithToken) {
+	fmt.Fprintf(w, "%s\n\n", headline)
 	fmt.Fprintf(w, "Token (shown only this once; store it now):\n\n    %s\n\n", p.Token)
 	fmt.Fprintln(w, "RESOURCE\tPREFIX\tACTIONS")
 	for _, g := range p.Grants {
 		fmt.Fprintf(w, "%s\t%s\t%s\n", g.Resource, dash(g.Prefix), strings.Join(g.Actions, ","))
+	}
+}
+
+func principalListCommand() *command {
+	var tenant string
+	return &command{
+		name:     "list",
+		summary:  "List a tenant's principals and their grants (never tokens)",
+		usage:    "principal list --tenant T",
+		examples: "  baton principal list --tenant acme\n",
+		flags:    func(fs *flag.FlagSet) { tenantFlag(fs, &tenant) },
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			if _, err := inv.positional(); err != nil {
+				return err
+			}
+			if err := inv.require("tenant"); err != nil {
+				return err
+			}
+			return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
+				ps, err := c.ListPrincipals(ctx, tenant)
+				if err != nil {
+					return err
+				}
+				return a.emit(map[string]any{"principals": ps}, func(w io.Writer) {
+					fmt.Fprintln(w, "PRINCIPAL\tRESOURCE\tPREFIX\tACTIONS")
+					for _, p := range ps {
+						if len(p.Grants) == 0 {
+							fmt.Fprintf(w, "%s\t-\t-\t-\n", p.Name)
+						}
+						for _, g := range p.Grants {
+							fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", p.Name, g.Resource, dash(g.Prefix), strings.Join(g.Actions, ","))
+						}
+					}
+				})
+			})
+		},
+	}
+}
+
+func principalRotateCommand() *command {
+	var tenant string
+	return &command{
+		name:    "rotate",
+		summary: "Give a principal a new token (shown only once); the old one fails from then on",
+		usage:   "principal rotate NAME --tenant T",
+		examples: `  baton principal rotate reviewer --tenant acme
+`,
+		flags: func(fs *flag.FlagSet) { tenantFlag(fs, &tenant) },
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			args, err := inv.positional("NAME")
+			if err != nil {
+				return err
+			}
+			if err := inv.require("tenant"); err != nil {
+				return err
+			}
+			return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
+				p, err := c.RotatePrincipal(ctx, tenant, args[0])
+				if err != nil {
+					return err
+				}
+				return a.emit(p, func(w io.Writer) {
+					printPrincipalToken(w, fmt.Sprintf("Rotated the token of principal %s in tenant %s; the old token no longer works.", p.Name, tenant), p)
+				})
+			})
+		},
 	}
 }
 
