@@ -156,6 +156,7 @@ func (f *FSM) applyCommand(ctx *applyCtx, c *Command) *Result {
 	}
 	nev := len(f.pending)
 	mark := f.markQuota(c.Tenant)
+	sessBytes := f.sessBytes // handlers that drop sessions change it; an abort puts it back
 	f.st.begin()
 	r := f.dispatch(ctx, c)
 	if r.OK() {
@@ -167,6 +168,7 @@ func (f *FSM) applyCommand(ctx *applyCtx, c *Command) *Result {
 		f.st.commit()
 	} else {
 		f.st.abort()
+		f.sessBytes = sessBytes
 		f.pending = f.pending[:nev]
 	}
 	switch {

@@ -200,3 +200,25 @@ func TestSessionSurvivesSnapshot(t *testing.T) {
 		t.Errorf("retry after restore: %s replay %v, want the first answer", describe(r), r.Replay)
 	}
 }
+
+// TestSessionsGoWithTheirPrincipal: deleting a principal drops its
+// sessions, so one created again under the name cannot replay them.
+func TestSessionsGoWithTheirPrincipal(t *testing.T) {
+	f := New()
+	applyOne(t, f, 1, tenantPut(1000, "acme"))
+	applyOne(t, f, 2, principalCreate(1000, "acme", "bob", "h1"))
+	sid := openSession(t, f, 3, 1000, "acme", "bob")
+	w := inSession(kvPut(1000, "acme", "a", `1`), sid, 1, 1, "A")
+	w.Principal = "bob"
+	applyOne(t, f, 4, w)
+	applyOne(t, f, 5, principalDelete(1000, "acme", "bob"))
+	applyOne(t, f, 6, principalCreate(1000, "acme", "bob", "h2"))
+	retry := inSession(kvPut(1000, "acme", "a", `1`), sid, 1, 1, "A")
+	retry.Principal = "bob"
+	if r := applyOne(t, f, 7, retry); r.Code != CodeIdempotencyExpired {
+		t.Errorf("the new bob replaying the old bob's session: %s, want %s", describe(r), CodeIdempotencyExpired)
+	}
+	if f.sessBytes != 0 {
+		t.Errorf("session bytes %d after the only session went", f.sessBytes)
+	}
+}

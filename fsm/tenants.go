@@ -114,6 +114,16 @@ func applyPrincipalDelete(f *FSM, _ *applyCtx, c *Command) *Result {
 	}
 	f.st.Delete(principalKey(c.Tenant, a.Name))
 	f.st.Delete(tokenKey(p.TokenHash))
+	// Its client sessions go with it: a principal created again under the
+	// name must not find (and replay) the old one's answers.
+	var sessions []string
+	f.st.Scan(sessionKey(c.Tenant, a.Name, 0)[:len(sessionKey(c.Tenant, a.Name, 0))-16], "", func(k string, _ []byte) bool {
+		sessions = append(sessions, k)
+		return true
+	})
+	for _, k := range sessions {
+		f.dropSession(k)
+	}
 	return okValue(OutcomeNoContent, nil)
 }
 
