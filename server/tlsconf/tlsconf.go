@@ -28,6 +28,9 @@ const HandshakeTimeout = 10 * time.Second
 type Peer struct {
 	Cert tls.Certificate
 	Pool *x509.CertPool
+	// CAPEM is the peer CA file's content (HTTPClientConfig adds it to
+	// the system roots).
+	CAPEM []byte
 }
 
 // LoadPeer reads --peer-cert-file, --peer-key-file and --peer-ca-file.
@@ -43,7 +46,11 @@ func LoadPeer(certFile, keyFile, caFile string) (*Peer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("peer CA: %w", err)
 	}
-	return &Peer{Cert: cert, Pool: pool}, nil
+	caPEM, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, err
+	}
+	return &Peer{Cert: cert, Pool: pool, CAPEM: caPEM}, nil
 }
 
 // LoadPool reads PEM certificates from files into a new pool.
@@ -81,6 +88,25 @@ func (p *Peer) ClientConfig() *tls.Config {
 		Certificates: []tls.Certificate{p.Cert},
 		RootCAs:      p.Pool,
 	}
+}
+
+// HTTPClientConfig is the configuration of a member's HTTP calls to its
+// peers' API: it presents this node's certificate, and trusts the peer CA
+// and the system's roots (the API certificate may come from either).
+func HTTPClientConfig(p *Peer) *tls.Config {
+	roots, err := x509.SystemCertPool()
+	if err != nil || roots == nil {
+		roots = x509.NewCertPool()
+	}
+	c := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots}
+	if p != nil {
+		c.Certificates = []tls.Certificate{p.Cert}
+		roots.AppendCertsFromPEM(p.CAPEM)
+		if len(p.CAPEM) == 0 {
+			c.RootCAs = p.Pool
+		}
+	}
+	return c
 }
 
 // IsPeer reports whether a verified client certificate chain's leaf chains
