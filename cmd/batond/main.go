@@ -72,7 +72,7 @@ type options struct {
 // tlsFlags are the certificate files: the API's, and the peers' (mutual
 // TLS between members, for Raft and node-to-node HTTP).
 type tlsFlags struct {
-	certFile, keyFile, clientCAFile      string
+	certFile, keyFile, clientCAFile       string
 	peerCertFile, peerKeyFile, peerCAFile string
 }
 
