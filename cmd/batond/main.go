@@ -38,6 +38,9 @@ func main() {
 	if len(args) > 0 && args[0] == "local" {
 		os.Exit(runLocal(ctx, args[1:], os.Stdout, os.Stderr))
 	}
+	if len(args) > 0 && args[0] == "certs" {
+		os.Exit(runCerts(args[1:], os.Stdout, os.Stderr))
+	}
 	os.Exit(run(ctx, args, os.Stderr))
 }
 
@@ -47,11 +50,19 @@ Usage:
   batond --id n1 --data-dir DIR --http-addr 127.0.0.1:7001 --raft-addr 127.0.0.1:8001 \
          --peers n1=127.0.0.1:8001,n2=127.0.0.1:8002,n3=127.0.0.1:8003
   batond --id n4 --data-dir DIR --http-addr ... --raft-addr ... --join http://127.0.0.1:7001
-  batond local --nodes 3        a local three-node cluster (what 'make run' runs)
+  batond local --nodes 3        a local three-node cluster, TLS everywhere (what 'make run' runs)
+  batond certs --out DIR --nodes n1,n2,n3 --hosts 10.0.0.1,...
+                                a CA and node certificates for --tls-* and --peer-*
 
 A node whose data dir is empty bootstraps from --peers (or joins with --join);
 a node with data resumes and ignores both. The admin token comes from
 --admin-token-file or BATON_ADMIN_TOKEN. SIGTERM shuts down cleanly.
+
+TLS: --tls-cert-file/--tls-key-file serve the API over https (with
+--client-ca-file, clients must present a certificate that CA signed);
+--peer-cert-file/--peer-key-file/--peer-ca-file make Raft and every
+node-to-node HTTP call mutual TLS under the cluster CA, without the admin
+token. Without them the node starts, and warns.
 
 Flags:
 `
