@@ -38,10 +38,19 @@ func TestMain(m *testing.M) {
 // logs stay in t.TempDir() and are printed when the test failed.
 func startCluster(t *testing.T, n int, extraArgs ...string) *cluster.Cluster {
 	t.Helper()
+	return startClusterWith(t, cluster.Config{Nodes: n, ExtraArgs: extraArgs})
+}
+
+// startClusterWith is startCluster with more of the harness's Config (TLS);
+// Binary, BaseDir and Fast are set here.
+func startClusterWith(t *testing.T, cfg cluster.Config) *cluster.Cluster {
+	t.Helper()
 	if batondErr != nil {
 		t.Fatalf("batond did not build: %v", batondErr)
 	}
-	c, err := cluster.New(cluster.Config{Binary: batond, Nodes: n, BaseDir: t.TempDir(), Fast: true, ExtraArgs: extraArgs})
+	cfg.Binary, cfg.BaseDir, cfg.Fast = batond, t.TempDir(), true
+	n := cfg.Nodes
+	c, err := cluster.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +75,8 @@ func startCluster(t *testing.T, n int, extraArgs ...string) *cluster.Cluster {
 // adminClient is a client over every node's endpoint with the admin token.
 func adminClient(t *testing.T, c *cluster.Cluster) *client.Client {
 	t.Helper()
-	cl, err := client.New(client.Config{Endpoints: c.Endpoints(), Token: c.AdminToken(), MaxRetry: 20 * time.Second})
+	cl, err := client.New(client.Config{Endpoints: c.Endpoints(), Token: c.AdminToken(), MaxRetry: 20 * time.Second,
+		CAFile: c.CAFile()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +86,8 @@ func adminClient(t *testing.T, c *cluster.Cluster) *client.Client {
 // nodeClient talks to node i only (no failover).
 func nodeClient(t *testing.T, c *cluster.Cluster, i int, token string) *client.Client {
 	t.Helper()
-	cl, err := client.New(client.Config{Endpoints: []string{c.URL(i)}, Token: token, MaxRetry: time.Nanosecond})
+	cl, err := client.New(client.Config{Endpoints: []string{c.URL(i)}, Token: token, MaxRetry: time.Nanosecond,
+		CAFile: c.CAFile()})
 	if err != nil {
 		t.Fatal(err)
 	}
