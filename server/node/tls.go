@@ -24,9 +24,12 @@ type tlsStream struct {
 	timeout        time.Duration
 }
 
+// handshakeTimeout is tlsconf.HandshakeTimeout; tests shorten it.
+var handshakeTimeout = tlsconf.HandshakeTimeout
+
 func newTLSStream(inner raft.StreamLayer, p *tlsconf.Peer) *tlsStream {
 	return &tlsStream{StreamLayer: inner, server: p.ServerConfig(), client: p.ClientConfig(),
-		timeout: tlsconf.HandshakeTimeout}
+		timeout: handshakeTimeout}
 }
 
 func (s *tlsStream) Accept() (net.Conn, error) {

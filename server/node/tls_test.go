@@ -199,3 +199,31 @@ func TestRaftTLSRefusesStrangers(t *testing.T) {
 		t.Fatalf("control: term %d did not move with a cluster certificate", term)
 	}
 }
+
+// A connection that says nothing is closed when the handshake deadline
+// passes: a silent socket holds no goroutine of the member for longer.
+func TestRaftTLSHandshakeDeadline(t *testing.T) {
+	old := handshakeTimeout
+	handshakeTimeout = 300 * time.Millisecond
+	t.Cleanup(func() { handshakeTimeout = old })
+	ca, err := tlsconf.NewCA("cluster CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nd := openCluster(t, 1, ca)[0]
+	conn, err := net.Dial("tcp", nd.RaftAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err = conn.Read(make([]byte, 1))
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("a silent connection was still open after %v", time.Since(start))
+	}
+	if err == nil {
+		t.Fatal("the member sent bytes to a silent client")
+	}
+	t.Logf("closed after %v: %v", time.Since(start).Round(time.Millisecond), err)
+}
