@@ -3,6 +3,7 @@ package node
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -226,4 +227,74 @@ func TestRaftTLSHandshakeDeadline(t *testing.T) {
 		t.Fatal("the member sent bytes to a silent client")
 	}
 	t.Logf("closed after %v: %v", time.Since(start).Round(time.Millisecond), err)
+}
+
+// The TLS stream is layered over the failpoint stream: a cut link refuses
+// TLS dials and closes the TLS connections already open.
+func TestRaftTLSObeysFailpoints(t *testing.T) {
+	ca, err := tlsconf.NewCA("cluster CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	serverLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := newTLSStream(&faultStream{Listener: serverLn, faults: NewFaults()}, issuedPeer(t, ca, "n1"))
+	defer server.Close()
+	go func() { // echo one byte per accepted connection, until closed
+		for {
+			c, err := server.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				b := make([]byte, 1)
+				for {
+					if _, err := c.Read(b); err != nil {
+						return
+					}
+					if _, err := c.Write(b); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	clientLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	faults := NewFaults()
+	client := newTLSStream(&faultStream{Listener: clientLn, faults: faults}, issuedPeer(t, ca, "n2"))
+	defer client.Close()
+	target := raft.ServerAddress(serverLn.Addr().String())
+
+	conn, err := client.Dial(target, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte{7}); err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 1)
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := conn.Read(b); err != nil || b[0] != 7 {
+		t.Fatalf("echo over TLS: %v %v", b, err)
+	}
+	faults.SetCut([]string{string(target)})
+	if _, err := conn.Read(b); err == nil {
+		t.Fatal("a cut link's TLS connection stayed open")
+	}
+	if _, err := client.Dial(target, 5*time.Second); !errors.Is(err, ErrLinkCut) {
+		t.Fatalf("dial over a cut link: %v, want ErrLinkCut", err)
+	}
+	faults.SetCut(nil)
+	again, err := client.Dial(target, 5*time.Second)
+	if err != nil {
+		t.Fatalf("dial after healing: %v", err)
+	}
+	again.Close()
 }
