@@ -1,7 +1,10 @@
 package tlsconf
 
 import (
+	"crypto/tls"
 	"crypto/x509"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -65,5 +68,69 @@ func TestGenerate(t *testing.T) {
 	}
 	if _, err := LoadPeer(NodeFiles(dir, "n3").Cert, NodeFiles(dir, "n3").Key, caCert); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The API's server configuration: with a client CA every client needs a
+// certificate from it or from the peer CA; without one a certificate is
+// optional, but one from an unknown CA still fails the handshake.
+func TestAPIServerConfig(t *testing.T) {
+	dir := t.TempDir()
+	peerDir, clientDir := filepath.Join(dir, "peer"), filepath.Join(dir, "clients")
+	if _, err := Generate(peerDir, nil, []string{"n1", "n2"}, []string{"127.0.0.1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Generate(clientDir, nil, []string{"agent"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	strangerDir := filepath.Join(dir, "stranger")
+	if _, err := Generate(strangerDir, nil, []string{"x"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	n1, n2 := NodeFiles(peerDir, "n1"), NodeFiles(peerDir, "n2")
+	peer, err := LoadPeer(n1.Cert, n1.Key, n1.CA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair := func(f Files) []tls.Certificate {
+		c, err := tls.LoadX509KeyPair(f.Cert, f.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []tls.Certificate{c}
+	}
+	for _, withClientCA := range []bool{false, true} {
+		caFile := ""
+		if withClientCA {
+			caFile = NodeFiles(clientDir, "agent").CA
+		}
+		api, err := LoadAPI(n1.Cert, n1.Key, caFile, peer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+		ts.TLS = api.ServerConfig()
+		ts.StartTLS()
+		for _, tc := range []struct {
+			name  string
+			certs []tls.Certificate
+			ok    bool
+		}{
+			{"no certificate", nil, !withClientCA},
+			{"a member's", pair(n2), true},
+			{"a client's", pair(NodeFiles(clientDir, "agent")), withClientCA},
+			{"a stranger's", pair(NodeFiles(strangerDir, "x")), false},
+		} {
+			hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: peer.Pool, Certificates: tc.certs}}}
+			resp, err := hc.Get(ts.URL)
+			if err == nil {
+				resp.Body.Close()
+			}
+			if (err == nil) != tc.ok {
+				t.Errorf("client CA %v, %s: %v, want ok %v", withClientCA, tc.name, err, tc.ok)
+			}
+			hc.CloseIdleConnections()
+		}
+		ts.Close()
 	}
 }
