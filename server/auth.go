@@ -55,7 +55,13 @@ var peerRoutes = map[string]bool{
 	"PUT /v1/cluster/members/{id}/meta":                       true,
 }
 
-func isPeerRoute(r *http.Request) bool { return peerRoutes[r.Method+" "+r.Pattern] }
+func isPeerRoute(r *http.Request) bool {
+	m := r.Method
+	if m == http.MethodHead {
+		m = http.MethodGet // dispatch serves HEAD with the GET route
+	}
+	return peerRoutes[m+" "+r.Pattern]
+}
 
 // peerOf names the member that made a request on a peer route: the common
 // name of the verified peer certificate on its connection, or, when a

@@ -61,6 +61,8 @@ func TestPeerIdentity(t *testing.T) {
 		{"another CA's certificate", "PUT", internal, internalPattern, stranger, nil, "", false},
 		{"no certificate, admin token", "PUT", internal, internalPattern, nil,
 			map[string]string{"Authorization": "Bearer admin"}, "", false},
+		{"no certificate, admin token, HEAD", "HEAD", internal, internalPattern, nil,
+			map[string]string{"Authorization": "Bearer admin"}, "", false},
 		{"admin token on a join still works", "POST", "/v1/cluster/members", "/v1/cluster/members", nil,
 			map[string]string{"Authorization": "Bearer admin"}, "", true},
 		{"forwarded for a member", "PUT", internal, internalPattern, member,
