@@ -328,7 +328,7 @@ func TestHTTPMaxConnections(t *testing.T) {
 	var held []*rawConn
 	for range 4 {
 		rc := dialRaw(t, addr)
-		if _, err := rc.roundTrip(get, 2*time.Second); err != nil {
+		if _, err := rc.roundTrip(get, 10*time.Second); err != nil {
 			break // the cap is reached (with the harness's connections)
 		}
 		held = append(held, rc)
