@@ -122,7 +122,11 @@ func TestTLSRefusesStrangers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after.Term != before.Term || after.CommitIndex != before.CommitIndex || after.AppliedIndex != before.AppliedIndex {
+	// A member that took the RPC would be at the forged term for good. An
+	// election on a loaded machine moves the term by one or two, and its
+	// leader appends an entry: the log is compared only without one.
+	if after.Term >= before.Term+100 ||
+		(after.Term == before.Term && (after.CommitIndex != before.CommitIndex || after.AppliedIndex != before.AppliedIndex)) {
 		t.Errorf("%s: term/commit/applied %d/%d/%d became %d/%d/%d", c.ID(target),
 			before.Term, before.CommitIndex, before.AppliedIndex, after.Term, after.CommitIndex, after.AppliedIndex)
 	}
