@@ -218,7 +218,7 @@ func (rc *rawConn) closedWithin(d time.Duration) error {
 // adds no metric series; --max-connections holds connections beyond the
 // cap until one closes.
 func TestHTTPServerBounds(t *testing.T) {
-	c := startCluster(t, 1, "--http-idle-timeout=1s", "--http-body-timeout=1s", "--max-connections=300")
+	c := startClusterExact(t, cluster.Config{Nodes: 1, ExtraArgs: []string{"--http-idle-timeout=1s", "--http-body-timeout=1s", "--max-connections=300"}})
 	ctx := ctxFor(t, 60*time.Second)
 	if err := c.WaitReady(ctx, 0); err != nil {
 		t.Fatal(err)
@@ -320,7 +320,7 @@ func TestHTTPServerBounds(t *testing.T) {
 // TestHTTPMaxConnections: connections beyond --max-connections wait to be
 // accepted until one closes.
 func TestHTTPMaxConnections(t *testing.T) {
-	c := startCluster(t, 1, "--max-connections=4")
+	c := startClusterExact(t, cluster.Config{Nodes: 1, ExtraArgs: []string{"--max-connections=4"}})
 	ctx := ctxFor(t, 60*time.Second)
 	if err := c.WaitReady(ctx, 0); err != nil {
 		t.Fatal(err)
