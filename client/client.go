@@ -1,10 +1,13 @@
 package client
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -47,6 +50,19 @@ type Config struct {
 	// session would cost a write of its own; the cluster keeps each such
 	// key's answer within its idempotency window and byte budget.
 	NoSession bool
+
+	// TLS configures https endpoints: the CAs to trust and the client
+	// certificate, if the cluster asks for one. Nil means the system's
+	// roots and no client certificate, unless CAFile, CertFile or KeyFile
+	// are given. Not used with HTTPClient (configure its Transport).
+	TLS *tls.Config
+	// CAFile is a PEM file of the CA(s) that signed the nodes' API
+	// certificates (batond certs: ca.pem), trusted instead of the
+	// system's roots; it is added to TLS.RootCAs when TLS is given too.
+	CAFile string
+	// CertFile and KeyFile are a client certificate and its key (PEM),
+	// for a cluster started with --client-ca-file.
+	CertFile, KeyFile string
 }
 
 // Validate reports the first problem with c, if any.
@@ -64,6 +80,12 @@ func (c Config) Validate() error {
 	}
 	if c.MaxRetry < 0 {
 		return fmt.Errorf("client: max retry must not be negative, got %v", c.MaxRetry)
+	}
+	if (c.CertFile == "") != (c.KeyFile == "") {
+		return errors.New("client: give both CertFile and KeyFile, or neither")
+	}
+	if c.HTTPClient != nil && (c.TLS != nil || c.CAFile != "" || c.CertFile != "") {
+		return errors.New("client: TLS settings apply to the default HTTP client: configure HTTPClient's Transport instead")
 	}
 	return nil
 }
@@ -102,7 +124,11 @@ func New(cfg Config) (*Client, error) {
 		c.hosts = append(c.hosts, host)
 	}
 	if c.hc == nil {
-		c.hc = defaultHTTPClient()
+		tc, err := cfg.tlsConfig()
+		if err != nil {
+			return nil, err
+		}
+		c.hc = defaultHTTPClient(tc)
 	}
 	if c.timeout == 0 {
 		c.timeout = DefaultTimeout
@@ -137,9 +163,45 @@ func parseEndpoint(raw string) (string, error) {
 	return strings.TrimRight(raw, "/"), nil
 }
 
-func defaultHTTPClient() *http.Client {
+func defaultHTTPClient(tc *tls.Config) *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.TLSClientConfig = tc // https goes to this fallback Transport
 	t.MaxIdleConns = 1024
 	t.MaxIdleConnsPerHost = 256
 	return &http.Client{Transport: newDirectTransport(t, t.MaxIdleConnsPerHost)}
+}
+
+// tlsConfig is the TLS configuration of the default HTTP client: TLS
+// (cloned), with CAFile's certificates as roots and CertFile as client
+// certificate. Nil when none of them is given.
+func (c Config) tlsConfig() (*tls.Config, error) {
+	if c.TLS == nil && c.CAFile == "" && c.CertFile == "" {
+		return nil, nil
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if c.TLS != nil {
+		tc = c.TLS.Clone()
+	}
+	if c.CAFile != "" {
+		pem, err := os.ReadFile(c.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("client: CA file: %w", err)
+		}
+		if tc.RootCAs == nil {
+			tc.RootCAs = x509.NewCertPool()
+		} else {
+			tc.RootCAs = tc.RootCAs.Clone() // not the caller's pool
+		}
+		if !tc.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("client: CA file %s holds no PEM certificate", c.CAFile)
+		}
+	}
+	if c.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("client: client certificate: %w", err)
+		}
+		tc.Certificates = append(tc.Certificates, cert)
+	}
+	return tc, nil
 }

@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -175,6 +176,14 @@ func transportFailure(ctx context.Context, cl *call, endpoint string, err error)
 	}
 	if ctx.Err() != nil {
 		return result{err: fmt.Errorf("%s %s%s: %w", cl.method, endpoint, cl.path, ctx.Err())}
+	}
+	// A certificate the client does not trust, or one the node refuses,
+	// is a configuration problem (CAFile, client certificate): retrying
+	// for the whole budget would only hide it.
+	var verr *tls.CertificateVerificationError
+	var alert tls.AlertError
+	if errors.As(err, &verr) || errors.As(err, &alert) {
+		return result{err: fmt.Errorf("%s %s%s: %w (check the CA file and client certificate)", cl.method, endpoint, cl.path, err)}
 	}
 	return result{retry: true,
 		err: fmt.Errorf("%w: %s %s%s: %w", ErrUnavailable, cl.method, endpoint, cl.path, err)}

@@ -14,6 +14,7 @@ type identity struct {
 	principal string // "" for the admin
 	grants    []fsm.Grant
 	tokenHash string // of a principal's token; streams re-check it
+	peer      string // a member (peer TLS certificate) on a peer route
 }
 
 // Resources and actions of grants (docs/api.md "Authentication and tenants").
@@ -39,8 +40,70 @@ var validActions = map[string]bool{actRead: true, actWrite: true, actDelete: tru
 // errNoToken is the answer to a request without a bearer token.
 var errNoToken = errorf(codeUnauthenticated, "missing bearer token (Authorization: Bearer <token>)")
 
-// authenticate resolves the bearer token: 401 when absent, unknown or revoked.
+// headerPeer, on a request a follower forwarded, names the member whose
+// peer certificate the follower verified (a peer route only). The
+// receiving node believes it only from a connection that presents a peer
+// certificate itself.
+const headerPeer = "X-Baton-Peer"
+
+// peerRoutes are what members call on each other: chunk copies and
+// repair, the "held" record, joining and publishing an address. With peer
+// TLS a member is recognised there by its certificate, and the /v1/internal
+// ones accept nothing else.
+var peerRoutes = map[string]bool{
+	"PUT /v1/internal/chunks/{digest}":                        true,
+	"GET /v1/internal/chunks/{digest}":                        true,
+	"POST /v1/internal/tenants/{tenant}/chunks/{digest}/held": true,
+	"POST /v1/cluster/members":                                true,
+	"PUT /v1/cluster/members/{id}/meta":                       true,
+}
+
+func isPeerRoute(r *http.Request) bool {
+	m := r.Method
+	if m == http.MethodHead {
+		m = http.MethodGet // dispatch serves HEAD with the GET route
+	}
+	return peerRoutes[m+" "+r.Pattern]
+}
+
+// peerOf names the member that made a request on a peer route: the common
+// name of the verified peer certificate on its connection, or, when a
+// member forwarded it, the member that member vouches for. "" for anyone
+// else, and without peer TLS.
+func (s *Server) peerOf(r *http.Request) string {
+	if s.cfg.PeerTLS == nil || r.TLS == nil || !isPeerRoute(r) || !s.cfg.PeerTLS.IsPeer(r.TLS.PeerCertificates) {
+		return ""
+	}
+	if r.Header.Get(headerForwarded) != "" {
+		return r.Header.Get(headerPeer)
+	}
+	if cn := r.TLS.PeerCertificates[0].Subject.CommonName; cn != "" {
+		return cn
+	}
+	return "member"
+}
+
+// peerAuth authenticates a node-to-node request: by the peer certificate
+// of the transport when peer TLS is on (no token leaves the node), else by
+// the admin token.
+func (s *Server) peerAuth(req *http.Request) {
+	if s.cfg.PeerTLS == nil {
+		req.Header.Set("Authorization", "Bearer "+s.cfg.AdminToken)
+	}
+}
+
+// authenticate resolves the bearer token: 401 when absent, unknown or
+// revoked. On a peer route, a member's certificate stands for the admin
+// token; the internal routes need it when peer TLS is on.
 func (s *Server) authenticate(r *http.Request) (*identity, error) {
+	if s.cfg.PeerTLS != nil && isPeerRoute(r) {
+		if p := s.peerOf(r); p != "" {
+			return &identity{admin: true, peer: p}, nil
+		}
+		if strings.HasPrefix(r.Pattern, "/v1/internal/") {
+			return nil, errorf(codeUnauthenticated, "%s is for cluster members: it needs a peer certificate", r.Pattern)
+		}
+	}
 	h := r.Header.Get("Authorization")
 	tok, ok := strings.CutPrefix(h, "Bearer ")
 	tok = strings.TrimSpace(tok)

@@ -349,17 +349,17 @@ func (s *Server) fetchChunk(ctx context.Context, digest string) ([]byte, error) 
 	return nil, errorf(codeUnavailable, "no node could supply chunk %s right now", digest)
 }
 
-// peerCall makes an admin request to a peer's internal endpoint.
+// peerCall makes a member's request to a peer's internal endpoint.
 func (s *Server) peerCall(ctx context.Context, method, addr, path string, body []byte, out *bytes.Buffer) error {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, s.proxy.url(addr, path), rd)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+s.cfg.AdminToken)
+	s.peerAuth(req)
 	resp, err := s.proxy.transport.RoundTrip(req)
 	if err != nil {
 		return err
@@ -384,11 +384,11 @@ func (s *Server) leaderCall(ctx context.Context, method, path string, body []byt
 	if id == "" || addr == "" {
 		return nil, errorf(codeUnavailable, "no leader is known right now")
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, method, s.proxy.url(addr, path), bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+s.cfg.AdminToken)
+	s.peerAuth(req)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := s.proxy.transport.RoundTrip(req)
 	if err != nil {

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,7 +39,22 @@ type forwarder struct {
 	transport *http.Transport
 	proxy     *httputil.ReverseProxy
 	holdMax   time.Duration // the longest one request is held
+	scheme    string        // of the peers' API: http, or https (useTLS)
+	// peerOf names the member that made a request on a peer route, or ""
+	// (see Server.peerOf); a forwarded request carries it in headerPeer.
+	peerOf func(*http.Request) string
 }
+
+// useTLS makes calls to peers https, with cfg (the peer certificate and CA).
+func (f *forwarder) useTLS(cfg *tls.Config) {
+	f.scheme = "https"
+	f.transport.TLSClientConfig = cfg.Clone()
+}
+
+// url is a peer's URL for path.
+func (f *forwarder) url(addr, path string) string { return f.scheme + "://" + addr + path }
+
+type peerKey struct{}
 
 type leaderKey struct{}
 
@@ -61,7 +77,8 @@ const (
 )
 
 func newForwarder(c Cluster, f0 *fsm.FSM, log *slog.Logger, holdMax time.Duration) *forwarder {
-	f := &forwarder{cluster: c, fsm: f0, log: log, holdMax: holdMax}
+	f := &forwarder{cluster: c, fsm: f0, log: log, holdMax: holdMax, scheme: "http",
+		peerOf: func(*http.Request) string { return "" }}
 	f.transport = &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConns:        512,
@@ -72,9 +89,15 @@ func newForwarder(c Cluster, f0 *fsm.FSM, log *slog.Logger, holdMax time.Duratio
 		Transport: f.transport,
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			addr := pr.In.Context().Value(leaderKey{}).(string)
-			pr.SetURL(&url.URL{Scheme: "http", Host: addr})
+			pr.SetURL(&url.URL{Scheme: f.scheme, Host: addr})
 			pr.Out.Host = pr.In.Host
 			pr.Out.Header.Set(headerForwarded, c.ID())
+			// Only this node vouches for a peer, and only for the member
+			// whose certificate it verified; never pass on a client's claim.
+			pr.Out.Header.Del(headerPeer)
+			if p, _ := pr.In.Context().Value(peerKey{}).(string); p != "" {
+				pr.Out.Header.Set(headerPeer, p)
+			}
 		},
 		ModifyResponse: func(resp *http.Response) error {
 			resp.Header.Set(headerLeader, resp.Request.URL.Host)
@@ -126,9 +149,12 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, limit int64)
 		replayable = true
 	}
 	df := &dialFailure{}
-	ctx := context.WithValue(r.Context(), dialFailureKey{}, df)
-	if !replayable {
-		ctx = r.Context()
+	ctx := r.Context()
+	if p := f.peerOf(r); p != "" {
+		ctx = context.WithValue(ctx, peerKey{}, p)
+	}
+	if replayable {
+		ctx = context.WithValue(ctx, dialFailureKey{}, df)
 	}
 	holdCtx, cancel := context.WithTimeout(r.Context(), f.holdMax)
 	defer cancel()
@@ -254,7 +280,7 @@ func (f *forwarder) runProbe(p *commitProbe) {
 		p.err = fmt.Errorf("the leader %s has no published address", id)
 		return
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/readyz", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.url(addr, "/readyz"), nil)
 	if err != nil {
 		p.err = err
 		return

@@ -117,3 +117,39 @@ func TestForwardNoHoldWhenCutOff(t *testing.T) {
 		t.Errorf("answered after %v; a cut-off node should not hold requests", d)
 	}
 }
+
+// TestForwardPeerHeader: a follower names in headerPeer only the member
+// its peerOf vouched for, and drops whatever a client put there.
+func TestForwardPeerHeader(t *testing.T) {
+	var got []string
+	var mu sync.Mutex
+	leader := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Header.Get(headerPeer))
+		mu.Unlock()
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer leader.Close()
+	c := &electingCluster{
+		fakeCluster: fakeCluster{f: fsm.New()},
+		leaders:     []string{"n3"},
+		addrs:       map[string]string{"n3": strings.TrimPrefix(leader.URL, "http://")},
+		lastContact: time.Now(),
+	}
+	fw := newForwarder(c, c.f, slog.New(slog.DiscardHandler), 10*time.Second)
+	defer fw.close()
+	for _, vouch := range []string{"", "n2"} {
+		fw.peerOf = func(*http.Request) string { return vouch }
+		req := httptest.NewRequest("POST", "/v1/cluster/members", strings.NewReader(`{}`))
+		req.Header.Set(headerPeer, "n9") // a client's claim
+		rec := httptest.NewRecorder()
+		if !fw.forward(rec, req, 1<<20) || rec.Code != http.StatusOK {
+			t.Fatalf("forward: %d %s", rec.Code, rec.Body)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 2 || got[0] != "" || got[1] != "n2" {
+		t.Fatalf("the leader saw %s %q, want \"\" then \"n2\"", headerPeer, got)
+	}
+}

@@ -87,7 +87,20 @@ func (m *metrics) wrap(h http.Handler) http.Handler {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		h.ServeHTTP(rec, r)
-		m.requests.WithLabelValues(r.Method, strconv.Itoa(rec.status)).Inc()
-		m.latency.WithLabelValues(r.Method).Observe(time.Since(start).Seconds())
+		method := methodLabel(r.Method)
+		m.requests.WithLabelValues(method, strconv.Itoa(rec.status)).Inc()
+		m.latency.WithLabelValues(method).Observe(time.Since(start).Seconds())
 	})
+}
+
+// methodLabel is the method as a metric label: the client chooses the
+// method name, so anything but the standard methods counts as "other"
+// (otherwise every made-up name would be a new series, without bound).
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
+		http.MethodDelete, http.MethodPatch, http.MethodOptions:
+		return m
+	}
+	return "other"
 }

@@ -53,11 +53,11 @@ func (s *Server) registerSelf() error {
 		return fmt.Errorf("leader %s has not published its address yet", leader)
 	}
 	body, _ := json.Marshal(map[string]string{"raft_addr": me.RaftAddr, "http_addr": me.HTTPAddr})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+addr+"/v1/cluster/members/"+me.ID+"/meta", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, s.proxy.url(addr, "/v1/cluster/members/"+me.ID+"/meta"), bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+s.cfg.AdminToken)
+	s.peerAuth(req)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := s.proxy.transport.RoundTrip(req)
 	if err != nil {

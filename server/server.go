@@ -14,6 +14,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/hex"
 	"log/slog"
 	"net/http"
@@ -25,6 +26,7 @@ import (
 	"github.com/baton-dev/baton/fsm"
 	"github.com/baton-dev/baton/server/chunkstore"
 	"github.com/baton-dev/baton/server/node"
+	"github.com/baton-dev/baton/server/tlsconf"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -71,7 +73,16 @@ type Config struct {
 	// CatchUpWait bounds how long a watch waits for this node to apply up
 	// to the client's resume point before answering 503; default 2s.
 	CatchUpWait time.Duration
-	Logger      *slog.Logger
+	// PeerTLS, when set (batond --peer-*), is how members know each other
+	// over HTTP: a node-to-node call presents this node's peer certificate
+	// and carries no admin token, and the internal routes accept only a
+	// caller whose verified client certificate chains to the peer CA.
+	PeerTLS *tlsconf.Peer
+	// PeerClientTLS, when set, makes node-to-node calls (forwarding, chunk
+	// copies and repair, publishing this node's address) https with this
+	// configuration: the peers' API serves TLS.
+	PeerClientTLS *tls.Config
+	Logger        *slog.Logger
 }
 
 func (c *Config) setDefaults() {
@@ -120,6 +131,10 @@ func New(cfg Config, c Cluster, f *fsm.FSM) *Server {
 	s := &Server{cfg: cfg, cluster: c, fsm: f, log: cfg.Logger,
 		adminHash: sha256.Sum256([]byte(cfg.AdminToken)), mux: http.NewServeMux(), done: make(chan struct{})}
 	s.proxy = newForwarder(c, f, s.log, s.cfg.RequestTimeout)
+	if cfg.PeerClientTLS != nil {
+		s.proxy.useTLS(cfg.PeerClientTLS)
+	}
+	s.proxy.peerOf = s.peerOf
 	s.metrics = newMetrics(c, f)
 	s.routes()
 	return s

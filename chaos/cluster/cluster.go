@@ -73,6 +73,9 @@ func New(cfg Config) (*Cluster, error) {
 	if c.token == "" {
 		c.token = NewToken()
 	}
+	if cfg.TLS {
+		c.client.Transport.(*http.Transport).TLSClientConfig = c.ClientTLS()
+	}
 	var outMu sync.Mutex
 	for i := range cfg.Nodes {
 		id := NodeID(i)
@@ -175,6 +178,9 @@ func (c *Cluster) launchAll() ([]*process, error) {
 		return nil, err
 	}
 	if err := c.assignPorts(); err != nil {
+		return nil, err
+	}
+	if err := c.ensureCerts(); err != nil {
 		return nil, err
 	}
 	for _, n := range c.nodes {

@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -12,10 +15,16 @@ import (
 // Tests of real batond processes: the harness against the server.
 
 // newReal starts a fast cluster of real batond processes, closed (and its
-// logs shown, on failure) at the end of the test.
+// logs shown, on failure) at the end of the test. BATON_TEST_TLS=1 runs
+// every such test with TLS everywhere (Config.TLS).
 func newReal(t *testing.T, nodes int) *Cluster {
 	t.Helper()
-	c, err := New(Config{Binary: needBatond(t), Nodes: nodes, BaseDir: t.TempDir(), Fast: true, StopTimeout: 5 * time.Second})
+	return newRealTLS(t, nodes, os.Getenv("BATON_TEST_TLS") == "1")
+}
+
+func newRealTLS(t *testing.T, nodes int, tls bool) *Cluster {
+	t.Helper()
+	c, err := New(Config{Binary: needBatond(t), Nodes: nodes, BaseDir: t.TempDir(), Fast: true, StopTimeout: 5 * time.Second, TLS: tls})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,4 +231,41 @@ func TestStopAndStartWholeCluster(t *testing.T) {
 	}
 	waitLeader(t, c)
 	waitConverged(t, c, idx)
+}
+
+// TestTLSRejoinAndRestart: a TLS cluster (certificates made by Start):
+// https endpoints, a wiped follower rejoins through --join over mutual
+// TLS, and a full stop and start keeps the same certificates.
+func TestTLSRejoinAndRestart(t *testing.T) {
+	c := newRealTLS(t, 3, true)
+	if !strings.HasPrefix(c.URL(0), "https://") || c.CAFile() != filepath.Join(c.TLSDir(), "ca.pem") {
+		t.Fatalf("URL %s, CA %q: want https and the CA in %s", c.URL(0), c.CAFile(), c.TLSDir())
+	}
+	ca, err := os.ReadFile(c.CAFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader := waitLeader(t, c)
+	f := others(c, leader)[0]
+	idx := putTenant(t, c, leader, "before-wipe")
+	waitConverged(t, c, idx)
+	if err := c.Wipe(f); err != nil {
+		t.Fatalf("Wipe(%s): %v", c.ID(f), err)
+	}
+	idx = putTenant(t, c, leader, "after-wipe")
+	if err := c.StartJoin(ctxFor(t, 10*time.Second), f, c.URL(leader)); err != nil {
+		t.Fatalf("StartJoin(%s): %v", c.ID(f), err)
+	}
+	waitConverged(t, c, idx)
+	if err := c.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if err := c.Start(ctxFor(t, 30*time.Second)); err != nil {
+		t.Fatalf("Start again: %v", err)
+	}
+	waitLeader(t, c)
+	waitConverged(t, c, idx)
+	if again, err := os.ReadFile(c.CAFile()); err != nil || string(again) != string(ca) {
+		t.Errorf("the CA changed across a restart (%v)", err)
+	}
 }

@@ -58,6 +58,12 @@ type Config struct {
 	// Output, when set, also receives every line the nodes write, each
 	// prefixed with the node id. The per-node log files are always written.
 	Output io.Writer
+	// TLS runs the cluster with TLS everywhere: Start makes a CA and node
+	// certificates in BaseDir/tls (kept across restarts), and every node
+	// serves its API over TLS and talks to its peers (Raft, node-to-node
+	// HTTP) over mutual TLS. URLs are https; clients need CAFile (or
+	// ClientTLS).
+	TLS bool
 	// StopTimeout bounds how long Stop waits after SIGTERM before SIGKILL;
 	// 0 means DefaultStopTimeout.
 	StopTimeout time.Duration
@@ -171,5 +177,6 @@ func nodeArgs(c Config, id, dataDir string, httpPort, raftPort int, peers, joinU
 	if c.Fast {
 		args = append(args, fastArgs...)
 	}
+	args = append(args, tlsArgs(c, id)...)
 	return append(args, c.ExtraArgs...)
 }

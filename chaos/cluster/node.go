@@ -173,8 +173,9 @@ func (c *Cluster) RaftAddr(i int) string {
 	return hostPort(n.raftPort)
 }
 
-// URL is node i's base URL, "http://127.0.0.1:port".
-func (c *Cluster) URL(i int) string { return "http://" + c.HTTPAddr(i) }
+// URL is node i's base URL, "http://127.0.0.1:port" ("https://..." with
+// Config.TLS).
+func (c *Cluster) URL(i int) string { return c.Scheme() + "://" + c.HTTPAddr(i) }
 
 // Endpoints are the URLs of all nodes, in node order.
 func (c *Cluster) Endpoints() []string {

@@ -47,7 +47,13 @@ func artContent(seed uint64, n int) []byte {
 // answering 503 at once, which costs the client a whole attempt timeout.
 func artSetup(t *testing.T, n int) (*cluster.Cluster, *client.Client, context.Context) {
 	t.Helper()
-	c := startCluster(t, n)
+	return artSetupWith(t, cluster.Config{Nodes: n})
+}
+
+func artSetupWith(t *testing.T, cfg cluster.Config) (*cluster.Cluster, *client.Client, context.Context) {
+	t.Helper()
+	c := startClusterWith(t, cfg)
+	n := c.Size()
 	var ids []string
 	for i := range n {
 		ids = append(ids, c.ID(i))
@@ -355,10 +361,15 @@ func artWaitMembers(t *testing.T, c *cluster.Cluster, i int, ids []string) {
 // TestArtifactFollowerCatchUp: a follower that was down while an artifact
 // was uploaded fetches every body once restarted and serves the content
 // from its own state; so does a member that joins afterwards.
-func TestArtifactFollowerCatchUp(t *testing.T) {
+func TestArtifactFollowerCatchUp(t *testing.T) { testArtifactFollowerCatchUp(t, false) }
+
+// testArtifactFollowerCatchUp is TestArtifactFollowerCatchUp, with TLS
+// everywhere when tls is set: chunk copies, repair, forwarding and the
+// join then go over mutual TLS between members.
+func testArtifactFollowerCatchUp(t *testing.T, tls bool) {
 	// Four nodes are started and n4 removed at once, so that it can join
 	// later through --join (the harness starts every configured node).
-	c, admin, ctx := artSetup(t, 4)
+	c, admin, ctx := artSetupWith(t, cluster.Config{Nodes: 4, TLS: tls})
 	const n4 = 3
 	if err := c.Kill(n4); err != nil {
 		t.Fatal(err)

@@ -65,6 +65,9 @@ func (cr cliRunner) run(t *testing.T, token string, args ...string) cliRun {
 		}
 	}
 	cmd.Env = append(cmd.Env, "BATON_ENDPOINTS="+cr.endpoints, "BATON_TOKEN="+token)
+	if e2eCAFile != "" {
+		cmd.Env = append(cmd.Env, "BATON_CACERT="+e2eCAFile)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

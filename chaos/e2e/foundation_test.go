@@ -260,7 +260,7 @@ func TestFoundationLeaderKillDuringWrites(t *testing.T) {
 
 	// Every acknowledged write is there, read linearizably through the
 	// survivors; nothing appears that no writer attempted.
-	live, err := client.New(client.Config{Endpoints: []string{c.URL(survivors[0]), c.URL(survivors[1])}, Token: c.AdminToken(), MaxRetry: 20 * time.Second})
+	live, err := client.New(client.Config{Endpoints: []string{c.URL(survivors[0]), c.URL(survivors[1])}, Token: c.AdminToken(), MaxRetry: 20 * time.Second, CAFile: e2eCAFile})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,7 +424,7 @@ func TestFoundationIdempotencyAcrossLeaderChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	survivors := foundationOthers(c, leader)
-	viaSurvivors, err := client.New(client.Config{Endpoints: []string{c.URL(survivors[0]), c.URL(survivors[1])}, Token: c.AdminToken(), MaxRetry: 20 * time.Second})
+	viaSurvivors, err := client.New(client.Config{Endpoints: []string{c.URL(survivors[0]), c.URL(survivors[1])}, Token: c.AdminToken(), MaxRetry: 20 * time.Second, CAFile: e2eCAFile})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -510,7 +510,7 @@ type clusterStatusRaw struct {
 }
 
 func statusRaw(ctx context.Context, c *cluster.Cluster, i int) (*clusterStatusRaw, error) {
-	cl, err := client.New(client.Config{Endpoints: []string{c.URL(i)}, Token: c.AdminToken()})
+	cl, err := client.New(client.Config{Endpoints: []string{c.URL(i)}, Token: c.AdminToken(), CAFile: e2eCAFile})
 	if err != nil {
 		return nil, err
 	}
@@ -689,7 +689,7 @@ func TestFoundationStaleReadsStayLocal(t *testing.T) {
 	fc := nodeClient(t, c, f, c.AdminToken())
 	// fRetry also talks to f only, but retries a 503 within its budget: a
 	// read through f once a leader exists.
-	fRetry, err := client.New(client.Config{Endpoints: []string{c.URL(f)}, Token: c.AdminToken(), MaxRetry: 5 * time.Second})
+	fRetry, err := client.New(client.Config{Endpoints: []string{c.URL(f)}, Token: c.AdminToken(), MaxRetry: 5 * time.Second, CAFile: e2eCAFile})
 	if err != nil {
 		t.Fatal(err)
 	}

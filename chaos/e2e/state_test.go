@@ -28,7 +28,7 @@ import (
 // stateClient is a failover client over endpoints with token.
 func stateClient(t *testing.T, token string, endpoints ...string) *client.Client {
 	t.Helper()
-	cl, err := client.New(client.Config{Endpoints: endpoints, Token: token, MaxRetry: 20 * time.Second})
+	cl, err := client.New(client.Config{Endpoints: endpoints, Token: token, MaxRetry: 20 * time.Second, CAFile: e2eCAFile})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,9 @@ func tasksCreate(t *testing.T, ctx context.Context, cl *client.Client, id, queue
 // up to 5s for connections that never sent a request.
 func tasksNodeClient(t *testing.T, c *cluster.Cluster, i int) *client.Client {
 	t.Helper()
-	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = e2eTLSConfig()
+	hc := &http.Client{Transport: tr}
 	t.Cleanup(hc.CloseIdleConnections)
 	cl, err := client.New(client.Config{Endpoints: []string{c.URL(i)}, Token: c.AdminToken(), HTTPClient: hc,
 		MaxRetry: 5 * time.Second})
@@ -440,7 +442,9 @@ type tasksTransport struct {
 }
 
 func newTasksTransport() *tasksTransport {
-	return &tasksTransport{base: http.DefaultTransport.(*http.Transport).Clone(), sent: map[string]int{}}
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.TLSClientConfig = e2eTLSConfig()
+	return &tasksTransport{base: base, sent: map[string]int{}}
 }
 
 func (c *tasksTransport) RoundTrip(r *http.Request) (*http.Response, error) {

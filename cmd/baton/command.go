@@ -254,6 +254,7 @@ Commands:
 Examples:
   baton status
   baton --endpoints http://10.0.0.1:7001 --token "$ADMIN" tenant create acme
+  baton --endpoints https://10.0.0.1:7001 --cacert ca.pem status
   baton --output json task list --tenant acme --queue research
 
 Run 'baton COMMAND --help' for the flags of a command.

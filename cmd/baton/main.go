@@ -38,6 +38,8 @@ type app struct {
 	stdout, stderr io.Writer
 	endpoints      string
 	token          string
+	cacert         string // PEM CA file for https endpoints
+	cert, key      string // client certificate and key (mTLS)
 	output         string
 	timeout        time.Duration
 }
@@ -57,6 +59,9 @@ func (a *app) parseGlobal(args []string) ([]string, error) {
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&a.endpoints, "endpoints", envOr("BATON_ENDPOINTS", defaultEndpoints), "comma-separated node URLs (env BATON_ENDPOINTS)")
 	fs.StringVar(&a.token, "token", "", "bearer token (default: env BATON_TOKEN)")
+	fs.StringVar(&a.cacert, "cacert", envOr("BATON_CACERT", ""), "CA certificate (PEM) that signed the nodes' certificates, for https endpoints (env BATON_CACERT)")
+	fs.StringVar(&a.cert, "cert", envOr("BATON_CERT", ""), "client certificate (PEM), for a cluster that requires one (env BATON_CERT)")
+	fs.StringVar(&a.key, "key", envOr("BATON_KEY", ""), "key of --cert (PEM) (env BATON_KEY)")
 	fs.StringVar(&a.output, "output", "text", "output format: text or json")
 	fs.DurationVar(&a.timeout, "timeout", 30*time.Second, "time limit for the whole command, retries included")
 	fs.Usage = func() {}
@@ -97,10 +102,18 @@ func (a *app) client() (*client.Client, error) {
 	}
 	// One command writes once or twice: a random Idempotency-Key per write
 	// costs less than opening a client session.
-	c, err := client.New(client.Config{Endpoints: eps, Token: a.token, NoSession: true,
-		Timeout: min(client.DefaultTimeout, a.timeout), MaxRetry: a.timeout})
+	cfg := client.Config{Endpoints: eps, Token: a.token, NoSession: true,
+		Timeout: min(client.DefaultTimeout, a.timeout), MaxRetry: a.timeout,
+		CAFile: a.cacert, CertFile: a.cert, KeyFile: a.key}
+	if err := cfg.Validate(); err != nil {
+		if strings.Contains(err.Error(), "endpoint") {
+			return nil, usageErrorf("", "--endpoints: %v", err)
+		}
+		return nil, usageErrorf("", "--cert/--key: %v", err)
+	}
+	c, err := client.New(cfg)
 	if err != nil {
-		return nil, usageErrorf("", "--endpoints: %v", err)
+		return nil, fmt.Errorf("%v", err) // a certificate file that cannot be read
 	}
 	return c, nil
 }

@@ -10,20 +10,19 @@ import (
 	"net/http"
 	"strings"
 	"time"
-
-	"github.com/baton-dev/baton/server/node"
 )
 
 // joinLoop asks a running cluster to add this node, retrying until it is a
-// member or ctx ends. A node that already has data is in the configuration
+// member or ctx ends. With peer TLS, hc presents this node's peer
+// certificate and token is empty: the certificate is the credential. A node that already has data is in the configuration
 // and the request is a harmless re-add.
-func joinLoop(ctx context.Context, o *options, token string, n *node.Node, log *slog.Logger) {
+func joinLoop(ctx context.Context, o *options, token string, hc *http.Client, log *slog.Logger) {
 	body, _ := json.Marshal(map[string]any{"id": o.id, "raft_addr": o.raftAddr, "http_addr": o.httpAddr, "voter": true})
 	url := strings.TrimRight(o.join, "/") + "/v1/cluster/members"
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
-		err := joinOnce(ctx, url, token, body)
+		err := joinOnce(ctx, hc, url, token, body)
 		if err == nil {
 			log.Info("joined the cluster", "via", o.join)
 			return
@@ -37,16 +36,18 @@ func joinLoop(ctx context.Context, o *options, token string, n *node.Node, log *
 	}
 }
 
-func joinOnce(ctx context.Context, url, token string, body []byte) error {
+func joinOnce(ctx context.Context, hc *http.Client, url, token string, body []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+token)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return err
 	}

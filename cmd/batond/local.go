@@ -17,7 +17,7 @@ import (
 const localUsageText = `batond local: run a Baton cluster of N batond processes on this machine.
 
 Usage:
-  batond local [--nodes 3] [--dir DIR] [--base-http-port 7001] [--base-raft-port 8001]
+  batond local [--nodes 3] [--dir DIR] [--base-http-port 7001] [--base-raft-port 8001] [--insecure]
 
 Starts N copies of this batond on 127.0.0.1: node nK serves HTTP on
 base-http-port+K-1 and Raft on base-raft-port+K-1, keeps its data in DIR/nK/data
@@ -30,6 +30,12 @@ stops every node cleanly. The nodes share this machine's cores: each runs
 with GOMAXPROCS at its share (cores / N, at least 1) unless GOMAXPROCS is
 set in the environment.
 
+The cluster runs TLS everywhere: a throwaway CA and node certificates are
+made in DIR/tls (kept for the next run), every node serves its API over
+https and talks to its peers (Raft and node-to-node HTTP) over mutual TLS.
+Clients trust the CA through BATON_CACERT (printed with the other exports).
+--insecure runs plain HTTP and plaintext Raft instead.
+
 Flags:
 `
 
@@ -40,6 +46,7 @@ type localOptions struct {
 	baseRaft     int
 	logLevel     string
 	readyTimeout time.Duration
+	insecure     bool
 }
 
 func parseLocalFlags(args []string, stderr io.Writer) (*localOptions, error) {
@@ -53,6 +60,7 @@ func parseLocalFlags(args []string, stderr io.Writer) (*localOptions, error) {
 	fs.IntVar(&o.baseRaft, "base-raft-port", 8001, "Raft port of n1; nK gets base+K-1")
 	fs.StringVar(&o.logLevel, "log-level", "info", "the nodes' log level: debug, info, warn or error")
 	fs.DurationVar(&o.readyTimeout, "timeout", time.Minute, "how long to wait for a leader and every node ready")
+	fs.BoolVar(&o.insecure, "insecure", false, "no TLS: plain HTTP API and plaintext Raft")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -135,6 +143,7 @@ func newLocalCluster(o *localOptions) (*cluster.Cluster, error) {
 		HTTPPorts:  cluster.SequentialPorts(o.baseHTTP, o.nodes),
 		RaftPorts:  cluster.SequentialPorts(o.baseRaft, o.nodes),
 		ExtraArgs:  []string{"--log-level=" + o.logLevel},
+		TLS:        !o.insecure,
 	})
 }
 
@@ -172,7 +181,13 @@ func logPaths(c *cluster.Cluster) []string {
 func printLocal(w io.Writer, c *cluster.Cluster, o *localOptions, leader int) {
 	fmt.Fprintf(w, "\nBaton is running: %d nodes, leader %s.\n\n", c.Size(), c.ID(leader))
 	fmt.Fprintf(w, "  data directory  %s\n", o.dir)
-	fmt.Fprintf(w, "  admin token     %s  (kept in %s)\n\n", c.AdminToken(), tokenPath(o))
+	fmt.Fprintf(w, "  admin token     %s  (kept in %s)\n", c.AdminToken(), tokenPath(o))
+	if ca := c.CAFile(); ca != "" {
+		fmt.Fprintf(w, "  CA certificate  %s  (TLS everywhere; --insecure for plain HTTP)\n", ca)
+	} else {
+		fmt.Fprintf(w, "  TLS             off (--insecure)\n")
+	}
+	fmt.Fprintln(w)
 	for i := range c.Size() {
 		role := ""
 		if i == leader {
@@ -183,6 +198,9 @@ func printLocal(w io.Writer, c *cluster.Cluster, o *localOptions, leader int) {
 	fmt.Fprintf(w, "\nIn another shell:\n\n")
 	fmt.Fprintf(w, "  export BATON_ENDPOINTS=%s\n", strings.Join(c.Endpoints(), ","))
 	fmt.Fprintf(w, "  export BATON_TOKEN=%s\n", c.AdminToken())
+	if ca := c.CAFile(); ca != "" {
+		fmt.Fprintf(w, "  export BATON_CACERT=%s\n", ca)
+	}
 	fmt.Fprintf(w, "  bin/baton status\n\n")
 	fmt.Fprintf(w, "Ctrl-C stops the cluster. Its data stays in %s for the next run\n(delete that directory to start afresh).\n", o.dir)
 }

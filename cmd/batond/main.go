@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -25,8 +26,10 @@ import (
 	"github.com/baton-dev/baton/server/chunkstore"
 	"github.com/baton-dev/baton/server/metricsink"
 	"github.com/baton-dev/baton/server/node"
+	"github.com/baton-dev/baton/server/tlsconf"
 	metrics "github.com/hashicorp/go-metrics/compat"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/net/netutil"
 )
 
 func main() {
@@ -35,6 +38,9 @@ func main() {
 	args := os.Args[1:]
 	if len(args) > 0 && args[0] == "local" {
 		os.Exit(runLocal(ctx, args[1:], os.Stdout, os.Stderr))
+	}
+	if len(args) > 0 && args[0] == "certs" {
+		os.Exit(runCerts(args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(run(ctx, args, os.Stderr))
 }
@@ -45,11 +51,19 @@ Usage:
   batond --id n1 --data-dir DIR --http-addr 127.0.0.1:7001 --raft-addr 127.0.0.1:8001 \
          --peers n1=127.0.0.1:8001,n2=127.0.0.1:8002,n3=127.0.0.1:8003
   batond --id n4 --data-dir DIR --http-addr ... --raft-addr ... --join http://127.0.0.1:7001
-  batond local --nodes 3        a local three-node cluster (what 'make run' runs)
+  batond local --nodes 3        a local three-node cluster, TLS everywhere (what 'make run' runs)
+  batond certs --out DIR --nodes n1,n2,n3 --hosts 10.0.0.1,...
+                                a CA and node certificates for --tls-* and --peer-*
 
 A node whose data dir is empty bootstraps from --peers (or joins with --join);
 a node with data resumes and ignores both. The admin token comes from
 --admin-token-file or BATON_ADMIN_TOKEN. SIGTERM shuts down cleanly.
+
+TLS: --tls-cert-file/--tls-key-file serve the API over https (with
+--client-ca-file, clients must present a certificate that CA signed);
+--peer-cert-file/--peer-key-file/--peer-ca-file make Raft and every
+node-to-node HTTP call mutual TLS under the cluster CA, without the admin
+token. Without them the node starts, and warns.
 
 Flags:
 `
@@ -65,6 +79,21 @@ type options struct {
 	watchHistoryBytes                            int64
 	pprofAddr                                    string
 	chunkGCGrace                                 time.Duration
+	tls                                          tlsFlags
+	http                                         httpLimits
+}
+
+// tlsFlags are the certificate files: the API's, and the peers' (mutual
+// TLS between members, for Raft and node-to-node HTTP).
+type tlsFlags struct {
+	certFile, keyFile, clientCAFile       string
+	peerCertFile, peerKeyFile, peerCAFile string
+}
+
+// httpLimits bound what one client can hold of the HTTP server.
+type httpLimits struct {
+	readHeaderTimeout, bodyTimeout, idleTimeout time.Duration
+	maxConnections, maxHeaderBytes              int
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -101,6 +130,17 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.chunkGCGrace, "chunk-gc-grace", time.Hour, "how long a chunk no artifact references is kept")
 	fs.Int64Var(&o.watchHistoryBytes, "watch-history-bytes", fsm.DefaultWatchHistoryBytes, "bytes of recent events kept in memory for watchers; a watcher further behind gets 410 compacted")
 	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060); off by default")
+	fs.StringVar(&o.tls.certFile, "tls-cert-file", "", "serve the HTTP API over TLS with this certificate (PEM)")
+	fs.StringVar(&o.tls.keyFile, "tls-key-file", "", "the key of --tls-cert-file (PEM)")
+	fs.StringVar(&o.tls.clientCAFile, "client-ca-file", "", "require client certificates signed by this CA (mTLS for clients; members use their peer certificate)")
+	fs.StringVar(&o.tls.peerCertFile, "peer-cert-file", "", "this member's certificate for mutual TLS with its peers (Raft and node-to-node HTTP)")
+	fs.StringVar(&o.tls.peerKeyFile, "peer-key-file", "", "the key of --peer-cert-file")
+	fs.StringVar(&o.tls.peerCAFile, "peer-ca-file", "", "the cluster (peer) CA: a member accepts only peers whose certificate it signed")
+	fs.DurationVar(&o.http.idleTimeout, "http-idle-timeout", 2*time.Minute, "close a kept-alive HTTP connection idle this long")
+	fs.DurationVar(&o.http.readHeaderTimeout, "http-header-timeout", 10*time.Second, "time allowed for a request's TLS handshake and headers")
+	fs.DurationVar(&o.http.bodyTimeout, "http-body-timeout", time.Minute, "time allowed to receive a request's body, from the end of its headers")
+	fs.IntVar(&o.http.maxConnections, "max-connections", 4096, "most HTTP connections open at once; more wait to be accepted")
+	fs.IntVar(&o.http.maxHeaderBytes, "max-header-bytes", 64<<10, "largest request line and headers, in bytes")
 	fs.BoolVar(&o.failpoints, "failpoints", false, "testing only: enable /v1/internal/failpoints (cut Raft links, skew the clock)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -128,6 +168,13 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.peers != "" && o.join != "" {
 		return nil, errors.New("give --peers or --join, not both")
+	}
+	if err := o.tls.validate(); err != nil {
+		return nil, err
+	}
+	if o.http.maxConnections < 1 || o.http.maxHeaderBytes < 1 || o.http.idleTimeout <= 0 ||
+		o.http.readHeaderTimeout <= 0 || o.http.bodyTimeout <= 0 {
+		return nil, errors.New("--max-connections, --max-header-bytes and the --http-*-timeout flags must be positive")
 	}
 	return o, nil
 }
@@ -214,8 +261,21 @@ func serve(ctx context.Context, o *options, log *slog.Logger) error {
 	if err := installRaftMetrics(); err != nil {
 		return err
 	}
+	peer, api, err := o.tls.load()
+	if err != nil {
+		return err
+	}
+	switch {
+	case api == nil:
+		log.Warn("TLS is off: the HTTP API and the Raft port accept anyone who can reach them, and tokens travel in clear text; " +
+			"give --tls-cert-file/--tls-key-file and --peer-cert-file/--peer-key-file/--peer-ca-file (batond certs makes them)")
+	case peer == nil:
+		log.Warn("peer TLS is off: the Raft port accepts anyone who can reach it, and node-to-node calls carry the admin token; " +
+			"give --peer-cert-file, --peer-key-file and --peer-ca-file (batond certs makes them)")
+	}
 	cfg := o.raft
 	cfg.ID, cfg.DataDir, cfg.RaftAddr, cfg.HTTPAddr, cfg.Logger = o.id, o.dataDir, o.raftAddr, o.httpAddr, log
+	cfg.PeerTLS = peer
 	if o.failpoints {
 		cfg.Faults = node.NewFaults()
 		log.Warn("failpoints enabled: this node obeys link cuts and clock skew set over HTTP; never use in production")
@@ -242,19 +302,37 @@ func serve(ctx context.Context, o *options, log *slog.Logger) error {
 		return fmt.Errorf("chunk store: %w", err)
 	}
 	defer chunks.Close()
-	srv := server.New(server.Config{AdminToken: token, IdempotencyTTL: o.idemTTL, Limits: o.limits, Faults: cfg.Faults,
-		Chunks: chunks, ChunkGCGrace: o.chunkGCGrace, Logger: log}, n, f)
+	scfg := server.Config{AdminToken: token, IdempotencyTTL: o.idemTTL, Limits: o.limits, Faults: cfg.Faults,
+		Chunks: chunks, ChunkGCGrace: o.chunkGCGrace, Logger: log, PeerTLS: peer}
+	if api != nil {
+		scfg.PeerClientTLS = tlsconf.HTTPClientConfig(peer)
+	}
+	srv := server.New(scfg, n, f)
 	srv.Start()
 	defer srv.Close()
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs := newHTTPServer(srv.Handler(), o.http, log)
+	ln = netutil.LimitListener(ln, o.http.maxConnections)
+	if api != nil {
+		tc := api.ServerConfig()
+		tc.NextProtos = []string{"http/1.1"}
+		ln = tls.NewListener(ln, tc)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
-	log.Info("batond serving", "id", o.id, "http", o.httpAddr, "raft", o.raftAddr)
+	log.Info("batond serving", "id", o.id, "http", o.httpAddr, "raft", o.raftAddr,
+		"tls", api != nil, "peer_tls", peer != nil, "client_certs", api != nil && api.ClientCA != nil)
 	if o.pprofAddr != "" {
 		go servePprof(o.pprofAddr, log)
 	}
 	if o.join != "" {
-		go joinLoop(ctx, o, token, n, log)
+		jc := &http.Client{}
+		if api != nil || strings.HasPrefix(o.join, "https://") {
+			jc.Transport = &http.Transport{TLSClientConfig: tlsconf.HTTPClientConfig(peer)}
+		}
+		if peer != nil {
+			token = "" // the peer certificate vouches for this node
+		}
+		go joinLoop(ctx, o, token, jc, log)
 	}
 	select {
 	case <-ctx.Done():

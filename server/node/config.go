@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baton-dev/baton/server/tlsconf"
 	"github.com/hashicorp/raft"
 )
 
@@ -49,6 +50,10 @@ type Config struct {
 	// Faults, if set, lets the chaos harness cut Raft links (batond
 	// --failpoints). Nil: a plain TCP transport.
 	Faults *Faults
+	// PeerTLS, if set, is mutual TLS on the Raft transport: this node's
+	// certificate and the peer CA. A connection without a certificate
+	// signed by the peer CA is refused during the handshake. Nil: plain TCP.
+	PeerTLS *tlsconf.Peer
 
 	Logger *slog.Logger
 }

@@ -137,7 +137,10 @@ func (n *Node) openTransport() error {
 	if faults == nil {
 		faults = NewFaults() // never changed: a plain TCP transport
 	}
-	stream := &faultStream{Listener: ln, advertise: advertise, faults: faults}
+	var stream raft.StreamLayer = &faultStream{Listener: ln, advertise: advertise, faults: faults}
+	if n.cfg.PeerTLS != nil {
+		stream = newTLSStream(stream, n.cfg.PeerTLS)
+	}
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: stream, MaxPool: 8, Timeout: 5 * time.Second, Logger: newHCLogger(n.log),
 	})

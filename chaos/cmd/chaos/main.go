@@ -5,7 +5,7 @@
 //	go run ./chaos/cmd/chaos --runs 1 --seed 42         # replay one run
 //	go run ./chaos/cmd/chaos --nodes 5 --runs 10
 //	go run ./chaos/cmd/chaos --endpoints http://127.0.0.1:7001,http://127.0.0.1:7002,http://127.0.0.1:7003 \
-//	    --token-file /tmp/baton-local/admin-token       # workload and checkers against `make run`
+//	    --token-file /tmp/baton-local/admin-token       # against `batond local --insecure` (plain HTTP only)
 //
 // It prints one line per run, then the summary table and the closing line
 // "chaos: N runs, M faults, K ops, A anomalies". The exit status is 1 when
