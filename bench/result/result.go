@@ -42,8 +42,9 @@ type Run struct {
 	System   string `json:"system"`
 	Workload string `json:"workload"`
 	// Procs is the members' GOMAXPROCS setting, ProcsDefault or
-	// ProcsPinned; empty for PostgreSQL (not a Go program) and in suites
-	// from before it was recorded, whose members all ran pinned.
+	// ProcsPinned; empty in suites from before it was recorded, whose
+	// members all ran pinned. PostgreSQL's runs (not a Go program, its
+	// environment left alone) say ProcsDefault.
 	Procs string `json:"procs,omitempty"`
 	// Variant distinguishes runs of one workload, e.g. "C=64" or "W=64".
 	Variant string `json:"variant,omitempty"`
