@@ -177,7 +177,11 @@ func (w *writer) machine() {
 	case w.atDefault:
 		pinned := "not run (`--pinned=false`)"
 		if w.pinned != nil {
-			pinned = fmt.Sprintf("%s, for the second table (%s)", procsText(m.MemberProcs, "cores / members"), strings.Join(w.pinnedWorkloads(), ", "))
+			rule := "cores / members"
+			if m.DriverProcs > 0 {
+				rule = "the driver's"
+			}
+			pinned = fmt.Sprintf("%s, for the second table (%s)", procsText(m.MemberProcs, rule), strings.Join(w.pinnedWorkloads(), ", "))
 		}
 		w.p("| GOMAXPROCS of each batond and etcd member | default: %s, for every workload and the goals; pinned: %s |",
 			procsText(m.DefaultProcs, "the Go runtime's choice"), pinned)

@@ -201,6 +201,7 @@ func TestPinned(t *testing.T) {
 		"| 64 | tasks/s | 3,000 | 700 | 4,000 | 4.29× | 0.75× |",
 		"## pinned: every member at GOMAXPROCS = cores / members",
 		"GOMAXPROCS 1 (its share of the cores",
+		"can keep waking idle processors",
 		"### cas: fenced updates of one's own task",
 		"| 64 | ops/s | 5,000 | 2,500 | 2.00× |",
 		"| workers | figure | Baton | etcd | Baton/etcd |",
@@ -227,6 +228,15 @@ func TestPinned(t *testing.T) {
 	s.Runs = []*result.Run{at(def, fakeRun("baton", "cas", "C=64", 6000, 10*time.Millisecond))}
 	text = render(t, s)
 	contains(t, text, "pinned: not run (`--pinned=false`)", "Every verdict is at default GOMAXPROCS")
+
+	// The driver's environment sets GOMAXPROCS: the pinned members inherit it.
+	s.Runs = append(s.Runs, at(pin, fakeRun("baton", "cas", "C=64", 5000, 12*time.Millisecond)))
+	s.Machine.DriverProcs, s.Machine.MemberProcs = 2, 2
+	contains(t, render(t, s), "pinned: 2 (the driver's), for the second table (cas)",
+		"| GOMAXPROCS of the driver and load generator | 2 (set in its environment) |",
+		"GOMAXPROCS 2 (the driver's GOMAXPROCS, which the pinned members inherit)")
+	s.Machine.DriverProcs, s.Machine.MemberProcs = 0, 1
+	s.Runs = s.Runs[:1]
 	if strings.Contains(text, "## pinned") {
 		t.Error("a suite without pinned runs has a pinned section")
 	}
