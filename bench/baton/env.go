@@ -26,6 +26,10 @@ type EnvConfig struct {
 	Fast bool
 	// ExtraArgs are added to every node's command line.
 	ExtraArgs []string
+	// Procs is the nodes' GOMAXPROCS rule (chaos/cluster.Config.Procs):
+	// the zero value, cluster.ProcsShare, pins each node to its share of
+	// the cores; the driver's default runs use cluster.ProcsRuntime.
+	Procs cluster.ProcsRule
 	// Output, when set, receives the nodes' log lines.
 	Output io.Writer
 }
@@ -53,7 +57,7 @@ func StartEnv(ctx context.Context, cfg EnvConfig) (*Env, error) {
 	}
 	c, err := cluster.New(cluster.Config{Binary: cfg.Binary, BaseDir: cfg.BaseDir, Nodes: n,
 		HTTPPorts: ports[:n], RaftPorts: ports[n:],
-		Fast: cfg.Fast, ExtraArgs: cfg.ExtraArgs, Output: cfg.Output})
+		Fast: cfg.Fast, ExtraArgs: cfg.ExtraArgs, Procs: cfg.Procs, Output: cfg.Output})
 	if err != nil {
 		return nil, err
 	}

@@ -2,8 +2,10 @@ package baton
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,12 +63,28 @@ func TestBenchSmoke(t *testing.T) {
 	suite := &result.Suite{Started: time.Now(), Quick: true, Command: "go test ./bench/baton"}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	// The driver's headline runs leave GOMAXPROCS to the nodes' runtime,
+	// even when the driver's environment sets it.
+	t.Setenv("GOMAXPROCS", "1")
 	env, err := StartEnv(ctx, EnvConfig{Binary: batondBinary, BaseDir: t.TempDir(), Fast: true,
+		Procs:     cluster.ProcsRuntime,
 		ExtraArgs: append([]string{"--snapshot-threshold=64"}, ScaleArgs...)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer env.Close()
+	for i := range env.Cluster.Size() {
+		environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", env.Cluster.PID(i)))
+		if err != nil {
+			t.Logf("cannot check %s's environment: %v", env.Cluster.ID(i), err)
+			continue
+		}
+		for _, kv := range strings.Split(string(environ), "\x00") {
+			if strings.HasPrefix(kv, "GOMAXPROCS=") {
+				t.Errorf("%s runs with %s, want none (ProcsRuntime)", env.Cluster.ID(i), kv)
+			}
+		}
+	}
 	p := Params{Warmup: 200 * time.Millisecond, Duration: time.Second, Seed: 1}
 
 	r, err := CAS(ctx, env, p, 4)

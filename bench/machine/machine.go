@@ -35,9 +35,15 @@ func Describe(dir string) (result.Machine, error) {
 		FsyncTool:      FsyncTool,
 		LoadAvgAtStart: LoadAvg(),
 		MemberProcs:    cluster.MemberProcs(cluster.DefaultNodes),
+		DefaultProcs:   runtime.GOMAXPROCS(0),
 	}
 	if n, err := strconv.Atoi(os.Getenv("GOMAXPROCS")); err == nil && n > 0 {
-		m.MemberProcs = n // the members inherit it
+		m.DriverProcs = n
+		m.MemberProcs = n // the pinned members inherit it
+		// The default members do not; the runtime would give them the
+		// usable cores (short of a container's CPU limit, which Go 1.25
+		// and later also follow).
+		m.DefaultProcs = runtime.NumCPU()
 	}
 	lat, err := Fsync(dir, 1000)
 	if err != nil {

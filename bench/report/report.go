@@ -3,7 +3,12 @@
 // each system's figures and the ratio Baton/peer, the goals of issue 7
 // (and the soak's) marked met or missed, latency CDFs per system,
 // throughput over time across each leader kill, and each node's memory
-// over a soak. Every figure in the report comes from the suite;
+// over a soak. The headline tables, the charts and the goals' verdicts are
+// the runs at default GOMAXPROCS (result.ProcsDefault); the pinned runs
+// (result.ProcsPinned) get a section of their own after them, with their
+// ratio to the default runs. A suite from before the two settings (every
+// run pinned, Run.Procs empty) renders as it did, all in the headline.
+// Every figure in the report comes from the suite;
 // a figure that was not measured is shown as "—" and a goal that depends
 // on it as not measured.
 package report
@@ -41,7 +46,8 @@ func Write(s *result.Suite, mdPath, chartDir string) error {
 	if err != nil {
 		rel = chartDir
 	}
-	w := &writer{s: s, chartDir: chartDir, chartRel: filepath.ToSlash(rel)}
+	head, pinned, atDefault := split(s)
+	w := &writer{s: head, all: s.Runs, pinned: pinned, atDefault: atDefault, chartDir: chartDir, chartRel: filepath.ToSlash(rel)}
 	w.render()
 	if w.err != nil {
 		return w.err
@@ -50,11 +56,58 @@ func Write(s *result.Suite, mdPath, chartDir string) error {
 }
 
 type writer struct {
-	s        *result.Suite
+	// s is the suite the headline tables show: its runs at default
+	// GOMAXPROCS (every run, in a suite from before the two settings).
+	s *result.Suite
+	// all are every run of the suite, both settings.
+	all []*result.Run
+	// pinned is the suite with its pinned runs only; nil when there are
+	// none or the suite has no default runs.
+	pinned *result.Suite
+	// atDefault: the headline runs are at default GOMAXPROCS (false in
+	// suites from before the setting was recorded).
+	atDefault bool
+	// brief (the pinned section's writer) leaves out the descriptions
+	// and charts the headline sections already give.
+	brief    bool
 	b        strings.Builder
 	chartDir string
 	chartRel string
 	err      error
+}
+
+// procsOf is a run's GOMAXPROCS setting; runs from before it was
+// recorded were pinned.
+func procsOf(r *result.Run) string {
+	if r.Procs == "" {
+		return result.ProcsPinned
+	}
+	return r.Procs
+}
+
+// split returns the suite of the headline runs (at default GOMAXPROCS
+// when any run is, else every run) and the suite of the pinned runs (nil
+// when none or when the headline already holds them).
+func split(s *result.Suite) (head, pinned *result.Suite, atDefault bool) {
+	var def, pin []*result.Run
+	for _, r := range s.Runs {
+		if procsOf(r) == result.ProcsDefault {
+			def = append(def, r)
+		} else {
+			pin = append(pin, r)
+		}
+	}
+	if len(def) == 0 {
+		return s, nil, false
+	}
+	h := *s
+	h.Runs = def
+	if len(pin) == 0 {
+		return &h, nil, true
+	}
+	p := *s
+	p.Runs = pin
+	return &h, &p, true
 }
 
 func (w *writer) p(format string, args ...any) { fmt.Fprintf(&w.b, format+"\n", args...) }
@@ -63,6 +116,9 @@ func (w *writer) p(format string, args ...any) { fmt.Fprintf(&w.b, format+"\n", 
 func (w *writer) chart(name, alt string, c Chart) {
 	if len(c.Lines) == 0 {
 		return
+	}
+	if w.brief {
+		name, alt = "pinned-"+name, "pinned: "+alt
 	}
 	if err := os.WriteFile(filepath.Join(w.chartDir, name+".svg"), c.SVG(), 0o644); err != nil && w.err == nil {
 		w.err = err
@@ -91,6 +147,7 @@ func (w *writer) render() {
 	w.recovery()
 	w.scale()
 	w.soak()
+	w.pinnedSection()
 	w.notes()
 	w.phases()
 	w.method()
@@ -116,11 +173,29 @@ func (w *writer) machine() {
 		w.p("| %s | %s |", k, m.Versions[k])
 	}
 	w.p("| load average before the run (1 min) | %.1f |", m.LoadAvgAtStart)
-	if m.MemberProcs > 0 {
+	switch {
+	case w.atDefault:
+		pinned := "not run (`--pinned=false`)"
+		if w.pinned != nil {
+			rule := "cores / members"
+			if m.DriverProcs > 0 {
+				rule = "the driver's"
+			}
+			pinned = fmt.Sprintf("%s, for the second table (%s)", procsText(m.MemberProcs, rule), strings.Join(w.pinnedWorkloads(), ", "))
+		}
+		w.p("| GOMAXPROCS of each batond and etcd member | default: %s, for every workload and the goals; pinned: %s |",
+			procsText(m.DefaultProcs, "the Go runtime's choice"), pinned)
+	case m.MemberProcs > 0:
 		w.p("| GOMAXPROCS of each batond and etcd member | %d |", m.MemberProcs)
 	}
+	if m.DriverProcs > 0 {
+		w.p("| GOMAXPROCS of the driver and load generator | %d (set in its environment) |", m.DriverProcs)
+	}
 	w.p("\nEvery process (three batond or etcd members, PostgreSQL, and the load generator) shares these cores; the systems run one after the other, never at once.")
-	if m.MemberProcs > 0 {
+	switch {
+	case w.atDefault:
+		w.p("The headline figures and every goal's verdict are at **default GOMAXPROCS**, as users run the servers: each batond and etcd member starts with no GOMAXPROCS in its environment (none inherited from the driver), so its Go runtime uses the cores it may use. The *pinned* runs give each member GOMAXPROCS at its share of the cores instead (cores / members, at least 1: chaos/cluster.MemberProcs, also what `batond local` gives its nodes), the same rule for both systems; they are in their own section below. The load generator and PostgreSQL are left as they are.")
+	case m.MemberProcs > 0:
 		w.p("Each batond and etcd member runs with GOMAXPROCS at its share of the cores (cores / members, at least 1: chaos/cluster.MemberProcs, also what `batond local` gives its nodes), the same rule for both systems; the load generator and PostgreSQL are left as they are.")
 	}
 	// Only the load before the run says anything about other work: during
@@ -210,6 +285,9 @@ func (w *writer) goalList() []goal {
 
 func (w *writer) goals() {
 	w.p("## Goals\n")
+	if w.atDefault {
+		w.p("Every verdict is at default GOMAXPROCS (each member's Go runtime chooses); the pinned runs measure no goal.")
+	}
 	w.p("Ratios are from this one run (for cas and queue, of each system's median round when they ran in several).\n")
 	w.p("| goal | measured | |\n|---|---|---|")
 	for _, g := range w.goalList() {
@@ -281,6 +359,9 @@ var (
 // compare writes a table of rows for each variant: one column per system
 // and one ratio column Baton/peer per peer.
 func (w *writer) compare(workload, label string, systems []string, rows []row) {
+	if w.brief {
+		systems = w.present(workload, systems)
+	}
 	var head, sep []string
 	head = append(head, label, "figure")
 	for _, s := range systems {
@@ -323,6 +404,21 @@ func (w *writer) compare(workload, label string, systems []string, rows []row) {
 	w.p("")
 }
 
+// present is systems[0] (Baton) and those of the other systems that ran
+// workload.
+func (w *writer) present(workload string, systems []string) []string {
+	out := systems[:1:1]
+	for _, sys := range systems[1:] {
+		for _, r := range w.s.Runs {
+			if r.Workload == workload && r.System == sys {
+				out = append(out, sys)
+				break
+			}
+		}
+	}
+	return out
+}
+
 // cdfChart plots the latency CDF of one variant for each system.
 func (w *writer) cdfChart(name, title, workload, variant, stage string, systems []string) {
 	c := Chart{Title: title, XLabel: "latency (ms, log scale)", YLabel: "fraction of operations at or below", LogX: true, YMax: 1}
@@ -348,11 +444,16 @@ func (w *writer) cas() {
 		return
 	}
 	w.p("## cas: fenced updates of one's own task\n")
-	w.p("C clients, each owning one task it claimed, loop fenced updates of it (Baton: `UpdateTask` with the claim's fencing token; etcd: a transaction that puts the task only if the owner key still has the claim's revision).\n")
+	if !w.brief {
+		w.p("C clients, each owning one task it claimed, loop fenced updates of it (Baton: `UpdateTask` with the claim's fencing token; etcd: a transaction that puts the task only if the owner key still has the claim's revision).\n")
+	}
 	systems := []string{"baton", "etcd"}
 	w.compare("cas", "clients", systems, []row{opsRow, latRow("p50 ms", "", 0.5), latRow("p99 ms", "", 0.99),
 		latRow("p99.9 ms", "", 0.999), errRow})
 	w.rounds("cas", "clients", "ops/s", systems)
+	if w.brief {
+		return
+	}
 	for _, v := range w.variants("cas") {
 		w.cdfChart("cas-"+strings.ReplaceAll(v, "=", "")+"-cdf", "cas "+v+": latency CDF", "cas", v, "", systems)
 	}
@@ -363,7 +464,11 @@ func (w *writer) queue() {
 		return
 	}
 	w.p("## queue: claim-next, then done under the fence\n")
-	w.p("One queue preloaded with tasks; W workers loop claim-next then a fenced update to done. Baton: `ClaimQueue` then `UpdateTask` with the token; etcd: read the pending keys among the next 32 × W task numbers (a bounded, serializable, keys-only range), move a random one to claimed under the worker's lease in a transaction guarded by its revision (retry on a lost race), then a transaction guarded by the claim's revision; PostgreSQL: `UPDATE ... WHERE id = (SELECT ... FOR UPDATE SKIP LOCKED)` with a fencing-token sequence, then `UPDATE ... WHERE fencing_token = $2`.\n")
+	if w.brief {
+		w.p("PostgreSQL, not a Go program, runs at one setting only: its figures are in the queue table above.\n")
+	} else {
+		w.p("One queue preloaded with tasks; W workers loop claim-next then a fenced update to done. Baton: `ClaimQueue` then `UpdateTask` with the token; etcd: read the pending keys among the next 32 × W task numbers (a bounded, serializable, keys-only range), move a random one to claimed under the worker's lease in a transaction guarded by its revision (retry on a lost race), then a transaction guarded by the claim's revision; PostgreSQL: `UPDATE ... WHERE id = (SELECT ... FOR UPDATE SKIP LOCKED)` with a fencing-token sequence, then `UPDATE ... WHERE fencing_token = $2`.\n")
+	}
 	systems := []string{"baton", "etcd", "postgres"}
 	w.compare("queue", "workers", systems, []row{
 		{"tasks/s", func(r *result.Run) (float64, bool) { return r.OpsPerSec, r.Ops > 0 }, rate, false},
@@ -374,6 +479,9 @@ func (w *writer) queue() {
 		errRow,
 	})
 	w.rounds("queue", "workers", "tasks/s", systems)
+	if w.brief {
+		return
+	}
 	for _, v := range w.variants("queue") {
 		w.cdfChart("queue-"+strings.ReplaceAll(v, "=", "")+"-claim-cdf", "queue "+v+": claim latency CDF", "queue", v, "claim", systems)
 	}
@@ -701,10 +809,13 @@ func (w *writer) notes() {
 			lines = append(lines, l)
 		}
 	}
-	for _, r := range w.s.Runs {
+	for _, r := range w.all {
 		label := names[r.System] + " " + r.Workload
 		if r.Variant != "" {
 			label += " " + r.Variant
+		}
+		if w.atDefault && procsOf(r) == result.ProcsPinned {
+			label += " (pinned)"
 		}
 		which := label
 		if r.Round > 0 {
@@ -753,7 +864,12 @@ func (w *writer) method() {
 	w.p("- Every run has a warm-up and a measured window; only operations that start in the window count. Latency percentiles come from log-bucketed histograms (within about 1%%). Each worker's random choices come from the seed.")
 	w.p("- The same code (`bench/loadgen`) drives and measures every system; Baton's side lives in `bench/baton`, the peers' in the separate module `bench/peers` (so their client libraries stay out of Baton's go.mod).")
 	w.p("- fsync latency is measured on every run with the same probe, in the filesystem that holds the data directories.")
-	w.p("- A full run repeats cas and queue in three rounds, interleaved across the systems, and compares each system's median round: on a shared virtual machine one system's figures have moved by up to 40%% between runs minutes apart, so a single pass favours whichever system met the quieter minutes.")
+	if w.atDefault {
+		w.p("- A full run repeats cas and queue in three rounds, interleaved across the systems and, for the pinned runs, the two GOMAXPROCS settings (each round starts one system-and-setting later), and compares each system's median round at each setting: on a shared virtual machine one system's figures have moved by up to 40%% between runs minutes apart, so a single pass favours whichever system met the quieter minutes.")
+		w.p("- GOMAXPROCS: the headline runs start every batond and etcd member with no GOMAXPROCS in its environment (`chaos/cluster.ProcsRuntime`, `peerbench --procs default`); the pinned runs with GOMAXPROCS = cores / members (`chaos/cluster.ProcsShare`, `peerbench --procs pinned`). `--pinned=false` leaves the pinned runs out; `--pinned-workloads` chooses them (default cas, queue).")
+	} else {
+		w.p("- A full run repeats cas and queue in three rounds, interleaved across the systems, and compares each system's median round: on a shared virtual machine one system's figures have moved by up to 40%% between runs minutes apart, so a single pass favours whichever system met the quieter minutes.")
+	}
 }
 
 // Formatting.

@@ -165,3 +165,88 @@ func TestRounds(t *testing.T) {
 		t.Log(text)
 	}
 }
+
+// at sets a run's GOMAXPROCS setting.
+func at(procs string, r *result.Run) *result.Run {
+	r.Procs = procs
+	return r
+}
+
+// TestPinned: the headline tables and the goals are the default runs; the
+// pinned runs get their own section after them, tabled against the
+// default ones, and the machine table states both settings.
+func TestPinned(t *testing.T) {
+	def, pin := result.ProcsDefault, result.ProcsPinned
+	s := &result.Suite{Started: time.Now(), Finished: time.Now().Add(time.Minute), Command: "make bench",
+		Machine: result.Machine{Cores: 2, MemberProcs: 1, DefaultProcs: 2}}
+	s.Runs = []*result.Run{
+		at(def, fakeRun("baton", "cas", "C=64", 6000, 10*time.Millisecond)),
+		at(def, fakeRun("etcd", "cas", "C=64", 2000, 20*time.Millisecond)),
+		at(pin, fakeRun("baton", "cas", "C=64", 5000, 12*time.Millisecond)),
+		at(pin, fakeRun("etcd", "cas", "C=64", 2500, 16*time.Millisecond)),
+		at(def, fakeRun("baton", "queue", "W=64", 3000, 20*time.Millisecond)),
+		at(def, fakeRun("etcd", "queue", "W=64", 700, 40*time.Millisecond)),
+		at(def, fakeRun("postgres", "queue", "W=64", 4000, 15*time.Millisecond)),
+		at(pin, fakeRun("baton", "queue", "W=64", 3300, 18*time.Millisecond)),
+		{System: "etcd", Workload: "queue", Procs: pin, Failed: "etcd: boom"},
+	}
+	text := render(t, s)
+	contains(t, text,
+		"| GOMAXPROCS of each batond and etcd member | default: 2 (the Go runtime's choice), for every workload and the goals; pinned: 1 (cores / members), for the second table (cas, queue) |",
+		"The headline figures and every goal's verdict are at **default GOMAXPROCS**",
+		"Every verdict is at default GOMAXPROCS",
+		"| cas C=64: Baton ops/s ≥ 2× etcd's | 6,000 vs 2,000 ops/s: 3.00× | **met** |",
+		"| queue W=64: Baton tasks/s ≥ PostgreSQL SKIP LOCKED's | 3,000 vs 4,000 tasks/s: 0.75× | **missed** |",
+		"| 64 | ops/s | 6,000 | 2,000 | 3.00× |",
+		"| 64 | tasks/s | 3,000 | 700 | 4,000 | 4.29× | 0.75× |",
+		"## pinned: every member at GOMAXPROCS = cores / members",
+		"GOMAXPROCS 1 (its share of the cores",
+		"can keep waking idle processors",
+		"### cas: fenced updates of one's own task",
+		"| 64 | ops/s | 5,000 | 2,500 | 2.00× |",
+		"| workers | figure | Baton | etcd | Baton/etcd |",
+		"| 64 | tasks/s | 3,300 | — | — |",
+		"### default against pinned",
+		"| cas C=64 | Baton | 6,000 | 5,000 | 0.83× |",
+		"| cas C=64 | etcd | 2,000 | 2,500 | 1.25× |",
+		"| queue W=64 | Baton | 3,000 | 3,300 | 1.10× |",
+		"| queue W=64 | etcd | 700 | failed | — |",
+		"- etcd queue (pinned) **failed**: etcd: boom",
+	)
+	headline, pinned := strings.Index(text, "## cas: "), strings.Index(text, "## pinned: ")
+	if headline < 0 || pinned < headline || strings.Index(text, "## queue: ") > pinned {
+		t.Errorf("the pinned section (at %d) does not follow the headline tables (cas at %d)", pinned, headline)
+	}
+	if strings.Contains(text, "pinned-cas") || strings.Count(text, "](bench/cas-C64-cdf.svg)") != 1 {
+		t.Error("the pinned section repeats the cas charts; want them once, at default")
+	}
+	if t.Failed() || os.Getenv("BENCH_REPORT_SHOW") != "" {
+		t.Log(text)
+	}
+
+	// --pinned=false: only the default runs.
+	s.Runs = []*result.Run{at(def, fakeRun("baton", "cas", "C=64", 6000, 10*time.Millisecond))}
+	text = render(t, s)
+	contains(t, text, "pinned: not run (`--pinned=false`)", "Every verdict is at default GOMAXPROCS")
+
+	// The driver's environment sets GOMAXPROCS: the pinned members inherit it.
+	s.Runs = append(s.Runs, at(pin, fakeRun("baton", "cas", "C=64", 5000, 12*time.Millisecond)))
+	s.Machine.DriverProcs, s.Machine.MemberProcs = 2, 2
+	contains(t, render(t, s), "pinned: 2 (the driver's), for the second table (cas)",
+		"| GOMAXPROCS of the driver and load generator | 2 (set in its environment) |",
+		"GOMAXPROCS 2 (the driver's GOMAXPROCS, which the pinned members inherit)")
+	s.Machine.DriverProcs, s.Machine.MemberProcs = 0, 1
+	s.Runs = s.Runs[:1]
+	if strings.Contains(text, "## pinned") {
+		t.Error("a suite without pinned runs has a pinned section")
+	}
+
+	// A suite from before the settings: every run pinned, all headline.
+	s.Runs = []*result.Run{fakeRun("baton", "cas", "C=64", 6000, 10*time.Millisecond)}
+	s.Machine.DefaultProcs = 0
+	text = render(t, s)
+	contains(t, text, "| GOMAXPROCS of each batond and etcd member | 1 |", "| 64 | ops/s | 6,000 |")
+	if strings.Contains(text, "## pinned") || strings.Contains(text, "Every verdict is at default") {
+		t.Error("an old suite renders as default-and-pinned")
+	}
+}

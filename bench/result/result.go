@@ -25,10 +25,27 @@ const (
 	WorkloadSoak     = "soak"
 )
 
+// The members' GOMAXPROCS settings, as Run.Procs spells them.
+const (
+	// ProcsDefault leaves GOMAXPROCS to each member's Go runtime, as users
+	// run it: the variable is absent from the members' environment. The
+	// report's headline figures and the goals' verdicts are at this setting.
+	ProcsDefault = "default"
+	// ProcsPinned gives each member its share of the cores,
+	// chaos/cluster.MemberProcs (cores / members, at least 1), or the
+	// driver's GOMAXPROCS when its environment sets one.
+	ProcsPinned = "pinned"
+)
+
 // Run is one workload run against one system.
 type Run struct {
 	System   string `json:"system"`
 	Workload string `json:"workload"`
+	// Procs is the members' GOMAXPROCS setting, ProcsDefault or
+	// ProcsPinned; empty in suites from before it was recorded, whose
+	// members all ran pinned. PostgreSQL's runs (not a Go program, its
+	// environment left alone) say ProcsDefault.
+	Procs string `json:"procs,omitempty"`
 	// Variant distinguishes runs of one workload, e.g. "C=64" or "W=64".
 	Variant string `json:"variant,omitempty"`
 	// Round numbers the repetitions of a workload that runs several
@@ -167,10 +184,20 @@ type Machine struct {
 	LoadAvgAtStart float64 `json:"load_avg_at_start"`
 	// Versions of the peers, as their binaries report them.
 	Versions map[string]string `json:"versions,omitempty"`
-	// MemberProcs is the GOMAXPROCS of each batond and etcd member
-	// (chaos/cluster.MemberProcs of three members, or the environment's
-	// GOMAXPROCS when set); 0 in suites from before it was recorded.
+	// MemberProcs is the GOMAXPROCS of each batond and etcd member in
+	// the pinned runs (chaos/cluster.MemberProcs of three members, or the
+	// environment's GOMAXPROCS when set); 0 in suites from before it was
+	// recorded.
 	MemberProcs int `json:"member_procs,omitempty"`
+	// DefaultProcs is the GOMAXPROCS a member's Go runtime picks by itself
+	// (the default runs): the driver's own when its environment does not
+	// set GOMAXPROCS, else the usable cores (runtime.NumCPU). 0 in suites
+	// from before the default runs.
+	DefaultProcs int `json:"default_procs,omitempty"`
+	// DriverProcs is the GOMAXPROCS the driver's environment set (it
+	// also sets the load generator's, and the pinned members'); 0 when
+	// unset.
+	DriverProcs int `json:"driver_procs,omitempty"`
 }
 
 // Suite is one run of the whole benchmark suite.

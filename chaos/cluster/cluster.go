@@ -244,8 +244,9 @@ func (c *Cluster) launch(i int) (*process, error) {
 }
 
 // env is the nodes' environment: the harness's own, the admin token,
-// GOMAXPROCS (MemberProcs) unless the harness's environment or Config.Env
-// sets it, and Config.Env.
+// GOMAXPROCS by Config.Procs, and Config.Env. With ProcsShare a node gets
+// MemberProcs unless the harness's environment or Config.Env sets
+// GOMAXPROCS; with ProcsRuntime it gets no GOMAXPROCS at all.
 func (c *Cluster) env() []string {
 	var env []string
 	procsSet := false
@@ -253,12 +254,16 @@ func (c *Cluster) env() []string {
 		procsSet = procsSet || (strings.HasPrefix(kv, "GOMAXPROCS=") && kv != "GOMAXPROCS=")
 	}
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "BATON_ADMIN_TOKEN=") {
-			env = append(env, kv)
+		if strings.HasPrefix(kv, "BATON_ADMIN_TOKEN=") {
+			continue
 		}
+		if c.cfg.Procs == ProcsRuntime && strings.HasPrefix(kv, "GOMAXPROCS=") {
+			continue
+		}
+		env = append(env, kv)
 	}
 	env = append(env, "BATON_ADMIN_TOKEN="+c.token)
-	if !procsSet {
+	if c.cfg.Procs == ProcsShare && !procsSet {
 		env = append(env, "GOMAXPROCS="+strconv.Itoa(MemberProcs(c.cfg.Nodes)))
 	}
 	return append(env, c.cfg.Env...)

@@ -55,6 +55,9 @@ type Config struct {
 	ExtraArgs []string
 	// Env is added to every node's environment.
 	Env []string
+	// Procs chooses every node's GOMAXPROCS: ProcsShare (the zero value,
+	// what `batond local` and the chaos harness use) or ProcsRuntime.
+	Procs ProcsRule
 	// Output, when set, also receives every line the nodes write, each
 	// prefixed with the node id. The per-node log files are always written.
 	Output io.Writer
@@ -67,6 +70,30 @@ type Config struct {
 	// StopTimeout bounds how long Stop waits after SIGTERM before SIGKILL;
 	// 0 means DefaultStopTimeout.
 	StopTimeout time.Duration
+}
+
+// ProcsRule is how the harness sets its nodes' GOMAXPROCS.
+type ProcsRule int
+
+const (
+	// ProcsShare gives every node its share of the cores,
+	// MemberProcs(Nodes), unless the harness's environment or Config.Env
+	// sets GOMAXPROCS (then that value).
+	ProcsShare ProcsRule = iota
+	// ProcsRuntime leaves GOMAXPROCS to each node's Go runtime, as a
+	// user's process that does not pin it: the variable is removed from
+	// the environment the nodes inherit, and Config.Env may not set it.
+	ProcsRuntime
+)
+
+func (r ProcsRule) String() string {
+	switch r {
+	case ProcsShare:
+		return "share"
+	case ProcsRuntime:
+		return "runtime"
+	}
+	return "ProcsRule(" + strconv.Itoa(int(r)) + ")"
 }
 
 // withDefaults returns a copy of c with zero values replaced by defaults.
@@ -94,6 +121,15 @@ func (c Config) Validate() error {
 		return fmt.Errorf("cluster: Config.StopTimeout is %v, want >= 0", c.StopTimeout)
 	case strings.ContainsAny(c.AdminToken, " \t\r\n"):
 		return errors.New("cluster: Config.AdminToken contains white space")
+	case c.Procs != ProcsShare && c.Procs != ProcsRuntime:
+		return fmt.Errorf("cluster: Config.Procs is %v, want ProcsShare or ProcsRuntime", c.Procs)
+	}
+	if c.Procs == ProcsRuntime {
+		for _, kv := range c.Env {
+			if strings.HasPrefix(kv, "GOMAXPROCS=") {
+				return fmt.Errorf("cluster: Config.Env sets %s with Procs ProcsRuntime, which leaves it to the runtime", kv)
+			}
+		}
 	}
 	if err := validatePorts("HTTPPorts", c.HTTPPorts, c.Nodes); err != nil {
 		return err

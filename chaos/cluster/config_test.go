@@ -35,6 +35,10 @@ func TestConfigValidate(t *testing.T) {
 		}, "port 7003 is in both"},
 		{"token with space", func(c *Config) { c.AdminToken = "a b" }, "white space"},
 		{"negative stop timeout", func(c *Config) { c.StopTimeout = -1 }, "StopTimeout"},
+		{"runtime procs", func(c *Config) { c.Procs = ProcsRuntime; c.Env = []string{"GODEBUG=x=1"} }, ""},
+		{"unknown procs rule", func(c *Config) { c.Procs = 7 }, "Config.Procs is ProcsRule(7)"},
+		{"runtime procs set in Env", func(c *Config) { c.Procs = ProcsRuntime; c.Env = []string{"GOMAXPROCS=2"} },
+			"sets GOMAXPROCS=2 with Procs ProcsRuntime"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -42,6 +42,24 @@ func TestNodeGOMAXPROCS(t *testing.T) {
 	}
 }
 
+// With ProcsRuntime the nodes get no GOMAXPROCS, not even the harness's.
+func TestNodeGOMAXPROCSRuntime(t *testing.T) {
+	c, err := New(Config{Binary: "batond", BaseDir: t.TempDir(), Procs: ProcsRuntime, Env: []string{"GODEBUG=x=1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, harness := range []string{"", "5"} {
+		t.Setenv("GOMAXPROCS", harness)
+		env := c.env()
+		if got := procsEntries(env); len(got) != 0 {
+			t.Errorf("harness GOMAXPROCS=%q: nodes get %q, want none", harness, got)
+		}
+		if !slices.Contains(env, "GODEBUG=x=1") || !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "BATON_ADMIN_TOKEN=") }) {
+			t.Errorf("harness GOMAXPROCS=%q: Config.Env or the token missing from %q", harness, env)
+		}
+	}
+}
+
 func TestMemberProcs(t *testing.T) {
 	all := runtime.GOMAXPROCS(0)
 	for _, c := range []struct{ n, want int }{

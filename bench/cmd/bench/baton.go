@@ -20,13 +20,21 @@ import (
 
 func jsonUnmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
 
-// env starts a fresh Baton cluster for one workload.
-func (s *suite) env(ctx context.Context, name string, extra ...string) (*baton.Env, error) {
-	dir := filepath.Join(s.work, "baton-"+name)
+// env starts a fresh Baton cluster for one workload, its nodes at
+// GOMAXPROCS setting procs: result.ProcsDefault leaves it to their
+// runtime (none inherited from the driver), result.ProcsPinned gives each
+// its share of the cores (chaos/cluster.MemberProcs).
+func (s *suite) env(ctx context.Context, procs, name string, extra ...string) (*baton.Env, error) {
+	dir := filepath.Join(s.work, "baton-"+procs+"-"+name)
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, err
 	}
-	cfg := baton.EnvConfig{Binary: s.o.batond, BaseDir: dir, ExtraArgs: append(append([]string(nil), s.o.batondArgs...), extra...)}
+	rule := cluster.ProcsRuntime
+	if procs == result.ProcsPinned {
+		rule = cluster.ProcsShare
+	}
+	cfg := baton.EnvConfig{Binary: s.o.batond, BaseDir: dir, Procs: rule,
+		ExtraArgs: append(append([]string(nil), s.o.batondArgs...), extra...)}
 	if s.o.verbose {
 		cfg.Output = os.Stderr
 	}
@@ -38,12 +46,13 @@ func (s *suite) params() baton.Params {
 }
 
 // baton runs workload w on a fresh Baton cluster (one per variant for
-// cas, so that no variant runs on the state the previous one left).
-func (s *suite) baton(ctx context.Context, w string) ([]*result.Run, error) {
+// cas, so that no variant runs on the state the previous one left) at
+// GOMAXPROCS setting procs.
+func (s *suite) baton(ctx context.Context, w, procs string) ([]*result.Run, error) {
 	p, pl := s.params(), s.plan
 	var runs []*result.Run
 	run := func(name string, f func(env *baton.Env) (*result.Run, error), extra ...string) error {
-		env, err := s.env(ctx, name, extra...)
+		env, err := s.env(ctx, procs, name, extra...)
 		if err != nil {
 			return err
 		}
@@ -91,7 +100,8 @@ func (s *suite) baton(ctx context.Context, w string) ([]*result.Run, error) {
 	return runs, nil
 }
 
-// profile runs cas C=64 once more on a cluster whose nodes serve pprof,
+// profile runs cas C=64 once more (at default GOMAXPROCS) on a cluster
+// whose nodes serve pprof,
 // makes the node that got the pprof port the leader, and saves a CPU
 // profile of it over the measured window, with the CPU time every process
 // used meanwhile.
@@ -103,7 +113,7 @@ func (s *suite) profile(ctx context.Context) error {
 	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
 	// Every node is given the same address: the first to bind it serves
 	// the profiler, the others log the failure and go on.
-	env, err := s.env(ctx, "profile", "--pprof-addr="+addr)
+	env, err := s.env(ctx, result.ProcsDefault, "profile", "--pprof-addr="+addr)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,13 @@
 // own), side by side in one run; then it writes the Markdown report, its
 // SVG charts and the raw results.
 //
+// Every workload runs with the batond and etcd members' GOMAXPROCS left
+// to the Go runtime, as users run them: those are the report's headline
+// figures and the goals' verdicts. cas and queue also run with every
+// member at GOMAXPROCS = cores / members ("pinned", chaos/cluster's
+// MemberProcs), interleaved with the default runs, for the report's second
+// table; --pinned=false leaves those out, --pinned-workloads chooses them.
+//
 // `make bench` runs it through bench/run.sh, which installs the peers when
 // they are absent. Directly, from the module root:
 //
@@ -56,9 +63,23 @@ type options struct {
 	rounds     int
 	// soakDuration is the soak's whole run, warm-up included.
 	soakDuration time.Duration
+	// pinned adds, for pinnedWorkloads, runs with every batond and etcd
+	// member at GOMAXPROCS = cores / members (the report's second table)
+	// to the default runs, which leave it to the Go runtime.
+	pinned          bool
+	pinnedWorkloads []string
 }
 
 var allWorkloads = []string{"cas", "queue", "handoff", "recovery", "scale", "soak"}
+
+// defaultPinned are the workloads that also run pinned unless
+// --pinned=false: the two whose figures compare the systems' throughput
+// and latency under load, where how many processors each member's runtime
+// spins up on a shared machine moves the result. handoff and scale are
+// Baton's alone (no peer to be fair to), recovery's figures are set by
+// the Raft timeouts rather than the cores, and the soak's by memory (and
+// a second one would add an hour).
+var defaultPinned = []string{"cas", "queue"}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -93,6 +114,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.duration, "duration", 0, "override the measured window of each run")
 	fs.DurationVar(&o.soakDuration, "soak-duration", 0, "override the soak's whole length, warm-up included (full: 30m, quick: 3m)")
 	fs.IntVar(&o.rounds, "rounds", 0, "override how many interleaved rounds cas and queue run (full: 3, quick: 1)")
+	fs.BoolVar(&o.pinned, "pinned", true, "also run --pinned-workloads with every batond and etcd member at GOMAXPROCS = cores / members (the report's second table); the headline runs leave GOMAXPROCS to the Go runtime")
+	pinned := fs.String("pinned-workloads", strings.Join(defaultPinned, ","), "workloads that also run pinned, when they run (with --pinned)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -102,9 +125,15 @@ func parseFlags(args []string) (*options, error) {
 	o.batondArgs = strings.Fields(*batondArgs)
 	o.workloads = splitList(*workloads)
 	o.systems = splitList(*systems)
+	o.pinnedWorkloads = splitList(*pinned)
 	for _, w := range o.workloads {
 		if !slices.Contains(allWorkloads, w) {
 			return nil, fmt.Errorf("--workloads: unknown %q (want %s)", w, strings.Join(allWorkloads, ","))
+		}
+	}
+	for _, w := range o.pinnedWorkloads {
+		if !slices.Contains(allWorkloads, w) {
+			return nil, fmt.Errorf("--pinned-workloads: unknown %q (want %s)", w, strings.Join(allWorkloads, ","))
 		}
 	}
 	for _, s := range o.systems {
@@ -153,8 +182,8 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer s.cleanup()
-	for _, w := range o.workloads {
-		if err := s.workload(ctx, w); err != nil {
+	for _, st := range schedule(o, s.plan) {
+		if err := s.step(ctx, st); err != nil {
 			return err
 		}
 	}
@@ -299,62 +328,40 @@ func postgresVersion() string {
 	return machine.Version(dirs[len(dirs)-1], "--version")
 }
 
-// workload runs one workload on every selected system that has it. cas
-// and queue run plan.rounds times, interleaved: each round runs every
-// system once, starting one system later than the round before.
-func (s *suite) workload(ctx context.Context, w string) error {
-	var systems []string
-	for _, sys := range s.o.systems {
-		if hasWorkload(sys, w) {
-			systems = append(systems, sys)
-		}
+// step runs one step of the schedule and keeps its runs.
+func (s *suite) step(ctx context.Context, st step) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
 	}
-	rounds := 1
-	if w == "cas" || w == "queue" {
-		rounds = max(s.plan.rounds, 1)
-	}
-	for round := 1; round <= rounds; round++ {
-		for i := range systems {
-			if ctx.Err() != nil {
-				return ctx.Err()
+	s.phase(st.name(), func() error {
+		runs, err := s.runOne(ctx, st.system, st.workload, st.procs)
+		for _, r := range runs {
+			r.Procs = st.procs
+			if st.rounds > 1 {
+				r.Round = st.round
 			}
-			sys := systems[(i+round-1)%len(systems)]
-			name := w + " / " + sys
-			if rounds > 1 {
-				name += fmt.Sprintf(" (round %d of %d)", round, rounds)
-			}
-			s.phase(name, func() error {
-				runs, err := s.runOne(ctx, sys, w)
-				for _, r := range runs {
-					if rounds > 1 {
-						r.Round = round
-					}
-					if r.Failed != "" {
-						logf("  %s %s %s failed: %s", r.System, r.Workload, r.Variant, r.Failed)
-					} else {
-						logf("  %s", summary(r))
-					}
-				}
-				s.res.Runs = append(s.res.Runs, runs...)
-				return err
-			})
-			// Keep the results of what has run, should a later phase hang.
-			if err := s.writeJSON(); err != nil {
-				return err
+			if r.Failed != "" {
+				logf("  %s %s %s failed: %s", r.System, r.Workload, r.Variant, r.Failed)
+			} else {
+				logf("  %s", summary(r))
 			}
 		}
-	}
-	return nil
+		s.res.Runs = append(s.res.Runs, runs...)
+		return err
+	})
+	// Keep the results of what has run, should a later phase hang.
+	return s.writeJSON()
 }
 
-// runOne runs workload w on one system; a failure is also a failed run.
-func (s *suite) runOne(ctx context.Context, sys, w string) ([]*result.Run, error) {
+// runOne runs workload w on one system at one GOMAXPROCS setting; a
+// failure is also a failed run.
+func (s *suite) runOne(ctx context.Context, sys, w, procs string) ([]*result.Run, error) {
 	var runs []*result.Run
 	var err error
 	if sys == result.SystemBaton {
-		runs, err = s.baton(ctx, w)
+		runs, err = s.baton(ctx, w, procs)
 	} else {
-		runs, err = s.peer(ctx, sys, w)
+		runs, err = s.peer(ctx, sys, w, procs)
 	}
 	if err != nil {
 		runs = append(runs, &result.Run{System: sys, Workload: w, Failed: err.Error()})
@@ -376,6 +383,9 @@ func hasWorkload(system, workload string) bool {
 
 func summary(r *result.Run) string {
 	line := fmt.Sprintf("%s %s %s: %.0f ops/s", r.System, r.Workload, r.Variant, r.OpsPerSec)
+	if r.Procs == result.ProcsPinned {
+		line = fmt.Sprintf("%s %s %s (pinned): %.0f ops/s", r.System, r.Workload, r.Variant, r.OpsPerSec)
+	}
 	if r.Latency != nil && r.Latency.Count > 0 {
 		line += fmt.Sprintf(", p50 %.2f ms, p99 %.2f ms", ms(r.Latency.Quantile(0.5)), ms(r.Latency.Quantile(0.99)))
 	}
@@ -424,10 +434,11 @@ func soakSummary(r *result.Run) string {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// peer runs one workload of etcd or PostgreSQL through peerbench.
-func (s *suite) peer(ctx context.Context, system, w string) ([]*result.Run, error) {
+// peer runs one workload of etcd or PostgreSQL through peerbench, the
+// etcd members at GOMAXPROCS setting procs (PostgreSQL ignores it).
+func (s *suite) peer(ctx context.Context, system, w, procs string) ([]*result.Run, error) {
 	p := s.plan
-	out := filepath.Join(s.work, fmt.Sprintf("%s-%s.json", system, w))
+	out := filepath.Join(s.work, fmt.Sprintf("%s-%s-%s.json", system, procs, w))
 	warmup, duration := p.warmup, p.duration
 	if w == "soak" {
 		warmup, duration = p.soakWarmup, p.soakDuration
@@ -438,7 +449,8 @@ func (s *suite) peer(ctx context.Context, system, w string) ([]*result.Run, erro
 		"--cas-clients", joinInts(p.casClients), "--queue-workers", joinInts(p.queueWorkers),
 		"--queue-preload", fmt.Sprint(p.queuePreload), "--recovery-clients", fmt.Sprint(p.recoveryClients),
 		"--kill-first", p.kills.First.String(), "--kill-period", p.kills.Period.String(),
-		"--kill-down", p.kills.Down.String(), "--kills", fmt.Sprint(p.kills.Count), "--etcd-bin", s.o.etcdBin}
+		"--kill-down", p.kills.Down.String(), "--kills", fmt.Sprint(p.kills.Count), "--etcd-bin", s.o.etcdBin,
+		"--procs", procs}
 	cmd := exec.CommandContext(ctx, s.o.peerbench, args...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/bench/result"
 	"github.com/baton-dev/baton/chaos/cluster"
 )
 
@@ -92,4 +93,68 @@ func offline(msg string) bool {
 		}
 	}
 	return false
+}
+
+// stepNames is the schedule as phase names.
+func stepNames(steps []step) []string {
+	out := make([]string, len(steps))
+	for i, st := range steps {
+		out[i] = st.name()
+		if st.procs != result.ProcsPinned && st.procs != result.ProcsDefault {
+			out[i] += " with procs " + st.procs
+		}
+	}
+	return out
+}
+
+// TestSchedule: every workload runs at default GOMAXPROCS on every system
+// that has it; cas and queue also run pinned on Baton and etcd (not
+// PostgreSQL), interleaved with the default runs; --pinned=false and
+// --pinned-workloads change only the pinned runs.
+func TestSchedule(t *testing.T) {
+	o, err := parseFlags([]string{"--workloads", "cas,queue,handoff,recovery,scale,soak"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := fullPlan()
+	p.rounds = 2
+	got := stepNames(schedule(o, p))
+	want := []string{
+		"cas / baton (round 1 of 2)", "cas / etcd (round 1 of 2)", "cas / baton (pinned, round 1 of 2)", "cas / etcd (pinned, round 1 of 2)",
+		"cas / etcd (round 2 of 2)", "cas / baton (pinned, round 2 of 2)", "cas / etcd (pinned, round 2 of 2)", "cas / baton (round 2 of 2)",
+		"queue / baton (round 1 of 2)", "queue / etcd (round 1 of 2)", "queue / postgres (round 1 of 2)",
+		"queue / baton (pinned, round 1 of 2)", "queue / etcd (pinned, round 1 of 2)",
+		"queue / etcd (round 2 of 2)", "queue / postgres (round 2 of 2)",
+		"queue / baton (pinned, round 2 of 2)", "queue / etcd (pinned, round 2 of 2)", "queue / baton (round 2 of 2)",
+		"handoff / baton",
+		"recovery / baton", "recovery / etcd",
+		"scale / baton",
+		"soak / baton", "soak / etcd",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("full schedule:\n got %q\nwant %q", got, want)
+	}
+
+	o, _ = parseFlags([]string{"--quick", "--pinned=false"})
+	for _, st := range schedule(o, quickPlan()) {
+		if st.procs != result.ProcsDefault || st.rounds != 1 {
+			t.Errorf("--quick --pinned=false: step %q at %s, round %d of %d; want every step at default, once", st.name(), st.procs, st.round, st.rounds)
+		}
+	}
+
+	o, _ = parseFlags([]string{"--quick", "--workloads", "cas,recovery,handoff", "--systems", "baton,etcd", "--pinned-workloads", "recovery,handoff"})
+	got = stepNames(schedule(o, quickPlan()))
+	want = []string{"cas / baton", "cas / etcd",
+		"recovery / baton", "recovery / etcd", "recovery / baton (pinned)", "recovery / etcd (pinned)",
+		"handoff / baton", "handoff / baton (pinned)"}
+	if !slices.Equal(got, want) {
+		t.Errorf("--pinned-workloads recovery,handoff:\n got %q\nwant %q", got, want)
+	}
+
+	if o, err := parseFlags(nil); err != nil || !o.pinned || !slices.Equal(o.pinnedWorkloads, []string{"cas", "queue"}) {
+		t.Errorf("defaults: pinned %v for %q (%v), want on for cas,queue", o.pinned, o.pinnedWorkloads, err)
+	}
+	if _, err := parseFlags([]string{"--pinned-workloads", "nope"}); err == nil {
+		t.Error("--pinned-workloads nope: got no error")
+	}
 }

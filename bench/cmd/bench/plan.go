@@ -2,12 +2,14 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/baton-dev/baton/bench/baton"
 	"github.com/baton-dev/baton/bench/loadgen"
+	"github.com/baton-dev/baton/bench/result"
 )
 
 // plan is what one suite run does: the sizes and timings of every
@@ -100,4 +102,69 @@ func (p *plan) override(o *options) error {
 		p.soakDuration = o.soakDuration - p.soakWarmup
 	}
 	return nil
+}
+
+// step is one phase of a suite run: one workload on one system with the
+// members at one GOMAXPROCS setting (result.ProcsDefault or
+// result.ProcsPinned), in round round of rounds.
+type step struct {
+	workload, system, procs string
+	round, rounds           int
+}
+
+// name is the step's phase name in the report: "cas / baton",
+// "cas / etcd (pinned, round 2 of 3)".
+func (st step) name() string {
+	var tags []string
+	if st.procs == result.ProcsPinned {
+		tags = append(tags, "pinned")
+	}
+	if st.rounds > 1 {
+		tags = append(tags, fmt.Sprintf("round %d of %d", st.round, st.rounds))
+	}
+	name := st.workload + " / " + st.system
+	if len(tags) > 0 {
+		name += " (" + strings.Join(tags, ", ") + ")"
+	}
+	return name
+}
+
+// schedule is every step of a suite run, in order: the workloads in the
+// order given, each on every selected system that has it with the members'
+// GOMAXPROCS left to the Go runtime (the headline figures), and, with
+// --pinned, on Baton and etcd again at GOMAXPROCS = cores / members for
+// the --pinned-workloads (PostgreSQL is not a Go program: it runs once).
+// cas and queue run p.rounds times, interleaved: each round runs every
+// (system, setting) pair once, starting one pair later than the round
+// before, so that a slow minute of a shared machine falls on one round of
+// one pair.
+func schedule(o *options, p plan) []step {
+	var steps []step
+	for _, w := range o.workloads {
+		type pair struct{ system, procs string }
+		var pairs []pair
+		for _, sys := range o.systems {
+			if hasWorkload(sys, w) {
+				pairs = append(pairs, pair{sys, result.ProcsDefault})
+			}
+		}
+		if o.pinned && slices.Contains(o.pinnedWorkloads, w) {
+			for _, sys := range o.systems {
+				if hasWorkload(sys, w) && sys != result.SystemPostgres {
+					pairs = append(pairs, pair{sys, result.ProcsPinned})
+				}
+			}
+		}
+		rounds := 1
+		if w == "cas" || w == "queue" {
+			rounds = max(p.rounds, 1)
+		}
+		for round := 1; round <= rounds; round++ {
+			for i := range pairs {
+				pr := pairs[(i+round-1)%len(pairs)]
+				steps = append(steps, step{workload: w, system: pr.system, procs: pr.procs, round: round, rounds: rounds})
+			}
+		}
+	}
+	return steps
 }

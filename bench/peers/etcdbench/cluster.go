@@ -23,7 +23,7 @@ import (
 type Cluster struct {
 	bin     string
 	dir     string
-	env     []string // added to each member's environment
+	env     []string // each member's whole environment
 	members []*member
 }
 
@@ -37,23 +37,36 @@ type member struct {
 	proc       *proc.Proc
 }
 
+// Options are the choices of StartWith.
+type Options struct {
+	// Extra are flags for every member.
+	Extra []string
+	// Procs is the members' GOMAXPROCS, by the rule Baton's members
+	// follow (chaos/cluster.Config.Procs): cluster.ProcsShare (the zero
+	// value) gives each its share of the cores, MemberProcs(n), unless
+	// this process's environment sets GOMAXPROCS; cluster.ProcsRuntime
+	// leaves it to etcd's Go runtime and removes any GOMAXPROCS from the
+	// environment the members inherit.
+	Procs cluster.ProcsRule
+}
+
 // Start launches n members with etcd's default timings (heartbeat 100 ms,
 // election 1 s) in dir, and returns once a leader serves writes.
 func Start(ctx context.Context, bin, dir string, n int) (*Cluster, error) {
-	return StartWith(ctx, bin, dir, n, nil)
+	return StartWith(ctx, bin, dir, n, Options{})
 }
 
-// StartWith is Start with extra flags for every member.
-func StartWith(ctx context.Context, bin, dir string, n int, extra []string) (*Cluster, error) {
+// StartWith is Start with options.
+func StartWith(ctx context.Context, bin, dir string, n int, o Options) (*Cluster, error) {
+	env, err := memberEnv(os.Environ(), o.Procs, n)
+	if err != nil {
+		return nil, err
+	}
 	ports, err := proc.FreePorts(2 * n)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{bin: bin, dir: dir}
-	if os.Getenv("GOMAXPROCS") == "" {
-		// The members share this machine as Baton's do: the same rule.
-		c.env = []string{"GOMAXPROCS=" + strconv.Itoa(cluster.MemberProcs(n))}
-	}
+	c := &Cluster{bin: bin, dir: dir, env: env}
 	var initial []string
 	for i := range n {
 		m := &member{name: "e" + strconv.Itoa(i+1), clientPort: ports[2*i], peerPort: ports[2*i+1]}
@@ -70,7 +83,7 @@ func StartWith(ctx context.Context, bin, dir string, n int, extra []string) (*Cl
 			"--listen-peer-urls", pu, "--initial-advertise-peer-urls", pu,
 			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
 			"--initial-cluster-token", "bench", "--logger", "zap", "--log-level", "warn"}
-		m.args = append(m.args, extra...)
+		m.args = append(m.args, o.Extra...)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
@@ -86,6 +99,32 @@ func StartWith(ctx context.Context, bin, dir string, n int, extra []string) (*Cl
 		return nil, err
 	}
 	return c, nil
+}
+
+// memberEnv is the environment of each of n members, from this process's
+// environment environ, by rule.
+func memberEnv(environ []string, rule cluster.ProcsRule, n int) ([]string, error) {
+	env := make([]string, 0, len(environ)+1)
+	procsSet := false
+	for _, kv := range environ {
+		isProcs := strings.HasPrefix(kv, "GOMAXPROCS=")
+		procsSet = procsSet || (isProcs && kv != "GOMAXPROCS=")
+		if rule == cluster.ProcsRuntime && isProcs {
+			continue
+		}
+		env = append(env, kv)
+	}
+	switch rule {
+	case cluster.ProcsShare:
+		if !procsSet {
+			// The members share this machine as Baton's do: the same rule.
+			env = append(env, "GOMAXPROCS="+strconv.Itoa(cluster.MemberProcs(n)))
+		}
+	case cluster.ProcsRuntime:
+	default:
+		return nil, fmt.Errorf("etcdbench: unknown GOMAXPROCS rule %v", rule)
+	}
+	return env, nil
 }
 
 // Endpoints are the members' client URLs, in member order.

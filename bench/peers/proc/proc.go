@@ -22,8 +22,8 @@ type Proc struct {
 	err  error
 }
 
-// Start runs bin with args, in this process's environment plus env,
-// appending its output to logPath. cred, when not nil, runs it as another
+// Start runs bin with args, with env as its whole environment (nil: this
+// process's), appending its output to logPath. cred, when not nil, runs it as another
 // user.
 func Start(bin string, args, env []string, logPath string, cred *syscall.Credential) (*Proc, error) {
 	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -34,7 +34,7 @@ func Start(bin string, args, env []string, logPath string, cred *syscall.Credent
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if env != nil {
-		cmd.Env = append(os.Environ(), env...)
+		cmd.Env = env
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: cred}
 	if err := cmd.Start(); err != nil {

@@ -10,6 +10,7 @@
 //
 //	peerbench --system etcd --workloads cas,queue,recovery --work DIR --out etcd.json
 //	peerbench --system etcd --workloads soak --warmup 5s --duration 29m55s --work DIR --out etcd.json
+//	peerbench --system etcd --workloads cas --procs default --work DIR --out etcd.json
 //	peerbench --system postgres --workloads queue --work DIR --out pg.json
 package main
 
@@ -30,6 +31,7 @@ import (
 	"github.com/baton-dev/baton/bench/peers/etcdbench"
 	"github.com/baton-dev/baton/bench/peers/pgbench"
 	"github.com/baton-dev/baton/bench/result"
+	"github.com/baton-dev/baton/chaos/cluster"
 )
 
 type options struct {
@@ -43,6 +45,9 @@ type options struct {
 	soakClients                  int
 	soakSample                   time.Duration
 	etcdBin, pgBin               string
+	// procs is the etcd members' GOMAXPROCS setting, result.ProcsPinned
+	// or result.ProcsDefault.
+	procs string
 }
 
 func main() {
@@ -75,12 +80,16 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.soakClients, "soak-clients", 64, "soak: cas clients (the run lasts --warmup plus --duration)")
 	fs.DurationVar(&o.soakSample, "soak-sample", 10*time.Second, "soak: interval between memory samples")
 	fs.StringVar(&o.etcdBin, "etcd-bin", "etcd", "etcd binary")
+	fs.StringVar(&o.procs, "procs", result.ProcsPinned, "etcd members' GOMAXPROCS: pinned (cores / members, as Baton's chaos/cluster.MemberProcs, unless GOMAXPROCS is set) or default (left to etcd's Go runtime; GOMAXPROCS removed from their environment)")
 	fs.StringVar(&o.pgBin, "pg-bin", "", "PostgreSQL bin directory (default: newest /usr/lib/postgresql/*/bin)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if o.system == "" || o.work == "" || o.out == "" {
 		return nil, errors.New("--system, --work and --out are required")
+	}
+	if o.procs != result.ProcsPinned && o.procs != result.ProcsDefault {
+		return nil, fmt.Errorf("--procs %q: want pinned or default", o.procs)
 	}
 	var err error
 	if o.casClients, err = ints(*cas); err != nil {
@@ -124,6 +133,9 @@ func run(ctx context.Context, args []string) error {
 		}
 		if err != nil {
 			failed := &result.Run{System: o.system, Workload: w, Failed: err.Error()}
+			if o.system == result.SystemEtcd {
+				failed.Procs = o.procs
+			}
 			got = append(got, failed)
 			fmt.Fprintf(os.Stderr, "peerbench: %s %s failed: %v\n", o.system, w, err)
 		}
@@ -142,19 +154,25 @@ func logf(format string, args ...any) {
 // runEtcd runs one workload, on a fresh cluster for each variant.
 func runEtcd(ctx context.Context, o *options, workload string) ([]*result.Run, error) {
 	p := etcdbench.Params{Warmup: o.warmup, Duration: o.duration, Seed: o.seed}
+	rule := cluster.ProcsShare
+	if o.procs == result.ProcsDefault {
+		rule = cluster.ProcsRuntime
+	}
+	logf("etcd %s: members' GOMAXPROCS %s", workload, o.procs)
 	var runs []*result.Run
 	run := func(name string, f func(c *etcdbench.Cluster) (*result.Run, error), extra ...string) error {
-		dir := filepath.Join(o.work, "etcd-"+name)
+		dir := filepath.Join(o.work, "etcd-"+o.procs+"-"+name)
 		if err := os.RemoveAll(dir); err != nil {
 			return err
 		}
-		c, err := etcdbench.StartWith(ctx, o.etcdBin, dir, 3, extra)
+		c, err := etcdbench.StartWith(ctx, o.etcdBin, dir, 3, etcdbench.Options{Extra: extra, Procs: rule})
 		if err != nil {
 			return err
 		}
 		defer c.Close()
 		r, err := f(c)
 		if r != nil {
+			r.Procs = o.procs
 			runs = append(runs, r)
 		}
 		return err
