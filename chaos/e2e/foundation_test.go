@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -626,10 +627,25 @@ func TestFoundationSnapshotRestartReplaysTail(t *testing.T) {
 	// Whichever of the two leads must have compacted its log past what f
 	// holds (a snapshot keeps 32 trailing entries; 8 more for the
 	// entries f may hold beyond its applied index).
-	for _, i := range foundationOthers(c, f) {
-		waitStatus(t, c, i, 10*time.Second, "log compacted past the stopped follower", func(st *cluster.NodeStatus) bool {
-			return st.LastSnapshotIndex > missedFrom+32+8
-		})
+	// A node snapshots once its log holds --snapshot-threshold entries
+	// since its last snapshot; how many entries 200 creates make depends on
+	// group commit (a busy machine batches more), so write more until
+	// every node has snapshotted past f.
+	compacted := func() bool {
+		for _, i := range foundationOthers(c, f) {
+			if st, err := c.Status(ctx, i); err != nil || st.LastSnapshotIndex <= missedFrom+32+8 {
+				return false
+			}
+		}
+		return true
+	}
+	for pad := 0; !compacted(); pad++ {
+		if pad == 400 {
+			t.Fatalf("the survivors did not snapshot past index %d after %d more writes", missedFrom+32+8, pad)
+		}
+		if _, err := admin.PutKV(ctx, tenant, "pad", strconv.Itoa(pad), client.PutKVRequest{Value: json.RawMessage(`1`)}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := c.Restart(ctx, f); err != nil {
 		t.Fatal(err)
