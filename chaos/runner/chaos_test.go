@@ -22,7 +22,7 @@ func TestChaosShort(t *testing.T) {
 	if d := os.Getenv("CHAOS_OUT"); d != "" {
 		out = d
 	}
-	cfg := Config{Binary: bin, Seed: shortSeed, Traffic: 9 * time.Second, FaultsPerRun: 3, OutDir: out, Logf: t.Logf}
+	cfg := Config{Binary: bin, Seed: shortSeed, Traffic: 9 * time.Second, FaultsPerRun: 3, OutDir: out, Logf: t.Logf, TLS: true}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	s := Series(ctx, cfg, 3, func(r *Result) {

@@ -25,6 +25,7 @@ package runner
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -71,6 +72,11 @@ type Config struct {
 	// Transport, when set, carries the agents' requests: the bite tests put
 	// a deliberately broken middlebox here.
 	Transport http.RoundTripper
+	// TLS runs the cluster with TLS everywhere (the API over https, Raft
+	// and node-to-node calls over mutual TLS), as `batond local` does; the
+	// agents and checkers trust its CA. Not with Transport (a middlebox
+	// speaks plain HTTP).
+	TLS bool
 	// Workload overrides the workload's defaults (agent counts, lease).
 	Workload workload.Config
 	// Logf reports progress; nil is silent.
@@ -210,6 +216,7 @@ type environment struct {
 	token     string
 	admin     *client.Client
 	transport *http.Transport // the admin client's
+	tls       *tls.Config     // the clients' configuration for https (nil: plain HTTP)
 }
 
 func (e *environment) close() {
@@ -224,6 +231,9 @@ func (e *environment) close() {
 // newAdmin makes the admin client of env.
 func (e *environment) newAdmin() error {
 	e.transport = http.DefaultTransport.(*http.Transport).Clone()
+	if e.tls != nil {
+		e.transport.TLSClientConfig = e.tls.Clone()
+	}
 	var err error
 	e.admin, err = client.New(client.Config{Endpoints: e.endpoints, Token: e.token, HTTPClient: &http.Client{Transport: e.transport},
 		Timeout: 2 * time.Second, MaxRetry: 20 * time.Second})
@@ -236,8 +246,11 @@ func (e *environment) newAdmin() error {
 var extraArgs = []string{"--failpoints", "--snapshot-threshold=400", "--snapshot-interval=1s", "--trailing-logs=200"}
 
 func startCluster(ctx context.Context, cfg Config, dir string) (*environment, error) {
+	if cfg.TLS && cfg.Transport != nil {
+		return nil, fmt.Errorf("runner: TLS and a Transport (a plain-HTTP middlebox) do not go together")
+	}
 	c, err := cluster.New(cluster.Config{Binary: cfg.Binary, Nodes: cfg.Nodes, BaseDir: filepath.Join(dir, "cluster"),
-		Fast: true, ExtraArgs: extraArgs})
+		Fast: true, ExtraArgs: extraArgs, TLS: cfg.TLS})
 	if err != nil {
 		return nil, err
 	}
@@ -252,6 +265,9 @@ func startCluster(ctx context.Context, cfg Config, dir string) (*environment, er
 		return nil, err
 	}
 	env := &environment{c: c, endpoints: c.Endpoints(), token: c.AdminToken()}
+	if cfg.TLS {
+		env.tls = c.ClientTLS()
+	}
 	if err := env.newAdmin(); err != nil {
 		c.Close()
 		return nil, err
@@ -295,6 +311,7 @@ func (r *Result) run(ctx context.Context, cfg Config, env *environment) {
 func setupWorkload(ctx context.Context, cfg Config, env *environment, rec *history.Recorder) (*workload.Workload, error) {
 	wcfg := cfg.Workload
 	wcfg.Endpoints, wcfg.AdminToken, wcfg.Seed, wcfg.Transport = env.endpoints, env.token, cfg.Seed, cfg.Transport
+	wcfg.TLS = env.tls
 	wcfg.Tenant = fmt.Sprintf("chaos-%d-%d", cfg.Seed, time.Now().UnixNano()%1e9)
 	w := workload.New(wcfg, rec)
 	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)

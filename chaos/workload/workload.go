@@ -27,6 +27,7 @@ package workload
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -60,6 +61,9 @@ type Config struct {
 	// Transport, when set, carries the agents' requests (not Setup's, not
 	// Final's): tests put a broken middlebox here to show the checkers bite.
 	Transport http.RoundTripper
+	// TLS configures the clients' https (the cluster's CA); nil for a
+	// plain-HTTP cluster.
+	TLS *tls.Config
 	// LoseResponses is the fraction of the agents' writes whose answer is
 	// thrown away after the server applied them (default 0.02; negative:
 	// none), so that the client retries with the same Idempotency-Key.
@@ -155,8 +159,7 @@ func (w *Workload) newClientTimeout(token string, transport http.RoundTripper, a
 	if transport != nil {
 		hc.Transport = transport
 	} else {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.MaxIdleConnsPerHost = 16
+		t := w.newTransport()
 		hc.Transport = t
 		w.mu.Lock()
 		w.transports = append(w.transports, t)
@@ -235,8 +238,7 @@ func (w *Workload) Run(stop <-chan struct{}) error {
 func (w *Workload) agentTransport(id int) http.RoundTripper {
 	base := w.cfg.Transport
 	if base == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.MaxIdleConnsPerHost = 16
+		t := w.newTransport()
 		w.mu.Lock()
 		w.transports = append(w.transports, t)
 		w.mu.Unlock()
@@ -247,6 +249,16 @@ func (w *Workload) agentTransport(id int) http.RoundTripper {
 	}
 	return &lossy{base: base, p: w.cfg.LoseResponses, lost: &w.lost,
 		rng: rand.New(rand.NewPCG(uint64(w.cfg.Seed), 0x6c6f7374+uint64(id)))}
+}
+
+// newTransport is a client transport for the cluster.
+func (w *Workload) newTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 16
+	if w.cfg.TLS != nil {
+		t.TLSClientConfig = w.cfg.TLS.Clone()
+	}
+	return t
 }
 
 // LostResponses is the number of answers the lossy transport threw away.

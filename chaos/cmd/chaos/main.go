@@ -48,6 +48,7 @@ type options struct {
 	tokenFile    string
 	verbose      bool
 	check        string
+	insecure     bool
 }
 
 func parse(args []string, stderr io.Writer) (*options, error) {
@@ -67,6 +68,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.token, "token", "", "admin token for --endpoints (or BATON_ADMIN_TOKEN)")
 	fs.StringVar(&o.tokenFile, "token-file", "", "file holding the admin token for --endpoints")
 	fs.BoolVar(&o.verbose, "v", false, "print the faults as they are injected")
+	fs.BoolVar(&o.insecure, "insecure", false, "run the clusters over plain HTTP (default: TLS everywhere, as batond local)")
 	fs.StringVar(&o.check, "check", "", "only run the checkers on a saved history.json and print their report")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -161,7 +163,7 @@ func configure(ctx context.Context, o *options, stdout io.Writer) (runner.Config
 		return runner.Config{}, err
 	}
 	cfg := runner.Config{Nodes: o.nodes, Seed: o.seed, Traffic: o.traffic, FaultsPerRun: o.faultsPerRun,
-		Kinds: kinds, Keep: o.keep, OutDir: o.out}
+		Kinds: kinds, Keep: o.keep, OutDir: o.out, TLS: !o.insecure && o.endpoints == ""}
 	if cfg.OutDir == "" {
 		if cfg.OutDir, err = os.MkdirTemp("", "baton-chaos-"); err != nil {
 			return cfg, err
