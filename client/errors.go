@@ -26,6 +26,7 @@ var (
 	ErrIdempotencyMismatch = errors.New("idempotency_mismatch") // 409: key or op id reused with a different request
 	ErrIdempotencyExpired  = errors.New("idempotency_expired")  // 409: a retry older than what the cluster remembers, refused rather than applied twice
 	ErrResourceExhausted   = errors.New("resource_exhausted")   // 507: the write would grow the state past a quota
+	ErrRateLimited         = errors.New("rate_limited")         // 429: over the principal's request rate or watch cap; Retry-After set
 	ErrCompacted           = errors.New("compacted")            // 410: watch resumed below the retained history
 	ErrTooLarge            = errors.New("too_large")            // 413: body over the limit
 	ErrUnavailable         = errors.New("unavailable")          // 503 or no endpoint reachable: no leader or no quorum
@@ -46,6 +47,7 @@ var sentinels = map[string]error{
 	"idempotency_mismatch": ErrIdempotencyMismatch,
 	"idempotency_expired":  ErrIdempotencyExpired,
 	"resource_exhausted":   ErrResourceExhausted,
+	"rate_limited":         ErrRateLimited,
 	"compacted":            ErrCompacted,
 	"too_large":            ErrTooLarge,
 	"unavailable":          ErrUnavailable,
@@ -60,6 +62,7 @@ var statusCodes = map[int]string{
 	http.StatusNotFound:              "not_found",
 	http.StatusGone:                  "compacted",
 	http.StatusRequestEntityTooLarge: "too_large",
+	http.StatusTooManyRequests:       "rate_limited",
 	http.StatusServiceUnavailable:    "unavailable",
 }
 

@@ -9,17 +9,23 @@ import (
 // limit). Past the quota, writes that grow the tenant's data fail with
 // ErrResourceExhausted; reads, deletes and writes that do not grow it work.
 type TenantQuota struct {
-	Tenant    string `json:"tenant"`
-	MaxBytes  int64  `json:"max_bytes"`
-	MaxKeys   int64  `json:"max_keys"`
-	UsedBytes int64  `json:"used_bytes"`
-	UsedKeys  int64  `json:"used_keys"`
+	Tenant   string `json:"tenant"`
+	MaxBytes int64  `json:"max_bytes"`
+	MaxKeys  int64  `json:"max_keys"`
+	// RatePerSec and Burst bound each principal's requests (a token
+	// bucket per principal on each node); past it, requests get
+	// ErrRateLimited, which the client waits out and retries.
+	RatePerSec float64 `json:"rate_per_sec"`
+	Burst      int64   `json:"burst"`
+	UsedBytes  int64   `json:"used_bytes"`
+	UsedKeys   int64   `json:"used_keys"`
 }
 
-// SetTenantQuota sets a tenant's quota (admin); 0 is no limit.
-func (c *Client) SetTenantQuota(ctx context.Context, tenant string, maxBytes, maxKeys int64, opts ...RequestOption) (*TenantQuota, error) {
+// SetTenantQuota sets a tenant's quota (admin) from q's MaxBytes, MaxKeys,
+// RatePerSec and Burst; 0 is no limit.
+func (c *Client) SetTenantQuota(ctx context.Context, tenant string, q TenantQuota, opts ...RequestOption) (*TenantQuota, error) {
 	var out TenantQuota
-	body := map[string]int64{"max_bytes": maxBytes, "max_keys": maxKeys}
+	body := map[string]any{"max_bytes": q.MaxBytes, "max_keys": q.MaxKeys, "rate_per_sec": q.RatePerSec, "burst": q.Burst}
 	if _, err := c.Do(ctx, http.MethodPut, tenantPath(tenant, "quota"), body, &out, opts...); err != nil {
 		return nil, err
 	}

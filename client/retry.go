@@ -23,6 +23,8 @@ type result struct {
 	answered   bool          // the endpoint answered with something other than 503
 	retryAfter time.Duration // from a 503's Retry-After
 	leader     string        // X-Baton-Leader: the leader's host:port, when a follower forwarded
+	// rateLimited: a 429; the caller waits retryAfter before trying again.
+	rateLimited bool
 }
 
 // prefer makes the next call start at the endpoint that answered, or at
@@ -73,8 +75,18 @@ func (c *Client) failover(ctx context.Context, cl *call) result {
 			return res
 		}
 		last = res.err
-		roundRetryAfter = max(roundRetryAfter, res.retryAfter)
 		remaining := time.Until(deadline)
+		if res.rateLimited {
+			if res.retryAfter >= remaining {
+				return res
+			}
+			if err := sleep(ctx, res.retryAfter); err != nil {
+				res.err = fmt.Errorf("%w (last error: %w)", err, res.err)
+				return res
+			}
+			continue
+		}
+		roundRetryAfter = max(roundRetryAfter, res.retryAfter)
 		delay := time.Duration(0)
 		if (i+1)%n == 0 {
 			delay = bo.delay(roundRetryAfter, remaining)
@@ -200,6 +212,11 @@ func responseResult(resp *http.Response, body []byte) result {
 	if resp.StatusCode == http.StatusServiceUnavailable {
 		res.retry = true
 		res.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"))
+	} else if resp.StatusCode == http.StatusTooManyRequests {
+		// Over a rate: wait as long as the server says, then try again
+		// (the same request; nothing was applied).
+		res.retry, res.answered, res.rateLimited = true, true, true
+		res.retryAfter = max(parseRetryAfter(resp.Header.Get("Retry-After")), time.Second)
 	} else {
 		res.answered = true
 	}

@@ -57,10 +57,14 @@ func (u *usage) add(key string, bytes, keys int64) {
 	u.bytes += bytes
 }
 
-// TenantQuota bounds one tenant's data; 0 is no bound.
+// TenantQuota bounds one tenant's data, and the request rate of each of
+// its principals (a token bucket per principal, applied by each node to
+// the requests it serves); 0 is no bound.
 type TenantQuota struct {
-	MaxBytes int64 `json:"max_bytes"`
-	MaxKeys  int64 `json:"max_keys"`
+	MaxBytes   int64   `json:"max_bytes"`
+	MaxKeys    int64   `json:"max_keys"`
+	RatePerSec float64 `json:"rate_per_sec"`
+	Burst      int64   `json:"burst"`
 }
 
 // TenantUsage is a tenant's quota and what its data takes.
@@ -91,13 +95,13 @@ func applyTenantQuota(f *FSM, _ *applyCtx, c *Command) *Result {
 	if c.Principal != "" {
 		return fail(CodeForbidden, "only the admin sets quotas", nil)
 	}
-	if a.MaxBytes < 0 || a.MaxKeys < 0 {
-		return fail(CodeInvalidArgument, "max_bytes and max_keys must not be negative (0: no limit)", nil)
+	if a.MaxBytes < 0 || a.MaxKeys < 0 || a.RatePerSec < 0 || a.Burst < 0 || a.RatePerSec != a.RatePerSec {
+		return fail(CodeInvalidArgument, "max_bytes, max_keys, rate_per_sec and burst must not be negative (0: no limit)", nil)
 	}
 	if _, ok := f.st.Get(tenantKey(c.Tenant)); !ok {
 		return fail(CodeNotFound, fmt.Sprintf("tenant %q not found", c.Tenant), nil)
 	}
-	if a.MaxBytes == 0 && a.MaxKeys == 0 {
+	if a.TenantQuota == (TenantQuota{}) {
 		f.st.Delete(tenantQuotaKey(c.Tenant))
 	} else {
 		f.st.Put(tenantQuotaKey(c.Tenant), encode(&a.TenantQuota))

@@ -20,6 +20,7 @@ const (
 	codeUnavailable      = "unavailable"
 	codeMethodNotAllowed = "method_not_allowed"
 	codeInternal         = "internal"
+	codeRateLimited      = "rate_limited"
 )
 
 // statusOf is the one table from error codes to HTTP statuses.
@@ -42,6 +43,7 @@ var statusOf = map[string]int{
 	codeUnavailable:             http.StatusServiceUnavailable,
 	codeMethodNotAllowed:        http.StatusMethodNotAllowed,
 	codeInternal:                http.StatusInternalServerError,
+	codeRateLimited:             http.StatusTooManyRequests,
 }
 
 // apiError is an error the handler answers with.
@@ -49,6 +51,8 @@ type apiError struct {
 	Code    string
 	Message string
 	Details map[string]any
+	// retryAfter, in seconds, is sent as Retry-After when positive.
+	retryAfter int
 }
 
 func (e *apiError) Error() string { return e.Code + ": " + e.Message }
@@ -81,6 +85,9 @@ func writeError(w http.ResponseWriter, err error) {
 	}
 	if status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
+	}
+	if ae.retryAfter > 0 {
+		setRetryAfter(w, ae.retryAfter)
 	}
 	writeJSON(w, status, map[string]any{"error": body})
 }

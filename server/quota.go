@@ -7,8 +7,10 @@ import (
 )
 
 type quotaRequest struct {
-	MaxBytes *int64 `json:"max_bytes"`
-	MaxKeys  *int64 `json:"max_keys"`
+	MaxBytes   *int64   `json:"max_bytes"`
+	MaxKeys    *int64   `json:"max_keys"`
+	RatePerSec *float64 `json:"rate_per_sec"`
+	Burst      *int64   `json:"burst"`
 }
 
 // quotaRoutes: a tenant's state quota (fsm/usage.go). The admin sets it;
@@ -37,7 +39,17 @@ func (s *Server) handleQuotaPut(w http.ResponseWriter, r *http.Request, id *iden
 	if *req.MaxBytes < 0 || *req.MaxKeys < 0 {
 		return badRequest("max_bytes and max_keys must not be negative (0: no limit)")
 	}
-	args := &fsm.TenantQuotaArgs{TenantQuota: fsm.TenantQuota{MaxBytes: *req.MaxBytes, MaxKeys: *req.MaxKeys}}
+	q := fsm.TenantQuota{MaxBytes: *req.MaxBytes, MaxKeys: *req.MaxKeys}
+	if req.RatePerSec != nil {
+		q.RatePerSec = *req.RatePerSec
+	}
+	if req.Burst != nil {
+		q.Burst = *req.Burst
+	}
+	if q.RatePerSec < 0 || q.Burst < 0 || q.RatePerSec > 1e6 {
+		return badRequest("rate_per_sec must be from 0 (no limit) to 1000000, burst not negative")
+	}
+	args := &fsm.TenantQuotaArgs{TenantQuota: q}
 	res, err := s.propose(r, id, t, fsm.KindTenantQuota, args, body)
 	if err != nil {
 		return err

@@ -212,7 +212,7 @@ func (s *Server) admit(r *http.Request, id *identity) error {
 	if !grantsReach(id.grants, res, "", action) {
 		return errorf(fsm.CodeForbidden, "principal %q has no %s grant on %s", id.principal, action, res)
 	}
-	return nil
+	return s.limits.allow(id, s.fsm.TenantUsage(id.tenant).TenantQuota, time.Now())
 }
 
 // pathResource is the grant resource of a tenant path, "" when the route
@@ -259,9 +259,17 @@ func (s *Server) serveLocal(w http.ResponseWriter, r *http.Request, rt route) {
 		err = errorf(codeUnavailable, "node %s cannot verify this token now (no leader to compare with); retry", s.cluster.ID())
 	}
 	if err == nil && rt.kind == routeStream {
+		var end func()
 		if err = s.admitStream(r, id); err == nil {
+			end, err = s.limits.startWatch(id)
+		}
+		if err == nil {
+			defer end()
 			err = s.catchUp(r)
 		}
+	}
+	if err == nil && rt.kind == routeLocalAuth && !id.admin {
+		err = s.limits.allow(id, s.fsm.TenantUsage(id.tenant).TenantQuota, time.Now())
 	}
 	if err == nil {
 		err = rt.h(w, r, id)
@@ -276,7 +284,10 @@ func (s *Server) admitStream(r *http.Request, id *identity) error {
 	if tenant := r.PathValue("tenant"); !id.admin && id.tenant != tenant {
 		return errorf(fsm.CodeForbidden, "principal %q belongs to another tenant", id.principal)
 	}
-	return nil
+	if id.admin {
+		return nil
+	}
+	return s.limits.allow(id, s.fsm.TenantUsage(id.tenant).TenantQuota, time.Now())
 }
 
 // catchUp waits, briefly, until this node has applied what it knows to be

@@ -58,6 +58,9 @@ type Config struct {
 	MaxJSONBody    int64         // default 1 MiB
 	MaxChunkBody   int64         // default 4 MiB
 	IdempotencyTTL time.Duration // default 24h
+	// MaxWatchesPerPrincipal caps the watches one principal holds open on
+	// this node (0: no cap); the admin's are not counted.
+	MaxWatchesPerPrincipal int
 	// Limits are the bounds on retry state this node makes the cluster's
 	// when it leads (zero fields: fsm's defaults).
 	Limits         fsm.Limits
@@ -118,6 +121,7 @@ type Server struct {
 	adminHash [32]byte
 	mux       *http.ServeMux
 	proxy     *forwarder
+	limits    *limiter
 	metrics   *metrics
 
 	done      chan struct{}
@@ -136,6 +140,7 @@ func New(cfg Config, c Cluster, f *fsm.FSM) *Server {
 	}
 	s.proxy.peerOf = s.peerOf
 	s.metrics = newMetrics(c, f)
+	s.limits = newLimiter(s.cfg.MaxWatchesPerPrincipal)
 	s.routes()
 	return s
 }

@@ -23,7 +23,7 @@ func TestTenantQuotaRefusesGrowth(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	q, err := admin.SetTenantQuota(ctx, "small", 0, 20)
+	q, err := admin.SetTenantQuota(ctx, "small", client.TenantQuota{MaxKeys: 20})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 // rawWrite sends one write with the admin token and, if sid is not 0, a
 // place in client session sid. It returns status, body and the
 // Idempotent-Replay header.
-func rawWrite(ctx context.Context, url, token, method, path string, body any, sid, seq, ack uint64) (int, []byte, bool, error) {
+func rawWrite(ctx context.Context, hc *http.Client, url, token, method, path string, body any, sid, seq, ack uint64) (int, []byte, bool, error) {
 	b, _ := json.Marshal(body)
 	req, err := http.NewRequestWithContext(ctx, method, url+path, bytes.NewReader(b))
 	if err != nil {
@@ -32,7 +32,7 @@ func rawWrite(ctx context.Context, url, token, method, path string, body any, si
 		req.Header.Set("X-Baton-Seq", strconv.FormatUint(seq, 10))
 		req.Header.Set("X-Baton-Ack", strconv.FormatUint(ack, 10))
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return 0, nil, false, err
 	}
@@ -43,10 +43,10 @@ func rawWrite(ctx context.Context, url, token, method, path string, body any, si
 
 // rawWriteRetried is rawWrite retried while the cluster is unavailable
 // (an election), for up to 20 seconds: a retry in a session is safe.
-func rawWriteRetried(ctx context.Context, url, token, method, path string, body any, sid, seq, ack uint64) (int, []byte, bool, error) {
+func rawWriteRetried(ctx context.Context, hc *http.Client, url, token, method, path string, body any, sid, seq, ack uint64) (int, []byte, bool, error) {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		st, b, replay, err := rawWrite(ctx, url, token, method, path, body, sid, seq, ack)
+		st, b, replay, err := rawWrite(ctx, hc, url, token, method, path, body, sid, seq, ack)
 		if (err == nil && st != http.StatusServiceUnavailable) || time.Now().After(deadline) || ctx.Err() != nil {
 			return st, b, replay, err
 		}
@@ -55,8 +55,8 @@ func rawWriteRetried(ctx context.Context, url, token, method, path string, body 
 }
 
 // rawOpenSession opens a client session through node url.
-func rawOpenSession(ctx context.Context, url, token string) (uint64, error) {
-	st, body, _, err := rawWriteRetried(ctx, url, token, http.MethodPost, "/v1/sessions", map[string]any{}, 0, 0, 0)
+func rawOpenSession(ctx context.Context, hc *http.Client, url, token string) (uint64, error) {
+	st, body, _, err := rawWriteRetried(ctx, hc, url, token, http.MethodPost, "/v1/sessions", map[string]any{}, 0, 0, 0)
 	if err != nil || st != http.StatusCreated {
 		return 0, fmt.Errorf("open session: %d %s %v", st, body, err)
 	}
@@ -69,11 +69,16 @@ func rawOpenSession(ctx context.Context, url, token string) (uint64, error) {
 	return strconv.ParseUint(v.SessionID, 10, 64)
 }
 
+// httpFor is a client for c's nodes, over TLS when c runs it.
+func httpFor(c *cluster.Cluster) *http.Client {
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: c.ClientTLS()}}
+}
+
 // sessionBytes is retries.session_bytes of node i's /v1/cluster.
 func sessionBytes(ctx context.Context, c *cluster.Cluster, i int) (int64, error) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.URL(i)+"/v1/cluster?consistency=stale", nil)
 	req.Header.Set("Authorization", "Bearer "+c.AdminToken())
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpFor(c).Do(req)
 	if err != nil {
 		return 0, err
 	}
@@ -97,6 +102,7 @@ func TestSessionRetryAfterLeaderKillAppliedOnce(t *testing.T) {
 	c := startCluster(t, 3)
 	ctx := ctxFor(t, 60*time.Second)
 	admin := adminClient(t, c)
+	hc := httpFor(c)
 	const tenant = "sess"
 	if _, err := admin.PutTenant(ctx, tenant); err != nil {
 		t.Fatal(err)
@@ -108,13 +114,13 @@ func TestSessionRetryAfterLeaderKillAppliedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sid, err := rawOpenSession(ctx, c.URL(leader), c.AdminToken())
+	sid, err := rawOpenSession(ctx, hc, c.URL(leader), c.AdminToken())
 	if err != nil {
 		t.Fatal(err)
 	}
 	claim := map[string]any{"owner": "w1", "lease_ms": 60000}
 	path := "/v1/tenants/" + tenant + "/tasks/t1/claim"
-	st, first, replay, err := rawWrite(ctx, c.URL(leader), c.AdminToken(), http.MethodPost, path, claim, sid, 1, 1)
+	st, first, replay, err := rawWrite(ctx, hc, c.URL(leader), c.AdminToken(), http.MethodPost, path, claim, sid, 1, 1)
 	if err != nil || st != http.StatusOK || replay {
 		t.Fatalf("claim: %d %s replay %v %v", st, first, replay, err)
 	}
@@ -124,7 +130,7 @@ func TestSessionRetryAfterLeaderKillAppliedOnce(t *testing.T) {
 	survivor := foundationOthers(c, leader)[0]
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		st, again, replay, err := rawWrite(ctx, c.URL(survivor), c.AdminToken(), http.MethodPost, path, claim, sid, 1, 1)
+		st, again, replay, err := rawWrite(ctx, hc, c.URL(survivor), c.AdminToken(), http.MethodPost, path, claim, sid, 1, 1)
 		if err == nil && st != http.StatusServiceUnavailable {
 			if st != http.StatusOK || !replay || !bytes.Equal(again, first) {
 				t.Fatalf("retry after the leader's kill: %d replay %v %s; want the first answer %s replayed", st, replay, again, first)
@@ -136,7 +142,7 @@ func TestSessionRetryAfterLeaderKillAppliedOnce(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	viaSurvivors, err := client.New(client.Config{Endpoints: []string{c.URL(survivor)}, Token: c.AdminToken(), MaxRetry: 20 * time.Second})
+	viaSurvivors, err := client.New(client.Config{Endpoints: []string{c.URL(survivor)}, Token: c.AdminToken(), TLS: c.ClientTLS(), MaxRetry: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,12 +159,12 @@ func TestSessionRetryAfterLeaderKillAppliedOnce(t *testing.T) {
 			task.Attempt, task.FencingToken, task.Version, claimed.FencingToken, claimed.Version)
 	}
 	// Once acknowledged (ack 2), the write is refused, not applied again.
-	st, body, _, err := rawWriteRetried(ctx, c.URL(survivor), c.AdminToken(), http.MethodPost, path,
+	st, body, _, err := rawWriteRetried(ctx, hc, c.URL(survivor), c.AdminToken(), http.MethodPost, path,
 		map[string]any{"owner": "w2", "lease_ms": 60000}, sid, 2, 2)
 	if err != nil || st != http.StatusConflict || !bytes.Contains(body, []byte("lease_held")) {
 		t.Fatalf("write 2: %d %s %v; want lease_held (w1 holds the lease)", st, body, err)
 	}
-	st, body, _, err = rawWriteRetried(ctx, c.URL(survivor), c.AdminToken(), http.MethodPost, path, claim, sid, 1, 1)
+	st, body, _, err = rawWriteRetried(ctx, hc, c.URL(survivor), c.AdminToken(), http.MethodPost, path, claim, sid, 1, 1)
 	if err != nil || st != http.StatusConflict || !bytes.Contains(body, []byte("idempotency_expired")) {
 		t.Errorf("acknowledged write retried: %d %s %v; want 409 idempotency_expired", st, body, err)
 	}
@@ -173,6 +179,7 @@ func TestSessionStateBoundedUnderWrites(t *testing.T) {
 	const budget = 1 << 20
 	c := startCluster(t, 3, fmt.Sprintf("--session-bytes=%d", budget))
 	ctx := ctxFor(t, 120*time.Second)
+	hc := httpFor(c)
 	admin := adminClient(t, c)
 	const tenant = "bound"
 	if _, err := admin.PutTenant(ctx, tenant); err != nil {
@@ -217,13 +224,13 @@ func TestSessionStateBoundedUnderWrites(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 150 {
-				sid, err := rawOpenSession(ctx, c.URL(w%3), c.AdminToken())
+				sid, err := rawOpenSession(ctx, hc, c.URL(w%3), c.AdminToken())
 				if err != nil {
 					errs <- err
 					return
 				}
 				body := map[string]any{"value": i}
-				st, b, _, err := rawWriteRetried(ctx, c.URL(w%3), c.AdminToken(), http.MethodPut,
+				st, b, _, err := rawWriteRetried(ctx, hc, c.URL(w%3), c.AdminToken(), http.MethodPut,
 					fmt.Sprintf("/v1/tenants/%s/kv/ns/w%d-%d", tenant, w, i), body, sid, 1, 1)
 				if err != nil || st != http.StatusOK {
 					errs <- fmt.Errorf("write: %d %s %v", st, b, err)
@@ -256,7 +263,7 @@ func TestSessionStateBoundedUnderWrites(t *testing.T) {
 		t.Errorf("sessions keep at most %d bytes: the test did not reach the budget", most)
 	}
 	// The first sessions were dropped: a retry on one is refused.
-	st, body, _, err := rawWriteRetried(ctx, c.URL(0), c.AdminToken(), http.MethodPut,
+	st, body, _, err := rawWriteRetried(ctx, hc, c.URL(0), c.AdminToken(), http.MethodPut,
 		fmt.Sprintf("/v1/tenants/%s/kv/ns/w0-0", tenant), map[string]any{"value": 0}, sessions[0], 1, 1)
 	if err != nil || st != http.StatusConflict || !bytes.Contains(body, []byte("idempotency_expired")) {
 		t.Errorf("retry in a dropped session: %d %s %v; want 409 idempotency_expired", st, body, err)

@@ -75,6 +75,7 @@ type options struct {
 	idemTTL                                      time.Duration
 	sessionTTL                                   time.Duration
 	limits                                       fsm.Limits
+	maxWatches                                   int
 	failpoints                                   bool
 	watchHistoryBytes                            int64
 	pprofAddr                                    string
@@ -127,6 +128,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Int64Var(&o.limits.IdemBytes, "idempotency-bytes", fsm.DefaultIdemBytes, "bytes of Idempotency-Key answers kept in all; past it the oldest are dropped; the leader's value is the cluster's")
 	fs.Int64Var(&o.limits.IdemTenantBytes, "idempotency-tenant-bytes", fsm.DefaultIdemTenantBytes, "bytes of Idempotency-Key answers kept per tenant; past it the tenant's oldest are dropped; the leader's value is the cluster's")
 	fs.Int64Var(&o.limits.MaxStateBytes, "max-state-bytes", defaultMaxStateBytes(), "bytes of data the state may hold (as etcd's --quota-backend-bytes); past it writes that grow the state get 507 resource_exhausted; 0: no limit; default a quarter of this machine's memory; the leader's value is the cluster's")
+	fs.IntVar(&o.maxWatches, "max-watches-per-principal", 64, "watches one principal may hold open on this node (0: no cap); more get 429 rate_limited")
 	fs.DurationVar(&o.chunkGCGrace, "chunk-gc-grace", time.Hour, "how long a chunk no artifact references is kept")
 	fs.Int64Var(&o.watchHistoryBytes, "watch-history-bytes", fsm.DefaultWatchHistoryBytes, "bytes of recent events kept in memory for watchers; a watcher further behind gets 410 compacted")
 	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060); off by default")
@@ -302,7 +304,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger) error {
 		return fmt.Errorf("chunk store: %w", err)
 	}
 	defer chunks.Close()
-	scfg := server.Config{AdminToken: token, IdempotencyTTL: o.idemTTL, Limits: o.limits, Faults: cfg.Faults,
+	scfg := server.Config{AdminToken: token, IdempotencyTTL: o.idemTTL, Limits: o.limits, MaxWatchesPerPrincipal: o.maxWatches, Faults: cfg.Faults,
 		Chunks: chunks, ChunkGCGrace: o.chunkGCGrace, Logger: log, PeerTLS: peer}
 	if api != nil {
 		scfg.PeerClientTLS = tlsconf.HTTPClientConfig(peer)
