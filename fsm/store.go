@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"strings"
 
-	"github.com/google/btree"
+	"github.com/baton-dev/baton/fsm/internal/btree"
 )
 
 // item is one key/value pair of the state.
