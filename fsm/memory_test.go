@@ -122,7 +122,8 @@ func sizeClass(n int) int {
 	return (n + 8191) &^ 8191
 }
 
-// memPart sums the keys and values of one kind of record as allocated.
+// memPart sums the keys and values (in their stored form, stored.go) of
+// one kind of record, as allocated.
 type memPart struct {
 	name             string
 	prefix           string
@@ -155,7 +156,7 @@ func measureTaskMemory(tb testing.TB, n int, sh memShape) memReport {
 		{name: "idem expiry idx", prefix: idemExpiryPrefix},
 		{name: "other", prefix: ""},
 	}
-	f.st.ascend(func(k string, v []byte) bool {
+	count := func(k string, v []byte) { // v as the Store keeps it
 		for _, p := range rep.parts {
 			if strings.HasPrefix(k, p.prefix) {
 				p.n++
@@ -166,8 +167,15 @@ func measureTaskMemory(tb testing.TB, n int, sh memShape) memReport {
 				break
 			}
 		}
-		return true
-	})
+	}
+	f.st.tree.Ascend(func(it item) bool { count(it.key, it.val); return true })
+	for _, sh := range f.st.hashed.shards {
+		if sh != nil {
+			for k, v := range sh.m {
+				count(k, v)
+			}
+		}
+	}
 	rep.items = f.st.tree.Len()
 	f.history.reset(0)
 	rep.history = int64(loaded) - int64(liveHeap())

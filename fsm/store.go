@@ -28,13 +28,23 @@ func pairHash(key string, val []byte) digestSum {
 // pairHashBuf is pairHash hashing through buf, which it may grow: the
 // store keeps one so that hashing a pair allocates nothing.
 func pairHashBuf(buf *[]byte, key string, val []byte) digestSum {
+	return pairHashStored(buf, key, val, false)
+}
+
+// pairHashStored is pairHashBuf of the value whose stored form is val
+// (stored.go) when stored is set.
+func pairHashStored(buf *[]byte, key string, val []byte, stored bool) digestSum {
 	var b []byte
 	if buf != nil {
 		b = (*buf)[:0]
 	}
 	b = binary.BigEndian.AppendUint64(b, uint64(len(key)))
 	b = append(b, key...)
-	b = append(b, val...)
+	if stored {
+		b = appendUnpacked(b, val)
+	} else {
+		b = append(b, val...)
+	}
 	sum := sha256.Sum256(b)
 	if buf != nil && cap(b) <= maxHashScratch {
 		*buf = b
@@ -63,7 +73,9 @@ func (d *digestSum) sub(o digestSum) {
 }
 
 // Store is the ordered key/value state of the FSM. It is not safe for
-// concurrent use; the FSM serializes access.
+// concurrent use; the FSM serializes access. It keeps values in a stored
+// form of its own (stored.go); every method takes and returns them as
+// given.
 type Store struct {
 	tree *btree.BTreeG[item]
 	// hashed holds the keys under hashedPrefix instead of the tree; every
@@ -77,7 +89,8 @@ type Store struct {
 	recording bool
 }
 
-// undoOp restores key to val (or deletes it when !existed).
+// undoOp restores key to val, a stored form (or deletes it when
+// !existed).
 type undoOp struct {
 	key     string
 	val     []byte
@@ -91,14 +104,27 @@ func newStore() *Store {
 // Get returns the value at key.
 func (s *Store) Get(key string) ([]byte, bool) {
 	if isHashed(key) {
-		return s.hashed.get(key)
+		v, ok := s.hashed.get(key)
+		return unpackVal(v), ok
 	}
 	it, ok := s.tree.Get(item{key: key})
-	return it.val, ok
+	return unpackVal(it.val), ok
+}
+
+// Has reports whether key is set.
+func (s *Store) Has(key string) bool {
+	if isHashed(key) {
+		_, ok := s.hashed.get(key)
+		return ok
+	}
+	return s.tree.Has(item{key: key})
 }
 
 // Put sets key to val. val must not be modified afterwards.
-func (s *Store) Put(key string, val []byte) {
+func (s *Store) Put(key string, val []byte) { s.put(key, packVal(val)) }
+
+// put sets key to the value whose stored form is val.
+func (s *Store) put(key string, val []byte) {
 	var old []byte
 	var existed bool
 	if isHashed(key) {
@@ -109,9 +135,9 @@ func (s *Store) Put(key string, val []byte) {
 		old = it.val
 	}
 	if existed {
-		s.sum.sub(pairHashBuf(&s.hashBuf, key, old))
+		s.sum.sub(pairHashStored(&s.hashBuf, key, old, true))
 	}
-	s.sum.add(pairHashBuf(&s.hashBuf, key, val))
+	s.sum.add(pairHashStored(&s.hashBuf, key, val, true))
 	s.record(key, old, existed)
 }
 
@@ -127,7 +153,7 @@ func (s *Store) Delete(key string) bool {
 		old = it.val
 	}
 	if ok {
-		s.sum.sub(pairHashBuf(&s.hashBuf, key, old))
+		s.sum.sub(pairHashStored(&s.hashBuf, key, old, true))
 		s.record(key, old, true)
 	}
 	return ok
@@ -159,16 +185,16 @@ func (s *Store) Scan(prefix, from string, fn func(key string, val []byte) bool) 
 			return false
 		}
 		for len(hashed) > 0 && hashed[0].key < it.key && more {
-			more = fn(hashed[0].key, hashed[0].val)
+			more = fn(hashed[0].key, unpackVal(hashed[0].val))
 			hashed = hashed[1:]
 		}
 		if more {
-			more = fn(it.key, it.val)
+			more = fn(it.key, unpackVal(it.val))
 		}
 		return more
 	})
 	for len(hashed) > 0 && more {
-		more = fn(hashed[0].key, hashed[0].val)
+		more = fn(hashed[0].key, unpackVal(hashed[0].val))
 		hashed = hashed[1:]
 	}
 }
@@ -192,7 +218,7 @@ func (s *Store) abort() {
 	for i := len(s.undo) - 1; i >= 0; i-- {
 		u := s.undo[i]
 		if u.existed {
-			s.Put(u.key, u.val)
+			s.put(u.key, u.val)
 		} else {
 			s.Delete(u.key)
 		}
