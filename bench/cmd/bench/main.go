@@ -383,7 +383,7 @@ func summary(r *result.Run) string {
 		line += fmt.Sprintf("\n    kill %s at %.1f s: unavailable %.0f ms, back to 90%% after %.0f ms", k.Node, k.AtMS/1000, k.FirstWriteMS, k.Recover90MS)
 	}
 	if r.Workload == "scale" {
-		for _, m := range []string{"load_tasks_s", "restart_ready_ms", "rss_bytes_n1", "snapshot_bytes_n1", "snapshot_ms_n1"} {
+		for _, m := range []string{"load_tasks_s", "restart_ready_ms", "rss_bytes_n1", "heap_live_bytes_per_task_n1", "snapshot_bytes_n1", "snapshot_ms_n1"} {
 			if v, ok := r.Metric(m); ok {
 				line += fmt.Sprintf(", %s=%.0f", m, v)
 			}
