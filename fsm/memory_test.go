@@ -123,13 +123,14 @@ func sizeClass(n int) int {
 }
 
 // memPart sums the keys and values (in their stored form, stored.go) of
-// one kind of record, as allocated.
+// one kind of record, and what they take as allocated (a tree item's key
+// and value are one allocation).
 type memPart struct {
-	name             string
-	prefix           string
-	n                int
-	keyLen, keyAlloc int
-	valLen, valAlloc int
+	name           string
+	prefix         string
+	n              int
+	keyLen, valLen int
+	alloc          int
 }
 
 type memReport struct {
@@ -156,23 +157,25 @@ func measureTaskMemory(tb testing.TB, n int, sh memShape) memReport {
 		{name: "idem expiry idx", prefix: idemExpiryPrefix},
 		{name: "other", prefix: ""},
 	}
-	count := func(k string, v []byte) { // v as the Store keeps it
+	count := func(k string, v []byte, alloc int) { // v as the Store keeps it
 		for _, p := range rep.parts {
 			if strings.HasPrefix(k, p.prefix) {
 				p.n++
 				p.keyLen += len(k)
-				p.keyAlloc += sizeClass(len(k))
 				p.valLen += len(v)
-				p.valAlloc += sizeClass(cap(v))
+				p.alloc += alloc
 				break
 			}
 		}
 	}
-	f.st.tree.Ascend(func(it item) bool { count(it.key, it.val); return true })
+	f.st.tree.Ascend(func(it item) bool {
+		count(it.key(), it.stored(), sizeClass(int(it.klen+it.vlen)))
+		return true
+	})
 	for _, sh := range f.st.hashed.shards {
 		if sh != nil {
 			for k, v := range sh.m {
-				count(k, v)
+				count(k, v, sizeClass(len(k))+sizeClass(cap(v)))
 			}
 		}
 	}
@@ -190,7 +193,7 @@ func (r memReport) perTask(v int) float64 { return float64(v) / float64(r.tasks)
 func (r memReport) residual() int64 {
 	n := r.heap - r.history
 	for _, p := range r.parts {
-		n -= int64(p.keyAlloc + p.valAlloc)
+		n -= int64(p.alloc)
 	}
 	return n
 }
@@ -199,13 +202,13 @@ func (r memReport) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d tasks: live heap %d B = %.1f B/task (%.1f B/task without the watch history)\n",
 		r.tasks, r.heap, r.perTask(int(r.heap)), r.perTask(int(r.heap-r.history)))
-	fmt.Fprintf(&b, "  %-18s %9s %12s %12s %12s %12s\n", "part", "records", "key B/task", "(allocated)", "value B/task", "(allocated)")
+	fmt.Fprintf(&b, "  %-18s %9s %12s %12s %18s\n", "part", "records", "key B/task", "value B/task", "allocated B/task")
 	for _, p := range r.parts {
 		if p.n == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "  %-18s %9d %12.1f %12.1f %12.1f %12.1f\n", p.name, p.n,
-			r.perTask(p.keyLen), r.perTask(p.keyAlloc), r.perTask(p.valLen), r.perTask(p.valAlloc))
+		fmt.Fprintf(&b, "  %-18s %9d %12.1f %12.1f %18.1f\n", p.name, p.n,
+			r.perTask(p.keyLen), r.perTask(p.valLen), r.perTask(p.alloc))
 	}
 	fmt.Fprintf(&b, "  watch history      %.1f B/task (%d B)\n", r.perTask(int(r.history)), r.history)
 	fmt.Fprintf(&b, "  B-tree nodes etc.  %.1f B/task (%d tree items, %.1f B/item)\n",

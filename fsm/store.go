@@ -3,18 +3,54 @@ package fsm
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"math"
 	"strings"
+	"unsafe"
 
 	"github.com/baton-dev/baton/fsm/internal/btree"
 )
 
-// item is one key/value pair of the state.
+// item is one key/value pair of the tree: p points to the key's klen
+// bytes followed by the stored form (stored.go) of the value, vlen bytes,
+// one allocation that is never modified. 16 bytes instead of a string and
+// a slice header (40), in every node of the tree; and one allocation per
+// pair instead of two. A search item (searchItem) points into its key.
 type item struct {
-	key string
-	val []byte
+	p    *byte
+	klen uint32
+	vlen uint32
 }
 
-func itemLess(a, b item) bool { return a.key < b.key }
+// newItem makes the item of key and the value whose stored form is sv.
+func newItem(key string, sv []byte) item {
+	if len(key) > math.MaxUint32 || len(sv) > math.MaxUint32 {
+		panic("fsm: a key or value of 4 GiB or more")
+	}
+	if len(key)+len(sv) == 0 {
+		return item{}
+	}
+	b := make([]byte, len(key)+len(sv))
+	copy(b[copy(b, key):], sv)
+	return item{p: &b[0], klen: uint32(len(key)), vlen: uint32(len(sv))}
+}
+
+// searchItem is an item that only has a key, for lookups.
+func searchItem(key string) item {
+	return item{p: unsafe.StringData(key), klen: uint32(len(key))}
+}
+
+func (it item) key() string { return unsafe.String(it.p, it.klen) }
+
+// stored returns the value's stored form (nil when it is empty), which
+// must not be modified.
+func (it item) stored() []byte {
+	if it.vlen == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(it.p), it.klen)), it.vlen)
+}
+
+func itemLess(a, b item) bool { return a.key() < b.key() }
 
 // digestSum is an additive multiset hash: the sum, lane by lane modulo 2^64,
 // of SHA-256(key, value) over every pair. Adding and removing a pair are O(1)
@@ -97,6 +133,12 @@ type undoOp struct {
 	existed bool
 }
 
+// kv is a key and a value's stored form.
+type kv struct {
+	key string
+	val []byte
+}
+
 func newStore() *Store {
 	return &Store{tree: btree.NewG(32, itemLess), hashed: newHashed()}
 }
@@ -107,8 +149,8 @@ func (s *Store) Get(key string) ([]byte, bool) {
 		v, ok := s.hashed.get(key)
 		return unpackVal(v), ok
 	}
-	it, ok := s.tree.Get(item{key: key})
-	return unpackVal(it.val), ok
+	it, ok := s.tree.Get(searchItem(key))
+	return unpackVal(it.stored()), ok
 }
 
 // Has reports whether key is set.
@@ -117,7 +159,7 @@ func (s *Store) Has(key string) bool {
 		_, ok := s.hashed.get(key)
 		return ok
 	}
-	return s.tree.Has(item{key: key})
+	return s.tree.Has(searchItem(key))
 }
 
 // Put sets key to val. val must not be modified afterwards.
@@ -131,8 +173,8 @@ func (s *Store) put(key string, val []byte) {
 		old, existed = s.hashed.put(key, val)
 	} else {
 		var it item
-		it, existed = s.tree.ReplaceOrInsert(item{key: key, val: val})
-		old = it.val
+		it, existed = s.tree.ReplaceOrInsert(newItem(key, val))
+		old = it.stored()
 	}
 	if existed {
 		s.sum.sub(pairHashStored(&s.hashBuf, key, old, true))
@@ -149,8 +191,8 @@ func (s *Store) Delete(key string) bool {
 		old, ok = s.hashed.del(key)
 	} else {
 		var it item
-		it, ok = s.tree.Delete(item{key: key})
-		old = it.val
+		it, ok = s.tree.Delete(searchItem(key))
+		old = it.stored()
 	}
 	if ok {
 		s.sum.sub(pairHashStored(&s.hashBuf, key, old, true))
@@ -175,21 +217,22 @@ func (s *Store) Scan(prefix, from string, fn func(key string, val []byte) bool) 
 	if from > start {
 		start = from
 	}
-	var hashed []item // sorted, when the range can hold hashed keys
+	var hashed []kv // sorted, when the range can hold hashed keys
 	if mayHoldHashed(prefix) {
 		hashed = s.hashed.sorted(prefix, start)
 	}
 	more := true
-	s.tree.AscendGreaterOrEqual(item{key: start}, func(it item) bool {
-		if !strings.HasPrefix(it.key, prefix) {
+	s.tree.AscendGreaterOrEqual(searchItem(start), func(it item) bool {
+		key := it.key()
+		if !strings.HasPrefix(key, prefix) {
 			return false
 		}
-		for len(hashed) > 0 && hashed[0].key < it.key && more {
+		for len(hashed) > 0 && hashed[0].key < key && more {
 			more = fn(hashed[0].key, unpackVal(hashed[0].val))
 			hashed = hashed[1:]
 		}
 		if more {
-			more = fn(it.key, unpackVal(it.val))
+			more = fn(key, unpackVal(it.stored()))
 		}
 		return more
 	})

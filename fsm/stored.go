@@ -14,10 +14,12 @@ import (
 // name) is kept without its field names, which are the same in every
 // record: 128 of its 238 bytes in the scale workload's records. Other
 // values are kept as given, except one that starts with storedTag, which
-// gets a two-byte prefix. So:
+// gets a two-byte prefix, and an empty one that is not nil (the tree's
+// items keep no empty value apart from nil). So:
 //
 //	storedTag, storedTask, the 16 field values     a task record
-//	storedTag, storedEscaped, the value            a value starting with storedTag
+//	storedTag, storedEscaped, the value            a value starting with storedTag, or empty
+//	nothing                                        nil
 //	anything else                                  the value itself
 //
 // storedTag is msgpack's "never used" byte, so no record the FSM encodes
@@ -94,11 +96,18 @@ func scalarLen(b []byte) int {
 	return n
 }
 
+// storedEmpty is the stored form of an empty value that is not nil.
+var storedEmpty = []byte{storedTag, storedEscaped}
+
 // packVal returns the stored form of v: v itself unless it is a task
-// record or starts with storedTag. v is not modified.
+// record, starts with storedTag or is empty but not nil. v is not
+// modified.
 func packVal(v []byte) []byte {
 	if len(v) == 0 {
-		return v
+		if v == nil {
+			return nil
+		}
+		return storedEmpty // the tree keeps no empty value apart from nil
 	}
 	switch v[0] {
 	case taskRecordHead[0]:
@@ -178,8 +187,8 @@ func (s *Store) getStored(key string) ([]byte, bool) {
 	if isHashed(key) {
 		return s.hashed.get(key)
 	}
-	it, ok := s.tree.Get(item{key: key})
-	return it.val, ok
+	it, ok := s.tree.Get(searchItem(key))
+	return it.stored(), ok
 }
 
 // decodeStoredTask decodes a task record from its stored form s into t,

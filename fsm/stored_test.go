@@ -19,7 +19,7 @@ func checkStored(t *testing.T, v []byte) []byte {
 	if got := appendUnpacked([]byte("prefix"), s); !bytes.Equal(got, append([]byte("prefix"), v...)) {
 		t.Fatalf("appendUnpacked(packVal(%x)) = %x", v, got)
 	}
-	if len(v) > 0 && v[0] == storedTag && !bytes.Equal(s, append([]byte{storedTag, storedEscaped}, v...)) {
+	if (v != nil && len(v) == 0 || len(v) > 0 && v[0] == storedTag) && !bytes.Equal(s, append([]byte{storedTag, storedEscaped}, v...)) {
 		t.Fatalf("packVal(%x) = %x: not escaped", v, s)
 	}
 	return s
