@@ -23,15 +23,29 @@ type item struct {
 
 // newItem makes the item of key and the value whose stored form is sv.
 func newItem(key string, sv []byte) item {
-	if len(key) > math.MaxUint32 || len(sv) > math.MaxUint32 {
-		panic("fsm: a key or value of 4 GiB or more")
-	}
-	if len(key)+len(sv) == 0 {
-		return item{}
-	}
 	b := make([]byte, len(key)+len(sv))
 	copy(b[copy(b, key):], sv)
-	return item{p: &b[0], klen: uint32(len(key)), vlen: uint32(len(sv))}
+	return itemOf(b, len(key))
+}
+
+// newItemOf makes the item of key and val (a value as given), writing
+// the stored form straight into the item's allocation.
+func newItemOf(key string, val []byte) item {
+	n, task := storedLen(val)
+	b := make([]byte, len(key), len(key)+n)
+	copy(b, key)
+	return itemOf(appendStored(b, val, task), len(key))
+}
+
+// itemOf is the item of b, a key of klen bytes then a stored value.
+func itemOf(b []byte, klen int) item {
+	if klen > math.MaxUint32 || len(b)-klen > math.MaxUint32 {
+		panic("fsm: a key or value of 4 GiB or more")
+	}
+	if len(b) == 0 {
+		return item{}
+	}
+	return item{p: &b[0], klen: uint32(klen), vlen: uint32(len(b) - klen)}
 }
 
 // searchItem is an item that only has a key, for lookups.
@@ -163,17 +177,27 @@ func (s *Store) Has(key string) bool {
 }
 
 // Put sets key to val. val must not be modified afterwards.
-func (s *Store) Put(key string, val []byte) { s.put(key, packVal(val)) }
+func (s *Store) Put(key string, val []byte) {
+	if isHashed(key) {
+		s.put(key, packVal(val), item{}, false)
+		return
+	}
+	it := newItemOf(key, val)
+	s.put(key, it.stored(), it, true)
+}
 
-// put sets key to the value whose stored form is val.
-func (s *Store) put(key string, val []byte) {
+// put sets key to the value whose stored form is val; it is its item
+// when made.
+func (s *Store) put(key string, val []byte, it item, made bool) {
 	var old []byte
 	var existed bool
 	if isHashed(key) {
 		old, existed = s.hashed.put(key, val)
 	} else {
-		var it item
-		it, existed = s.tree.ReplaceOrInsert(newItem(key, val))
+		if !made {
+			it = newItem(key, val)
+		}
+		it, existed = s.tree.ReplaceOrInsert(it)
 		old = it.stored()
 	}
 	if existed {
@@ -261,7 +285,7 @@ func (s *Store) abort() {
 	for i := len(s.undo) - 1; i >= 0; i-- {
 		u := s.undo[i]
 		if u.existed {
-			s.put(u.key, u.val)
+			s.put(u.key, u.val, item{}, false)
 		} else {
 			s.Delete(u.key)
 		}

@@ -103,53 +103,73 @@ var storedEmpty = []byte{storedTag, storedEscaped}
 // record, starts with storedTag or is empty but not nil. v is not
 // modified.
 func packVal(v []byte) []byte {
-	if len(v) == 0 {
-		if v == nil {
-			return nil
-		}
-		return storedEmpty // the tree keeps no empty value apart from nil
+	n, task := storedLen(v)
+	switch {
+	case !task && n == len(v):
+		return v // nil, or kept as given
+	case len(v) == 0:
+		return storedEmpty
 	}
-	switch v[0] {
-	case taskRecordHead[0]:
-		if p := packTask(v); p != nil {
-			return p
-		}
-	case storedTag:
-		return append([]byte{storedTag, storedEscaped}, v...)
-	}
-	return v
+	return appendStored(make([]byte, 0, n), v, task)
 }
 
-// packTask returns the stored form of a task record, or nil if v is not
-// exactly the 16 fields appendTask writes, in its order, each a scalar.
-func packTask(v []byte) []byte {
+// storedLen is the length of v's stored form; task reports that v is a
+// task record.
+func storedLen(v []byte) (n int, task bool) {
+	switch {
+	case v == nil:
+		return 0, false
+	case len(v) == 0:
+		return len(storedEmpty), false
+	case v[0] == storedTag:
+		return 2 + len(v), false
+	case isTaskRecord(v):
+		return 2 + len(v) - taskNamesLen, true
+	}
+	return len(v), false
+}
+
+// appendStored appends v's stored form to b; task is storedLen's.
+func appendStored(b, v []byte, task bool) []byte {
+	switch {
+	case v == nil:
+		return b
+	case len(v) == 0:
+		return append(b, storedEmpty...)
+	case task:
+		b = append(b, storedTag, storedTask)
+		rest := v[len(taskRecordHead):]
+		for _, h := range taskNameHeads {
+			rest = rest[len(h):]
+			n := scalarLen(rest)
+			b = append(b, rest[:n]...)
+			rest = rest[n:]
+		}
+		return b
+	case v[0] == storedTag:
+		return append(append(b, storedTag, storedEscaped), v...)
+	}
+	return append(b, v...)
+}
+
+// isTaskRecord reports whether v is exactly the 16 fields appendTask
+// writes, in its order, each a scalar.
+func isTaskRecord(v []byte) bool {
 	if !bytes.HasPrefix(v, taskRecordHead) {
-		return nil
+		return false
 	}
 	rest := v[len(taskRecordHead):]
 	for _, h := range taskNameHeads {
 		if !bytes.HasPrefix(rest, h) {
-			return nil
+			return false
 		}
 		n := scalarLen(rest[len(h):])
 		if n < 0 {
-			return nil
+			return false
 		}
 		rest = rest[len(h)+n:]
 	}
-	if len(rest) != 0 {
-		return nil
-	}
-	out := make([]byte, 2, 2+len(v)-taskNamesLen)
-	out[0], out[1] = storedTag, storedTask
-	rest = v[len(taskRecordHead):]
-	for _, h := range taskNameHeads {
-		rest = rest[len(h):]
-		n := scalarLen(rest)
-		out = append(out, rest[:n]...)
-		rest = rest[n:]
-	}
-	return out
+	return len(rest) == 0
 }
 
 // unpackVal returns the value whose stored form is s (s itself, or a new
