@@ -800,7 +800,7 @@ func TestCorruptSnapshotRejected(t *testing.T) {
 	good := persist(t, src)
 	st := src.Status()
 	items := []snapItem{}
-	src.st.tree.Ascend(func(it item) bool { items = append(items, snapItem{K: it.key, V: it.val}); return true })
+	src.st.ascend(func(k string, v []byte) bool { items = append(items, snapItem{K: k, V: v}); return true })
 	hdr := &snapHeader{Format: snapshotFormat, Applied: st.AppliedIndex, Clock: st.Clock, Count: len(items)}
 	trailer := &snapTrailer{Digest: st.StateDigest}
 

@@ -104,19 +104,19 @@ func (h *hashed) clone() *hashed {
 
 // sorted returns the items whose keys have prefix and are >= from, in key
 // order.
-func (h *hashed) sorted(prefix, from string) []item {
-	var out []item
+func (h *hashed) sorted(prefix, from string) []kv {
+	var out []kv
 	for _, sh := range h.shards {
 		if sh == nil {
 			continue
 		}
 		for k, v := range sh.m {
 			if strings.HasPrefix(k, prefix) && k >= from {
-				out = append(out, item{key: k, val: v})
+				out = append(out, kv{key: k, val: v})
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b item) int { return strings.Compare(a.key, b.key) })
+	slices.SortFunc(out, func(a, b kv) int { return strings.Compare(a.key, b.key) })
 	return out
 }
 

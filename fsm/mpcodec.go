@@ -225,46 +225,50 @@ func (r *mpReader) u64() uint64 {
 // decodeTask decodes what appendTask writes into t, fields in any order.
 func decodeTask(b []byte, t *Task) error {
 	r := &mpReader{b: b}
-	r.fields(func(k []byte) bool {
-		switch string(k) {
-		case "ArtifactID":
-			t.ArtifactID = r.str()
-		case "Attempt":
-			t.Attempt = r.u64()
-		case "CreatedAt":
-			t.CreatedAt = r.i64()
-		case "FencingToken":
-			t.FencingToken = r.u64()
-		case "ID":
-			t.ID = r.str()
-		case "LeaseUntil":
-			t.LeaseUntil = r.i64()
-		case "Owner":
-			t.Owner = r.str()
-		case "Payload":
-			t.Payload = r.bin()
-		case "Priority":
-			t.Priority = r.i64()
-		case "Queue":
-			t.Queue = r.str()
-		case "Result":
-			t.Result = r.bin()
-		case "Seq":
-			t.Seq = r.u64()
-		case "Status":
-			t.Status = r.str()
-		case "Tenant":
-			t.Tenant = r.str()
-		case "UpdatedAt":
-			t.UpdatedAt = r.i64()
-		case "Version":
-			t.Version = r.u64()
-		default:
-			return false
-		}
-		return true
-	})
+	r.fields(func(k []byte) bool { return r.taskField(string(k), t) })
 	return r.end()
+}
+
+// taskField reads the value of t's field k; false for a key that is not
+// one of Task's fields.
+func (r *mpReader) taskField(k string, t *Task) bool {
+	switch k {
+	case "ArtifactID":
+		t.ArtifactID = r.str()
+	case "Attempt":
+		t.Attempt = r.u64()
+	case "CreatedAt":
+		t.CreatedAt = r.i64()
+	case "FencingToken":
+		t.FencingToken = r.u64()
+	case "ID":
+		t.ID = r.str()
+	case "LeaseUntil":
+		t.LeaseUntil = r.i64()
+	case "Owner":
+		t.Owner = r.str()
+	case "Payload":
+		t.Payload = r.bin()
+	case "Priority":
+		t.Priority = r.i64()
+	case "Queue":
+		t.Queue = r.str()
+	case "Result":
+		t.Result = r.bin()
+	case "Seq":
+		t.Seq = r.u64()
+	case "Status":
+		t.Status = r.str()
+	case "Tenant":
+		t.Tenant = r.str()
+	case "UpdatedAt":
+		t.UpdatedAt = r.i64()
+	case "Version":
+		t.Version = r.u64()
+	default:
+		return false
+	}
+	return true
 }
 
 // fields reads a map and has field read the value of each key; field

@@ -331,7 +331,8 @@ func TestIdemRecordCodec(t *testing.T) {
 // FuzzCodecs: whatever the bytes, each hand-written reader (task record,
 // log entry, idempotency record) either refuses them or reads what the
 // reflection codec reads, and what it read encodes back to the reflection
-// codec's bytes.
+// codec's bytes; and the Store's stored form (stored.go) of the bytes
+// gives them back.
 func FuzzCodecs(f *testing.F) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	for n := range 10 {
@@ -348,6 +349,7 @@ func FuzzCodecs(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		checkArgsDecoders(t, b)
+		stored := checkStored(t, b) // the Store's form of any value gives it back
 		var tk Task
 		if decodeTask(b, &tk) == nil {
 			ref, err := reflectDecodeTask(b)
@@ -357,6 +359,19 @@ func FuzzCodecs(f *testing.F) {
 			if got, want := encode(&tk), reflectEncode(t, &tk); !bytes.Equal(got, want) {
 				t.Fatalf("encode(%+v):\n got %x\nwant %x", tk, got, want)
 			}
+			// A task record as encode writes it is stored without its
+			// field names.
+			if bytes.Equal(encode(&tk), b) && (len(stored) < 2 || stored[1] != storedTask) {
+				t.Fatalf("task record %x stored as %x", b, stored)
+			}
+		}
+		// Reading a task from its stored form reads what decodeTask
+		// reads from the record, and refuses what it refuses.
+		var st Task
+		if ok := decodeStoredTask(stored, &st); ok != (decodeTask(b, &Task{}) == nil && len(stored) > 1 && stored[0] == storedTag && stored[1] == storedTask) {
+			t.Fatalf("record %x, stored %x: decodeStoredTask says %v", b, stored, ok)
+		} else if ok && !reflect.DeepEqual(st, tk) {
+			t.Fatalf("record %x: from the stored form %+v, decodeTask %+v", b, st, tk)
 		}
 		if cmds, err := decodeCommands(b, MaxCommandsPerEntry); err == nil {
 			ref, err := reflectDecodeCommands(b)

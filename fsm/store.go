@@ -3,18 +3,68 @@ package fsm
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"math"
 	"strings"
+	"unsafe"
 
-	"github.com/google/btree"
+	"github.com/baton-dev/baton/fsm/internal/btree"
 )
 
-// item is one key/value pair of the state.
+// item is one key/value pair of the tree: p points to the key's klen
+// bytes followed by the stored form (stored.go) of the value, vlen bytes,
+// one allocation that is never modified. 16 bytes instead of a string and
+// a slice header (40), in every node of the tree; and one allocation per
+// pair instead of two. A search item (searchItem) points into its key.
 type item struct {
-	key string
-	val []byte
+	p    *byte
+	klen uint32
+	vlen uint32
 }
 
-func itemLess(a, b item) bool { return a.key < b.key }
+// newItem makes the item of key and the value whose stored form is sv.
+func newItem(key string, sv []byte) item {
+	b := make([]byte, len(key)+len(sv))
+	copy(b[copy(b, key):], sv)
+	return itemOf(b, len(key))
+}
+
+// newItemOf makes the item of key and val (a value as given), writing
+// the stored form straight into the item's allocation.
+func newItemOf(key string, val []byte) item {
+	n, task := storedLen(val)
+	b := make([]byte, len(key), len(key)+n)
+	copy(b, key)
+	return itemOf(appendStored(b, val, task), len(key))
+}
+
+// itemOf is the item of b, a key of klen bytes then a stored value.
+func itemOf(b []byte, klen int) item {
+	if klen > math.MaxUint32 || len(b)-klen > math.MaxUint32 {
+		panic("fsm: a key or value of 4 GiB or more")
+	}
+	if len(b) == 0 {
+		return item{}
+	}
+	return item{p: &b[0], klen: uint32(klen), vlen: uint32(len(b) - klen)}
+}
+
+// searchItem is an item that only has a key, for lookups.
+func searchItem(key string) item {
+	return item{p: unsafe.StringData(key), klen: uint32(len(key))}
+}
+
+func (it item) key() string { return unsafe.String(it.p, it.klen) }
+
+// stored returns the value's stored form (nil when it is empty), which
+// must not be modified.
+func (it item) stored() []byte {
+	if it.vlen == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(it.p), it.klen)), it.vlen)
+}
+
+func itemLess(a, b item) bool { return a.key() < b.key() }
 
 // digestSum is an additive multiset hash: the sum, lane by lane modulo 2^64,
 // of SHA-256(key, value) over every pair. Adding and removing a pair are O(1)
@@ -28,13 +78,23 @@ func pairHash(key string, val []byte) digestSum {
 // pairHashBuf is pairHash hashing through buf, which it may grow: the
 // store keeps one so that hashing a pair allocates nothing.
 func pairHashBuf(buf *[]byte, key string, val []byte) digestSum {
+	return pairHashStored(buf, key, val, false)
+}
+
+// pairHashStored is pairHashBuf of the value whose stored form is val
+// (stored.go) when stored is set.
+func pairHashStored(buf *[]byte, key string, val []byte, stored bool) digestSum {
 	var b []byte
 	if buf != nil {
 		b = (*buf)[:0]
 	}
 	b = binary.BigEndian.AppendUint64(b, uint64(len(key)))
 	b = append(b, key...)
-	b = append(b, val...)
+	if stored {
+		b = appendUnpacked(b, val)
+	} else {
+		b = append(b, val...)
+	}
 	sum := sha256.Sum256(b)
 	if buf != nil && cap(b) <= maxHashScratch {
 		*buf = b
@@ -63,7 +123,9 @@ func (d *digestSum) sub(o digestSum) {
 }
 
 // Store is the ordered key/value state of the FSM. It is not safe for
-// concurrent use; the FSM serializes access.
+// concurrent use; the FSM serializes access. It keeps values in a stored
+// form of its own (stored.go); every method takes and returns them as
+// given.
 type Store struct {
 	tree *btree.BTreeG[item]
 	// hashed holds the keys under hashedPrefix instead of the tree; every
@@ -81,11 +143,18 @@ type Store struct {
 	use usage
 }
 
-// undoOp restores key to val (or deletes it when !existed).
+// undoOp restores key to val, a stored form (or deletes it when
+// !existed).
 type undoOp struct {
 	key     string
 	val     []byte
 	existed bool
+}
+
+// kv is a key and a value's stored form.
+type kv struct {
+	key string
+	val []byte
 }
 
 func newStore() *Store {
@@ -95,30 +164,53 @@ func newStore() *Store {
 // Get returns the value at key.
 func (s *Store) Get(key string) ([]byte, bool) {
 	if isHashed(key) {
-		return s.hashed.get(key)
+		v, ok := s.hashed.get(key)
+		return unpackVal(v), ok
 	}
-	it, ok := s.tree.Get(item{key: key})
-	return it.val, ok
+	it, ok := s.tree.Get(searchItem(key))
+	return unpackVal(it.stored()), ok
+}
+
+// Has reports whether key is set.
+func (s *Store) Has(key string) bool {
+	if isHashed(key) {
+		_, ok := s.hashed.get(key)
+		return ok
+	}
+	return s.tree.Has(searchItem(key))
 }
 
 // Put sets key to val. val must not be modified afterwards.
 func (s *Store) Put(key string, val []byte) {
+	if isHashed(key) {
+		s.put(key, packVal(val), item{}, false)
+		return
+	}
+	it := newItemOf(key, val)
+	s.put(key, it.stored(), it, true)
+}
+
+// put sets key to the value whose stored form is val; it is its item
+// when made.
+func (s *Store) put(key string, val []byte, it item, made bool) {
 	var old []byte
 	var existed bool
 	if isHashed(key) {
 		old, existed = s.hashed.put(key, val)
 	} else {
-		var it item
-		it, existed = s.tree.ReplaceOrInsert(item{key: key, val: val})
-		old = it.val
+		if !made {
+			it = newItem(key, val)
+		}
+		it, existed = s.tree.ReplaceOrInsert(it)
+		old = it.stored()
 	}
 	if existed {
-		s.sum.sub(pairHashBuf(&s.hashBuf, key, old))
+		s.sum.sub(pairHashStored(&s.hashBuf, key, old, true))
 		s.use.add(key, int64(len(val)-len(old)), 0)
 	} else {
 		s.use.add(key, int64(len(key)+len(val)), 1)
 	}
-	s.sum.add(pairHashBuf(&s.hashBuf, key, val))
+	s.sum.add(pairHashStored(&s.hashBuf, key, val, true))
 	s.record(key, old, existed)
 }
 
@@ -130,11 +222,11 @@ func (s *Store) Delete(key string) bool {
 		old, ok = s.hashed.del(key)
 	} else {
 		var it item
-		it, ok = s.tree.Delete(item{key: key})
-		old = it.val
+		it, ok = s.tree.Delete(searchItem(key))
+		old = it.stored()
 	}
 	if ok {
-		s.sum.sub(pairHashBuf(&s.hashBuf, key, old))
+		s.sum.sub(pairHashStored(&s.hashBuf, key, old, true))
 		s.use.add(key, -int64(len(key)+len(old)), -1)
 		s.record(key, old, true)
 	}
@@ -157,26 +249,27 @@ func (s *Store) Scan(prefix, from string, fn func(key string, val []byte) bool) 
 	if from > start {
 		start = from
 	}
-	var hashed []item // sorted, when the range can hold hashed keys
+	var hashed []kv // sorted, when the range can hold hashed keys
 	if mayHoldHashed(prefix) {
 		hashed = s.hashed.sorted(prefix, start)
 	}
 	more := true
-	s.tree.AscendGreaterOrEqual(item{key: start}, func(it item) bool {
-		if !strings.HasPrefix(it.key, prefix) {
+	s.tree.AscendGreaterOrEqual(searchItem(start), func(it item) bool {
+		key := it.key()
+		if !strings.HasPrefix(key, prefix) {
 			return false
 		}
-		for len(hashed) > 0 && hashed[0].key < it.key && more {
-			more = fn(hashed[0].key, hashed[0].val)
+		for len(hashed) > 0 && hashed[0].key < key && more {
+			more = fn(hashed[0].key, unpackVal(hashed[0].val))
 			hashed = hashed[1:]
 		}
 		if more {
-			more = fn(it.key, it.val)
+			more = fn(key, unpackVal(it.stored()))
 		}
 		return more
 	})
 	for len(hashed) > 0 && more {
-		more = fn(hashed[0].key, hashed[0].val)
+		more = fn(hashed[0].key, unpackVal(hashed[0].val))
 		hashed = hashed[1:]
 	}
 }
@@ -200,7 +293,7 @@ func (s *Store) abort() {
 	for i := len(s.undo) - 1; i >= 0; i-- {
 		u := s.undo[i]
 		if u.existed {
-			s.Put(u.key, u.val)
+			s.put(u.key, u.val, item{}, false)
 		} else {
 			s.Delete(u.key)
 		}

@@ -90,7 +90,7 @@ func applyTaskCreate(f *FSM, ctx *applyCtx, c *Command) *Result {
 	if r := decodeArgs(c, &a); r != nil {
 		return r
 	}
-	if _, ok := f.st.Get(taskKey(c.Tenant, a.ID)); ok {
+	if f.st.Has(taskKey(c.Tenant, a.ID)) {
 		return fail(CodeAlreadyExists, fmt.Sprintf("task %q already exists", a.ID), nil)
 	}
 	status := a.Status

@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	rtmetrics "runtime/metrics"
 	"strconv"
 	"time"
 
@@ -51,12 +52,25 @@ func newMetrics(c Cluster, f *fsm.FSM) *metrics {
 		gauge("baton_session_max_bytes", "The cluster's bound on session bytes (--session-bytes).", func() float64 { return float64(f.Limits().SessionBytes) }),
 		gauge("baton_idempotency_bytes", "Bytes of Idempotency-Key answers kept.", func() float64 { return float64(f.Status().IdemBytes) }),
 		gauge("baton_idempotency_max_bytes", "The cluster's bound on Idempotency-Key answers (--idempotency-bytes).", func() float64 { return float64(f.Limits().IdemBytes) }),
+		gauge("baton_go_heap_live_bytes", "Heap the Go runtime found live at the end of its last garbage collection (runtime/metrics /gc/heap/live:bytes).",
+			heapLive),
 		gauge("baton_watch_history_bytes", "Estimated bytes of events kept for watchers (--watch-history-bytes bounds it).", func() float64 {
 			used, _ := f.History().Bytes()
 			return float64(used)
 		}),
 	)
 	return m
+}
+
+// heapLive is the live heap as of the last garbage collection: what the
+// state holds, without the garbage a scrape of the current heap includes.
+func heapLive() float64 {
+	s := []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	rtmetrics.Read(s)
+	if s[0].Value.Kind() != rtmetrics.KindUint64 {
+		return 0
+	}
+	return float64(s[0].Value.Uint64())
 }
 
 func (m *metrics) handler() http.Handler {

@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"testing"
 
 	"github.com/baton-dev/baton/fsm"
@@ -32,4 +33,15 @@ func TestMetricsMethodLabelBounded(t *testing.T) {
 	if v := testutil.ToFloat64(m.requests.WithLabelValues("other", "200")); v != 8 {
 		t.Fatalf(`requests{method="other"} = %v, want 8`, v)
 	}
+}
+
+// The live heap gauge reads the runtime's figure: after a collection it
+// is at least what a live allocation holds.
+func TestHeapLive(t *testing.T) {
+	hold := make([]byte, 8<<20)
+	runtime.GC()
+	if got := heapLive(); got < float64(len(hold)) {
+		t.Fatalf("heapLive() = %v with %d bytes held", got, len(hold))
+	}
+	runtime.KeepAlive(hold)
 }

@@ -108,7 +108,17 @@ func Scale(ctx context.Context, env *Env, p Params, sp ScaleParams) (*result.Run
 		if d, ok := snapshotDuration(c.LogPath(i)); ok {
 			r.SetMetric("snapshot_ms_"+id, float64(d)/float64(time.Millisecond))
 		}
+		if live, err := scrapeGauge(ctx, c.URL(i), "baton_go_heap_live_bytes"); err == nil {
+			r.SetMetric("heap_live_bytes_"+id, live)
+			if sp.Tasks > 0 {
+				r.SetMetric("heap_live_bytes_per_task_"+id, live/float64(sp.Tasks))
+			}
+		} else {
+			r.Notef("%s: live heap: %v", id, err)
+		}
 	}
+	r.Notef("live heap = the Go runtime's live heap at its last garbage collection (baton_go_heap_live_bytes on /metrics), " +
+		"read with the resident memory; per task = that heap / tasks loaded (KV entries and everything else included)")
 	if err := measureBackup(ctx, env, r); err != nil {
 		r.Notef("backup: %v", err)
 	}
@@ -124,6 +134,36 @@ func Scale(ctx context.Context, env *Env, p Params, sp ScaleParams) (*result.Run
 	r.Series, r.ErrorSamples = q.Series, q.ErrorSamples
 	r.SetMetric("tasks_per_s", q.OpsPerSec)
 	return r, nil
+}
+
+// scrapeGauge reads the value of an unlabelled gauge from a node's
+// /metrics (Prometheus text format).
+func scrapeGauge(ctx context.Context, baseURL, name string) (float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("no %s on /metrics", name)
 }
 
 // fillLog writes n small KV entries one after the other: n log entries.

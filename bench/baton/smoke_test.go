@@ -166,7 +166,7 @@ func TestBenchSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkRun(t, r, "claim")
-	for _, m := range []string{"rss_bytes_n1", "restart_ready_ms", "snapshot_bytes_n1"} {
+	for _, m := range []string{"rss_bytes_n1", "heap_live_bytes_n1", "heap_live_bytes_per_task_n1", "restart_ready_ms", "snapshot_bytes_n1"} {
 		if v, ok := r.Metric(m); !ok || v <= 0 {
 			t.Fatalf("scale: got %s = %v, want > 0 (metrics %v, notes %v)", m, v, r.Metrics, r.Notes)
 		}

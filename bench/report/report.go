@@ -737,6 +737,8 @@ func (w *writer) scale() {
 		f            func(float64) string
 	}{
 		{"rss_bytes_", "resident memory after load and snapshot", mib},
+		{"heap_live_bytes_", "  Go live heap at the last GC, at the same time", mib},
+		{"heap_live_bytes_per_task_", "  that heap per task loaded, bytes (KV entries included)", rate},
 		{"snapshot_bytes_", "snapshot size (state.bin, zstd)", mib},
 		{"snapshot_ms_", "snapshot time, ms (raft log: start to complete)", msf},
 		{"raft_log_bytes_", "Raft log on disk (wal/ or raft.db)", mib},

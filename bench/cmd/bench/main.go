@@ -399,7 +399,7 @@ func summary(r *result.Run) string {
 		line += soakSummary(r)
 	}
 	if r.Workload == "scale" {
-		for _, m := range []string{"load_tasks_s", "restart_ready_ms", "rss_bytes_n1", "snapshot_bytes_n1", "snapshot_ms_n1"} {
+		for _, m := range []string{"load_tasks_s", "restart_ready_ms", "rss_bytes_n1", "heap_live_bytes_per_task_n1", "snapshot_bytes_n1", "snapshot_ms_n1"} {
 			if v, ok := r.Metric(m); ok {
 				line += fmt.Sprintf(", %s=%.0f", m, v)
 			}
