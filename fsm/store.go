@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/baton-dev/baton/fsm/internal/btree"
+	"github.com/google/btree"
 )
 
 // item is one key/value pair of the tree: p points to the key's klen
