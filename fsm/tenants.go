@@ -99,18 +99,27 @@ func applyPrincipalCreate(f *FSM, ctx *applyCtx, c *Command) *Result {
 	return okValue(OutcomeCreated, p)
 }
 
+// getPrincipal reads a principal's record, or answers not_found.
+func getPrincipal(st *Store, tenant, name string) (*Principal, *Result) {
+	raw, ok := st.Get(principalKey(tenant, name))
+	if !ok {
+		return nil, fail(CodeNotFound, fmt.Sprintf("principal %q not found", name), nil)
+	}
+	var p Principal
+	if err := decode(raw, &p); err != nil {
+		return nil, fail(CodeInvalidArgument, "corrupt principal record", nil)
+	}
+	return &p, nil
+}
+
 func applyPrincipalDelete(f *FSM, _ *applyCtx, c *Command) *Result {
 	var a PrincipalDeleteArgs
 	if r := decodeArgs(c, &a); r != nil {
 		return r
 	}
-	raw, ok := f.st.Get(principalKey(c.Tenant, a.Name))
-	if !ok {
-		return fail(CodeNotFound, fmt.Sprintf("principal %q not found", a.Name), nil)
-	}
-	var p Principal
-	if err := decode(raw, &p); err != nil {
-		return fail(CodeInvalidArgument, "corrupt principal record", nil)
+	p, r := getPrincipal(f.st, c.Tenant, a.Name)
+	if r != nil {
+		return r
 	}
 	f.st.Delete(principalKey(c.Tenant, a.Name))
 	f.st.Delete(tokenKey(p.TokenHash))
@@ -132,22 +141,18 @@ func applyPrincipalRotate(f *FSM, _ *applyCtx, c *Command) *Result {
 	if r := decodeArgs(c, &a); r != nil {
 		return r
 	}
-	raw, ok := f.st.Get(principalKey(c.Tenant, a.Name))
-	if !ok {
-		return fail(CodeNotFound, fmt.Sprintf("principal %q not found", a.Name), nil)
-	}
-	var p Principal
-	if err := decode(raw, &p); err != nil {
-		return fail(CodeInvalidArgument, "corrupt principal record", nil)
+	p, r := getPrincipal(f.st, c.Tenant, a.Name)
+	if r != nil {
+		return r
 	}
 	if _, ok := f.st.Get(tokenKey(a.TokenHash)); ok || a.TokenHash == "" {
 		return fail(CodeInvalidArgument, "token hash is empty or already in use", nil)
 	}
 	f.st.Delete(tokenKey(p.TokenHash))
 	p.TokenHash, p.TokenSalt = a.TokenHash, a.TokenSalt
-	f.st.Put(principalKey(c.Tenant, a.Name), encode(&p))
+	f.st.Put(principalKey(c.Tenant, a.Name), encode(p))
 	f.st.Put(tokenKey(a.TokenHash), encode(&principalRef{Tenant: c.Tenant, Name: a.Name}))
-	return okValue(OutcomeOK, &p)
+	return okValue(OutcomeOK, p)
 }
 
 // Principals lists a tenant's principals in name order.

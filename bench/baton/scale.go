@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baton-dev/baton/bench/loadgen"
 	"github.com/baton-dev/baton/bench/machine"
 	"github.com/baton-dev/baton/bench/result"
 	"github.com/baton-dev/baton/client"
@@ -93,7 +94,7 @@ func Scale(ctx context.Context, env *Env, p Params, sp ScaleParams) (*result.Run
 	}
 	for i := range c.Size() {
 		id := c.ID(i)
-		if rss, err := machine.RSS(c.PID(i)); err == nil {
+		if rss, err := loadgen.RSS(c.PID(i)); err == nil {
 			r.SetMetric("rss_bytes_"+id, float64(rss))
 		}
 		r.SetMetric("data_dir_bytes_"+id, float64(machine.DirSize(c.DataDir(i))))
@@ -312,7 +313,7 @@ func measureRestart(ctx context.Context, env *Env, r *result.Run) error {
 	if st, err := c.Status(ctx, follower); err == nil {
 		r.SetMetric("restart_restored_snapshot_index", float64(st.RestoredSnapshotIndex))
 	}
-	if rss, err := machine.RSS(c.PID(follower)); err == nil {
+	if rss, err := loadgen.RSS(c.PID(follower)); err == nil {
 		r.SetMetric("rss_bytes_after_restart_"+c.ID(follower), float64(rss))
 	}
 	r.Notef("restart-to-ready: %s (a follower) killed with SIGKILL, then started; ready = first 200 on /readyz", c.ID(follower))

@@ -168,24 +168,6 @@ func Version(bin string, args ...string) string {
 	return strings.TrimSpace(line)
 }
 
-// RSS returns the resident set size of process pid in bytes, from
-// /proc/PID/status (VmRSS).
-func RSS(pid int) (int64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var kb int64
-		if _, err := fmt.Sscanf(sc.Text(), "VmRSS: %d kB", &kb); err == nil {
-			return kb << 10, nil
-		}
-	}
-	return 0, fmt.Errorf("machine: no VmRSS for pid %d", pid)
-}
-
 // DirSize is the total size of the regular files under dir.
 func DirSize(dir string) int64 {
 	var total int64
