@@ -9,9 +9,15 @@ FUZZTIME ?= 10s
 
 all: build
 
+# VERSION is stamped into both binaries (batond --version, baton version,
+# GET /v1/cluster, baton_build_info); the commit comes from git when the
+# tree is a checkout (-buildvcs=auto, whatever GOFLAGS says).
+VERSION ?= dev
+LDFLAGS := -X github.com/baton-dev/baton/cmd/internal/buildinfo.version=$(VERSION)
+
 build:
-	$(GO) build -o $(BIN)/batond ./cmd/batond
-	$(GO) build -o $(BIN)/baton ./cmd/baton
+	$(GO) build -buildvcs=auto -ldflags '$(LDFLAGS)' -o $(BIN)/batond ./cmd/batond
+	$(GO) build -buildvcs=auto -ldflags '$(LDFLAGS)' -o $(BIN)/baton ./cmd/baton
 
 ## run: a local three-node cluster on 127.0.0.1:7001-7003 (Ctrl-C stops it)
 run: build

@@ -19,6 +19,14 @@ type ClusterStatus struct {
 	RestoredSnapshotIndex uint64     `json:"restored_snapshot_index"`
 	StateDigest           string     `json:"state_digest"` // digest of the state at AppliedIndex
 	Members               []Member   `json:"members"`
+	Build                 Build      `json:"build"` // the answering node's
+}
+
+// Build is a node's version, commit and Go version.
+type Build struct {
+	Version   string `json:"version"`
+	Commit    string `json:"commit"`
+	GoVersion string `json:"go_version"`
 }
 
 // LeaderInfo identifies the leader.

@@ -30,6 +30,7 @@ type clusterStatus struct {
 	Members               []node.MemberInfo `json:"members"`
 	Retries               retryState        `json:"retries"`
 	StateSize             stateSize         `json:"state_size"`
+	Build                 Build             `json:"build"`
 }
 
 // stateSize is the data quotas count and the cluster's limit (0: none).
@@ -62,7 +63,7 @@ type transferRequest struct {
 
 func (s *Server) clusterRoutes(add func(string, string, routeKind, handlerFunc)) {
 	add("GET", "/healthz", routeLocal, func(w http.ResponseWriter, _ *http.Request, _ *identity) error {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "node_id": s.cluster.ID()})
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "node_id": s.cluster.ID(), "version": s.cfg.Build.Version})
 		return nil
 	})
 	add("GET", "/readyz", routeLocal, s.handleReady)
@@ -127,6 +128,7 @@ func (s *Server) handleClusterStatus(w http.ResponseWriter, _ *http.Request, id 
 		LastSnapshotIndex: s.cluster.LastSnapshotIndex(), RestoredSnapshotIndex: st.RestoredIndex,
 		AppliedSinceStart: st.AppliedCount, Members: members,
 	}
+	out.Build = s.cfg.Build
 	lim := s.fsm.Limits()
 	out.StateSize = stateSize{Bytes: s.fsm.StateBytes(), MaxBytes: lim.MaxStateBytes}
 	out.Retries = retryState{SessionBytes: st.SessionBytes, SessionBytesLimit: lim.SessionBytes, SessionTTLMs: lim.SessionTTL,

@@ -73,6 +73,14 @@ func heapLive() float64 {
 	return float64(s[0].Value.Uint64())
 }
 
+// buildInfo registers baton_build_info: 1, labelled with b.
+func (m *metrics) buildInfo(b Build) {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "baton_build_info", Help: "Always 1; the labels say which build this node runs."},
+		[]string{"version", "commit", "go_version"})
+	g.WithLabelValues(b.Version, b.Commit, b.GoVersion).Set(1)
+	m.reg.MustRegister(g)
+}
+
 func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(prometheus.Gatherers{m.reg, prometheus.DefaultGatherer}, promhttp.HandlerOpts{})
 }

@@ -54,6 +54,8 @@ type Cluster interface {
 
 // Config configures the HTTP layer.
 type Config struct {
+	// Build identifies this binary (GET /v1/cluster, baton_build_info).
+	Build          Build
 	AdminToken     string
 	MaxJSONBody    int64         // default 1 MiB
 	MaxChunkBody   int64         // default 4 MiB
@@ -86,6 +88,13 @@ type Config struct {
 	// configuration: the peers' API serves TLS.
 	PeerClientTLS *tls.Config
 	Logger        *slog.Logger
+}
+
+// Build is a binary's version, commit and Go version.
+type Build struct {
+	Version   string `json:"version"`
+	Commit    string `json:"commit"`
+	GoVersion string `json:"go_version"`
 }
 
 func (c *Config) setDefaults() {
@@ -140,6 +149,7 @@ func New(cfg Config, c Cluster, f *fsm.FSM) *Server {
 	}
 	s.proxy.peerOf = s.peerOf
 	s.metrics = newMetrics(c, f)
+	s.metrics.buildInfo(s.cfg.Build)
 	s.limits = newLimiter(s.cfg.MaxWatchesPerPrincipal)
 	s.routes()
 	return s

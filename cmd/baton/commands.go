@@ -17,5 +17,6 @@ func rootCommand() *command {
 		checkpointCommand(),
 		opCommand(),
 		watchCommand(),
+		versionCommand(),
 	}}
 }

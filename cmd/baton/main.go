@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/cmd/internal/buildinfo"
 )
 
 const defaultEndpoints = "http://127.0.0.1:7001,http://127.0.0.1:7002,http://127.0.0.1:7003"
@@ -47,6 +48,10 @@ type app struct {
 // run executes one invocation and returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	a := &app{stdout: stdout, stderr: stderr}
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version") {
+		fmt.Fprintln(stdout, "baton "+buildinfo.Get().String())
+		return 0
+	}
 	rest, err := a.parseGlobal(args)
 	if err == nil {
 		err = dispatch(ctx, a, rootCommand(), rest)

@@ -68,6 +68,8 @@ func (f *fakeNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(204)
 	case "DELETE /v1/cluster/members/n3":
 		w.WriteHeader(204)
+	case "GET /healthz":
+		io.WriteString(w, `{"status": "ok", "node_id": "n2", "version": "v9.9.9"}`)
 	default:
 		w.WriteHeader(401)
 		io.WriteString(w, `{"error": {"code": "unauthenticated", "message": "unknown token"}}`)
@@ -90,6 +92,19 @@ func cli(t *testing.T, args ...string) (code int, stdout, stderr string, node *f
 	full := append([]string{"--endpoints", srv.URL, "--timeout", "5s"}, args...)
 	code = run(context.Background(), full, &out, &errOut)
 	return code, out.String(), errOut.String(), node
+}
+
+// TestVersion: baton version prints its own build and the answering
+// node's version; --version only its own.
+func TestVersion(t *testing.T) {
+	code, out, errOut, _ := cli(t, "version")
+	if code != 0 || !strings.Contains(out, "client: baton ") || !strings.Contains(out, "server: batond v9.9.9 (node n2)") {
+		t.Errorf("baton version: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	var stdout bytes.Buffer
+	if code := run(context.Background(), []string{"--version"}, &stdout, io.Discard); code != 0 || !strings.HasPrefix(stdout.String(), "baton ") {
+		t.Errorf("baton --version: exit %d, %q", code, stdout.String())
+	}
 }
 
 func TestUsageErrors(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/baton-dev/baton/cmd/internal/buildinfo"
 	"github.com/baton-dev/baton/fsm"
 	"github.com/baton-dev/baton/server"
 	"github.com/baton-dev/baton/server/chunkstore"
@@ -41,6 +42,10 @@ func main() {
 	}
 	if len(args) > 0 && args[0] == "certs" {
 		os.Exit(runCerts(args[1:], os.Stdout, os.Stderr))
+	}
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version" || args[0] == "version") {
+		fmt.Println("batond " + buildinfo.Get().String())
+		os.Exit(0)
 	}
 	os.Exit(run(ctx, args, os.Stderr))
 }
@@ -304,7 +309,8 @@ func serve(ctx context.Context, o *options, log *slog.Logger) error {
 		return fmt.Errorf("chunk store: %w", err)
 	}
 	defer chunks.Close()
-	scfg := server.Config{AdminToken: token, IdempotencyTTL: o.idemTTL, Limits: o.limits, MaxWatchesPerPrincipal: o.maxWatches, Faults: cfg.Faults,
+	bi := buildinfo.Get()
+	scfg := server.Config{Build: server.Build{Version: bi.Version, Commit: bi.Commit, GoVersion: bi.GoVersion}, AdminToken: token, IdempotencyTTL: o.idemTTL, Limits: o.limits, MaxWatchesPerPrincipal: o.maxWatches, Faults: cfg.Faults,
 		Chunks: chunks, ChunkGCGrace: o.chunkGCGrace, Logger: log, PeerTLS: peer}
 	if api != nil {
 		scfg.PeerClientTLS = tlsconf.HTTPClientConfig(peer)
