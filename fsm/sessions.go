@@ -87,8 +87,11 @@ func sessionOwner(c *Command) string {
 	return c.Tenant
 }
 
+// sessionsOf is the prefix of principal's sessions under owner.
+func sessionsOf(owner, principal string) string { return sessionPrefix + owner + "/" + principal + "/" }
+
 func sessionKey(owner, principal string, id uint64) string {
-	return sessionPrefix + owner + "/" + principal + "/" + hexU16(id)
+	return sessionsOf(owner, principal) + hexU16(id)
 }
 
 func sessionAnswersOf(id uint64) string { return sessionAnswerPrefix + hexU16(id) + "/" }

@@ -126,7 +126,7 @@ func applyPrincipalDelete(f *FSM, _ *applyCtx, c *Command) *Result {
 	// Its client sessions go with it: a principal created again under the
 	// name must not find (and replay) the old one's answers.
 	var sessions []string
-	f.st.Scan(sessionKey(c.Tenant, a.Name, 0)[:len(sessionKey(c.Tenant, a.Name, 0))-16], "", func(k string, _ []byte) bool {
+	f.st.Scan(sessionsOf(c.Tenant, a.Name), "", func(k string, _ []byte) bool {
 		sessions = append(sessions, k)
 		return true
 	})
