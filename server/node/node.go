@@ -44,8 +44,9 @@ type Node struct {
 	store logStore
 	snaps *raft.FileSnapshotStore
 
-	proposals chan *proposal
-	verifier  *verifier
+	commits  groupCommit
+	admit    chan struct{} // one per proposal queued or with Raft: bounds them
+	verifier *verifier
 
 	barrierMu   sync.Mutex
 	barrierTerm atomic.Uint64 // term in which this leader's barrier has applied
@@ -64,7 +65,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger, FSM: f, proposals: make(chan *proposal, 4096), done: make(chan struct{})}
+	n := &Node{cfg: cfg, log: cfg.Logger, FSM: f, admit: make(chan struct{}, maxProposals), done: make(chan struct{})}
 	if err := n.openStorage(); err != nil {
 		return nil, err
 	}
@@ -90,11 +91,14 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		n.Close()
 		return nil, err
 	}
-	n.wg.Add(2)
-	go n.proposeLoop()
+	n.wg.Add(1)
 	go n.leadershipLoop()
 	return n, nil
 }
+
+// maxProposals bounds the proposals queued or with Raft at once; a caller
+// beyond it waits (its context bounds the wait).
+const maxProposals = 4096
 
 // logCacheEntries is how many of the newest log entries Raft keeps in
 // memory (hashicorp/raft's LogCache, written through to the log store).
