@@ -279,7 +279,10 @@ func (r iotestErrReader) Read([]byte) (int, error) { return 0, r.err }
 
 func TestUploadDownloadRoundTrip(t *testing.T) {
 	f := newFakeStore()
-	c := newClient(t, serve(t, f.ServeHTTP).URL)
+	// A roomy attempt timeout: it is also how long a download may go
+	// without data, and a loaded machine under -race can pause that long.
+	c := newClientCfg(t, client.Config{Endpoints: []string{serve(t, f.ServeHTTP).URL}, Token: "tok",
+		Timeout: 30 * time.Second, MaxRetry: 30 * time.Second})
 	data := textContent(3, 12<<20+12345)
 	var stats client.UploadStats
 	var last, calls atomic.Int64
