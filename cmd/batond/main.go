@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/cmd/internal/buildinfo"
+	"github.com/baton-dev/baton/cmd/internal/gctune"
 	"github.com/baton-dev/baton/fsm"
 	"github.com/baton-dev/baton/server"
 	"github.com/baton-dev/baton/server/chunkstore"
@@ -84,6 +85,7 @@ type options struct {
 	failpoints                                   bool
 	watchHistoryBytes                            int64
 	pprofAddr                                    string
+	gcHeadroom                                   int64
 	chunkGCGrace                                 time.Duration
 	tls                                          tlsFlags
 	http                                         httpLimits
@@ -136,6 +138,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.maxWatches, "max-watches-per-principal", 64, "watches one principal may hold open on this node (0: no cap); more get 429 rate_limited")
 	fs.DurationVar(&o.chunkGCGrace, "chunk-gc-grace", time.Hour, "how long a chunk no artifact references is kept")
 	fs.Int64Var(&o.watchHistoryBytes, "watch-history-bytes", fsm.DefaultWatchHistoryBytes, "bytes of recent events kept in memory for watchers; a watcher further behind gets 410 compacted")
+	fs.Int64Var(&o.gcHeadroom, "gc-headroom", 64<<20, "bytes the Go heap may grow past its live data between collections (GOGC set from it, at least 50); 0, or GOGC in the environment, leaves Go's default")
 	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060); off by default")
 	fs.StringVar(&o.tls.certFile, "tls-cert-file", "", "serve the HTTP API over TLS with this certificate (PEM)")
 	fs.StringVar(&o.tls.keyFile, "tls-key-file", "", "the key of --tls-cert-file (PEM)")
@@ -165,6 +168,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, errors.New("--sessions-per-tenant must be at least 1")
 	case o.limits.IdemBytes < 1<<20:
 		return nil, errors.New("--idempotency-bytes must be at least 1 MiB (1048576)")
+	case o.gcHeadroom < 0:
+		return nil, errors.New("--gc-headroom must not be negative (0: Go's default GOGC)")
 	case o.limits.MaxStateBytes < 0:
 		return nil, errors.New("--max-state-bytes must not be negative (0: no limit)")
 	case o.limits.IdemTenantBytes < 64<<10 || o.limits.IdemTenantBytes > o.limits.IdemBytes:
@@ -331,6 +336,9 @@ func serve(ctx context.Context, o *options, log *slog.Logger) error {
 		"tls", api != nil, "peer_tls", peer != nil, "client_certs", api != nil && api.ClientCA != nil)
 	if o.pprofAddr != "" {
 		go servePprof(o.pprofAddr, log)
+	}
+	if o.gcHeadroom > 0 && os.Getenv("GOGC") == "" {
+		go gctune.Run(ctx, o.gcHeadroom, time.Second)
 	}
 	if o.join != "" {
 		jc := &http.Client{}
