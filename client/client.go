@@ -34,12 +34,19 @@ type Config struct {
 	Endpoints []string
 	// Token is sent as "Authorization: Bearer <Token>" when not empty.
 	Token string
-	// HTTPClient is used for every request; nil means a client with a
-	// connection pool sized for many concurrent callers, which runs each
-	// plain-HTTP request on the calling goroutine (https and proxied
-	// requests go through a net/http Transport). Its Timeout, if any,
-	// applies on top of Config.Timeout.
+	// HTTPClient is used for every request; nil means a net/http
+	// Transport with a connection pool sized for many concurrent callers
+	// (and DirectHTTP's choice). Its Timeout, if any, applies on top of
+	// Config.Timeout.
 	HTTPClient *http.Client
+	// DirectHTTP has the default HTTP client run each plain-HTTP request
+	// on the calling goroutine, writing it on a kept-alive connection and
+	// reading the answer from it, instead of net/http's Transport, which
+	// hands every request to a connection's writer goroutine and every
+	// answer from its reader goroutine. https and proxied requests still
+	// go through the Transport. See the package's transport.go for what
+	// it measured end to end. Not used with HTTPClient.
+	DirectHTTP bool
 	// Timeout bounds one attempt against one endpoint (default 10s).
 	Timeout time.Duration
 	// MaxRetry bounds the time spent retrying one call (default 15s).
@@ -84,8 +91,8 @@ func (c Config) Validate() error {
 	if (c.CertFile == "") != (c.KeyFile == "") {
 		return errors.New("client: give both CertFile and KeyFile, or neither")
 	}
-	if c.HTTPClient != nil && (c.TLS != nil || c.CAFile != "" || c.CertFile != "") {
-		return errors.New("client: TLS settings apply to the default HTTP client: configure HTTPClient's Transport instead")
+	if c.HTTPClient != nil && (c.TLS != nil || c.CAFile != "" || c.CertFile != "" || c.DirectHTTP) {
+		return errors.New("client: TLS settings and DirectHTTP apply to the default HTTP client: configure HTTPClient's Transport instead")
 	}
 	return nil
 }
@@ -128,7 +135,7 @@ func New(cfg Config) (*Client, error) {
 		if err != nil {
 			return nil, err
 		}
-		c.hc = defaultHTTPClient(tc)
+		c.hc = defaultHTTPClient(tc, cfg.DirectHTTP)
 	}
 	if c.timeout == 0 {
 		c.timeout = DefaultTimeout
@@ -163,12 +170,15 @@ func parseEndpoint(raw string) (string, error) {
 	return strings.TrimRight(raw, "/"), nil
 }
 
-func defaultHTTPClient(tc *tls.Config) *http.Client {
+func defaultHTTPClient(tc *tls.Config, direct bool) *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.TLSClientConfig = tc // https goes to this fallback Transport
+	t.TLSClientConfig = tc
 	t.MaxIdleConns = 1024
 	t.MaxIdleConnsPerHost = 256
-	return &http.Client{Transport: newDirectTransport(t, t.MaxIdleConnsPerHost)}
+	if direct {
+		return &http.Client{Transport: newDirectTransport(t, t.MaxIdleConnsPerHost)}
+	}
+	return &http.Client{Transport: t}
 }
 
 // tlsConfig is the TLS configuration of the default HTTP client: TLS
