@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// directTransport is the default client's transport for http:// endpoints.
-// It runs each request on the caller's goroutine: it writes the request on
+// directTransport is the default client's transport for http:// endpoints
+// when Config.DirectHTTP is set (net/http's Transport otherwise). It runs each request on the caller's goroutine: it writes the request on
 // a kept-alive connection and reads the response from it, and the
 // connection goes back to the pool once the body has been read to its end.
 // net/http's Transport hands every request to a writer goroutine and every
