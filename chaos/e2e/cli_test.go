@@ -205,7 +205,7 @@ func TestCLITour(t *testing.T) {
 	cr.ok(t, reviewer, []string{"queue", "claim", "research", "--tenant", "acme", "--owner", "w2", "--lease", "30s"},
 		`^no claimable task in queue research\n$`)
 
-	cr.ok(t, reviewer, []string{"task", "update", "r1", "--tenant", "acme", "--token", token, "--status", "done", "--release"},
+	cr.ok(t, reviewer, []string{"task", "update", "r1", "--tenant", "acme", "--fencing-token", token, "--status", "done", "--release"},
 		`(?m)^task:\s+r1$`, `(?m)^status:\s+done$`, `(?m)^lease until:\s+-$`,
 		`(?m)^fencing token:\s+`+token+`$`, `(?m)^version:\s+3$`)
 	r = cr.ok(t, reviewer, []string{"--output", "json", "task", "get", "r1", "--tenant", "acme"})
@@ -221,8 +221,8 @@ func TestCLITour(t *testing.T) {
 		`(?m)^TASK\s+QUEUE\s+STATUS\s+OWNER\s+LEASE UNTIL\s+TOKEN\s+VERSION\s+PRIORITY\s+ATTEMPT$`,
 		`(?m)^r1\s+research\s+done\s+-\s+-\s+`+token+`\s+3\s+0\s+1$`)
 
-	// Refusals: one line on stderr, nothing on stdout, exit 1. Usage
-	// mistakes: exit 2.
+	// Refusals: one line on stderr, nothing on stdout, an exit status per
+	// kind of refusal. Usage mistakes: exit 2.
 	stale := fmt.Sprint(claimed.FencingToken + 1000)
 	for _, tc := range []struct {
 		name     string
@@ -231,12 +231,12 @@ func TestCLITour(t *testing.T) {
 		wantCode int
 		wantErr  string // the first stderr line
 	}{
-		{"not found", reviewer, []string{"task", "get", "nope", "--tenant", "acme"}, 1, `^baton: not_found: `},
-		{"forbidden", reviewer, []string{"tenant", "list"}, 1, `^baton: forbidden: `},
-		{"fenced", reviewer, []string{"task", "update", "r1", "--tenant", "acme", "--token", stale, "--status", "x"}, 1, `^baton: fenced: `},
-		{"already exists", reviewer, []string{"task", "create", "--tenant", "acme", "--queue", "research", "--id", "r1"}, 1, `^baton: already_exists: `},
-		{"bad token", "not-a-token", []string{"tenant", "list"}, 1, `^baton: unauthenticated: `},
-		{"unreachable", admin, []string{"--endpoints", "http://127.0.0.1:1", "--timeout", "1s", "status"}, 1, `^baton: .*unavailable`},
+		{"not found", reviewer, []string{"task", "get", "nope", "--tenant", "acme"}, 4, `^baton: not_found: `},
+		{"forbidden", reviewer, []string{"tenant", "list"}, 5, `^baton: forbidden: `},
+		{"fenced", reviewer, []string{"task", "update", "r1", "--tenant", "acme", "--fencing-token", stale, "--status", "x"}, 3, `^baton: fenced: `},
+		{"already exists", reviewer, []string{"task", "create", "--tenant", "acme", "--queue", "research", "--id", "r1"}, 3, `^baton: already_exists: `},
+		{"bad token", "not-a-token", []string{"tenant", "list"}, 5, `^baton: unauthenticated: `},
+		{"unreachable", admin, []string{"--endpoints", "http://127.0.0.1:1", "--timeout", "1s", "status"}, 6, `^baton: unavailable: `},
 		{"usage", reviewer, []string{"task", "create", "--tenant", "acme"}, 2, `^baton: task create: --queue is required$`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -271,8 +271,8 @@ func TestCLITour(t *testing.T) {
 		t.Fatalf("principal rotate: got stdout\n%s\nwant a new token", r.stdout)
 	}
 	rotated := m[1]
-	if r := cr.run(t, reviewer, "task", "get", "r1", "--tenant", "acme"); r.code != 1 || !strings.HasPrefix(r.stderr, "baton: unauthenticated: ") {
-		t.Errorf("the rotated-out token: got %v, want exit 1 unauthenticated", r)
+	if r := cr.run(t, reviewer, "task", "get", "r1", "--tenant", "acme"); r.code != 5 || !strings.HasPrefix(r.stderr, "baton: unauthenticated: ") {
+		t.Errorf("the rotated-out token: got %v, want exit 5 unauthenticated", r)
 	}
 	cr.ok(t, rotated, []string{"task", "get", "r1", "--tenant", "acme"}, `(?m)^status:\s+done$`)
 	foundationNoExits(t, c)
