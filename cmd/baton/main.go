@@ -81,11 +81,10 @@ func newRoot(a *app) *cobra.Command {
   baton status -e https://10.0.0.1:7001 --cacert ca.pem
   baton task list --tenant acme --queue research -o json
   baton help task claim`,
-		Version:           buildVersion(),
-		SilenceErrors:     true,
-		SilenceUsage:      true,
-		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: false},
-		RunE:              groupRun,
+		Version:       buildVersion(),
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		RunE:          groupRun,
 	}
 	root.SetVersionTemplate("baton {{.Version}}\n")
 	root.SetUsageTemplate(usageTemplate)

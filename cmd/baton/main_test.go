@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -368,6 +370,105 @@ func TestPrincipalCreatePrefixWarning(t *testing.T) {
 		}
 		if got := strings.Contains(stderr, "warning: grant") && strings.Contains(stderr, "plain string prefix"); got != tc.warn {
 			t.Errorf("--grant %s: stderr %q, want a warning: %v", tc.grant, stderr, tc.warn)
+		}
+	}
+}
+
+// TestExitCodes: each API error code maps to its documented exit status.
+func TestExitCodes(t *testing.T) {
+	cases := map[string]int{
+		"fenced": 3, "lease_held": 3, "version_mismatch": 3, "already_exists": 3,
+		"idempotency_mismatch": 3, "idempotency_expired": 3,
+		"not_found": 4, "unauthenticated": 5, "forbidden": 5,
+		"unavailable": 6, "rate_limited": 6,
+		"invalid_argument": 1, "digest_mismatch": 1, "compacted": 1, "resource_exhausted": 1, "too_large": 1,
+	}
+	for code, want := range cases {
+		if got := exitCode(&client.Error{Status: 400, Code: code}); got != want {
+			t.Errorf("%s: exit %d, want %d", code, got, want)
+		}
+	}
+	wrapped := fmt.Errorf("%w: GET http://x/v1/cluster: connection refused", client.ErrUnavailable)
+	for _, tc := range []struct {
+		err  error
+		want int
+	}{
+		{nil, 0},
+		{usageErrorf("baton", "bad"), 2},
+		{wrapped, 6},
+		{fmt.Errorf("GET http://x: %w", context.DeadlineExceeded), 6},
+		{&refusal{err: &client.Error{Code: "fenced"}, msg: "words"}, 3},
+		{errors.New("open x: no such file"), 1},
+	} {
+		if got := exitCode(tc.err); got != tc.want {
+			t.Errorf("%v: exit %d, want %d", tc.err, got, tc.want)
+		}
+	}
+}
+
+// TestGlobalEnv: every global flag has its BATON_* variable, a flag wins
+// over it, and endpoints need no scheme.
+func TestGlobalEnv(t *testing.T) {
+	node := &fakeNode{}
+	srv := httptest.NewServer(node)
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	t.Setenv("BATON_ENDPOINTS", host)
+	t.Setenv("BATON_TOKEN", "env-token")
+	t.Setenv("BATON_OUTPUT", "json")
+	t.Setenv("BATON_TIMEOUT", "5s")
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"tenant", "list"}, &out, &errOut); code != 0 || out.String() != "{\n  \"tenants\": [\n    \"acme\",\n    \"globex\"\n  ]\n}\n" {
+		t.Fatalf("env only: exit %d stdout %q stderr %q", code, out.String(), errOut.String())
+	}
+	if r := node.requests()[0]; r.Auth != "Bearer env-token" {
+		t.Errorf("auth %q, want the env token", r.Auth)
+	}
+	out.Reset()
+	if code := run(context.Background(), []string{"tenant", "list", "-o", "yaml", "--token", "flag-token"}, &out, &errOut); code != 0 || out.String() != "tenants:\n- acme\n- globex\n" {
+		t.Errorf("flags over env: exit %d stdout %q", code, out.String())
+	}
+	if r := node.requests()[1]; r.Auth != "Bearer flag-token" {
+		t.Errorf("auth %q, want the flag's token", r.Auth)
+	}
+	// A task command's own --token (the fencing token of older releases)
+	// hides the global one: the bearer token still comes from the env.
+	out.Reset()
+	errOut.Reset()
+	if code := run(context.Background(), []string{"task", "release", "t1", "--tenant", "acme", "--token", "57"}, &out, &errOut); code != 0 ||
+		!strings.Contains(errOut.String(), "warning: --token 57 is read as --fencing-token 57") {
+		t.Errorf("task release --token 57: exit %d stderr %q", code, errOut.String())
+	}
+	if r := node.requests()[2]; r.Auth != "Bearer env-token" || r.Body != `{"fencing_token":57,"release":true}` {
+		t.Errorf("task release --token 57: sent %s auth %q", r.Body, r.Auth)
+	}
+	// A --token that is not a number is the bearer token.
+	if code := run(context.Background(), []string{"task", "update", "t1", "--tenant", "acme", "--token", "s3cret", "--fencing-token", "5"}, io.Discard, io.Discard); code != 0 {
+		t.Errorf("task update --token s3cret: exit %d", code)
+	}
+	if r := node.requests()[3]; r.Auth != "Bearer s3cret" || r.Body != `{"fencing_token":5}` {
+		t.Errorf("task update --token s3cret --fencing-token 5: sent %s auth %q", r.Body, r.Auth)
+	}
+	t.Setenv("BATON_TIMEOUT", "soon")
+	errOut.Reset()
+	if code := run(context.Background(), []string{"status"}, io.Discard, &errOut); code != 2 || !strings.Contains(errOut.String(), `BATON_TIMEOUT="soon"`) {
+		t.Errorf("bad BATON_TIMEOUT: exit %d stderr %q", code, errOut.String())
+	}
+}
+
+// TestOutputEndsWithNewline: the table output of every command the fake
+// answers ends with a newline, as do JSON and YAML.
+func TestOutputEndsWithNewline(t *testing.T) {
+	for _, args := range [][]string{
+		{"status"}, {"members"}, {"tenant", "list"}, {"tenant", "create", "acme"},
+		{"task", "get", "t1", "--tenant", "acme"}, {"task", "claim", "t1", "--tenant", "acme", "--owner", "w", "--lease", "1s"},
+		{"task", "list", "--tenant", "acme"}, {"members", "remove", "n3"}, {"version"},
+	} {
+		for _, format := range []string{"table", "json", "yaml"} {
+			code, stdout, stderr, _ := cli(t, append(args, "-o", format)...)
+			if code != 0 || !strings.HasSuffix(stdout, "\n") || strings.HasSuffix(stdout, "\n\n") {
+				t.Errorf("%s -o %s: exit %d stdout %q stderr %q, want one newline at the end", strings.Join(args, " "), format, code, stdout, stderr)
+			}
 		}
 	}
 }
