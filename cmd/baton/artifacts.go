@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"io"
 	"os"
 	"path/filepath"
@@ -18,15 +18,16 @@ func artifactCommand() *command {
 		name:    "artifact",
 		summary: "Upload, download and inspect artifacts",
 		subs:    []*command{artifactPutCommand(), artifactGetCommand(), artifactVersionsCommand(), artifactShowCommand()},
+		examples: `  baton artifact put report.md --tenant acme --name report-42-draft
+  baton artifact get report-42-draft --tenant acme --file report.md
+  baton artifact versions report-42-draft --tenant acme`,
 	}
 }
 
 // transferNote explains how --timeout applies to put and get.
-const transferNote = `
-The global --timeout bounds each request (and its retries), not the whole
+const transferNote = `The global --timeout bounds each request (and its retries), not the whole
 transfer, which runs until it is done or interrupted. On a terminal, a
-progress bar with the throughput is drawn on stderr.
-`
+progress bar with the throughput is drawn on stderr.`
 
 // repeated is a flag that may be given several times; values are kept
 // whole (URLs may hold commas).
@@ -34,6 +35,7 @@ type repeated []string
 
 func (r *repeated) String() string     { return strings.Join(*r, " ") }
 func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
+func (r *repeated) Type() string       { return "string" }
 
 // putResult is what artifact put prints: the manifest and the upload's
 // figures.
@@ -58,17 +60,16 @@ func artifactPutCommand() *command {
 	return &command{
 		name:    "put",
 		summary: "Upload a file as a new version of an artifact",
-		usage: "artifact put FILE --tenant T --name N [--media-type TYPE] [--source URL]... [--metadata JSON]\n" +
-			"                   [--task-id ID] [--fence-task ID --fence-token N] [--parallel N]",
-		examples: `  baton artifact put report.md --tenant acme --name report-42-draft --media-type text/markdown \
-      --source https://example.com/paper --task-id report-42 --fence-task report-42 --fence-token 589825
-  baton artifact put - --tenant acme --name logs < build.log
-
-Only the chunks the cluster lacks are sent: uploading a file again sends
+		args:    "FILE",
+		long: `Only the chunks the cluster lacks are sent: uploading a file again sends
 nothing, and when content and fields equal the latest version's, that
 version is returned instead of a new one. FILE "-" reads stdin.
+
 ` + transferNote,
-		flags: func(fs *flag.FlagSet) {
+		examples: `  baton artifact put report.md --tenant acme --name report-42-draft --media-type text/markdown \
+      --source https://example.com/paper --task-id report-42 --fence-task report-42 --fence-token 589825
+  baton artifact put - --tenant acme --name logs < build.log`,
+		flags: func(fs *pflag.FlagSet) {
 			tenantFlag(fs, &tenant)
 			fs.StringVar(&name, "name", "", "artifact name (required)")
 			fs.StringVar(&mediaType, "media-type", "", "media type, e.g. text/markdown")
@@ -84,7 +85,7 @@ version is returned instead of a new one. FILE "-" reads stdin.
 				return err
 			}
 			if parallel < 1 {
-				return usageErrorf(inv.path, "%s: --parallel must be at least 1, got %d", inv.path, parallel)
+				return inv.usagef("--parallel must be at least 1, got %d", parallel)
 			}
 			f, err := fence.fence(inv)
 			if err != nil {
@@ -121,7 +122,7 @@ func (a *app) artifactPut(ctx context.Context, tenant, name, file string, opts c
 	m, err := c.UploadArtifact(ctx, tenant, name, in, opts)
 	bar.finish()
 	if err != nil {
-		return err
+		return fenceRefusal(err, opts.Fence, "upload")
 	}
 	res := putResult{Manifest: m, Upload: uploadFigures{Chunks: stats.Chunks, ChunksUploaded: stats.ChunksUploaded,
 		BytesSent: stats.BytesSent, ElapsedMS: stats.Elapsed.Milliseconds()}}
@@ -139,23 +140,27 @@ func artifactGetCommand() *command {
 	return &command{
 		name:    "get",
 		summary: "Download an artifact version, verified against its digest",
-		usage:   "artifact get NAME --tenant T -o FILE [--version N] [--stale]",
-		examples: `  baton artifact get report-42-draft --tenant acme -o report.md
-  baton artifact get report-42-draft --tenant acme --version 3 -o - | less
+		args:    "NAME",
+		long: `With --file FILE the content goes to a temporary file beside FILE, which
+replaces FILE only once its size and digest are verified, and a summary is
+printed (in the format of -o). Without --file, or with --file -, the content
+streams to stdout as it arrives; a failed check then exits 1 after the
+bytes were written. (Before -o chose the output format, "-o FILE" named
+the file; it still does, with a warning, when FILE is not a format.)
 
-The content goes to a temporary file beside FILE, which replaces FILE only
-once its size and digest are verified. With -o - it streams to stdout as it
-arrives; a failed check then exits 1 after the bytes were written.
 ` + transferNote,
-		flags: func(fs *flag.FlagSet) {
+		examples: `  baton artifact get report-42-draft --tenant acme --file report.md
+  baton artifact get report-42-draft --tenant acme --version 3 | less
+  baton artifact get report-42-draft --tenant acme -f report.md -o json`,
+		flags: func(fs *pflag.FlagSet) {
 			tenantFlag(fs, &tenant)
-			fs.StringVar(&out, "o", "", "file to write, - for stdout (required)")
+			fs.StringVarP(&out, "file", "f", "-", "file to write, - for stdout")
 			fs.Uint64Var(&version, "version", 0, "version (default: the latest)")
-			fs.BoolVar(&stale, "stale", false, "read from the answering node's local state")
+			staleFlag(fs, &stale)
 		},
 		run: func(ctx context.Context, a *app, inv *invocation) error {
 			var name string
-			if err := inv.check([]arg{{"NAME", &name}}, "tenant", "o"); err != nil {
+			if err := inv.check([]arg{{"NAME", &name}}, "tenant", "file"); err != nil {
 				return err
 			}
 			return a.artifactGet(ctx, tenant, name, version, out, readOpts(stale))
@@ -229,12 +234,13 @@ func artifactVersionsCommand() *command {
 	var stale bool
 	return &command{
 		name:     "versions",
+		aliases:  []string{"list-versions"},
 		summary:  "List the versions of an artifact, oldest first",
-		usage:    "artifact versions NAME --tenant T [--stale]",
+		args:     "NAME",
 		examples: "  baton artifact versions report-42-draft --tenant acme\n",
-		flags: func(fs *flag.FlagSet) {
+		flags: func(fs *pflag.FlagSet) {
 			tenantFlag(fs, &tenant)
-			fs.BoolVar(&stale, "stale", false, "read from the answering node's local state")
+			staleFlag(fs, &stale)
 		},
 		run: func(ctx context.Context, a *app, inv *invocation) error {
 			var name string
@@ -259,15 +265,15 @@ func artifactShowCommand() *command {
 	return &command{
 		name:    "show",
 		summary: "Show an artifact version's manifest, by name or by artifact id",
-		usage:   "artifact show NAME --tenant T [--version N] [--stale]\n  baton artifact show --id ARTIFACT_ID --tenant T",
+		args:    "[NAME]",
+		long:    "Give NAME (with --version, default the latest) or --id ARTIFACT_ID.",
 		examples: `  baton artifact show report-42-draft --tenant acme --version 2
-  baton artifact show --tenant acme --id sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
-`,
-		flags: func(fs *flag.FlagSet) {
+  baton artifact show --tenant acme --id sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08`,
+		flags: func(fs *pflag.FlagSet) {
 			tenantFlag(fs, &tenant)
 			fs.StringVar(&id, "id", "", "artifact id (instead of NAME)")
 			fs.Uint64Var(&version, "version", 0, "version (default: the latest)")
-			fs.BoolVar(&stale, "stale", false, "read from the answering node's local state")
+			staleFlag(fs, &stale)
 		},
 		run: func(ctx context.Context, a *app, inv *invocation) error {
 			var name string
@@ -275,7 +281,7 @@ func artifactShowCommand() *command {
 			if id == "" {
 				args = []arg{{"NAME", &name}}
 			} else if inv.isSet("version") {
-				return usageErrorf(inv.path, "%s: --version does not go with --id", inv.path)
+				return inv.usagef("--version does not go with --id")
 			}
 			if err := inv.check(args, "tenant"); err != nil {
 				return err

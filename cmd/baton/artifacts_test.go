@@ -200,6 +200,10 @@ func (f *artifactNode) ref(w http.ResponseWriter, r *http.Request, ref string, b
 		f.refs[ref] = v
 		reply(w, 200, v)
 	case "DELETE":
+		if q := r.URL.Query(); q.Has("expect_artifact_id") && q.Get("expect_artifact_id") != f.refs[ref].ArtifactID {
+			replyError(w, 409, "version_mismatch", "ref points elsewhere", map[string]any{"artifact_id": f.refs[ref].ArtifactID})
+			return
+		}
 		delete(f.refs, ref)
 		w.WriteHeader(204)
 	}
@@ -345,8 +349,22 @@ func TestArtifactInspect(t *testing.T) {
 		})
 	}
 	code, _, stderr := artifactCLI(t, node, "ref", "set", "report/approved", id, "--expect", strings.Repeat("0", 10), "--tenant", "acme")
-	if code != 1 || !strings.Contains(stderr, "version_mismatch") {
-		t.Errorf("ref set with a wrong expectation: exit %d stderr %q, want 1 and version_mismatch", code, stderr)
+	want := `baton: version_mismatch: ref "report/approved" does not exist (expected it to point to 0000000000); --expect refused the move` + "\n"
+	if code != 3 || stderr != want {
+		t.Errorf("ref set with a wrong expectation: exit %d stderr %q, want 3 and %q", code, stderr, want)
+	}
+	if code, _, stderr := artifactCLI(t, node, "ref", "put", "report/approved", id, "--tenant", "acme"); code != 0 {
+		t.Fatalf("ref put: exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr := artifactCLI(t, node, "ref", "set", "report/approved", "sha256:new", "--expect-absent", "--tenant", "acme")
+	want = `baton: version_mismatch: ref "report/approved" exists (points to ` + id + `); --expect-absent refused the move` + "\n"
+	if code != 3 || stderr != want || stdout != "" {
+		t.Errorf("ref set --expect-absent on an existing ref: exit %d stdout %q stderr %q, want 3 and %q", code, stdout, stderr, want)
+	}
+	code, _, stderr = artifactCLI(t, node, "ref", "rm", "report/approved", "--expect", "sha256:old", "--tenant", "acme")
+	want = `baton: version_mismatch: ref "report/approved" points to ` + id + `, not the expected sha256:old; --expect refused the delete` + "\n"
+	if code != 3 || stderr != want {
+		t.Errorf("ref rm --expect with another id: exit %d stderr %q, want 3 and %q", code, stderr, want)
 	}
 }
 
@@ -392,9 +410,9 @@ func TestArtifactUsageErrors(t *testing.T) {
 		{[]string{"artifact", "put", "f", "--tenant", "acme", "--name", "n", "--fence-task", "t1"}, "--fence-task and --fence-token go together"},
 		{[]string{"artifact", "put", "f", "--tenant", "acme", "--name", "n", "--parallel", "0"}, "--parallel must be at least 1"},
 		{[]string{"artifact", "put", "f", "--tenant", "acme", "--name", "n", "--metadata", "{"}, "not valid JSON"},
-		{[]string{"artifact", "get", "n", "--tenant", "acme"}, "--o is required"},
+		{[]string{"artifact", "get", "n", "--tenant", "acme", "--file", ""}, "--file is required"},
 		{[]string{"artifact", "show", "--id", "x", "--version", "2", "--tenant", "acme"}, "--version does not go with --id"},
-		{[]string{"artifact", "frob"}, `unknown command "artifact frob"`},
+		{[]string{"artifact", "frob"}, `unknown command "frob" for "baton artifact"`},
 		{[]string{"ref", "set", "r", "--tenant", "acme"}, "missing ARTIFACT_ID"},
 		{[]string{"ref", "set", "r", "id", "--tenant", "acme", "--expect", "a", "--expect-absent"}, "exclude each other"},
 		{[]string{"ref", "set", "r", "id", "--tenant", "acme", "--expect", ""}, "use --expect-absent"},
@@ -415,7 +433,7 @@ func TestArtifactUsageErrors(t *testing.T) {
 }
 
 func TestArtifactHelp(t *testing.T) {
-	for _, args := range [][]string{{"artifact", "put", "--help"}, {"artifact", "get", "--help"}, {"ref", "set", "--help"}} {
+	for _, args := range [][]string{{"artifact", "put", "--help"}, {"artifact", "get", "--help"}, {"ref", "put", "--help"}} {
 		code, stdout, _ := artifactCLI(t, newArtifactNode(), args...)
 		if code != 0 || !strings.Contains(stdout, "Examples:") || !strings.Contains(stdout, "baton "+args[0]+" "+args[1]) {
 			t.Errorf("%v: exit %d, output:\n%s", args, code, stdout)

@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"io"
 
 	"github.com/baton-dev/baton/client"
@@ -13,6 +13,9 @@ func checkpointCommand() *command {
 	return &command{
 		name:    "checkpoint",
 		summary: "Append, read and list a thread's execution checkpoints",
+		examples: `  baton checkpoint put cp-1 --tenant acme --thread chat-7 --data '{"messages":[]}'
+  baton checkpoint latest --tenant acme --thread chat-7
+  baton checkpoint list --tenant acme --thread chat-7`,
 		subs: []*command{checkpointPutCommand(), checkpointGetCommand(), checkpointLatestCommand(),
 			checkpointListCommand(), checkpointWritesCommand(), checkpointDeleteThreadCommand()},
 	}
@@ -21,7 +24,7 @@ func checkpointCommand() *command {
 // threadFlags are the --tenant and --thread every checkpoint command needs.
 type threadFlags struct{ tenant, thread string }
 
-func (f *threadFlags) declare(fs *flag.FlagSet) {
+func (f *threadFlags) declare(fs *pflag.FlagSet) {
 	tenantFlag(fs, &f.tenant)
 	fs.StringVar(&f.thread, "thread", "", "thread id (required)")
 }
@@ -45,16 +48,14 @@ func checkpointPutCommand() *command {
 	return &command{
 		name:    "put",
 		summary: "Append a checkpoint to a thread (its parent must be the head)",
-		usage: "checkpoint put ID --tenant T --thread TH --data JSON [--parent ID] [--fork] [--metadata JSON]\n" +
-			"                       [--fence-task ID --fence-token N]",
+		args:    "ID",
+		long: `Without --fork, --parent must be the thread's head (none for the first
+checkpoint); otherwise the answer is version_mismatch (exit 3), saying which
+checkpoint is the head (-o json: current_head).`,
 		examples: `  baton checkpoint put cp-1 --tenant acme --thread chat-7 --data '{"messages":[]}'
   baton checkpoint put cp-2 --tenant acme --thread chat-7 --parent cp-1 --data '{"messages":["hi"]}'
-  baton checkpoint put cp-1b --tenant acme --thread chat-7 --parent cp-1 --fork --data '{"messages":["hey"]}'
-
-  Without --fork, --parent must be the thread's head (none for the first
-  checkpoint); otherwise the answer is version_mismatch with current_head.
-`,
-		flags: func(fs *flag.FlagSet) {
+  baton checkpoint put cp-1b --tenant acme --thread chat-7 --parent cp-1 --fork --data '{"messages":["hey"]}'`,
+		flags: func(fs *pflag.FlagSet) {
 			th.declare(fs)
 			fs.Var(&data, "data", "checkpoint data as JSON (required)")
 			fs.StringVar(&req.ParentID, "parent", "", "parent checkpoint id: the head, or any with --fork")
@@ -73,7 +74,8 @@ func checkpointPutCommand() *command {
 				return err
 			}
 			return a.checkpointCall(ctx, func(ctx context.Context, c *client.Client) (*client.Checkpoint, error) {
-				return c.PutCheckpoint(ctx, th.tenant, th.thread, id, req)
+				cp, err := c.PutCheckpoint(ctx, th.tenant, th.thread, id, req)
+				return cp, checkpointRefusal(fenceRefusal(err, req.Fence, "write"), th.thread, req.ParentID)
 			})
 		},
 	}
@@ -85,11 +87,11 @@ func checkpointGetCommand() *command {
 	return &command{
 		name:     "get",
 		summary:  "Show one checkpoint with its pending writes",
-		usage:    "checkpoint get ID --tenant T --thread TH [--stale]",
+		args:     "ID",
 		examples: "  baton checkpoint get cp-2 --tenant acme --thread chat-7\n",
-		flags: func(fs *flag.FlagSet) {
+		flags: func(fs *pflag.FlagSet) {
 			th.declare(fs)
-			fs.BoolVar(&stale, "stale", false, "read from the answering node's local state")
+			staleFlag(fs, &stale)
 		},
 		run: func(ctx context.Context, a *app, inv *invocation) error {
 			var id string
@@ -109,11 +111,10 @@ func checkpointLatestCommand() *command {
 	return &command{
 		name:     "latest",
 		summary:  "Show the thread's head with its pending writes",
-		usage:    "checkpoint latest --tenant T --thread TH [--stale]",
 		examples: "  baton checkpoint latest --tenant acme --thread chat-7\n",
-		flags: func(fs *flag.FlagSet) {
+		flags: func(fs *pflag.FlagSet) {
 			th.declare(fs)
-			fs.BoolVar(&stale, "stale", false, "read from the answering node's local state")
+			staleFlag(fs, &stale)
 		},
 		run: func(ctx context.Context, a *app, inv *invocation) error {
 			if err := inv.check(nil, "tenant", "thread"); err != nil {
@@ -133,16 +134,16 @@ func checkpointListCommand() *command {
 	var stale bool
 	return &command{
 		name:    "list",
+		aliases: listAliases,
 		summary: "List a thread's checkpoints, newest first",
-		usage:   "checkpoint list --tenant T --thread TH [--before ID] [--limit N] [--stale]",
 		examples: `  baton checkpoint list --tenant acme --thread chat-7 --limit 10
   baton checkpoint list --tenant acme --thread chat-7 --before cp-2
 `,
-		flags: func(fs *flag.FlagSet) {
+		flags: func(fs *pflag.FlagSet) {
 			th.declare(fs)
 			fs.StringVar(&before, "before", "", "only checkpoints older than this one")
 			fs.IntVar(&limit, "limit", 0, "at most this many (default: the server's)")
-			fs.BoolVar(&stale, "stale", false, "read from the answering node's local state")
+			staleFlag(fs, &stale)
 		},
 		run: func(ctx context.Context, a *app, inv *invocation) error {
 			if err := inv.check(nil, "tenant", "thread"); err != nil {
@@ -165,14 +166,12 @@ func checkpointWritesCommand() *command {
 	var writes jsonFlag
 	var fence fenceFlags
 	return &command{
-		name:    "writes",
-		summary: "Record the pending writes a task made after a checkpoint",
-		usage:   "checkpoint writes ID --tenant T --thread TH --task TASK_ID --writes JSON_ARRAY [--fence-task ID --fence-token N]",
-		examples: `  baton checkpoint writes cp-2 --tenant acme --thread chat-7 --task step-3 --writes '[["messages","hello"]]'
-
-  Idempotent per (checkpoint, task): the same writes again are a no-op.
-`,
-		flags: func(fs *flag.FlagSet) {
+		name:     "writes",
+		summary:  "Record the pending writes a task made after a checkpoint",
+		args:     "ID",
+		long:     "Idempotent per (checkpoint, task): the same writes again are a no-op.",
+		examples: `  baton checkpoint writes cp-2 --tenant acme --thread chat-7 --task step-3 --writes '[["messages","hello"]]'`,
+		flags: func(fs *pflag.FlagSet) {
 			th.declare(fs)
 			fs.StringVar(&task, "task", "", "id of the task that made the writes (required)")
 			fs.Var(&writes, "writes", "the writes as a JSON array (required)")
@@ -189,7 +188,7 @@ func checkpointWritesCommand() *command {
 			}
 			done := fmt.Sprintf("recorded writes of task %s for checkpoint %s", task, id)
 			return a.write(ctx, done, func(ctx context.Context, c *client.Client, o client.RequestOption) error {
-				return c.PutWrites(ctx, th.tenant, th.thread, id, task, writes.raw, f, o)
+				return fenceRefusal(c.PutWrites(ctx, th.tenant, th.thread, id, task, writes.raw, f, o), f, "write")
 			})
 		},
 	}
@@ -201,9 +200,8 @@ func checkpointDeleteThreadCommand() *command {
 	return &command{
 		name:     "delete-thread",
 		summary:  "Delete a thread with all its checkpoints and pending writes",
-		usage:    "checkpoint delete-thread --tenant T --thread TH [--fence-task ID --fence-token N]",
 		examples: "  baton checkpoint delete-thread --tenant acme --thread chat-7\n",
-		flags: func(fs *flag.FlagSet) {
+		flags: func(fs *pflag.FlagSet) {
 			th.declare(fs)
 			fence.declare(fs)
 		},
@@ -216,7 +214,7 @@ func checkpointDeleteThreadCommand() *command {
 				return err
 			}
 			return a.write(ctx, "deleted thread "+th.thread, func(ctx context.Context, c *client.Client, o client.RequestOption) error {
-				return c.DeleteThread(ctx, th.tenant, th.thread, f, o)
+				return fenceRefusal(c.DeleteThread(ctx, th.tenant, th.thread, f, o), f, "delete")
 			})
 		},
 	}
@@ -245,4 +243,20 @@ func printCheckpointTable(w io.Writer, list []client.Checkpoint) {
 	for _, cp := range list {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", cp.CheckpointID, dash(cp.ParentID), timeText(cp.CreatedAt), rawText(cp.Metadata))
 	}
+}
+
+// checkpointRefusal words a parent that is not the thread's head.
+func checkpointRefusal(err error, thread, parent string) error {
+	return reword(err, "version_mismatch", func(e *client.Error) string {
+		head, ok := e.DetailString("current_head")
+		switch {
+		case !ok:
+			return ""
+		case parent == "":
+			return fmt.Sprintf("thread %q already has checkpoints (head %q); a checkpoint without --parent must be the thread's first: give --parent %s", thread, head, head)
+		case head == "":
+			return fmt.Sprintf("thread %q has no checkpoint yet, so --parent %q is not its head; leave out --parent for the first checkpoint", thread, parent)
+		}
+		return fmt.Sprintf("--parent %q is not the head of thread %q (the head is %q); give --parent %s, or --fork to branch from %s", parent, thread, head, head, parent)
+	})
 }

@@ -2,9 +2,10 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"io"
+	"strings"
 
 	"github.com/baton-dev/baton/client"
 )
@@ -14,12 +15,11 @@ func statusCommand() *command {
 	return &command{
 		name:    "status",
 		summary: "Show the leader, term, indexes, state digest and members",
-		usage:   "status [--at URL]",
 		examples: `  baton status
-  baton status --at http://127.0.0.1:7002    # that node's own view, stale
-`,
-		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&at, "at", "", "ask only this node, for its own view (stale read, no failover)")
+  baton status --at 127.0.0.1:7002    # that node's own view, stale
+  baton status -o yaml`,
+		flags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&at, "at", "", "ask only this node (host:port or URL), for its own view (stale read, no failover)")
 		},
 		run: func(ctx context.Context, a *app, inv *invocation) error {
 			if _, err := inv.positional(); err != nil {
@@ -32,7 +32,7 @@ func statusCommand() *command {
 			defer cancel()
 			var st *client.ClusterStatus
 			if at != "" {
-				st, err = c.ClusterAt(ctx, at)
+				st, err = c.ClusterAt(ctx, a.endpointURL(at))
 			} else {
 				st, err = c.Cluster(ctx)
 			}
@@ -63,11 +63,28 @@ func printStatus(w io.Writer, st *client.ClusterStatus) {
 }
 
 func membersCommand() *command {
+	list := membersListCommand()
 	return &command{
-		name:    "members",
-		summary: "List, add or remove cluster members",
-		usage:   "members",
+		name:     "members",
+		aliases:  []string{"member"},
+		summary:  "List, add or remove cluster members",
+		long:     `"baton members" alone is "baton members list".`,
+		examples: "  baton members\n  baton members add --id n4 --raft-addr 10.0.0.4:8001 --http-addr 10.0.0.4:7001\n  baton members remove n4\n",
+		run:      list.run,
+		subs:     []*command{list, membersAddCommand(), membersRemoveCommand()},
+	}
+}
+
+func membersListCommand() *command {
+	return &command{
+		name:     "list",
+		aliases:  listAliases,
+		summary:  "List the cluster's members with their addresses and Raft state",
+		examples: "  baton members list\n  baton members ls -o json\n",
 		run: func(ctx context.Context, a *app, inv *invocation) error {
+			if _, err := inv.positional(); err != nil {
+				return err
+			}
 			return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
 				st, err := c.Cluster(ctx)
 				if err != nil {
@@ -76,7 +93,6 @@ func membersCommand() *command {
 				return a.emit(st.Members, func(w io.Writer) { printMembers(w, st.Members, st.Leader.ID) })
 			})
 		},
-		subs: []*command{membersAddCommand(), membersRemoveCommand()},
 	}
 }
 
@@ -85,9 +101,8 @@ func membersAddCommand() *command {
 	return &command{
 		name:     "add",
 		summary:  "Add a node to the cluster configuration",
-		usage:    "members add --id ID --raft-addr HOST:PORT --http-addr HOST:PORT [--voter=true]",
 		examples: "  baton members add --id n4 --raft-addr 127.0.0.1:8004 --http-addr 127.0.0.1:7004\n",
-		flags: func(fs *flag.FlagSet) {
+		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&m.ID, "id", "", "node id (required)")
 			fs.StringVar(&m.RaftAddr, "raft-addr", "", "Raft address of the node (required)")
 			fs.StringVar(&m.HTTPAddr, "http-addr", "", "HTTP address of the node")
@@ -110,8 +125,9 @@ func membersAddCommand() *command {
 func membersRemoveCommand() *command {
 	return &command{
 		name:     "remove",
+		aliases:  append([]string{"delete"}, deleteAliases...),
+		args:     "ID",
 		summary:  "Remove a node from the cluster configuration",
-		usage:    "members remove ID",
 		examples: "  baton members remove n3\n",
 		run: func(ctx context.Context, a *app, inv *invocation) error {
 			args, err := inv.positional("ID")
@@ -130,9 +146,8 @@ func transferCommand() *command {
 	return &command{
 		name:     "transfer-leadership",
 		summary:  "Ask the leader to hand leadership to another node",
-		usage:    "transfer-leadership [--to ID]",
 		examples: "  baton transfer-leadership --to n2\n  baton transfer-leadership          # any suitable node\n",
-		flags: func(fs *flag.FlagSet) {
+		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&to, "to", "", "target node id (default: let the leader choose)")
 		},
 		run: func(ctx context.Context, a *app, inv *invocation) error {
@@ -148,4 +163,16 @@ func transferCommand() *command {
 			})
 		},
 	}
+}
+
+// endpointURL is one address as --endpoints reads it (a scheme added when
+// there is none).
+func (a *app) endpointURL(ep string) string {
+	if strings.Contains(ep, "://") {
+		return ep
+	}
+	if a.cacert != "" || a.cert != "" {
+		return "https://" + ep
+	}
+	return "http://" + ep
 }

@@ -4,39 +4,100 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"os"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-// command is one node of the command tree: a group with subcommands, a
-// leaf with a run function, or both (run handles the bare group name).
+// command describes one node of the command tree: a group with
+// subcommands, a leaf with a run function, or both (run handles the bare
+// group name). build turns it into a cobra command.
 type command struct {
 	name     string
-	summary  string
-	usage    string // e.g. "task claim ID --owner NAME --lease DURATION"
+	aliases  []string // other names, among them the verbs of older releases
+	args     string   // the positional arguments for the usage line, e.g. "ID"
+	summary  string   // one line
+	long     string   // notes printed under the summary in the help
 	examples string
-	flags    func(fs *flag.FlagSet) // declares the leaf's flags
+	flags    func(fs *pflag.FlagSet) // declares the leaf's flags
 	run      func(ctx context.Context, a *app, inv *invocation) error
 	subs     []*command
 }
 
 // invocation is a parsed command line of a leaf.
 type invocation struct {
-	path string // e.g. "task claim", for messages
-	fs   *flag.FlagSet
+	path string // e.g. "baton task claim", for messages
+	fs   *pflag.FlagSet
 	args []string // positional arguments
 }
 
-var errHelp = errors.New("help requested")
+// build returns the cobra command of spec and its subcommands.
+func (a *app) build(spec *command) *cobra.Command {
+	c := &cobra.Command{
+		Use:     strings.TrimSpace(spec.name + " " + spec.args),
+		Aliases: spec.aliases,
+		Short:   spec.summary,
+		Example: strings.TrimRight(spec.examples, "\n"),
+
+		SuggestionsMinimumDistance: 2,
+	}
+	if spec.long != "" {
+		c.Long = spec.summary + ".\n\n" + strings.TrimRight(spec.long, "\n")
+	}
+	if spec.flags != nil {
+		spec.flags(c.Flags())
+	}
+	for _, s := range spec.subs {
+		c.AddCommand(a.build(s))
+	}
+	switch {
+	case spec.run != nil:
+		c.Args = cobra.ArbitraryArgs // checked by inv.check, with the argument's name
+		c.RunE = func(c *cobra.Command, args []string) error {
+			if len(spec.subs) > 0 && len(args) > 0 {
+				return groupRun(c, args)
+			}
+			a.started = true
+			inv := &invocation{path: c.CommandPath(), fs: c.Flags(), args: args}
+			return spec.run(c.Context(), a, inv)
+		}
+	case len(spec.subs) > 0:
+		c.RunE = groupRun
+	}
+	return c
+}
+
+// groupRun answers a group name given without a known subcommand.
+func groupRun(c *cobra.Command, args []string) error {
+	if len(args) > 0 && args[0] == "help" {
+		return c.Help()
+	}
+	if len(args) > 0 {
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+		if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+			for i := range s {
+				s[i] = strconv.Quote(s[i])
+			}
+			msg += "; did you mean " + strings.Join(s, " or ") + "?"
+		}
+		return usageErrorf(c.CommandPath(), "%s", msg)
+	}
+	c.SetOut(c.ErrOrStderr())
+	c.Usage()
+	if !c.HasParent() {
+		return usageErrorf("", "missing command")
+	}
+	return usageErrorf(c.CommandPath(), "%s needs a subcommand", strings.TrimPrefix(c.CommandPath(), "baton "))
+}
 
 // usageError is a mistake on the command line: exit status 2.
 type usageError struct {
-	path string
+	path string // the command, e.g. "baton task get", for the help hint
 	msg  string
 }
 
@@ -46,105 +107,49 @@ func usageErrorf(path, format string, args ...any) error {
 	return &usageError{path: path, msg: fmt.Sprintf(format, args...)}
 }
 
-// dispatch walks args down the tree from cmd and runs the command found.
-func dispatch(ctx context.Context, a *app, cmd *command, args []string) error {
-	path := ""
-	for len(args) > 0 {
-		sub := cmd.sub(args[0])
-		if sub == nil {
-			break
-		}
-		cmd, args = sub, args[1:]
-		path = strings.TrimSpace(path + " " + sub.name)
-	}
-	if len(cmd.subs) > 0 {
-		if len(args) > 0 && !strings.HasPrefix(args[0], "-") && args[0] != "help" {
-			return usageErrorf(path, "unknown command %q", strings.TrimSpace(path+" "+args[0]))
-		}
-		if cmd.run == nil || isHelp(args) {
-			return groupUsage(a, path, cmd, args)
-		}
-	}
-	inv, err := parseLeaf(a, path, cmd, args)
-	if err != nil {
+// asUsage makes an error cobra returned before any command ran (an unknown
+// command or flag, a bad flag value) a usage error.
+func asUsage(cmd *cobra.Command, err error) error {
+	var uerr *usageError
+	if errors.As(err, &uerr) {
 		return err
 	}
-	return cmd.run(ctx, a, inv)
-}
-
-// groupUsage answers a group name given without a subcommand.
-func groupUsage(a *app, path string, cmd *command, args []string) error {
-	if isHelp(args) {
-		printGroupUsage(a.stdout, path, cmd)
-		return errHelp
+	path := ""
+	if cmd != nil {
+		path = cmd.CommandPath()
 	}
-	printGroupUsage(a.stderr, path, cmd)
-	return usageErrorf(path, "%s needs a subcommand", path)
-}
-
-func (c *command) sub(name string) *command {
-	for _, s := range c.subs {
-		if s.name == name {
-			return s
-		}
-	}
-	return nil
-}
-
-func isHelp(args []string) bool {
-	return len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help")
-}
-
-// parseLeaf parses flags, which may come before, between or after the
-// positional arguments.
-func parseLeaf(a *app, path string, cmd *command, args []string) (*invocation, error) {
-	fs := flag.NewFlagSet(path, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	if cmd.flags != nil {
-		cmd.flags(fs)
-	}
-	inv := &invocation{path: path, fs: fs}
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				printLeafUsage(a.stdout, path, cmd, fs)
-				return nil, errHelp
-			}
-			return nil, usageErrorf(path, "%s: %v", path, err)
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return inv, nil
-		}
-		inv.args = append(inv.args, args[0])
-		args = args[1:]
-	}
+	return &usageError{path: path, msg: err.Error()}
 }
 
 // positional returns the positional arguments, checking their number.
 func (inv *invocation) positional(names ...string) ([]string, error) {
 	if len(inv.args) != len(names) {
 		if len(inv.args) < len(names) {
-			return nil, usageErrorf(inv.path, "%s: missing %s", inv.path, names[len(inv.args)])
+			return nil, inv.usagef("missing %s", names[len(inv.args)])
 		}
-		return nil, usageErrorf(inv.path, "%s: unexpected argument %q", inv.path, inv.args[len(names)])
+		return nil, inv.usagef("unexpected argument %q", inv.args[len(names)])
 	}
 	return inv.args, nil
 }
 
-// isSet reports whether the flag was given on the command line.
+// usagef is a usage error of this command, its message prefixed with the
+// command's name ("task get: missing ID").
+func (inv *invocation) usagef(format string, args ...any) error {
+	name := strings.TrimPrefix(inv.path, "baton ")
+	return usageErrorf(inv.path, "%s: %s", name, fmt.Sprintf(format, args...))
+}
+
+// isSet reports whether the flag was given (on the command line or by its
+// environment variable).
 func (inv *invocation) isSet(name string) bool {
-	set := false
-	inv.fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
+	return inv.fs.Changed(name)
 }
 
 // require returns a usage error for the first flag left empty.
 func (inv *invocation) require(names ...string) error {
 	for _, name := range names {
 		if inv.fs.Lookup(name).Value.String() == "" {
-			return usageErrorf(inv.path, "%s: --%s is required", inv.path, name)
+			return inv.usagef("--%s is required", name)
 		}
 	}
 	return nil
@@ -173,11 +178,28 @@ func (inv *invocation) check(args []arg, requiredFlags ...string) error {
 	return inv.require(requiredFlags...)
 }
 
+// nameArg stores the one positional argument NAME in dst, or takes it from
+// the flag of the same meaning (--name, the form of older releases).
+func (inv *invocation) nameArg(dst *string, flag string) error {
+	switch {
+	case len(inv.args) == 0 && *dst == "":
+		return inv.usagef("missing NAME")
+	case len(inv.args) == 0:
+		return nil
+	case len(inv.args) > 1:
+		return inv.usagef("unexpected argument %q", inv.args[1])
+	case inv.isSet(flag) && *dst != inv.args[0]:
+		return inv.usagef("NAME %q and --%s %q differ: give one", inv.args[0], flag, *dst)
+	}
+	*dst = inv.args[0]
+	return nil
+}
+
 // requireSet returns a usage error unless the flag was given (for flags
 // whose zero value is meaningful).
 func (inv *invocation) requireSet(name string) error {
 	if !inv.isSet(name) {
-		return usageErrorf(inv.path, "%s: --%s is required", inv.path, name)
+		return inv.usagef("--%s is required", name)
 	}
 	return nil
 }
@@ -185,10 +207,10 @@ func (inv *invocation) requireSet(name string) error {
 // leaseMS checks a required positive duration flag and converts it to ms.
 func (inv *invocation) leaseMS(name string, d time.Duration) (int64, error) {
 	if !inv.isSet(name) {
-		return 0, usageErrorf(inv.path, "%s: --%s is required (a duration such as 30s)", inv.path, name)
+		return 0, inv.usagef("--%s is required (a duration such as 30s)", name)
 	}
 	if d < time.Millisecond {
-		return 0, usageErrorf(inv.path, "%s: --%s must be at least 1ms, got %v", inv.path, name, d)
+		return 0, inv.usagef("--%s must be at least 1ms, got %v", name, d)
 	}
 	return d.Milliseconds(), nil
 }
@@ -220,6 +242,7 @@ func (inv *invocation) optBool(name string, v bool) *bool {
 type jsonFlag struct{ raw json.RawMessage }
 
 func (j *jsonFlag) String() string { return string(j.raw) }
+func (j *jsonFlag) Type() string   { return "json" }
 
 func (j *jsonFlag) Set(s string) error {
 	if !json.Valid([]byte(s)) {
@@ -229,60 +252,50 @@ func (j *jsonFlag) Set(s string) error {
 	return nil
 }
 
-func tenantFlag(fs *flag.FlagSet, p *string) {
-	fs.StringVar(p, "tenant", os.Getenv("BATON_TENANT"), "tenant (env BATON_TENANT)")
+// envAnnotation marks a flag with the environment variable that sets it
+// when it is not given.
+const envAnnotation = "baton_env"
+
+func setEnv(f *pflag.Flag, env string) {
+	if f.Annotations == nil {
+		f.Annotations = map[string][]string{}
+	}
+	f.Annotations[envAnnotation] = []string{env}
+	f.Usage += " (env " + env + ")"
 }
 
-func printRootUsage(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprint(w, `baton is the command-line client of a Baton cluster.
-
-Usage:
-  baton [global flags] COMMAND [SUBCOMMAND] [flags] [args]
-
-Commands:
-`)
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	for _, c := range rootCommand().subs {
-		fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.summary)
+// applyEnv sets each flag of c that was not given from its environment
+// variable, if that is set.
+func applyEnv(c *cobra.Command) error {
+	var err error
+	apply := func(fs *pflag.FlagSet) {
+		fs.VisitAll(func(f *pflag.Flag) {
+			env := f.Annotations[envAnnotation]
+			if err != nil || len(env) == 0 || f.Changed {
+				return
+			}
+			v, ok := os.LookupEnv(env[0])
+			if !ok || v == "" {
+				return
+			}
+			if e := fs.Set(f.Name, v); e != nil {
+				err = usageErrorf(c.CommandPath(), "%s=%q: %v", env[0], v, e)
+			}
+		})
 	}
-	tw.Flush()
-	fmt.Fprint(w, "\nGlobal flags (before COMMAND):\n")
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
-	fmt.Fprint(w, `
-Examples:
-  baton status
-  baton --endpoints http://10.0.0.1:7001 --token "$ADMIN" tenant create acme
-  baton --endpoints https://10.0.0.1:7001 --cacert ca.pem status
-  baton --output json task list --tenant acme --queue research
-
-Run 'baton COMMAND --help' for the flags of a command.
-Exit status: 0 success, 1 refused or unreachable, 2 usage error.
-`)
+	apply(c.Flags())
+	// The root's own flags too: a command's flag of the same name (the
+	// --token of task update) hides the global one from c.Flags().
+	apply(c.Root().PersistentFlags())
+	return err
 }
 
-func printGroupUsage(w io.Writer, path string, cmd *command) {
-	fmt.Fprintf(w, "%s\n\nUsage:\n  baton %s SUBCOMMAND [flags]\n\nSubcommands:\n", cmd.summary, path)
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	for _, s := range cmd.subs {
-		fmt.Fprintf(tw, "  %s\t%s\n", s.name, s.summary)
-	}
-	tw.Flush()
-	fmt.Fprintf(w, "\nRun 'baton %s SUBCOMMAND --help' for details.\n", path)
+func tenantFlag(fs *pflag.FlagSet, p *string) {
+	fs.StringVar(p, "tenant", "", "tenant")
+	setEnv(fs.Lookup("tenant"), "BATON_TENANT")
 }
 
-func printLeafUsage(w io.Writer, path string, cmd *command, fs *flag.FlagSet) {
-	fmt.Fprintf(w, "%s\n\nUsage:\n  baton %s\n", cmd.summary, cmd.usage)
-	hasFlags := false
-	fs.VisitAll(func(*flag.Flag) { hasFlags = true })
-	if hasFlags {
-		fmt.Fprint(w, "\nFlags:\n")
-		fs.SetOutput(w)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
-	}
-	if cmd.examples != "" {
-		fmt.Fprintf(w, "\nExamples:\n%s", cmd.examples)
-	}
+// staleFlag is the --stale of the reads.
+func staleFlag(fs *pflag.FlagSet, p *bool) {
+	fs.BoolVar(p, "stale", false, "read from the answering node's local state (may lag the leader)")
 }

@@ -1,9 +1,10 @@
 package main
 
-// rootCommand returns the command tree. It is built afresh for every
-// invocation, so the flag variables captured by each command start empty.
-func rootCommand() *command {
-	return &command{name: "baton", subs: []*command{
+// commandTree returns the commands under "baton". It is built afresh for
+// every invocation, so the flag variables captured by each command start
+// empty.
+func commandTree() []*command {
+	return []*command{
 		statusCommand(),
 		membersCommand(),
 		transferCommand(),
@@ -18,5 +19,13 @@ func rootCommand() *command {
 		opCommand(),
 		watchCommand(),
 		versionCommand(),
-	}}
+	}
 }
+
+// Aliases of the verbs, the same in every group: list is also ls, delete
+// is also rm. The verbs of older releases (del, set, revoke, remove) stay
+// as aliases so that scripts keep working.
+var (
+	listAliases   = []string{"ls"}
+	deleteAliases = []string{"rm", "del"}
+)

@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"io"
 	"time"
 
@@ -15,7 +15,11 @@ func kvCommand() *command {
 	return &command{
 		name:    "kv",
 		summary: "Read and write the knowledge store (namespaced keys with JSON values)",
-		subs:    []*command{kvGetCommand(), kvPutCommand(), kvDeleteCommand(), kvListCommand()},
+		examples: `  baton kv put research sources/raft '{"url":"https://raft.github.io"}' --tenant acme
+  baton kv get research sources/raft --tenant acme
+  baton kv list research --tenant acme --prefix sources/
+  baton kv delete research sources/raft --tenant acme`,
+		subs: []*command{kvGetCommand(), kvPutCommand(), kvDeleteCommand(), kvListCommand()},
 	}
 }
 
@@ -26,9 +30,23 @@ type fenceFlags struct {
 	token uint64
 }
 
-func (f *fenceFlags) declare(fs *flag.FlagSet) {
+func (f *fenceFlags) declare(fs *pflag.FlagSet) {
 	fs.StringVar(&f.task, "fence-task", "", "apply only while --fence-token is this task's current fencing token")
 	fs.Uint64Var(&f.token, "fence-token", 0, "fencing token for --fence-task")
+}
+
+// fenceRefusal words a refused fence: the task whose token was given and
+// its current token.
+func fenceRefusal(err error, f *client.Fence, what string) error {
+	if f == nil {
+		return err
+	}
+	return reword(err, "fenced", func(e *client.Error) string {
+		if cur, ok := e.DetailUint("current_token"); ok && cur != 0 {
+			return fmt.Sprintf("--fence-token %d is not the current token of task %q (%d: the task was claimed again since); the %s was refused", f.Token, f.TaskID, cur, what)
+		}
+		return ""
+	})
 }
 
 func (f *fenceFlags) fence(inv *invocation) (*client.Fence, error) {
@@ -37,7 +55,7 @@ func (f *fenceFlags) fence(inv *invocation) (*client.Fence, error) {
 	case !hasTask && !hasToken:
 		return nil, nil
 	case !hasTask || !hasToken || f.task == "":
-		return nil, usageErrorf(inv.path, "%s: --fence-task and --fence-token go together", inv.path)
+		return nil, inv.usagef("--fence-task and --fence-token go together")
 	}
 	return &client.Fence{TaskID: f.task, Token: f.token}, nil
 }
@@ -59,11 +77,11 @@ func kvGetCommand() *command {
 	return &command{
 		name:     "get",
 		summary:  "Show one entry",
-		usage:    "kv get NAMESPACE KEY --tenant T [--stale]",
+		args:     "NAMESPACE KEY",
 		examples: "  baton kv get research sources/raft --tenant acme\n",
-		flags: func(fs *flag.FlagSet) {
+		flags: func(fs *pflag.FlagSet) {
 			tenantFlag(fs, &tenant)
-			fs.BoolVar(&stale, "stale", false, "read from the answering node's local state")
+			staleFlag(fs, &stale)
 		},
 		run: func(ctx context.Context, a *app, inv *invocation) error {
 			var ns, key string
@@ -85,15 +103,13 @@ func kvPutCommand() *command {
 	return &command{
 		name:    "put",
 		summary: "Write an entry",
-		usage:   "kv put NAMESPACE KEY VALUE_JSON --tenant T [--expect-version N] [--ttl DURATION] [--fence-task ID --fence-token N]",
+		args:    "NAMESPACE KEY VALUE_JSON",
+		long: `--expect-version 0 means "only if absent". Put "--" before a value that
+starts with "-": baton kv put ns k --tenant acme -- -5`,
 		examples: `  baton kv put research sources/raft '{"url":"https://raft.github.io"}' --tenant acme
   baton kv put research lock '"worker-1"' --tenant acme --expect-version 0 --ttl 30s
-  baton kv put research notes/42 '{"ok":true}' --tenant acme --fence-task report-42 --fence-token 589825
-
-  --expect-version 0 means "only if absent". Put "--" before a value that
-  starts with "-": baton kv put ns k --tenant acme -- -5
-`,
-		flags: func(fs *flag.FlagSet) {
+  baton kv put research notes/42 '{"ok":true}' --tenant acme --fence-task report-42 --fence-token 589825`,
+		flags: func(fs *pflag.FlagSet) {
 			tenantFlag(fs, &tenant)
 			fs.Uint64Var(&expectVersion, "expect-version", 0, "write only if the entry is at this version (0: absent)")
 			fs.DurationVar(&ttl, "ttl", 0, "expire the entry this long after the write, e.g. 30s")
@@ -112,7 +128,8 @@ func kvPutCommand() *command {
 				return err
 			}
 			return a.kvEntryCall(ctx, func(ctx context.Context, c *client.Client) (*client.KVEntry, error) {
-				return c.PutKV(ctx, tenant, ns, key, req)
+				e, err := c.PutKV(ctx, tenant, ns, key, req)
+				return e, kvRefusal(fenceRefusal(err, req.Fence, "write"), ns, key, "write", req.ExpectVersion)
 			})
 		},
 	}
@@ -121,12 +138,12 @@ func kvPutCommand() *command {
 func kvPutRequest(inv *invocation, value string, expectVersion uint64, ttl time.Duration) (client.PutKVRequest, error) {
 	req := client.PutKVRequest{ExpectVersion: inv.optUint("expect-version", expectVersion)}
 	if !json.Valid([]byte(value)) {
-		return req, usageErrorf(inv.path, "%s: VALUE_JSON is not valid JSON: %s (quote strings: '\"text\"')", inv.path, value)
+		return req, inv.usagef("VALUE_JSON is not valid JSON: %s (quote strings: '\"text\"')", value)
 	}
 	req.Value = json.RawMessage(value)
 	if inv.isSet("ttl") {
 		if ttl < time.Millisecond {
-			return req, usageErrorf(inv.path, "%s: --ttl must be at least 1ms, got %v", inv.path, ttl)
+			return req, inv.usagef("--ttl must be at least 1ms, got %v", ttl)
 		}
 		ms := ttl.Milliseconds()
 		req.TTLMS = &ms
@@ -138,11 +155,12 @@ func kvDeleteCommand() *command {
 	var tenant string
 	var expectVersion uint64
 	return &command{
-		name:     "del",
+		name:     "delete",
+		aliases:  deleteAliases,
 		summary:  "Delete an entry",
-		usage:    "kv del NAMESPACE KEY --tenant T [--expect-version N]",
+		args:     "NAMESPACE KEY",
 		examples: "  baton kv del research lock --tenant acme --expect-version 589825\n",
-		flags: func(fs *flag.FlagSet) {
+		flags: func(fs *pflag.FlagSet) {
 			tenantFlag(fs, &tenant)
 			fs.Uint64Var(&expectVersion, "expect-version", 0, "delete only at this version")
 		},
@@ -153,7 +171,7 @@ func kvDeleteCommand() *command {
 			}
 			ev := inv.optUint("expect-version", expectVersion)
 			return a.write(ctx, "deleted "+ns+"/"+key, func(ctx context.Context, c *client.Client, o client.RequestOption) error {
-				return c.DeleteKV(ctx, tenant, ns, key, ev, o)
+				return kvRefusal(c.DeleteKV(ctx, tenant, ns, key, ev, o), ns, key, "delete", ev)
 			})
 		},
 	}
@@ -164,16 +182,17 @@ func kvListCommand() *command {
 	var f client.ListKVOptions
 	var stale bool
 	return &command{
-		name:     "ls",
+		name:     "list",
+		aliases:  listAliases,
 		summary:  "List the entries of a namespace, one page at a time",
-		usage:    "kv ls NAMESPACE --tenant T [--prefix P] [--limit N] [--page-token P] [--stale]",
+		args:     "NAMESPACE",
 		examples: "  baton kv ls research --tenant acme --prefix sources/ --limit 50\n",
-		flags: func(fs *flag.FlagSet) {
+		flags: func(fs *pflag.FlagSet) {
 			tenantFlag(fs, &tenant)
 			fs.StringVar(&f.Prefix, "prefix", "", "only keys starting with this")
 			fs.IntVar(&f.Limit, "limit", 0, "page size (default: the server's)")
 			fs.StringVar(&f.PageToken, "page-token", "", "continue after a previous page")
-			fs.BoolVar(&stale, "stale", false, "read from the answering node's local state")
+			staleFlag(fs, &stale)
 		},
 		run: func(ctx context.Context, a *app, inv *invocation) error {
 			var ns string
@@ -216,4 +235,24 @@ func expiryText(t *time.Time) string {
 		return "-"
 	}
 	return leaseText(t)
+}
+
+// kvRefusal words a refused --expect-version: the entry's version, or
+// that it exists or does not.
+func kvRefusal(err error, ns, key, what string, expect *uint64) error {
+	if expect == nil {
+		return err
+	}
+	return reword(err, "version_mismatch", func(e *client.Error) string {
+		cur, ok := e.DetailUint("current_version")
+		switch {
+		case !ok:
+			return ""
+		case *expect == 0:
+			return fmt.Sprintf("entry %s/%s exists (version %d); --expect-version 0 (only if absent) refused the %s", ns, key, cur, what)
+		case cur == 0:
+			return fmt.Sprintf("entry %s/%s does not exist (expected version %d); --expect-version refused the %s", ns, key, *expect, what)
+		}
+		return fmt.Sprintf("entry %s/%s is at version %d, not the expected %d; --expect-version refused the %s", ns, key, cur, *expect, what)
+	})
 }

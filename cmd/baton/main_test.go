@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -102,7 +104,7 @@ func TestVersion(t *testing.T) {
 		t.Errorf("baton version: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	var stdout bytes.Buffer
-	if code := run(context.Background(), []string{"--version"}, &stdout, io.Discard); code != 0 || !strings.HasPrefix(stdout.String(), "baton ") {
+	if code := run(context.Background(), []string{"--version"}, &stdout, io.Discard); code != 0 || !strings.HasPrefix(stdout.String(), "baton ") || !strings.HasSuffix(stdout.String(), ")\n") {
 		t.Errorf("baton --version: exit %d, %q", code, stdout.String())
 	}
 }
@@ -115,21 +117,28 @@ func TestUsageErrors(t *testing.T) {
 		{nil, "missing command"},
 		{[]string{"bogus"}, `unknown command "bogus"`},
 		{[]string{"task"}, "task needs a subcommand"},
-		{[]string{"task", "frobnicate"}, `unknown command "task frobnicate"`},
+		{[]string{"task", "frobnicate"}, `unknown command "frobnicate" for "baton task"`},
+		{[]string{"tasks", "lst"}, `unknown command "lst" for "baton task"; did you mean "get" or "list"?`},
 		{[]string{"task", "get", "--tenant", "acme"}, "task get: missing ID"},
 		{[]string{"task", "get", "a", "b", "--tenant", "acme"}, `unexpected argument "b"`},
 		{[]string{"task", "claim", "t1", "--owner", "w", "--lease", "30s"}, "--tenant is required"},
 		{[]string{"task", "claim", "t1", "--tenant", "acme", "--owner", "w"}, "--lease is required"},
 		{[]string{"task", "claim", "t1", "--tenant", "acme", "--owner", "w", "--lease", "-1s"}, "--lease must be at least 1ms"},
-		{[]string{"task", "claim", "t1", "--tenant", "acme", "--owner", "w", "--lease", "soon"}, `invalid value "soon" for flag -lease`},
-		{[]string{"task", "renew", "t1", "--tenant", "acme", "--lease", "1s"}, "--token is required"},
+		{[]string{"task", "claim", "t1", "--tenant", "acme", "--owner", "w", "--lease", "soon"}, `invalid argument "soon" for "--lease" flag`},
+		{[]string{"task", "renew", "t1", "--tenant", "acme", "--lease", "1s"}, "--fencing-token is required"},
+		{[]string{"task", "release", "t1", "--tenant", "acme"}, "task release: --fencing-token is required"},
 		{[]string{"task", "create", "--tenant", "acme", "--queue", "q", "--payload", "{bad"}, "not valid JSON"},
-		{[]string{"task", "get", "t1", "--tenant", "acme", "--nope"}, "flag provided but not defined: -nope"},
+		{[]string{"task", "get", "t1", "--tenant", "acme", "--nope"}, "unknown flag: --nope"},
 		{[]string{"principal", "create", "--tenant", "acme", "--name", "n", "--grant", "tasks:read"}, "want RESOURCE:PREFIX:ACTIONS"},
 		{[]string{"principal", "create", "--tenant", "acme", "--name", "n", "--grant", "tasks::fly"}, `unknown action "fly"`},
 		{[]string{"members", "remove"}, "members remove: missing ID"},
 		{[]string{"members", "add", "--id", "n4"}, "--raft-addr is required"},
-		{[]string{"--output", "yaml", "status"}, "--output must be text or json"},
+		{[]string{"--output", "xml", "status"}, `--output (or BATON_OUTPUT) must be table, json or yaml, got "xml"`},
+		{[]string{"status", "-o", "xml"}, `--output (or BATON_OUTPUT) must be table, json or yaml, got "xml"`},
+		{[]string{"status", "--timeout", "0s"}, "--timeout must be positive"},
+		{[]string{"principal", "create", "--tenant", "acme"}, "principal create: missing NAME"},
+		{[]string{"principal", "create", "a", "--name", "b", "--tenant", "acme"}, `NAME "a" and --name "b" differ`},
+		{[]string{"help", "nosuch"}, `unknown command "nosuch"`},
 		{[]string{"--endpoints", "ftp://x", "status"}, "scheme must be http or https"},
 	}
 	for _, tc := range cases {
@@ -165,12 +174,19 @@ func TestHelp(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"--help"}, []string{"Commands:", "queue", "Global flags", "-endpoints", "Examples:"}},
+		{[]string{"--help"}, []string{"Commands:", "queue", "Global flags", "-e, --endpoints", "-o, --output", "Examples:",
+			"BATON_ENDPOINTS", "BATON_TOKEN", "BATON_CACERT", "BATON_CERT", "BATON_KEY", "BATON_OUTPUT", "BATON_TIMEOUT", "BATON_TENANT",
+			"Exit status:", "3  conflict", "4  not_found", "5  unauthenticated", "6  the cluster cannot answer", "completion"}},
 		{[]string{"help"}, []string{"Commands:"}},
-		{[]string{"task", "--help"}, []string{"Subcommands:", "claim", "release"}},
+		{[]string{"task", "--help"}, []string{"Commands:", "claim", "release"}},
+		{[]string{"help", "task"}, []string{"baton task COMMAND", "claim", "release"}},
+		{[]string{"help", "task", "claim"}, []string{"baton task claim ID", "--lease duration"}},
+		{[]string{"task", "help"}, []string{"baton task COMMAND"}},
 		{[]string{"members", "--help"}, []string{"add", "remove"}},
-		{[]string{"task", "claim", "--help"}, []string{"baton task claim ID", "-lease duration", "Examples:"}},
+		{[]string{"task", "claim", "--help"}, []string{"baton task claim ID", "--lease duration", "Examples:"}},
+		{[]string{"task", "ls", "--help"}, []string{"baton task list", "Also called: ls"}},
 		{[]string{"principal", "create", "-h"}, []string{"--grant", "shown only once"}},
+		{[]string{"principal", "revoke", "-h"}, []string{"baton principal delete NAME", "revoke"}},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -265,19 +281,39 @@ func TestTextOutput(t *testing.T) {
 func TestServerErrors(t *testing.T) {
 	cases := []struct {
 		args []string
+		code int
 		want string
 	}{
-		{[]string{"task", "renew", "t1", "--tenant", "acme", "--token", "12", "--lease", "30s"},
-			"baton: fenced: token 12 is not current (current 15)\n"},
-		{[]string{"task", "get", "nope", "--tenant", "acme"}, "baton: unauthenticated: unknown token\n"},
+		{[]string{"task", "renew", "t1", "--tenant", "acme", "--fencing-token", "12", "--lease", "30s"}, 3,
+			"baton: fenced: fencing token 12 is not current for task \"t1\" (the current token is 15: the task was claimed again since); the renewal was refused\n"},
+		{[]string{"task", "get", "nope", "--tenant", "acme"}, 5, "baton: unauthenticated: unknown token\n"},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			code, stdout, stderr, _ := cli(t, tc.args...)
-			if code != 1 || stderr != tc.want || stdout != "" {
-				t.Errorf("got exit %d stderr %q stdout %q, want 1 and %q", code, stderr, stdout, tc.want)
+			if code != tc.code || stderr != tc.want || stdout != "" {
+				t.Errorf("got exit %d stderr %q stdout %q, want %d and %q", code, stderr, stdout, tc.code, tc.want)
 			}
 		})
+	}
+}
+
+// TestJSONErrors: with -o json (or yaml) an error is the API's error
+// object on stdout, and the words still go to stderr.
+func TestJSONErrors(t *testing.T) {
+	code, stdout, stderr, _ := cli(t, "task", "renew", "t1", "--tenant", "acme", "--fencing-token", "12", "--lease", "30s", "-o", "json")
+	want := `{"error":{"code":"fenced","current_token":15,"message":"token 12 is not current (current 15)"}}`
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, []byte(stdout)); err != nil || compact.String() != want || code != 3 || !strings.HasPrefix(stderr, "baton: fenced: ") {
+		t.Errorf("got exit %d stdout %q stderr %q, want 3, %s and the words on stderr", code, stdout, stderr, want)
+	}
+	code, stdout, _, _ = cli(t, "-o", "yaml", "task", "get", "nope", "--tenant", "acme")
+	if code != 5 || stdout != "error:\n  code: unauthenticated\n  message: unknown token\n" {
+		t.Errorf("yaml: got exit %d stdout %q", code, stdout)
+	}
+	code, stdout, _, _ = cli(t, "-o", "json", "task", "bogus")
+	if code != 2 || !strings.HasPrefix(stdout, `{`) || !strings.Contains(stdout, `"code": "usage"`) || !strings.HasSuffix(stdout, "}\n") {
+		t.Errorf("usage error as JSON: got exit %d stdout %q", code, stdout)
 	}
 }
 
@@ -291,9 +327,9 @@ func TestRequestsSent(t *testing.T) {
 	}{
 		{[]string{"task", "claim", "--owner", "w", "t1", "--lease", "30s", "--set-status", "running"},
 			"POST /v1/tenants/acme/tasks/t1/claim", `{"owner":"w","lease_ms":30000,"set_status":"running"}`},
-		{[]string{"task", "update", "t1", "--token", "0", "--release", "--result", `{"ok": true}`},
+		{[]string{"task", "update", "t1", "--fencing-token", "0", "--release", "--result", `{"ok": true}`},
 			"POST /v1/tenants/acme/tasks/t1/update", `{"fencing_token":0,"result":{"ok":true},"release":true}`},
-		{[]string{"task", "release", "t1", "--token", "57"},
+		{[]string{"task", "release", "t1", "--fencing-token", "57"},
 			"POST /v1/tenants/acme/tasks/t1/update", `{"fencing_token":57,"release":true}`},
 		{[]string{"queue", "claim", "q", "--owner", "w", "--lease", "2s", "--wait", "50ms", "--status", "pending,retry"},
 			"POST /v1/tenants/acme/queues/q/claim", `{"owner":"w","lease_ms":2000,"statuses":["pending","retry"],"wait_ms":50}`},
@@ -334,6 +370,105 @@ func TestPrincipalCreatePrefixWarning(t *testing.T) {
 		}
 		if got := strings.Contains(stderr, "warning: grant") && strings.Contains(stderr, "plain string prefix"); got != tc.warn {
 			t.Errorf("--grant %s: stderr %q, want a warning: %v", tc.grant, stderr, tc.warn)
+		}
+	}
+}
+
+// TestExitCodes: each API error code maps to its documented exit status.
+func TestExitCodes(t *testing.T) {
+	cases := map[string]int{
+		"fenced": 3, "lease_held": 3, "version_mismatch": 3, "already_exists": 3,
+		"idempotency_mismatch": 3, "idempotency_expired": 3,
+		"not_found": 4, "unauthenticated": 5, "forbidden": 5,
+		"unavailable": 6, "rate_limited": 6,
+		"invalid_argument": 1, "digest_mismatch": 1, "compacted": 1, "resource_exhausted": 1, "too_large": 1,
+	}
+	for code, want := range cases {
+		if got := exitCode(&client.Error{Status: 400, Code: code}); got != want {
+			t.Errorf("%s: exit %d, want %d", code, got, want)
+		}
+	}
+	wrapped := fmt.Errorf("%w: GET http://x/v1/cluster: connection refused", client.ErrUnavailable)
+	for _, tc := range []struct {
+		err  error
+		want int
+	}{
+		{nil, 0},
+		{usageErrorf("baton", "bad"), 2},
+		{wrapped, 6},
+		{fmt.Errorf("GET http://x: %w", context.DeadlineExceeded), 6},
+		{&refusal{err: &client.Error{Code: "fenced"}, msg: "words"}, 3},
+		{errors.New("open x: no such file"), 1},
+	} {
+		if got := exitCode(tc.err); got != tc.want {
+			t.Errorf("%v: exit %d, want %d", tc.err, got, tc.want)
+		}
+	}
+}
+
+// TestGlobalEnv: every global flag has its BATON_* variable, a flag wins
+// over it, and endpoints need no scheme.
+func TestGlobalEnv(t *testing.T) {
+	node := &fakeNode{}
+	srv := httptest.NewServer(node)
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	t.Setenv("BATON_ENDPOINTS", host)
+	t.Setenv("BATON_TOKEN", "env-token")
+	t.Setenv("BATON_OUTPUT", "json")
+	t.Setenv("BATON_TIMEOUT", "5s")
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"tenant", "list"}, &out, &errOut); code != 0 || out.String() != "{\n  \"tenants\": [\n    \"acme\",\n    \"globex\"\n  ]\n}\n" {
+		t.Fatalf("env only: exit %d stdout %q stderr %q", code, out.String(), errOut.String())
+	}
+	if r := node.requests()[0]; r.Auth != "Bearer env-token" {
+		t.Errorf("auth %q, want the env token", r.Auth)
+	}
+	out.Reset()
+	if code := run(context.Background(), []string{"tenant", "list", "-o", "yaml", "--token", "flag-token"}, &out, &errOut); code != 0 || out.String() != "tenants:\n- acme\n- globex\n" {
+		t.Errorf("flags over env: exit %d stdout %q", code, out.String())
+	}
+	if r := node.requests()[1]; r.Auth != "Bearer flag-token" {
+		t.Errorf("auth %q, want the flag's token", r.Auth)
+	}
+	// A task command's own --token (the fencing token of older releases)
+	// hides the global one: the bearer token still comes from the env.
+	out.Reset()
+	errOut.Reset()
+	if code := run(context.Background(), []string{"task", "release", "t1", "--tenant", "acme", "--token", "57"}, &out, &errOut); code != 0 ||
+		!strings.Contains(errOut.String(), "warning: --token 57 is read as --fencing-token 57") {
+		t.Errorf("task release --token 57: exit %d stderr %q", code, errOut.String())
+	}
+	if r := node.requests()[2]; r.Auth != "Bearer env-token" || r.Body != `{"fencing_token":57,"release":true}` {
+		t.Errorf("task release --token 57: sent %s auth %q", r.Body, r.Auth)
+	}
+	// A --token that is not a number is the bearer token.
+	if code := run(context.Background(), []string{"task", "update", "t1", "--tenant", "acme", "--token", "s3cret", "--fencing-token", "5"}, io.Discard, io.Discard); code != 0 {
+		t.Errorf("task update --token s3cret: exit %d", code)
+	}
+	if r := node.requests()[3]; r.Auth != "Bearer s3cret" || r.Body != `{"fencing_token":5}` {
+		t.Errorf("task update --token s3cret --fencing-token 5: sent %s auth %q", r.Body, r.Auth)
+	}
+	t.Setenv("BATON_TIMEOUT", "soon")
+	errOut.Reset()
+	if code := run(context.Background(), []string{"status"}, io.Discard, &errOut); code != 2 || !strings.Contains(errOut.String(), `BATON_TIMEOUT="soon"`) {
+		t.Errorf("bad BATON_TIMEOUT: exit %d stderr %q", code, errOut.String())
+	}
+}
+
+// TestOutputEndsWithNewline: the table output of every command the fake
+// answers ends with a newline, as do JSON and YAML.
+func TestOutputEndsWithNewline(t *testing.T) {
+	for _, args := range [][]string{
+		{"status"}, {"members"}, {"tenant", "list"}, {"tenant", "create", "acme"},
+		{"task", "get", "t1", "--tenant", "acme"}, {"task", "claim", "t1", "--tenant", "acme", "--owner", "w", "--lease", "1s"},
+		{"task", "list", "--tenant", "acme"}, {"members", "remove", "n3"}, {"version"},
+	} {
+		for _, format := range []string{"table", "json", "yaml"} {
+			code, stdout, stderr, _ := cli(t, append(args, "-o", format)...)
+			if code != 0 || !strings.HasSuffix(stdout, "\n") || strings.HasSuffix(stdout, "\n\n") {
+				t.Errorf("%s -o %s: exit %d stdout %q stderr %q, want one newline at the end", strings.Join(args, " "), format, code, stdout, stderr)
+			}
 		}
 	}
 }

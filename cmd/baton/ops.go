@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"io"
 
 	"github.com/baton-dev/baton/client"
@@ -13,7 +13,10 @@ func opCommand() *command {
 	return &command{
 		name:    "op",
 		summary: "Inspect and settle the ledger of external operations",
-		subs:    []*command{opGetCommand(), opBeginCommand(), opFinishCommand()},
+		examples: `  baton op begin notify:report-42 --tenant acme --kind email.send --params '{"to":"ops@example.com"}'
+  baton op finish notify:report-42 --tenant acme --state succeeded
+  baton op get notify:report-42 --tenant acme`,
+		subs: []*command{opGetCommand(), opBeginCommand(), opFinishCommand()},
 	}
 }
 
@@ -34,11 +37,11 @@ func opGetCommand() *command {
 	return &command{
 		name:     "get",
 		summary:  "Show an operation's record",
-		usage:    "op get OPID --tenant T [--stale]",
+		args:     "OPID",
 		examples: "  baton op get notify:report-42 --tenant acme\n",
-		flags: func(fs *flag.FlagSet) {
+		flags: func(fs *pflag.FlagSet) {
 			tenantFlag(fs, &tenant)
-			fs.BoolVar(&stale, "stale", false, "read from the answering node's local state")
+			staleFlag(fs, &stale)
 		},
 		run: func(ctx context.Context, a *app, inv *invocation) error {
 			var id string
@@ -60,15 +63,12 @@ func opBeginCommand() *command {
 	return &command{
 		name:    "begin",
 		summary: "Record that an operation is starting (or show the existing record)",
-		usage: "op begin OPID --tenant T --kind K (--params JSON | --params-digest D) [--task-id ID]\n" +
-			"                [--fence-task ID --fence-token N]",
-		examples: `  baton op begin notify:report-42 --tenant acme --kind email.send --params '{"to":"ops@example.com"}'
-
-  --params is hashed as the Go client's Once does (sha256 of canonical JSON),
-  so a record begun here matches one begun by client.Once with equal params.
-  Prints the record with "created": false when it already existed.
-`,
-		flags: func(fs *flag.FlagSet) {
+		args:    "OPID",
+		long: `--params is hashed as the Go client's Once does (sha256 of canonical JSON),
+so a record begun here matches one begun by client.Once with equal params.
+Prints the record with "created": false when it already existed.`,
+		examples: `  baton op begin notify:report-42 --tenant acme --kind email.send --params '{"to":"ops@example.com"}'`,
+		flags: func(fs *pflag.FlagSet) {
 			tenantFlag(fs, &tenant)
 			fs.StringVar(&req.Kind, "kind", "", "kind of operation, e.g. email.send (required)")
 			fs.Var(&params, "params", "the operation's parameters as JSON; their digest is recorded")
@@ -97,11 +97,11 @@ func opBeginCommand() *command {
 func opDigest(inv *invocation, params jsonFlag, digest string) (string, error) {
 	switch {
 	case params.raw != nil && digest != "":
-		return "", usageErrorf(inv.path, "%s: give --params or --params-digest, not both", inv.path)
+		return "", inv.usagef("give --params or --params-digest, not both")
 	case digest != "":
 		return digest, nil
 	case params.raw == nil:
-		return "", usageErrorf(inv.path, "%s: --params or --params-digest is required", inv.path)
+		return "", inv.usagef("--params or --params-digest is required")
 	}
 	return client.ParamsDigest(params.raw)
 }
@@ -114,7 +114,7 @@ func (a *app) opBegin(ctx context.Context, tenant, id string, req client.BeginOp
 	defer cancel()
 	op, created, err := c.BeginOp(ctx, tenant, id, req)
 	if err != nil {
-		return err
+		return fenceRefusal(err, req.Fence, "begin")
 	}
 	out := struct {
 		*client.Op
@@ -138,13 +138,11 @@ func opFinishCommand() *command {
 	return &command{
 		name:    "finish",
 		summary: "Record an operation's outcome (settle one left started or unknown)",
-		usage:   "op finish OPID --tenant T --state succeeded|failed|unknown [--result JSON] [--fence-task ID --fence-token N]",
-		examples: `  baton op finish notify:report-42 --tenant acme --state succeeded --result '{"message_id":"m-1"}'
-
-  A succeeded or failed op never changes again (version_mismatch); an
-  unknown one may later become succeeded or failed.
-`,
-		flags: func(fs *flag.FlagSet) {
+		args:    "OPID",
+		long: `A succeeded or failed op never changes again (version_mismatch, exit 3);
+an unknown one may later become succeeded or failed.`,
+		examples: `  baton op finish notify:report-42 --tenant acme --state succeeded --result '{"message_id":"m-1"}'`,
+		flags: func(fs *pflag.FlagSet) {
 			tenantFlag(fs, &tenant)
 			fs.StringVar(&req.State, "state", "", "succeeded, failed or unknown (required)")
 			fs.Var(&result, "result", "the outcome as JSON")
@@ -158,7 +156,7 @@ func opFinishCommand() *command {
 			switch req.State {
 			case client.OpSucceeded, client.OpFailed, client.OpUnknown:
 			default:
-				return usageErrorf(inv.path, "%s: --state must be succeeded, failed or unknown, got %q", inv.path, req.State)
+				return inv.usagef("--state must be succeeded, failed or unknown, got %q", req.State)
 			}
 			req.Result = result.raw
 			var err error
@@ -166,7 +164,8 @@ func opFinishCommand() *command {
 				return err
 			}
 			return a.opCall(ctx, func(ctx context.Context, c *client.Client) (*client.Op, error) {
-				return c.FinishOp(ctx, tenant, id, req)
+				op, err := c.FinishOp(ctx, tenant, id, req)
+				return op, fenceRefusal(err, req.Fence, "finish")
 			})
 		},
 	}

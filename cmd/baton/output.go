@@ -8,20 +8,47 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/baton-dev/baton/client"
 )
 
-// emit prints v as indented JSON with --output json, or calls text with a
-// tabwriter otherwise.
+// emit prints v as indented JSON with --output json, as YAML with
+// --output yaml, or calls text with a tabwriter otherwise. The output ends
+// with a newline in every format.
 func (a *app) emit(v any, text func(w io.Writer)) error {
-	if a.output == "json" {
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
+	if a.output != "table" {
+		return a.encode(a.output, v)
 	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	var b bytes.Buffer
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	text(tw)
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if b.Len() > 0 && b.Bytes()[b.Len()-1] != '\n' {
+		b.WriteByte('\n')
+	}
+	_, err := a.stdout.Write(b.Bytes())
+	return err
+}
+
+// encode prints v as indented JSON or as YAML (the same fields: YAML is
+// converted from the JSON encoding).
+func (a *app) encode(format string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if format == "yaml" {
+		if b, err = yaml.JSONToYAML(b); err != nil {
+			return err
+		}
+	} else {
+		b = append(b, '\n')
+	}
+	_, err = a.stdout.Write(b)
+	return err
 }
 
 // emitDone reports a write that returns no object.

@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"io"
 
 	"github.com/baton-dev/baton/client"
@@ -14,13 +14,15 @@ func tenantQuotaCommand() *command {
 	var rate float64
 	return &command{
 		name:    "quota",
+		args:    "NAME",
 		summary: "Show a tenant's state quota and usage, or set it (admin token)",
-		usage:   "tenant quota NAME [--max-bytes N --max-keys N [--rate R --burst B]]",
+		long: `Without flags, shows the quota and usage. To set it, give both --max-bytes
+and --max-keys (0: no limit), with --rate and --burst if wanted.`,
 		examples: "  baton tenant quota acme                                   # quota and usage\n" +
 			"  baton tenant quota acme --max-bytes 1073741824 --max-keys 1000000\n" +
 			"  baton tenant quota acme --max-bytes 0 --max-keys 0 --rate 50 --burst 100   # each principal: 50 requests/s per node\n" +
 			"  baton tenant quota acme --max-bytes 0 --max-keys 0       # no limit\n",
-		flags: func(fs *flag.FlagSet) {
+		flags: func(fs *pflag.FlagSet) {
 			fs.Int64Var(&maxBytes, "max-bytes", 0, "bytes of data the tenant may hold (0: no limit)")
 			fs.Int64Var(&maxKeys, "max-keys", 0, "keys the tenant may hold (0: no limit)")
 			fs.Float64Var(&rate, "rate", 0, "requests per second each principal of the tenant may make to each node (0: no limit)")
@@ -33,7 +35,7 @@ func tenantQuotaCommand() *command {
 			}
 			set := inv.isSet("max-bytes") || inv.isSet("max-keys") || inv.isSet("rate") || inv.isSet("burst")
 			if set && !(inv.isSet("max-bytes") && inv.isSet("max-keys")) {
-				return usageErrorf("tenant quota", "give both --max-bytes and --max-keys (0: no limit), with --rate and --burst if wanted")
+				return inv.usagef("give both --max-bytes and --max-keys (0: no limit), with --rate and --burst if wanted")
 			}
 			c, ctx, cancel, err := a.connect(ctx, 0)
 			if err != nil {

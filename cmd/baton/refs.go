@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"io"
 
 	"github.com/baton-dev/baton/client"
@@ -13,27 +13,30 @@ func refCommand() *command {
 	return &command{
 		name:    "ref",
 		summary: "Move, read and delete refs (named pointers to artifact versions)",
-		subs:    []*command{refSetCommand(), refGetCommand(), refListCommand(), refDeleteCommand()},
+		subs:    []*command{refPutCommand(), refGetCommand(), refListCommand(), refDeleteCommand()},
+		examples: `  baton ref put report-42/approved sha256:9f86d0...0a08 --tenant acme --expect-absent
+  baton ref get report-42/approved --tenant acme
+  baton ref list --tenant acme --prefix report-42/`,
 	}
 }
 
-func refSetCommand() *command {
+func refPutCommand() *command {
 	var tenant, expect string
 	var absent bool
 	var fence fenceFlags
 	return &command{
-		name:    "set",
+		name:    "put",
+		aliases: []string{"set"},
 		summary: "Point a ref at an artifact, by compare-and-set",
-		usage:   "ref set REF ARTIFACT_ID --tenant T [--expect ID | --expect-absent] [--fence-task ID --fence-token N]",
-		examples: `  baton ref set report-42/approved sha256:9f86d0...0a08 --tenant acme --expect-absent
-  baton ref set report-42/approved sha256:60303a...3a1b --tenant acme --expect sha256:9f86d0...0a08
-
-Without --expect or --expect-absent the move is unconditional. A ref that
+		args:    "REF ARTIFACT_ID",
+		long: `Without --expect or --expect-absent the move is unconditional. A ref that
 already points at ARTIFACT_ID is left as it is (same revision), so
-repeating a move is harmless. A failed expectation exits 1 with
-version_mismatch and the ref's current artifact id.
-`,
-		flags: func(fs *flag.FlagSet) {
+repeating a move is harmless. A failed expectation exits 3 with
+version_mismatch, saying where the ref points (-o json: its artifact_id).
+"ref set" is the same command.`,
+		examples: `  baton ref put report-42/approved sha256:9f86d0...0a08 --tenant acme --expect-absent
+  baton ref put report-42/approved sha256:60303a...3a1b --tenant acme --expect sha256:9f86d0...0a08`,
+		flags: func(fs *pflag.FlagSet) {
 			tenantFlag(fs, &tenant)
 			fs.StringVar(&expect, "expect", "", "move only while the ref points at this artifact id")
 			fs.BoolVar(&absent, "expect-absent", false, "move only if the ref does not exist yet")
@@ -45,10 +48,10 @@ version_mismatch and the ref's current artifact id.
 				return err
 			}
 			if absent && inv.isSet("expect") {
-				return usageErrorf(inv.path, "%s: --expect and --expect-absent exclude each other", inv.path)
+				return inv.usagef("--expect and --expect-absent exclude each other")
 			}
 			if inv.isSet("expect") && expect == "" {
-				return usageErrorf(inv.path, "%s: --expect needs an artifact id (use --expect-absent for none)", inv.path)
+				return inv.usagef("--expect needs an artifact id (use --expect-absent for none)")
 			}
 			want := inv.optString("expect", expect)
 			if absent {
@@ -59,7 +62,8 @@ version_mismatch and the ref's current artifact id.
 				return err
 			}
 			return a.refCall(ctx, func(ctx context.Context, c *client.Client) (*client.Ref, error) {
-				return c.SetRef(ctx, tenant, ref, id, want, f)
+				r, err := c.SetRef(ctx, tenant, ref, id, want, f)
+				return r, refRefusal(fenceRefusal(err, f, "move"), ref, want, "move")
 			})
 		},
 	}
@@ -71,11 +75,11 @@ func refGetCommand() *command {
 	return &command{
 		name:     "get",
 		summary:  "Show a ref and the artifact version it points at",
-		usage:    "ref get REF --tenant T [--stale]",
+		args:     "REF",
 		examples: "  baton ref get report-42/approved --tenant acme\n",
-		flags: func(fs *flag.FlagSet) {
+		flags: func(fs *pflag.FlagSet) {
 			tenantFlag(fs, &tenant)
-			fs.BoolVar(&stale, "stale", false, "read from the answering node's local state")
+			staleFlag(fs, &stale)
 		},
 		run: func(ctx context.Context, a *app, inv *invocation) error {
 			var ref string
@@ -93,14 +97,14 @@ func refListCommand() *command {
 	var tenant, prefix string
 	var stale bool
 	return &command{
-		name:     "ls",
+		name:     "list",
+		aliases:  listAliases,
 		summary:  "List refs in name order",
-		usage:    "ref ls --tenant T [--prefix P] [--stale]",
 		examples: "  baton ref ls --tenant acme --prefix report-42/\n",
-		flags: func(fs *flag.FlagSet) {
+		flags: func(fs *pflag.FlagSet) {
 			tenantFlag(fs, &tenant)
 			fs.StringVar(&prefix, "prefix", "", "only refs whose name starts with this")
-			fs.BoolVar(&stale, "stale", false, "read from the answering node's local state")
+			staleFlag(fs, &stale)
 		},
 		run: func(ctx context.Context, a *app, inv *invocation) error {
 			if err := inv.check(nil, "tenant"); err != nil {
@@ -121,11 +125,12 @@ func refDeleteCommand() *command {
 	var tenant, expect string
 	return &command{
 		name:    "delete",
+		aliases: deleteAliases,
 		summary: "Delete a ref",
-		usage:   "ref delete REF --tenant T [--expect ID]",
+		args:    "REF",
 		examples: `  baton ref delete report-42/approved --tenant acme --expect sha256:9f86d0...0a08
 `,
-		flags: func(fs *flag.FlagSet) {
+		flags: func(fs *pflag.FlagSet) {
 			tenantFlag(fs, &tenant)
 			fs.StringVar(&expect, "expect", "", "delete only while the ref points at this artifact id")
 		},
@@ -135,11 +140,11 @@ func refDeleteCommand() *command {
 				return err
 			}
 			if inv.isSet("expect") && expect == "" {
-				return usageErrorf(inv.path, "%s: --expect needs an artifact id", inv.path)
+				return inv.usagef("--expect needs an artifact id")
 			}
 			want := inv.optString("expect", expect)
 			return a.write(ctx, "deleted ref "+ref, func(ctx context.Context, c *client.Client, o client.RequestOption) error {
-				return c.DeleteRef(ctx, tenant, ref, want, o)
+				return refRefusal(c.DeleteRef(ctx, tenant, ref, want, o), ref, want, "delete")
 			})
 		},
 	}
@@ -171,4 +176,24 @@ func printRefTable(w io.Writer, refs []client.Ref) {
 	for _, r := range refs {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%s\n", r.Ref, r.ArtifactID, r.Name, r.Version, r.Revision, timeText(r.UpdatedAt))
 	}
+}
+
+// refRefusal words a refused --expect or --expect-absent: where the ref
+// points, or that it does not exist.
+func refRefusal(err error, ref string, expect *string, what string) error {
+	if expect == nil {
+		return err
+	}
+	return reword(err, "version_mismatch", func(e *client.Error) string {
+		cur, ok := e.DetailString("artifact_id")
+		switch {
+		case !ok:
+			return ""
+		case *expect == "":
+			return fmt.Sprintf("ref %q exists (points to %s); --expect-absent refused the %s", ref, cur, what)
+		case cur == "":
+			return fmt.Sprintf("ref %q does not exist (expected it to point to %s); --expect refused the %s", ref, *expect, what)
+		}
+		return fmt.Sprintf("ref %q points to %s, not the expected %s; --expect refused the %s", ref, cur, *expect, what)
+	})
 }

@@ -243,8 +243,8 @@ func TestStateOutput(t *testing.T) {
 func TestStateServerError(t *testing.T) {
 	var out bytes.Buffer
 	code, stderr, _ := stateCLI(t, context.Background(), &out, "kv", "put", "research", "lock", `"w1"`, "--tenant", "acme", "--expect-version", "0")
-	if want := "baton: version_mismatch: entry is at version 589825, not 0\n"; code != 1 || stderr != want || out.Len() != 0 {
-		t.Errorf("got exit %d stderr %q stdout %q, want 1 and %q", code, stderr, out.String(), want)
+	if want := "baton: version_mismatch: entry research/lock exists (version 589825); --expect-version 0 (only if absent) refused the write\n"; code != 3 || stderr != want || out.Len() != 0 {
+		t.Errorf("got exit %d stderr %q stdout %q, want 3 and %q", code, stderr, out.String(), want)
 	}
 }
 
@@ -254,9 +254,10 @@ func TestStateHelp(t *testing.T) {
 		want []string
 	}{
 		{[]string{"--help"}, []string{"kv", "checkpoint", "op", "watch"}},
-		{[]string{"kv", "--help"}, []string{"get", "put", "del", "ls"}},
+		{[]string{"kv", "--help"}, []string{"get", "put", "delete", "list"}},
+		{[]string{"kv", "del", "--help"}, []string{"baton kv delete NAMESPACE KEY", "Also called: rm, del"}},
 		{[]string{"checkpoint", "--help"}, []string{"put", "latest", "writes", "delete-thread"}},
-		{[]string{"kv", "put", "--help"}, []string{"baton kv put NAMESPACE KEY VALUE_JSON", "-ttl duration", "Examples:", "--expect-version 0"}},
+		{[]string{"kv", "put", "--help"}, []string{"baton kv put NAMESPACE KEY VALUE_JSON", "--ttl duration", "Examples:", "--expect-version 0"}},
 		{[]string{"watch", "--help"}, []string{"--from-index", "one JSON event per line", "Examples:", "compacted"}},
 		{[]string{"op", "begin", "-h"}, []string{"--params", "canonical JSON"}},
 	}

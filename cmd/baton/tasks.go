@@ -2,9 +2,10 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,7 +15,11 @@ import (
 func taskCommand() *command {
 	return &command{
 		name:    "task",
+		aliases: []string{"tasks"},
 		summary: "Create, inspect, claim and update tasks",
+		examples: `  baton task create --tenant acme --queue research --id report-42
+  baton task claim report-42 --tenant acme --owner worker-1 --lease 30s
+  baton task list --tenant acme --queue research`,
 		subs: []*command{taskCreateCommand(), taskGetCommand(), taskListCommand(), taskClaimCommand(),
 			taskRenewCommand(), taskUpdateCommand(), taskReleaseCommand(), taskDeleteCommand()},
 	}
@@ -22,9 +27,10 @@ func taskCommand() *command {
 
 func queueCommand() *command {
 	return &command{
-		name:    "queue",
-		summary: "Claim the next task of a queue",
-		subs:    []*command{queueClaimCommand()},
+		name:     "queue",
+		summary:  "Claim the next task of a queue",
+		examples: "  baton queue claim research --tenant acme --owner worker-1 --lease 30s\n",
+		subs:     []*command{queueClaimCommand()},
 	}
 }
 
@@ -47,10 +53,9 @@ func taskCreateCommand() *command {
 	return &command{
 		name:    "create",
 		summary: "Create a task",
-		usage:   "task create --tenant T --queue Q [--id ID] [--status S] [--priority N] [--payload JSON]",
 		examples: `  baton task create --tenant acme --queue research --id report-42 --payload '{"topic":"raft"}'
 `,
-		flags: func(fs *flag.FlagSet) {
+		flags: func(fs *pflag.FlagSet) {
 			tenantFlag(fs, &tenant)
 			fs.StringVar(&req.Queue, "queue", "", "queue (required)")
 			fs.StringVar(&req.TaskID, "id", "", "task id (default: generated)")
@@ -79,11 +84,11 @@ func taskGetCommand() *command {
 	return &command{
 		name:     "get",
 		summary:  "Show one task",
-		usage:    "task get ID --tenant T [--stale]",
+		args:     "ID",
 		examples: "  baton task get report-42 --tenant acme\n",
-		flags: func(fs *flag.FlagSet) {
+		flags: func(fs *pflag.FlagSet) {
 			tenantFlag(fs, &tenant)
-			fs.BoolVar(&stale, "stale", false, "read from the answering node's local state")
+			staleFlag(fs, &stale)
 		},
 		run: func(ctx context.Context, a *app, inv *invocation) error {
 			var id string
@@ -103,17 +108,17 @@ func taskListCommand() *command {
 	var stale bool
 	return &command{
 		name:     "list",
+		aliases:  listAliases,
 		summary:  "List tasks, one page at a time",
-		usage:    "task list --tenant T [--queue Q] [--status S] [--owner O] [--limit N] [--page-token P] [--stale]",
 		examples: "  baton task list --tenant acme --queue research --status pending --limit 20\n",
-		flags: func(fs *flag.FlagSet) {
+		flags: func(fs *pflag.FlagSet) {
 			tenantFlag(fs, &tenant)
 			fs.StringVar(&f.Queue, "queue", "", "only this queue")
 			fs.StringVar(&f.Status, "status", "", "only this status")
 			fs.StringVar(&f.Owner, "owner", "", "only this owner")
 			fs.IntVar(&f.Limit, "limit", 0, "page size (default: the server's)")
 			fs.StringVar(&f.PageToken, "page-token", "", "continue after a previous page")
-			fs.BoolVar(&stale, "stale", false, "read from the answering node's local state")
+			staleFlag(fs, &stale)
 		},
 		run: func(ctx context.Context, a *app, inv *invocation) error {
 			if err := inv.check(nil, "tenant"); err != nil {
@@ -145,9 +150,9 @@ func taskClaimCommand() *command {
 	return &command{
 		name:     "claim",
 		summary:  "Lease one task and print it with its new fencing token",
-		usage:    "task claim ID --tenant T --owner O --lease DURATION [--expect-status S] [--expect-version N] [--set-status S]",
+		args:     "ID",
 		examples: "  baton task claim report-42 --tenant acme --owner worker-1 --lease 30s --set-status running\n",
-		flags: func(fs *flag.FlagSet) {
+		flags: func(fs *pflag.FlagSet) {
 			tenantFlag(fs, &tenant)
 			fs.StringVar(&req.Owner, "owner", "", "owner of the lease (required)")
 			fs.DurationVar(&lease, "lease", 0, "lease duration, e.g. 30s (required)")
@@ -168,7 +173,8 @@ func taskClaimCommand() *command {
 			req.SetStatus = inv.optString("set-status", setStatus)
 			req.ExpectVersion = inv.optUint("expect-version", expectVersion)
 			return a.taskCall(ctx, 0, func(ctx context.Context, c *client.Client) (*client.Task, error) {
-				return c.ClaimTask(ctx, tenant, id, req)
+				t, err := c.ClaimTask(ctx, tenant, id, req)
+				return t, taskRefusal(err, id, "claim", req.ExpectVersion, req.ExpectStatus, nil)
 			})
 		},
 	}
@@ -178,14 +184,15 @@ func taskRenewCommand() *command {
 	var tenant string
 	var req client.RenewRequest
 	var lease time.Duration
+	var token fencingToken
 	return &command{
 		name:     "renew",
 		summary:  "Extend a lease you hold",
-		usage:    "task renew ID --tenant T --token N --lease DURATION",
+		args:     "ID",
 		examples: "  baton task renew report-42 --tenant acme --token 57 --lease 30s\n",
-		flags: func(fs *flag.FlagSet) {
+		flags: func(fs *pflag.FlagSet) {
 			tenantFlag(fs, &tenant)
-			fs.Uint64Var(&req.FencingToken, "token", 0, "fencing token of your claim (required)")
+			token.declare(fs, "fencing token of your claim (required)")
 			fs.DurationVar(&lease, "lease", 0, "new lease duration from now, e.g. 30s (required)")
 		},
 		run: func(ctx context.Context, a *app, inv *invocation) error {
@@ -193,15 +200,17 @@ func taskRenewCommand() *command {
 			if err := inv.check([]arg{{"ID", &id}}, "tenant"); err != nil {
 				return err
 			}
-			if err := inv.requireSet("token"); err != nil {
+			t, err := token.resolve(a, inv, true)
+			if err != nil {
 				return err
 			}
-			var err error
+			req.FencingToken = *t
 			if req.LeaseMS, err = inv.leaseMS("lease", lease); err != nil {
 				return err
 			}
 			return a.taskCall(ctx, 0, func(ctx context.Context, c *client.Client) (*client.Task, error) {
-				return c.RenewTask(ctx, tenant, id, req)
+				t, err := c.RenewTask(ctx, tenant, id, req)
+				return t, taskRefusal(err, id, "renewal", nil, nil, &req.FencingToken)
 			})
 		},
 	}
@@ -209,20 +218,20 @@ func taskRenewCommand() *command {
 
 func taskUpdateCommand() *command {
 	var tenant, status, expectStatus, artifact string
-	var token, expectVersion uint64
+	var expectVersion uint64
+	var token fencingToken
 	var result, payload jsonFlag
 	var release bool
 	return &command{
 		name:    "update",
 		summary: "Change a task's status, result, payload or artifact",
-		usage: "task update ID --tenant T [--token N] [--status S] [--result JSON] [--payload JSON]\n" +
-			"                 [--artifact-id ID] [--expect-version N] [--expect-status S] [--release]",
+		args:    "ID",
 		examples: `  baton task update report-42 --tenant acme --token 57 --status done --result '{"ok":true}' --release
   baton task update report-42 --tenant acme --expect-version 3 --status cancelled
 `,
-		flags: func(fs *flag.FlagSet) {
+		flags: func(fs *pflag.FlagSet) {
 			tenantFlag(fs, &tenant)
-			fs.Uint64Var(&token, "token", 0, "fencing token: apply only under this claim")
+			token.declare(fs, "fencing token: apply only under this claim")
 			fs.StringVar(&status, "status", "", "new status")
 			fs.Var(&result, "result", "result as JSON")
 			fs.Var(&payload, "payload", "new payload as JSON")
@@ -236,8 +245,12 @@ func taskUpdateCommand() *command {
 			if err := inv.check([]arg{{"ID", &id}}, "tenant"); err != nil {
 				return err
 			}
+			t, err := token.resolve(a, inv, false)
+			if err != nil {
+				return err
+			}
 			req := client.UpdateTaskRequest{
-				FencingToken:  inv.optUint("token", token),
+				FencingToken:  t,
 				ExpectVersion: inv.optUint("expect-version", expectVersion),
 				ExpectStatus:  inv.optString("expect-status", expectStatus),
 				Status:        inv.optString("status", status),
@@ -247,7 +260,8 @@ func taskUpdateCommand() *command {
 				Release:       inv.optBool("release", release),
 			}
 			return a.taskCall(ctx, 0, func(ctx context.Context, c *client.Client) (*client.Task, error) {
-				return c.UpdateTask(ctx, tenant, id, req)
+				t, err := c.UpdateTask(ctx, tenant, id, req)
+				return t, taskRefusal(err, id, "update", req.ExpectVersion, req.ExpectStatus, req.FencingToken)
 			})
 		},
 	}
@@ -255,15 +269,15 @@ func taskUpdateCommand() *command {
 
 func taskReleaseCommand() *command {
 	var tenant, status string
-	var token uint64
+	var token fencingToken
 	return &command{
 		name:     "release",
 		summary:  "Give up a lease you hold (update with release)",
-		usage:    "task release ID --tenant T --token N [--status S]",
+		args:     "ID",
 		examples: "  baton task release report-42 --tenant acme --token 57 --status pending\n",
-		flags: func(fs *flag.FlagSet) {
+		flags: func(fs *pflag.FlagSet) {
 			tenantFlag(fs, &tenant)
-			fs.Uint64Var(&token, "token", 0, "fencing token of your claim (required)")
+			token.declare(fs, "fencing token of your claim (required)")
 			fs.StringVar(&status, "status", "", "status to set while releasing")
 		},
 		run: func(ctx context.Context, a *app, inv *invocation) error {
@@ -271,13 +285,15 @@ func taskReleaseCommand() *command {
 			if err := inv.check([]arg{{"ID", &id}}, "tenant"); err != nil {
 				return err
 			}
-			if err := inv.requireSet("token"); err != nil {
+			t, err := token.resolve(a, inv, true)
+			if err != nil {
 				return err
 			}
 			yes := true
-			req := client.UpdateTaskRequest{FencingToken: &token, Status: inv.optString("status", status), Release: &yes}
+			req := client.UpdateTaskRequest{FencingToken: t, Status: inv.optString("status", status), Release: &yes}
 			return a.taskCall(ctx, 0, func(ctx context.Context, c *client.Client) (*client.Task, error) {
-				return c.UpdateTask(ctx, tenant, id, req)
+				t, err := c.UpdateTask(ctx, tenant, id, req)
+				return t, taskRefusal(err, id, "release", nil, nil, req.FencingToken)
 			})
 		},
 	}
@@ -288,10 +304,11 @@ func taskDeleteCommand() *command {
 	var expectVersion uint64
 	return &command{
 		name:     "delete",
+		aliases:  deleteAliases,
 		summary:  "Delete a task",
-		usage:    "task delete ID --tenant T [--expect-version N]",
+		args:     "ID",
 		examples: "  baton task delete report-42 --tenant acme --expect-version 7\n",
-		flags: func(fs *flag.FlagSet) {
+		flags: func(fs *pflag.FlagSet) {
 			tenantFlag(fs, &tenant)
 			fs.Uint64Var(&expectVersion, "expect-version", 0, "delete only at this version")
 		},
@@ -302,7 +319,7 @@ func taskDeleteCommand() *command {
 			}
 			ev := inv.optUint("expect-version", expectVersion)
 			return a.write(ctx, "deleted task "+id, func(ctx context.Context, c *client.Client, o client.RequestOption) error {
-				return c.DeleteTask(ctx, tenant, id, ev, o)
+				return taskRefusal(c.DeleteTask(ctx, tenant, id, ev, o), id, "delete", ev, nil, nil)
 			})
 		},
 	}
@@ -314,14 +331,12 @@ func queueClaimCommand() *command {
 	var lease, wait time.Duration
 	var statuses stringList
 	return &command{
-		name:    "claim",
-		summary: "Lease the best claimable task of a queue (highest priority, then oldest)",
-		usage:   "queue claim QUEUE --tenant T --owner O --lease DURATION [--wait DURATION] [--status S ...] [--set-status S]",
-		examples: `  baton queue claim research --tenant acme --owner worker-1 --lease 30s --wait 10s
-
-  Prints the claimed task, or "no claimable task" (JSON: null) with exit status 0.
-`,
-		flags: func(fs *flag.FlagSet) {
+		name:     "claim",
+		summary:  "Lease the best claimable task of a queue (highest priority, then oldest)",
+		args:     "QUEUE",
+		long:     `Prints the claimed task, or "no claimable task" (JSON: null) with exit status 0.`,
+		examples: "  baton queue claim research --tenant acme --owner worker-1 --lease 30s --wait 10s\n",
+		flags: func(fs *pflag.FlagSet) {
 			tenantFlag(fs, &tenant)
 			fs.StringVar(&req.Owner, "owner", "", "owner of the lease (required)")
 			fs.DurationVar(&lease, "lease", 0, "lease duration, e.g. 30s (required)")
@@ -339,7 +354,7 @@ func queueClaimCommand() *command {
 				return err
 			}
 			if wait < 0 {
-				return usageErrorf(inv.path, "%s: --wait must not be negative", inv.path)
+				return inv.usagef("--wait must not be negative")
 			}
 			req.WaitMS, req.Statuses = wait.Milliseconds(), statuses
 			req.SetStatus = inv.optString("set-status", setStatus)
@@ -379,6 +394,8 @@ type stringList []string
 
 func (s *stringList) String() string { return strings.Join(*s, ",") }
 
+func (s *stringList) Type() string { return "strings" }
+
 func (s *stringList) Set(v string) error {
 	for _, part := range strings.Split(v, ",") {
 		if part = strings.TrimSpace(part); part != "" {
@@ -386,4 +403,68 @@ func (s *stringList) Set(v string) error {
 		}
 	}
 	return nil
+}
+
+// taskRefusal words a refused task command: what the flags expected and
+// what the task is, and that nothing was done (what is "claim", "update",
+// ...).
+func taskRefusal(err error, id, what string, expectVersion *uint64, expectStatus *string, token *uint64) error {
+	err = reword(err, "version_mismatch", func(e *client.Error) string {
+		if v, ok := e.DetailUint("current_version"); ok && expectVersion != nil {
+			return fmt.Sprintf("task %q is at version %d, not the expected %d; --expect-version refused the %s", id, v, *expectVersion, what)
+		}
+		if st, ok := e.DetailString("current_status"); ok && expectStatus != nil {
+			return fmt.Sprintf("task %q has status %q, not the expected %q; --expect-status refused the %s", id, st, *expectStatus, what)
+		}
+		return ""
+	})
+	err = reword(err, "fenced", func(e *client.Error) string {
+		cur, ok := e.DetailUint("current_token")
+		if !ok || token == nil {
+			return ""
+		}
+		return fmt.Sprintf("fencing token %d is not current for task %q (the current token is %d: the task was claimed again since); the %s was refused", *token, id, cur, what)
+	})
+	return reword(err, "lease_held", func(e *client.Error) string {
+		owner, _ := e.DetailString("owner")
+		until, _ := e.DetailString("lease_until")
+		return fmt.Sprintf("task %q is leased by %q until %s; the %s was refused (wait for the lease to end)", id, owner, until, what)
+	})
+}
+
+// fencingToken is --fencing-token of the task commands that act under a
+// claim. Their --token was the fencing token before global flags could
+// follow the command; it is now the bearer token, except that a number
+// given to --token without --fencing-token is still read as the fencing
+// token, with a warning, so that older scripts keep working.
+type fencingToken struct {
+	value  uint64
+	compat string
+}
+
+func (f *fencingToken) declare(fs *pflag.FlagSet, usage string) {
+	fs.Uint64Var(&f.value, "fencing-token", 0, usage)
+	fs.StringVar(&f.compat, "token", "", "bearer token (env BATON_TOKEN); a number here without --fencing-token is read as --fencing-token, as in older releases")
+}
+
+// resolve returns the fencing token (nil when not given and not
+// required), and takes a --token that is not a fencing token as the
+// bearer token.
+func (f *fencingToken) resolve(a *app, inv *invocation, required bool) (*uint64, error) {
+	given := inv.isSet("fencing-token")
+	if inv.isSet("token") {
+		if n, err := strconv.ParseUint(f.compat, 10, 64); err == nil && !given {
+			fmt.Fprintf(a.stderr, "baton: warning: --token %d is read as --fencing-token %d; --token is the bearer token: use --fencing-token\n", n, n)
+			f.value, given = n, true
+		} else {
+			a.token = f.compat
+		}
+	}
+	if !given {
+		if required {
+			return nil, inv.usagef("--fencing-token is required")
+		}
+		return nil, nil
+	}
+	return &f.value, nil
 }

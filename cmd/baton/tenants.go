@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"io"
 	"strings"
 
@@ -13,17 +13,18 @@ import (
 
 func tenantCommand() *command {
 	return &command{
-		name:    "tenant",
-		summary: "Create or list tenants, and set their quotas (admin token)",
-		subs:    []*command{tenantCreateCommand(), tenantListCommand(), tenantQuotaCommand()},
+		name:     "tenant",
+		summary:  "Create or list tenants, and set their quotas (admin token)",
+		subs:     []*command{tenantCreateCommand(), tenantListCommand(), tenantQuotaCommand()},
+		examples: "  baton tenant create acme\n  baton tenant list\n  baton tenant quota acme --max-bytes 1073741824 --max-keys 1000000\n",
 	}
 }
 
 func tenantCreateCommand() *command {
 	return &command{
 		name:     "create",
+		args:     "NAME",
 		summary:  "Create a tenant, or confirm that it exists",
-		usage:    "tenant create NAME",
 		examples: "  baton tenant create acme\n",
 		run: func(ctx context.Context, a *app, inv *invocation) error {
 			args, err := inv.positional("NAME")
@@ -52,9 +53,10 @@ func tenantCreateCommand() *command {
 
 func tenantListCommand() *command {
 	return &command{
-		name:    "list",
-		summary: "List all tenants",
-		usage:   "tenant list",
+		name:     "list",
+		aliases:  listAliases,
+		summary:  "List all tenants",
+		examples: "  baton tenant list\n  baton tenant ls -o json\n",
 		run: func(ctx context.Context, a *app, inv *invocation) error {
 			if _, err := inv.positional(); err != nil {
 				return err
@@ -80,8 +82,10 @@ func tenantListCommand() *command {
 func principalCommand() *command {
 	return &command{
 		name:    "principal",
-		summary: "Create, list, rotate or revoke principals (tokens) of a tenant",
-		subs:    []*command{principalCreateCommand(), principalListCommand(), principalRotateCommand(), principalRevokeCommand()},
+		summary: "Create, list, rotate or delete principals (tokens) of a tenant",
+		subs:    []*command{principalCreateCommand(), principalListCommand(), principalRotateCommand(), principalDeleteCommand()},
+		examples: "  baton principal create reviewer --tenant acme --grant 'tasks:review/:read,write'\n" +
+			"  baton principal list --tenant acme\n  baton principal rotate reviewer --tenant acme\n  baton principal delete reviewer --tenant acme\n",
 	}
 }
 
@@ -90,28 +94,27 @@ func principalCreateCommand() *command {
 	var grants grantList
 	return &command{
 		name:    "create",
+		args:    "NAME",
 		summary: "Create a principal with grants and print its token (shown only once)",
-		usage:   "principal create --tenant T --name N --grant RESOURCE:PREFIX:ACTIONS [--grant ...]",
-		examples: `  baton principal create --tenant acme --name reviewer \
-      --grant tasks:review:read,write --grant artifacts::read
-  baton principal create --tenant acme --name ops --grant '*::read,write,delete'
-
-  RESOURCE is tasks, artifacts, refs, checkpoints, kv, ops, admin or *;
-  PREFIX may be empty and may itself contain ':'; ACTIONS are read, write, delete.
-  A PREFIX ending in '/' covers that name and the names under it ("review/"
-  covers review and review/a, not review-old); any other PREFIX is a plain
-  string prefix ("review" covers review-old too), and gets a warning.
-`,
-		flags: func(fs *flag.FlagSet) {
+		long: `Each --grant is RESOURCE:PREFIX:ACTIONS. RESOURCE is tasks, artifacts,
+refs, checkpoints, kv, ops, admin or *; PREFIX may be empty and may itself
+contain ':'; ACTIONS are read, write, delete. A PREFIX ending in '/' covers
+that name and the names under it ("review/" covers review and review/a, not
+review-old); any other PREFIX is a plain string prefix ("review" covers
+review-old too), and gets a warning. NAME may also be given as --name.`,
+		examples: `  baton principal create reviewer --tenant acme \
+      --grant tasks:review/:read,write --grant artifacts::read
+  baton principal create ops --tenant acme --grant '*::read,write,delete'`,
+		flags: func(fs *pflag.FlagSet) {
 			tenantFlag(fs, &tenant)
-			fs.StringVar(&name, "name", "", "principal name (required)")
+			fs.StringVar(&name, "name", "", "principal name (instead of NAME)")
 			fs.Var(&grants, "grant", "grant RESOURCE:PREFIX:ACTIONS (repeatable)")
 		},
 		run: func(ctx context.Context, a *app, inv *invocation) error {
-			if _, err := inv.positional(); err != nil {
+			if err := inv.nameArg(&name, "name"); err != nil {
 				return err
 			}
-			if err := inv.require("tenant", "name"); err != nil {
+			if err := inv.require("tenant"); err != nil {
 				return err
 			}
 			for _, g := range grants {
@@ -149,10 +152,10 @@ func principalListCommand() *command {
 	var tenant string
 	return &command{
 		name:     "list",
+		aliases:  listAliases,
 		summary:  "List a tenant's principals and their grants (never tokens)",
-		usage:    "principal list --tenant T",
 		examples: "  baton principal list --tenant acme\n",
-		flags:    func(fs *flag.FlagSet) { tenantFlag(fs, &tenant) },
+		flags:    func(fs *pflag.FlagSet) { tenantFlag(fs, &tenant) },
 		run: func(ctx context.Context, a *app, inv *invocation) error {
 			if _, err := inv.positional(); err != nil {
 				return err
@@ -185,11 +188,11 @@ func principalRotateCommand() *command {
 	var tenant string
 	return &command{
 		name:    "rotate",
+		args:    "NAME",
 		summary: "Give a principal a new token (shown only once); the old one fails from then on",
-		usage:   "principal rotate NAME --tenant T",
 		examples: `  baton principal rotate reviewer --tenant acme
 `,
-		flags: func(fs *flag.FlagSet) { tenantFlag(fs, &tenant) },
+		flags: func(fs *pflag.FlagSet) { tenantFlag(fs, &tenant) },
 		run: func(ctx context.Context, a *app, inv *invocation) error {
 			args, err := inv.positional("NAME")
 			if err != nil {
@@ -211,22 +214,24 @@ func principalRotateCommand() *command {
 	}
 }
 
-func principalRevokeCommand() *command {
+func principalDeleteCommand() *command {
 	var tenant, name string
 	return &command{
-		name:     "revoke",
-		summary:  "Revoke a principal: its tokens fail from the next request on",
-		usage:    "principal revoke --tenant T --name N",
-		examples: "  baton principal revoke --tenant acme --name reviewer\n",
-		flags: func(fs *flag.FlagSet) {
+		name:     "delete",
+		aliases:  append([]string{"revoke"}, deleteAliases...),
+		args:     "NAME",
+		summary:  "Delete (revoke) a principal: its tokens fail from the next request on",
+		long:     "NAME may also be given as --name.",
+		examples: "  baton principal delete reviewer --tenant acme\n  baton principal revoke --tenant acme --name reviewer\n",
+		flags: func(fs *pflag.FlagSet) {
 			tenantFlag(fs, &tenant)
-			fs.StringVar(&name, "name", "", "principal name (required)")
+			fs.StringVar(&name, "name", "", "principal name (instead of NAME)")
 		},
 		run: func(ctx context.Context, a *app, inv *invocation) error {
-			if _, err := inv.positional(); err != nil {
+			if err := inv.nameArg(&name, "name"); err != nil {
 				return err
 			}
-			if err := inv.require("tenant", "name"); err != nil {
+			if err := inv.require("tenant"); err != nil {
 				return err
 			}
 			done := fmt.Sprintf("revoked principal %s in tenant %s", name, tenant)
@@ -248,6 +253,8 @@ func (g *grantList) String() string {
 	}
 	return strings.Join(parts, " ")
 }
+
+func (g *grantList) Type() string { return "grant" }
 
 func (g *grantList) Set(s string) error {
 	first, last := strings.Index(s, ":"), strings.LastIndex(s, ":")

@@ -13,7 +13,10 @@ func versionCommand() *command {
 	return &command{
 		name:    "version",
 		summary: "Print this CLI's version and the version of the node that answers",
-		usage:   "version",
+		long: `The server's version is asked of the first node that answers; when none
+does, the line says why and the exit status is still 0 (baton --version
+prints only the CLI's version and asks nothing).`,
+		examples: "  baton version\n  baton version -o json\n",
 		run: func(ctx context.Context, a *app, inv *invocation) error {
 			if _, err := inv.positional(); err != nil {
 				return err
@@ -45,3 +48,6 @@ func versionCommand() *command {
 		},
 	}
 }
+
+// buildVersion is the CLI's own version line, without the program name.
+func buildVersion() string { return buildinfo.Get().String() }

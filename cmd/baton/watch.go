@@ -3,7 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
+	"github.com/spf13/pflag"
+	"io"
 
 	"github.com/baton-dev/baton/client"
 )
@@ -15,21 +16,19 @@ func watchCommand() *command {
 	return &command{
 		name:    "watch",
 		summary: "Stream a tenant's committed changes, one JSON event per line, until interrupted",
-		usage:   "watch --tenant T [--resources R,...] [--prefix P] [--from-index N | --after-id ID]",
+		long: `Each line is {"id", "index", "resource", "key", "type", "value"} (with
+-o yaml, one YAML document per event). Without --from-index the stream
+starts at the state the node has applied when it connects. If the node goes
+away the stream resumes on another endpoint after the last event printed,
+with nothing lost or repeated; --timeout bounds how long reconnecting may
+take. Resume a later watch exactly with --after-id set to the last id
+printed. Exit status 1 with "compacted" when the history needed to resume
+is gone: re-read the state and watch from its index. Ctrl-C ends the
+stream with status 0.`,
 		examples: `  baton watch --tenant acme
   baton watch --tenant acme --resources kv --prefix research/ --from-index 1042
-  baton watch --tenant acme --resources tasks,checkpoints | jq -c 'select(.type == "delete")'
-
-  Each line is {"id", "index", "resource", "key", "type", "value"}. Without
-  --from-index the stream starts at the state the node has applied when it
-  connects. If the node goes away the stream resumes on another endpoint
-  after the last event printed, with nothing lost or repeated; --timeout
-  bounds how long reconnecting may take. Resume a later watch exactly
-  with --after-id set to the last id printed. Exit status 1 with
-  "compacted" when the history needed to resume is gone: re-read the state
-  and watch from its index. Ctrl-C ends the stream with status 0.
-`,
-		flags: func(fs *flag.FlagSet) {
+  baton watch --tenant acme --resources tasks,checkpoints | jq -c 'select(.type == "delete")'`,
+		flags: func(fs *pflag.FlagSet) {
 			tenantFlag(fs, &tenant)
 			fs.Var(&resources, "resources", "tasks, refs, artifacts, kv, checkpoints, ops (repeatable or comma-separated; default all)")
 			fs.StringVar(&opts.Prefix, "prefix", "", `only keys starting with this (kv keys are "namespace/key")`)
@@ -41,7 +40,7 @@ func watchCommand() *command {
 				return err
 			}
 			if afterID != "" && inv.isSet("from-index") {
-				return usageErrorf(inv.path, "%s: give --from-index or --after-id, not both", inv.path)
+				return inv.usagef("give --from-index or --after-id, not both")
 			}
 			opts.Resources, opts.AfterID = resources, afterID
 			return a.watch(ctx, tenant, opts)
@@ -65,6 +64,15 @@ func (a *app) watch(ctx context.Context, tenant string, opts client.WatchOptions
 				return nil
 			}
 			return err
+		}
+		if a.output == "yaml" {
+			if _, err := io.WriteString(a.stdout, "---\n"); err != nil {
+				return err
+			}
+			if err := a.encode("yaml", ev); err != nil {
+				return err
+			}
+			continue
 		}
 		if err := enc.Encode(ev); err != nil {
 			return err
