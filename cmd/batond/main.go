@@ -138,7 +138,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.maxWatches, "max-watches-per-principal", 64, "watches one principal may hold open on this node (0: no cap); more get 429 rate_limited")
 	fs.DurationVar(&o.chunkGCGrace, "chunk-gc-grace", time.Hour, "how long a chunk no artifact references is kept")
 	fs.Int64Var(&o.watchHistoryBytes, "watch-history-bytes", fsm.DefaultWatchHistoryBytes, "bytes of recent events kept in memory for watchers; a watcher further behind gets 410 compacted")
-	fs.Int64Var(&o.gcHeadroom, "gc-headroom", 64<<20, "bytes the Go heap may grow past its live data between collections (GOGC set from it, at least 50); 0, or GOGC in the environment, leaves Go's default")
+	fs.Int64Var(&o.gcHeadroom, "gc-headroom", 64<<20, "bytes the Go heap may grow past its live data between collections (GOGC set from it, at least 25); 0, or GOGC in the environment, leaves Go's default")
 	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060); off by default")
 	fs.StringVar(&o.tls.certFile, "tls-cert-file", "", "serve the HTTP API over TLS with this certificate (PEM)")
 	fs.StringVar(&o.tls.keyFile, "tls-key-file", "", "the key of --tls-cert-file (PEM)")

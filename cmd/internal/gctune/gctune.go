@@ -8,7 +8,7 @@
 // memory. Run instead keeps the growth allowed per cycle near a number of
 // bytes (the headroom), as a percentage of the live heap that it updates as
 // the live heap changes: small heaps collect less often, large ones grow at
-// most by half of their live data (MinPercent).
+// most by a quarter of their live data (MinPercent).
 package gctune
 
 import (
@@ -21,7 +21,7 @@ import (
 const (
 	// MinPercent is the lowest GOGC Run sets: below it the collector runs
 	// so often for a large heap that its CPU cost outweighs the memory.
-	MinPercent = 50
+	MinPercent = 25
 	// MaxPercent caps the GOGC Run sets for a nearly empty heap.
 	MaxPercent = 10000
 )

@@ -19,7 +19,7 @@ func TestPercent(t *testing.T) {
 		{1 << 10, 64 * mib, MaxPercent},   // capped
 		{32 * mib, 64 * mib, 200},         // a small heap collects half as often as GOGC=100
 		{64 * mib, 64 * mib, 100},         // the headroom equals the live heap
-		{330 * mib, 64 * mib, MinPercent}, // 1,000,000 tasks: grows by half, not by all of it
+		{330 * mib, 64 * mib, MinPercent}, // 1,000,000 tasks: grows by a quarter, not by all of it
 	} {
 		if got := Percent(c.live, c.headroom); got != c.want {
 			t.Errorf("Percent(live %d, headroom %d) = %d, want %d", c.live, c.headroom, got, c.want)
