@@ -257,8 +257,13 @@ func (o *options) validate() error {
 	case o.limits.IdemTenantBytes < 64<<10 || o.limits.IdemTenantBytes > o.limits.IdemBytes:
 		return errors.New("--idempotency-tenant-bytes must be at least 64 KiB and at most --idempotency-bytes")
 	}
-	if o.id == "" || o.dataDir == "" {
+	switch {
+	case o.id == "" && o.dataDir == "":
 		return errors.New("--id and --data-dir are required (see --help)")
+	case o.id == "":
+		return errors.New("--id is required (see --help)")
+	case o.dataDir == "":
+		return errors.New("--data-dir is required (see --help)")
 	}
 	if o.peers != "" && o.join != "" {
 		return errors.New("give --peers or --join, not both")
