@@ -43,8 +43,8 @@ image:
 run: build
 	$(BIN)/batond local --nodes 3
 
-## test: everything CI checks
-test: fmt-check vet build unit fuzz
+## test: everything CI checks; the deploy suite too when a Docker engine answers
+test: fmt-check vet build unit fuzz test-deploy-maybe
 
 unit:
 	$(GO) test -race -timeout 20m -count=1 $(PKGS)
@@ -92,6 +92,19 @@ chaos: build
 ## chaos-short: the chaos part of `make test` on its own
 chaos-short:
 	$(GO) test -race -count=1 -timeout 10m ./chaos/checker/ ./chaos/faults/ ./chaos/history/ ./chaos/workload/ ./chaos/runner/
+
+## test-deploy: the image, then deploy/compose.yaml on the Docker engine
+## (deploy/dockertest: tour, leader killed and partitioned, rolling restart,
+## five nodes), talking only to 127.0.0.1
+test-deploy: image
+	BATON_DEPLOY_TESTS=1 BATON_IMAGE=$(IMAGE) $(GO) test -count=1 -v -timeout 15m ./deploy/dockertest/
+
+test-deploy-maybe:
+	@if docker info >/dev/null 2>&1; then $(MAKE) test-deploy; else \
+	echo; echo "################################################################"; \
+	echo "###  DEPLOY TESTS SKIPPED: docker info failed                 ###"; \
+	echo "###  (no Docker engine here; make test-deploy runs them)      ###"; \
+	echo "################################################################"; echo; fi
 
 clean:
 	rm -rf $(BIN)
