@@ -17,7 +17,7 @@ import (
 // certificate and token is empty: the certificate is the credential. A node that already has data is in the configuration
 // and the request is a harmless re-add.
 func joinLoop(ctx context.Context, o *options, token string, hc *http.Client, log *slog.Logger) {
-	body, _ := json.Marshal(map[string]any{"id": o.id, "raft_addr": o.raftAddr, "http_addr": o.httpAddr, "voter": true})
+	body, _ := json.Marshal(map[string]any{"id": o.id, "raft_addr": o.advertisedRaft(), "http_addr": o.advertisedHTTP(), "voter": true})
 	url := strings.TrimRight(o.join, "/") + "/v1/cluster/members"
 	t := time.NewTicker(time.Second)
 	defer t.Stop()

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -30,6 +31,7 @@ import (
 	"github.com/baton-dev/baton/server/node"
 	"github.com/baton-dev/baton/server/tlsconf"
 	metrics "github.com/hashicorp/go-metrics/compat"
+	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/net/netutil"
 )
@@ -43,6 +45,9 @@ func main() {
 	}
 	if len(args) > 0 && args[0] == "certs" {
 		os.Exit(runCerts(args[1:], os.Stdout, os.Stderr))
+	}
+	if len(args) > 0 && args[0] == "healthcheck" {
+		os.Exit(runHealthcheck(ctx, args[1:], os.LookupEnv, os.Stdout, os.Stderr))
 	}
 	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version" || args[0] == "version") {
 		fmt.Println("batond " + buildinfo.Get().String())
@@ -60,10 +65,21 @@ Usage:
   batond local --nodes 3        a local three-node cluster, TLS everywhere (what 'make run' runs)
   batond certs --out DIR --nodes n1,n2,n3 --hosts 10.0.0.1,...
                                 a CA and node certificates for --tls-* and --peer-*
+  batond healthcheck [--url https://127.0.0.1:7001/readyz --cacert ca.pem]
+                                exit 0 if the node answers 200 (a container's HEALTHCHECK)
 
 A node whose data dir is empty bootstraps from --peers (or joins with --join);
 a node with data resumes and ignores both. The admin token comes from
 --admin-token-file or BATON_ADMIN_TOKEN. SIGTERM shuts down cleanly.
+
+Every flag can also be set in the environment as BATON_<FLAG>, upper case
+with dashes as underscores (--data-dir: BATON_DATA_DIR); a flag on the
+command line wins, and an empty variable counts as unset.
+
+A node that listens on a wildcard address (0.0.0.0:7001, :8001) must say
+how its peers reach it: --advertise-http-addr and --advertise-raft-addr
+(a DNS name is announced as written, and peers verify it against the
+node's certificate).
 
 TLS: --tls-cert-file/--tls-key-file serve the API over https (with
 --client-ca-file, clients must present a certificate that CA signed);
@@ -76,7 +92,11 @@ Flags:
 
 type options struct {
 	id, dataDir, httpAddr, raftAddr, peers, join string
+	advertiseHTTP, advertiseRaft                 string
 	adminTokenFile, logLevel, logFile            string
+	level                                        slog.Level
+	peerList                                     []raft.Server
+	unknownEnv                                   []string // BATON_* variables that name no flag
 	raft                                         node.Config
 	idemTTL                                      time.Duration
 	sessionTTL                                   time.Duration
@@ -104,15 +124,83 @@ type httpLimits struct {
 	maxConnections, maxHeaderBytes              int
 }
 
-func parseFlags(args []string, stderr io.Writer) (*options, error) {
+// envPrefix starts the environment variable of every flag: BATON_DATA_DIR
+// is --data-dir.
+const envPrefix = "BATON_"
+
+// envName is the environment variable that sets flag name.
+func envName(name string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// notFlags are BATON_* variables that are not batond flags but are known:
+// the admin token itself and the CLI's settings, often set in the same
+// environment. Any other BATON_* variable naming no flag is reported as a
+// likely typo.
+var notFlags = map[string]bool{"BATON_ADMIN_TOKEN": true, "BATON_ENDPOINTS": true, "BATON_TOKEN": true,
+	"BATON_CACERT": true, "BATON_CERT": true, "BATON_KEY": true, "BATON_TENANT": true}
+
+// setFromEnv sets every flag of fs whose BATON_* variable is set and not
+// empty, before the command line is parsed (so flags win). It returns the
+// BATON_* variables of environ that name no flag and are not notFlags.
+func setFromEnv(fs *flag.FlagSet, lookup func(string) (string, bool), environ []string) ([]string, error) {
+	var err error
+	known := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) {
+		name := envName(f.Name)
+		known[name] = true
+		v, ok := lookup(name)
+		if !ok || v == "" || err != nil {
+			return
+		}
+		if e := f.Value.Set(v); e != nil {
+			err = fmt.Errorf("%s (--%s) %q: %v", name, f.Name, v, e)
+		}
+	})
+	var unknown []string
+	for _, kv := range environ {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, envPrefix) && !known[k] && !notFlags[k] && !strings.HasPrefix(k, "BATON_TEST") {
+			unknown = append(unknown, k)
+		}
+	}
+	return unknown, err
+}
+
+// parseFlags reads the configuration from the environment (lookup,
+// environ) and the command line, and checks all of it: nothing in it is
+// used to open a file or a socket before it has been validated.
+func parseFlags(args []string, lookup func(string) (string, bool), environ []string, stderr io.Writer) (*options, error) {
 	o := &options{raft: node.DefaultConfig()}
+	fs := newFlagSet(o, stderr)
+	unknown, err := setFromEnv(fs, lookup, environ)
+	if err != nil {
+		return nil, err
+	}
+	o.unknownEnv = unknown
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q (see --help)", fs.Arg(0))
+	}
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// newFlagSet defines batond's flags into o.
+func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("batond", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usageText); fs.PrintDefaults() }
 	fs.StringVar(&o.id, "id", "", "this node's id (required), e.g. n1")
 	fs.StringVar(&o.dataDir, "data-dir", "", "directory for the Raft log, snapshots and chunks (required)")
-	fs.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:7001", "HTTP API listen address; also published to peers")
-	fs.StringVar(&o.raftAddr, "raft-addr", "127.0.0.1:8001", "Raft listen address; also advertised to peers")
+	fs.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:7001", "HTTP API listen address; also published to peers unless --advertise-http-addr is given")
+	fs.StringVar(&o.raftAddr, "raft-addr", "127.0.0.1:8001", "Raft listen address; also advertised to peers unless --advertise-raft-addr is given")
+	fs.StringVar(&o.advertiseHTTP, "advertise-http-addr", "", "host:port peers reach this node's HTTP API at (required when --http-addr is a wildcard such as 0.0.0.0:7001)")
+	fs.StringVar(&o.advertiseRaft, "advertise-raft-addr", "", "host:port peers dial for Raft (required when --raft-addr is a wildcard such as 0.0.0.0:8001); announced as written, not resolved")
 	fs.StringVar(&o.peers, "peers", "", "initial voters ID=HOST:PORT,...; bootstraps when the data dir is empty")
 	fs.StringVar(&o.join, "join", "", "URL of a running node to join through, instead of --peers")
 	fs.StringVar(&o.adminTokenFile, "admin-token-file", "", "file holding the admin token (or BATON_ADMIN_TOKEN)")
@@ -152,43 +240,47 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.http.maxConnections, "max-connections", 4096, "most HTTP connections open at once; more wait to be accepted")
 	fs.IntVar(&o.http.maxHeaderBytes, "max-header-bytes", 64<<10, "largest request line and headers, in bytes")
 	fs.BoolVar(&o.failpoints, "failpoints", false, "testing only: enable /v1/internal/failpoints (cut Raft links, skew the clock)")
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q (see --help)", fs.Arg(0))
-	}
+	return fs
+}
+
+// validate checks the options, naming the flag at fault.
+func (o *options) validate() error {
 	o.limits.SessionTTL = o.sessionTTL.Milliseconds()
 	switch {
 	case o.limits.SessionTTL < 1000:
-		return nil, errors.New("--session-ttl must be at least 1s")
+		return errors.New("--session-ttl must be at least 1s")
 	case o.limits.SessionBytes < 1<<20:
-		return nil, errors.New("--session-bytes must be at least 1 MiB (1048576)")
+		return errors.New("--session-bytes must be at least 1 MiB (1048576)")
 	case o.limits.SessionsPerTenant < 1:
-		return nil, errors.New("--sessions-per-tenant must be at least 1")
+		return errors.New("--sessions-per-tenant must be at least 1")
 	case o.limits.IdemBytes < 1<<20:
-		return nil, errors.New("--idempotency-bytes must be at least 1 MiB (1048576)")
+		return errors.New("--idempotency-bytes must be at least 1 MiB (1048576)")
 	case o.gcHeadroom < 0:
-		return nil, errors.New("--gc-headroom must not be negative (0: Go's default GOGC)")
+		return errors.New("--gc-headroom must not be negative (0: Go's default GOGC)")
 	case o.limits.MaxStateBytes < 0:
-		return nil, errors.New("--max-state-bytes must not be negative (0: no limit)")
+		return errors.New("--max-state-bytes must not be negative (0: no limit)")
 	case o.limits.IdemTenantBytes < 64<<10 || o.limits.IdemTenantBytes > o.limits.IdemBytes:
-		return nil, errors.New("--idempotency-tenant-bytes must be at least 64 KiB and at most --idempotency-bytes")
+		return errors.New("--idempotency-tenant-bytes must be at least 64 KiB and at most --idempotency-bytes")
 	}
-	if o.id == "" || o.dataDir == "" {
-		return nil, errors.New("--id and --data-dir are required (see --help)")
+	switch {
+	case o.id == "" && o.dataDir == "":
+		return errors.New("--id and --data-dir are required (see --help)")
+	case o.id == "":
+		return errors.New("--id is required (see --help)")
+	case o.dataDir == "":
+		return errors.New("--data-dir is required (see --help)")
 	}
 	if o.peers != "" && o.join != "" {
-		return nil, errors.New("give --peers or --join, not both")
+		return errors.New("give --peers or --join, not both")
 	}
 	if err := o.tls.validate(); err != nil {
-		return nil, err
+		return err
 	}
 	if o.http.maxConnections < 1 || o.http.maxHeaderBytes < 1 || o.http.idleTimeout <= 0 ||
 		o.http.readHeaderTimeout <= 0 || o.http.bodyTimeout <= 0 {
-		return nil, errors.New("--max-connections, --max-header-bytes and the --http-*-timeout flags must be positive")
+		return errors.New("--max-connections, --max-header-bytes and the --http-*-timeout flags must be positive")
 	}
-	return o, nil
+	return o.validateNode()
 }
 
 // defaultMaxStateBytes is a quarter of the machine's memory (MemTotal in
@@ -226,16 +318,12 @@ func adminToken(file string) (string, error) {
 	return "", errors.New("no admin token: give --admin-token-file or set BATON_ADMIN_TOKEN")
 }
 
-func newLogger(level, file string, stderr io.Writer) (*slog.Logger, func(), error) {
-	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, nil, fmt.Errorf("--log-level: %w", err)
-	}
+func newLogger(lv slog.Level, file string, stderr io.Writer) (*slog.Logger, func(), error) {
 	out, closeFn := stderr, func() {}
 	if file != "" {
 		f, err := os.OpenFile(file, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("--log-file: %w", err)
 		}
 		out, closeFn = f, func() { f.Close() }
 	}
@@ -243,7 +331,7 @@ func newLogger(level, file string, stderr io.Writer) (*slog.Logger, func(), erro
 }
 
 func run(ctx context.Context, args []string, stderr io.Writer) int {
-	o, err := parseFlags(args, stderr)
+	o, err := parseFlags(args, os.LookupEnv, os.Environ(), stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
@@ -251,12 +339,15 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "batond:", err)
 		return 2
 	}
-	log, closeLog, err := newLogger(o.logLevel, o.logFile, stderr)
+	log, closeLog, err := newLogger(o.level, o.logFile, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "batond:", err)
 		return 2
 	}
 	defer closeLog()
+	if len(o.unknownEnv) > 0 {
+		log.Warn("ignoring environment variables that name no batond flag", "vars", strings.Join(o.unknownEnv, ","))
+	}
 	if err := serve(ctx, o, log); err != nil {
 		log.Error("batond stopped", "err", err)
 		fmt.Fprintln(stderr, "batond:", err)
@@ -285,22 +376,15 @@ func serve(ctx context.Context, o *options, log *slog.Logger) error {
 		log.Warn("peer TLS is off: the Raft port accepts anyone who can reach it, and node-to-node calls carry the admin token; " +
 			"give --peer-cert-file, --peer-key-file and --peer-ca-file (batond certs makes them)")
 	}
-	cfg := o.raft
-	cfg.ID, cfg.DataDir, cfg.RaftAddr, cfg.HTTPAddr, cfg.Logger = o.id, o.dataDir, o.raftAddr, o.httpAddr, log
-	cfg.PeerTLS = peer
+	cfg := o.nodeConfig()
+	cfg.Logger, cfg.PeerTLS = log, peer
 	if o.failpoints {
 		cfg.Faults = node.NewFaults()
 		log.Warn("failpoints enabled: this node obeys link cuts and clock skew set over HTTP; never use in production")
 	}
-	if cfg.Peers, err = node.ParsePeers(o.peers); err != nil {
-		return fmt.Errorf("--peers: %w", err)
-	}
 	ln, err := net.Listen("tcp", o.httpAddr)
 	if err != nil {
 		return fmt.Errorf("HTTP listen on %s: %w", o.httpAddr, err)
-	}
-	if o.watchHistoryBytes < 1<<20 {
-		return fmt.Errorf("--watch-history-bytes must be at least 1 MiB")
 	}
 	f := fsm.NewWith(fsm.Options{WatchHistoryBytes: o.watchHistoryBytes})
 	n, err := node.Open(cfg, f)
@@ -333,6 +417,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger) error {
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	log.Info("batond serving", "id", o.id, "http", o.httpAddr, "raft", o.raftAddr,
+		"advertise_http", cfg.HTTPAddr, "advertise_raft", n.RaftAddr(),
 		"tls", api != nil, "peer_tls", peer != nil, "client_certs", api != nil && api.ClientCA != nil)
 	if o.pprofAddr != "" {
 		go servePprof(o.pprofAddr, log)
@@ -395,4 +480,141 @@ func servePprof(addr string, log *slog.Logger) {
 	if err := http.ListenAndServe(addr, mux); err != nil {
 		log.Error("pprof", "err", err)
 	}
+}
+
+// validateNode checks the addresses, peers, logging and Raft settings.
+func (o *options) validateNode() error {
+	if err := o.level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return fmt.Errorf("--log-level %q: want debug, info, warn or error", o.logLevel)
+	}
+	for _, a := range []struct{ listen, listenFlag, adv, advFlag string }{
+		{o.httpAddr, "--http-addr", o.advertiseHTTP, "--advertise-http-addr"},
+		{o.raftAddr, "--raft-addr", o.advertiseRaft, "--advertise-raft-addr"},
+	} {
+		host, err := checkHostPort(a.listen, true)
+		if err != nil {
+			return fmt.Errorf("%s %q: %v", a.listenFlag, a.listen, err)
+		}
+		if a.adv != "" {
+			h, err := checkHostPort(a.adv, false)
+			if err != nil {
+				return fmt.Errorf("%s %q: %v", a.advFlag, a.adv, err)
+			}
+			if isWildcard(h) {
+				return fmt.Errorf("%s %q: a wildcard address is not reachable; give the address peers dial", a.advFlag, a.adv)
+			}
+		} else if isWildcard(host) {
+			return fmt.Errorf("%s %q listens on every interface, which peers cannot dial: give %s (the host:port peers reach this node at)",
+				a.listenFlag, a.listen, a.advFlag)
+		}
+	}
+	var err error
+	if o.peerList, err = node.ParsePeers(o.peers); err != nil {
+		return fmt.Errorf("--peers: %w", err)
+	}
+	if len(o.peerList) > 0 {
+		found := false
+		for _, p := range o.peerList {
+			found = found || string(p.ID) == o.id
+		}
+		if !found {
+			return fmt.Errorf("--peers %q does not list this node's --id %q", o.peers, o.id)
+		}
+	}
+	if o.join != "" {
+		u, err := url.Parse(o.join)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("--join %q: want the URL of a running node, e.g. https://10.0.0.1:7001", o.join)
+		}
+	}
+	if o.pprofAddr != "" {
+		if _, err := checkHostPort(o.pprofAddr, true); err != nil {
+			return fmt.Errorf("--pprof-addr %q: %v", o.pprofAddr, err)
+		}
+	}
+	switch o.raft.LogStore {
+	case "", node.LogStoreWAL, node.LogStoreBolt:
+	default:
+		return fmt.Errorf("--raft-log %q: want %s or %s", o.raft.LogStore, node.LogStoreWAL, node.LogStoreBolt)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"--heartbeat-timeout", o.raft.HeartbeatTimeout}, {"--election-timeout", o.raft.ElectionTimeout},
+		{"--leader-lease-timeout", o.raft.LeaderLeaseTimeout}, {"--commit-timeout", o.raft.CommitTimeout},
+		{"--snapshot-interval", o.raft.SnapshotInterval}, {"--idempotency-ttl", o.idemTTL},
+	} {
+		if d.v <= 0 {
+			return fmt.Errorf("%s %v: must be positive", d.name, d.v)
+		}
+	}
+	switch {
+	case o.raft.LeaderLeaseTimeout > o.raft.HeartbeatTimeout:
+		return fmt.Errorf("--leader-lease-timeout %v must not exceed --heartbeat-timeout %v", o.raft.LeaderLeaseTimeout, o.raft.HeartbeatTimeout)
+	case o.raft.SnapshotThreshold < 1:
+		return errors.New("--snapshot-threshold must be at least 1")
+	case o.raft.MaxAppendEntries < 1:
+		return errors.New("--max-append-entries must be at least 1")
+	case o.raft.MaxInflightEntries < 1:
+		return errors.New("--max-inflight-entries must be at least 1")
+	case o.watchHistoryBytes < 1<<20:
+		return errors.New("--watch-history-bytes must be at least 1 MiB (1048576)")
+	case o.maxWatches < 0:
+		return errors.New("--max-watches-per-principal must not be negative (0: no cap)")
+	case o.chunkGCGrace < 0:
+		return errors.New("--chunk-gc-grace must not be negative")
+	}
+	cfg := o.nodeConfig()
+	return cfg.Validate() // a backstop: every rule it has is checked above, by flag
+}
+
+// checkHostPort checks a host:port; listen allows an empty host and port 0.
+func checkHostPort(addr string, listen bool) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", errors.New("want host:port")
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 || (!listen && n == 0) {
+		return "", fmt.Errorf("port %q: want a number from 1 to 65535", port)
+	}
+	if !listen && host == "" {
+		return "", errors.New("the host is missing")
+	}
+	return host, nil
+}
+
+func isWildcard(host string) bool {
+	if host == "" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsUnspecified()
+}
+
+// advertisedHTTP is the HTTP address this node announces to its peers.
+func (o *options) advertisedHTTP() string {
+	if o.advertiseHTTP != "" {
+		return o.advertiseHTTP
+	}
+	return o.httpAddr
+}
+
+// advertisedRaft is the Raft address this node announces to its peers.
+func (o *options) advertisedRaft() string {
+	if o.advertiseRaft != "" {
+		return o.advertiseRaft
+	}
+	return o.raftAddr
+}
+
+// nodeConfig is the Raft node's configuration (without TLS, faults and
+// logger, which serve adds).
+func (o *options) nodeConfig() node.Config {
+	cfg := o.raft
+	cfg.ID, cfg.DataDir, cfg.RaftAddr, cfg.HTTPAddr = o.id, o.dataDir, o.raftAddr, o.advertisedHTTP()
+	cfg.RaftAdvertise = o.advertiseRaft
+	cfg.Peers = o.peerList
+	return cfg
 }

@@ -16,8 +16,14 @@ import (
 type Config struct {
 	ID       string
 	DataDir  string
-	RaftAddr string // host:port, also advertised to peers
-	HTTPAddr string // host:port of this node's HTTP API, replicated for forwarding
+	RaftAddr string // host:port to listen on; also advertised unless RaftAdvertise is set
+	HTTPAddr string // host:port of this node's HTTP API as peers reach it, replicated for forwarding
+	// RaftAdvertise is the host:port peers dial for Raft, when it differs
+	// from RaftAddr (a node listening on 0.0.0.0, or behind NAT). It is
+	// announced as written, not resolved: a DNS name (a compose service,
+	// a StatefulSet pod) keeps working when the node's IP changes, and it
+	// is the name the peers verify the node's certificate against.
+	RaftAdvertise string
 
 	// Peers are the initial voters; used to bootstrap only when DataDir holds
 	// no Raft state. Empty means: do not bootstrap (join or resume).
@@ -94,6 +100,11 @@ func (c Config) Validate() error {
 	for name, a := range map[string]string{"RaftAddr": c.RaftAddr, "HTTPAddr": c.HTTPAddr} {
 		if _, _, err := net.SplitHostPort(a); err != nil {
 			errs = append(errs, fmt.Errorf("node: %s %q is not host:port", name, a))
+		}
+	}
+	if c.RaftAdvertise != "" {
+		if _, port, err := net.SplitHostPort(c.RaftAdvertise); err != nil || port == "0" {
+			errs = append(errs, fmt.Errorf("node: RaftAdvertise %q is not host:port", c.RaftAdvertise))
 		}
 	}
 	switch c.LogStore {

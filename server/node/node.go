@@ -133,6 +133,9 @@ func (n *Node) openTransport() error {
 	} else if addr.Port != 0 {
 		advertise = addr
 	}
+	if n.cfg.RaftAdvertise != "" {
+		advertise = advertisedAddr(n.cfg.RaftAdvertise)
+	}
 	ln, err := net.Listen("tcp", n.cfg.RaftAddr)
 	if err != nil {
 		return fmt.Errorf("node: raft transport on %s: %w", n.cfg.RaftAddr, err)
@@ -150,6 +153,13 @@ func (n *Node) openTransport() error {
 	})
 	return nil
 }
+
+// advertisedAddr is a Raft address announced as written (a DNS name stays
+// a name, see Config.RaftAdvertise).
+type advertisedAddr string
+
+func (a advertisedAddr) Network() string { return "tcp" }
+func (a advertisedAddr) String() string  { return string(a) }
 
 func (n *Node) maybeBootstrap() error {
 	if len(n.cfg.Peers) == 0 {
