@@ -34,6 +34,18 @@ type route struct {
 // routes registers the endpoints of docs/api.md. One pattern can serve several
 // methods; an unknown method gets a JSON 405, an unknown path a JSON 404.
 func (s *Server) routes() {
+	for pattern, methods := range s.routeTable() {
+		s.mux.Handle(pattern, s.dispatch(methods))
+	}
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, errorf("not_found", "no such endpoint: %s %s", r.Method, r.URL.Path))
+	})
+}
+
+// routeTable is every route this server serves, by ServeMux pattern and
+// method: what routes registers, and what docs/openapi.yaml must describe
+// (openapi_test.go compares the two).
+func (s *Server) routeTable() map[string]map[string]route {
 	table := map[string]map[string]route{}
 	add := func(method, pattern string, kind routeKind, h handlerFunc) {
 		if table[pattern] == nil {
@@ -56,12 +68,7 @@ func (s *Server) routes() {
 	if s.cfg.Faults != nil {
 		s.failpointRoutes(add)
 	}
-	for pattern, methods := range table {
-		s.mux.Handle(pattern, s.dispatch(methods))
-	}
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, errorf("not_found", "no such endpoint: %s %s", r.Method, r.URL.Path))
-	})
+	return table
 }
 
 func (s *Server) dispatch(methods map[string]route) http.Handler {

@@ -1,0 +1,210 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/baton-dev/baton/server/node"
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+// openAPIFile is the API contract these tests hold the server to.
+const openAPIFile = "../docs/openapi.yaml"
+
+// loadOpenAPI loads and validates docs/openapi.yaml.
+func loadOpenAPI(t testing.TB) *openapi3.T {
+	t.Helper()
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromFile(openAPIFile)
+	if err != nil {
+		t.Fatalf("loading %s: %v", openAPIFile, err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		t.Fatalf("%s is not a valid OpenAPI document: %v", openAPIFile, err)
+	}
+	if !doc.IsOpenAPI31OrLater() {
+		t.Fatalf("%s declares openapi %q, want 3.1", openAPIFile, doc.OpenAPI)
+	}
+	return doc
+}
+
+// servedRoutes is every "METHOD pattern" the server registers, the
+// failpoint routes included (they exist on a node started with
+// --failpoints, and the spec documents them).
+func servedRoutes() map[string]bool {
+	s := &Server{cfg: Config{Faults: &node.Faults{}}}
+	out := map[string]bool{}
+	for pattern, methods := range s.routeTable() {
+		for m := range methods {
+			out[m+" "+pattern] = true
+		}
+	}
+	return out
+}
+
+// specPattern is the ServeMux pattern an OpenAPI path stands for: its
+// x-baton-pattern when it has one (a path whose last parameter takes the
+// rest of the URL, or one of several paths a single pattern serves), else
+// the path itself, which then uses the same {name} syntax as ServeMux.
+func specPattern(path string, item *openapi3.PathItem) (string, error) {
+	v, ok := item.Extensions["x-baton-pattern"]
+	if !ok {
+		return path, nil
+	}
+	p, ok := v.(string)
+	if !ok || p == "" {
+		return "", fmt.Errorf("%s: x-baton-pattern is %v, want a ServeMux pattern", path, v)
+	}
+	return p, nil
+}
+
+// documentedRoutes maps every "METHOD pattern" of the spec to the OpenAPI
+// paths that document it.
+func documentedRoutes(t *testing.T, doc *openapi3.T) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for path, item := range doc.Paths.Map() {
+		pattern, err := specPattern(path, item)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		for method := range item.Operations() {
+			key := strings.ToUpper(method) + " " + pattern
+			out[key] = append(out[key], path)
+		}
+	}
+	return out
+}
+
+// TestOpenAPIRoutes checks that every route the server registers is
+// documented in docs/openapi.yaml and that every documented operation is a
+// route the server registers, by method and ServeMux pattern.
+func TestOpenAPIRoutes(t *testing.T) {
+	doc := loadOpenAPI(t)
+	served := servedRoutes()
+	documented := documentedRoutes(t, doc)
+	if len(served) < 50 {
+		t.Fatalf("the server registers %d routes; the route table was not read", len(served))
+	}
+	var undocumented, unserved []string
+	for r := range served {
+		if len(documented[r]) == 0 {
+			undocumented = append(undocumented, r)
+		}
+	}
+	for r, paths := range documented {
+		if !served[r] {
+			unserved = append(unserved, fmt.Sprintf("%s (documented as %s)", r, strings.Join(paths, ", ")))
+		}
+	}
+	sort.Strings(undocumented)
+	sort.Strings(unserved)
+	for _, r := range undocumented {
+		t.Errorf("the server registers %s, which %s does not document", r, openAPIFile)
+	}
+	for _, r := range unserved {
+		t.Errorf("%s documents %s, which the server does not register", openAPIFile, r)
+	}
+}
+
+// TestOpenAPIPathsReachTheirPattern checks that each OpenAPI path, filled
+// with sample parameter values, is served by the pattern the spec says it
+// is: an x-baton-pattern cannot name a route that serves other URLs.
+func TestOpenAPIPathsReachTheirPattern(t *testing.T) {
+	doc := loadOpenAPI(t)
+	patterns := map[string]bool{}
+	for r := range servedRoutes() {
+		_, pattern, _ := strings.Cut(r, " ")
+		patterns[pattern] = true
+	}
+	mux := http.NewServeMux()
+	for pattern := range patterns {
+		mux.Handle(pattern, http.NotFoundHandler())
+	}
+	param := regexp.MustCompile(`\{([^}]+)\}`)
+	samples := map[string]string{
+		"version":     "3",
+		"digest":      "sha256:" + strings.Repeat("ab", 32),
+		"artifact_id": "sha256:" + strings.Repeat("cd", 32),
+		"key":         "dir/leaf",
+		"ref":         "report-42/approved",
+	}
+	for path, item := range doc.Paths.Map() {
+		want, err := specPattern(path, item)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		url := param.ReplaceAllStringFunc(path, func(m string) string {
+			if v, ok := samples[m[1:len(m)-1]]; ok {
+				return v
+			}
+			return "p-" + m[1:len(m)-1]
+		})
+		_, got := mux.Handler(httptest.NewRequest(http.MethodGet, url, nil))
+		if got != want {
+			t.Errorf("%s (as %s) is served by pattern %q, want %q", path, url, got, want)
+		}
+	}
+}
+
+// TestOpenAPIErrorCodes checks that the spec's ErrorCode enum is the set
+// of codes in the server's status table (server/errors.go), and that its
+// x-baton-status gives each code the status the server answers it with.
+func TestOpenAPIErrorCodes(t *testing.T) {
+	doc := loadOpenAPI(t)
+	ref := doc.Components.Schemas["ErrorCode"]
+	if ref == nil || ref.Value == nil {
+		t.Fatalf("%s has no components.schemas.ErrorCode", openAPIFile)
+	}
+	var enum []string
+	for _, v := range ref.Value.Enum {
+		s, ok := v.(string)
+		if !ok {
+			t.Fatalf("ErrorCode enum holds %v (%T), want strings", v, v)
+		}
+		enum = append(enum, s)
+	}
+	var table []string
+	for code := range statusOf {
+		table = append(table, code)
+	}
+	sort.Strings(enum)
+	sort.Strings(table)
+	if !slices.Equal(enum, table) {
+		t.Errorf("ErrorCode enum in %s:\n  %v\nserver/errors.go statusOf:\n  %v", openAPIFile, enum, table)
+	}
+
+	statuses, ok := ref.Value.Extensions["x-baton-status"].(map[string]any)
+	if !ok {
+		t.Fatalf("ErrorCode has no x-baton-status map (got %T)", ref.Value.Extensions["x-baton-status"])
+	}
+	for code, want := range statusOf {
+		got, ok := statuses[code].(float64)
+		if !ok || int(got) != want {
+			t.Errorf("x-baton-status[%s] = %v, want %d", code, statuses[code], want)
+		}
+	}
+	for code := range statuses {
+		if _, ok := statusOf[code]; !ok {
+			t.Errorf("x-baton-status names %q, which is not a code of the server's table", code)
+		}
+	}
+
+	// The error object's code is that enum.
+	errSchema := doc.Components.Schemas["Error"]
+	if errSchema == nil || errSchema.Value.Properties["error"] == nil {
+		t.Fatalf("%s has no Error schema with an error property", openAPIFile)
+	}
+	if code := errSchema.Value.Properties["error"].Value.Properties["code"]; code == nil || code.Ref != "#/components/schemas/ErrorCode" {
+		t.Errorf("Error.error.code is not a $ref to ErrorCode")
+	}
+}
