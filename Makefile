@@ -5,7 +5,7 @@ PKGS    := ./...
 # Fuzz targets run briefly in `make test`; raise FUZZTIME to dig deeper.
 FUZZTIME ?= 10s
 
-.PHONY: all build run test unit fuzz fmt fmt-check vet lint bench bench-fsm chaos chaos-short clean image test-deploy test-deploy-maybe
+.PHONY: all build run test unit fuzz fmt fmt-check vet lint bench bench-fsm chaos chaos-short clean image test-deploy test-deploy-maybe test-manifests
 
 all: build
 
@@ -44,7 +44,7 @@ run: build
 	$(BIN)/batond local --nodes 3
 
 ## test: everything CI checks; the deploy suite too when a Docker engine answers
-test: fmt-check vet build unit fuzz test-deploy-maybe
+test: fmt-check vet build test-manifests unit fuzz test-deploy-maybe
 
 unit:
 	$(GO) test -race -timeout 20m -count=1 $(PKGS)
@@ -98,6 +98,12 @@ chaos-short:
 ## five nodes), talking only to 127.0.0.1
 test-deploy: image
 	BATON_DEPLOY_TESTS=1 BATON_IMAGE=$(IMAGE) $(GO) test -count=1 -v -timeout 15m ./deploy/dockertest/
+
+## test-manifests: deploy/k8s decoded strictly into the Kubernetes API types
+## and checked, and deploy/systemd (deploy/manifests, a module of its own so
+## that k8s.io/api stays out of go.mod); no cluster needed
+test-manifests: build
+	cd deploy/manifests && $(GO) vet ./... && BATOND=$(CURDIR)/$(BIN)/batond $(GO) test -count=1 ./...
 
 test-deploy-maybe:
 	@if docker info >/dev/null 2>&1; then $(MAKE) test-deploy; else \
