@@ -12,7 +12,7 @@ import (
 	"github.com/baton-dev/baton/bench/loadgen"
 	"github.com/baton-dev/baton/bench/report"
 	"github.com/baton-dev/baton/bench/result"
-	"github.com/baton-dev/baton/chaos/cluster"
+	"github.com/baton-dev/baton/cmd/batond/cluster"
 )
 
 var batondBinary string

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-dev/baton/chaos/cluster"
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/cmd/batond/cluster"
 	"github.com/baton-dev/baton/server/tlsconf"
 	"go.uber.org/goleak"
 )

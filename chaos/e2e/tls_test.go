@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-dev/baton/chaos/cluster"
+	"github.com/baton-dev/baton/cmd/batond/cluster"
 	"github.com/baton-dev/baton/server/tlsconf"
 	"github.com/hashicorp/raft"
 )
