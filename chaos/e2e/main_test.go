@@ -12,7 +12,7 @@ import (
 
 	"github.com/baton-dev/baton/client"
 	"github.com/baton-dev/baton/cmd/batond/cluster"
-	"github.com/baton-dev/baton/server/tlsconf"
+	"github.com/baton-dev/baton/server/core/tlsconf"
 	"go.uber.org/goleak"
 )
 

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/cmd/batond/cluster"
-	"github.com/baton-dev/baton/server/tlsconf"
+	"github.com/baton-dev/baton/server/core/tlsconf"
 	"github.com/hashicorp/raft"
 )
 

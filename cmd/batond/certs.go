@@ -7,7 +7,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/baton-dev/baton/server/tlsconf"
+	"github.com/baton-dev/baton/server/core/tlsconf"
 )
 
 const certsUsageText = `batond certs: make a CA and node certificates for a Baton cluster.
