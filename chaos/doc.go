@@ -1,5 +1,5 @@
 // Package chaos is Baton's built-in chaos suite, in the manner of etcd's
-// robustness tests and Jepsen: real batond processes (chaos/cluster), faults
+// robustness tests and Jepsen: real batond processes (cmd/batond/cluster), faults
 // injected into them (chaos/faults), concurrent simulated agents whose every
 // operation is recorded (chaos/workload, chaos/history), and checkers that
 // judge the recorded history (chaos/checker). chaos/runner strings one run

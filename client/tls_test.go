@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-dev/baton/server/tlsconf"
+	"github.com/baton-dev/baton/server/core/tlsconf"
 )
 
 // The TLS settings reach the default client's https path (the fallback

@@ -1,6 +1,7 @@
-// Package docs holds Baton's documentation. Its only Go file is this test,
-// which keeps the repository's docs self-contained: a clone must have every
-// page its files point to.
+// Package docs holds Baton's documentation. Its Go files are tests: this
+// one keeps the repository's docs self-contained (a clone must have every
+// page its files point to), imports_test.go keeps design.md's package map
+// true to the import graph.
 package docs
 
 import (

@@ -9,11 +9,10 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/baton-dev/baton/fsm"
-	"github.com/baton-dev/baton/server/chunkstore"
-	"github.com/baton-dev/baton/server/node"
+	"github.com/baton-dev/baton/server/core/chunkplane"
+	"github.com/baton-dev/baton/server/core/chunkstore"
 )
 
 // Chunk bodies travel beside the Raft log (docs/design.md "Chunks beside the
@@ -124,8 +123,8 @@ func (s *Server) handleChunkPut(w http.ResponseWriter, r *http.Request, id *iden
 	if err := store.PutVerified(digest, body); err != nil {
 		return err
 	}
-	if err := s.replicateChunk(r.Context(), digest, body); err != nil {
-		return err
+	if err := s.chunks.Replicate(r.Context(), digest, body); err != nil {
+		return chunkError(err)
 	}
 	return s.commitHeld(w, r, tenant, digest, int64(len(body)))
 }
@@ -200,20 +199,24 @@ func (s *Server) handleChunkGet(w http.ResponseWriter, r *http.Request, id *iden
 }
 
 // readChunk returns a verified body: from this node's store, or fetched
-// from a peer (and stored) when the local copy is missing or corrupt.
+// by the chunk plane from a peer.
 func (s *Server) readChunk(ctx context.Context, digest string) ([]byte, error) {
-	store, err := s.chunkStore()
-	if err != nil {
-		return nil, err
+	body, err := s.chunks.Read(ctx, digest)
+	return body, chunkError(err)
+}
+
+// chunkError turns the chunk plane's errors into the API's.
+func chunkError(err error) error {
+	var u *chunkplane.Unavailable
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &u):
+		return errorf(codeUnavailable, "%s", u.Msg)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return unavailable(err)
 	}
-	body, err := store.Get(digest)
-	if err == nil {
-		return body, nil
-	}
-	if !errors.Is(err, chunkstore.ErrNotFound) && !errors.Is(err, chunkstore.ErrCorrupt) {
-		return nil, err
-	}
-	return s.fetchChunk(ctx, digest)
+	return err
 }
 
 func (s *Server) handlePeerChunkPut(w http.ResponseWriter, r *http.Request, id *identity) error {
@@ -255,126 +258,15 @@ func (s *Server) handlePeerChunkGet(w http.ResponseWriter, r *http.Request, id *
 	return err
 }
 
-// peers are the other members with a published HTTP address.
-func (s *Server) peers() (peers []node.MemberInfo, voters int, selfVoter bool) {
-	members, err := s.cluster.Members()
-	if err != nil {
-		return nil, 0, false
-	}
-	for _, m := range members {
-		if m.Voter {
-			voters++
-		}
-		if m.ID == s.cluster.ID() {
-			selfVoter = m.Voter
-			continue
-		}
-		if m.HTTPAddr != "" {
-			peers = append(peers, m)
-		}
-	}
-	return peers, voters, selfVoter
-}
+// chunkPeers are the node-to-node calls of the chunk plane: to the peers'
+// API, authenticated as this member.
+type chunkPeers struct{ s *Server }
 
-// replicateChunk copies a body to every peer and returns once a majority of
-// voters (this node included) holds it durably. Copies still in flight then
-// finish in the background; repair catches up any node that missed one.
-func (s *Server) replicateChunk(ctx context.Context, digest string, body []byte) error {
-	peers, voters, selfVoter := s.peers()
-	need := voters/2 + 1
-	if selfVoter {
-		need--
-	}
-	voterPeers := 0
-	for _, p := range peers {
-		if p.Voter {
-			voterPeers++
-		}
-	}
-	if voterPeers < need {
-		return errorf(codeUnavailable, "this node knows the address of %d voting peers and needs %d to hold the chunk; retry", voterPeers, need)
-	}
-	type ack struct {
-		voter bool
-		err   error
-	}
-	acks := make(chan ack, len(peers))
-	for _, p := range peers {
-		go func(m node.MemberInfo) {
-			cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			acks <- ack{m.Voter, s.peerCall(cctx, http.MethodPut, m.HTTPAddr, "/v1/internal/chunks/"+digest, body, nil)}
-		}(p)
-	}
-	ok, failed := 0, 0 // voters only: a non-voter's copy does not make a majority
-	for ok < need {
-		select {
-		case a := <-acks:
-			switch {
-			case !a.voter:
-			case a.err != nil:
-				failed++
-				s.log.Debug("chunk copy to peer failed", "digest", digest, "err", a.err)
-				if voterPeers-failed < need-ok {
-					return errorf(codeUnavailable, "could not copy the chunk to a majority of nodes")
-				}
-			default:
-				ok++
-			}
-		case <-ctx.Done():
-			return unavailable(ctx.Err())
-		}
-	}
-	return nil
-}
+func (p chunkPeers) URL(addr, path string) string { return p.s.proxy.url(addr, path) }
 
-// fetchChunk gets a body from the first peer that has it, verifies it and
-// stores it locally.
-func (s *Server) fetchChunk(ctx context.Context, digest string) ([]byte, error) {
-	store, err := s.chunkStore()
-	if err != nil {
-		return nil, err
-	}
-	peers, _, _ := s.peers()
-	for _, p := range peers {
-		var buf bytes.Buffer
-		if err := s.peerCall(ctx, http.MethodGet, p.HTTPAddr, "/v1/internal/chunks/"+digest, nil, &buf); err != nil {
-			continue
-		}
-		if err := store.Put(digest, buf.Bytes()); err != nil {
-			continue // a peer's bad copy: try the next
-		}
-		return buf.Bytes(), nil
-	}
-	return nil, errorf(codeUnavailable, "no node could supply chunk %s right now", digest)
-}
-
-// peerCall makes a member's request to a peer's internal endpoint.
-func (s *Server) peerCall(ctx context.Context, method, addr, path string, body []byte, out *bytes.Buffer) error {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, s.proxy.url(addr, path), rd)
-	if err != nil {
-		return err
-	}
-	s.peerAuth(req)
-	resp, err := s.proxy.transport.RoundTrip(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("%s %s: %s", method, addr, resp.Status)
-	}
-	if out != nil {
-		_, err = io.Copy(out, io.LimitReader(resp.Body, s.cfg.MaxChunkBody+1))
-		return err
-	}
-	io.Copy(io.Discard, resp.Body)
-	return nil
+func (p chunkPeers) Do(req *http.Request) (*http.Response, error) {
+	p.s.peerAuth(req)
+	return p.s.proxy.transport.RoundTrip(req)
 }
 
 // leaderCall sends an admin request to the leader's HTTP API.

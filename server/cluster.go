@@ -5,7 +5,7 @@ import (
 	"net/http"
 
 	"github.com/baton-dev/baton/fsm"
-	"github.com/baton-dev/baton/server/node"
+	"github.com/baton-dev/baton/server/core/node"
 )
 
 type leaderInfo struct {

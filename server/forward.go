@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/fsm"
-	"github.com/baton-dev/baton/server/node"
+	"github.com/baton-dev/baton/server/core/node"
 )
 
 // headerForwarded marks a request a follower forwarded, so that a node that
@@ -32,6 +32,9 @@ const headerLeader = "X-Baton-Leader"
 type forwarder struct {
 	probeMu sync.Mutex
 	probe   *commitProbe // the next probe of the leader's commit index, not yet sent
+	closed  bool         // under probeMu: no probe starts after close
+	probes  sync.WaitGroup
+	ctx     context.Context // the server's lifetime; probes run under it
 
 	cluster   Cluster
 	fsm       *fsm.FSM
@@ -76,8 +79,8 @@ const (
 	holdAfterLeads = 2 * time.Second // about two elections at the default timeouts
 )
 
-func newForwarder(c Cluster, f0 *fsm.FSM, log *slog.Logger, holdMax time.Duration) *forwarder {
-	f := &forwarder{cluster: c, fsm: f0, log: log, holdMax: holdMax, scheme: "http",
+func newForwarder(ctx context.Context, c Cluster, f0 *fsm.FSM, log *slog.Logger, holdMax time.Duration) *forwarder {
+	f := &forwarder{ctx: ctx, cluster: c, fsm: f0, log: log, holdMax: holdMax, scheme: "http",
 		peerOf: func(*http.Request) string { return "" }}
 	f.transport = &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -248,11 +251,15 @@ type commitProbe struct {
 // leader about one small request per round trip.
 func (f *forwarder) leaderCommit(ctx context.Context) (uint64, error) {
 	f.probeMu.Lock()
+	if f.closed {
+		f.probeMu.Unlock()
+		return 0, errors.New("this node is shutting down")
+	}
 	p := f.probe
 	if p == nil {
 		p = &commitProbe{done: make(chan struct{})}
 		f.probe = p
-		go f.runProbe(p)
+		f.probes.Go(func() { f.runProbe(p) })
 	}
 	f.probeMu.Unlock()
 	select {
@@ -268,7 +275,7 @@ func (f *forwarder) runProbe(p *commitProbe) {
 	f.probeMu.Lock()
 	f.probe = nil // later callers need a probe sent after they asked
 	f.probeMu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(f.ctx, 2*time.Second)
 	defer cancel()
 	id, _ := f.cluster.Leader()
 	if id == "" {
@@ -314,7 +321,15 @@ func (f *forwarder) runProbe(p *commitProbe) {
 	p.index = *commit
 }
 
-func (f *forwarder) close() { f.transport.CloseIdleConnections() }
+// close waits for the probe in flight (the server's context, cancelled
+// first, ends it) and refuses new ones; forwarding itself needs no close.
+func (f *forwarder) close() {
+	f.probeMu.Lock()
+	f.closed = true
+	f.probeMu.Unlock()
+	f.probes.Wait()
+	f.transport.CloseIdleConnections()
+}
 
 // unavailable maps node errors to 503; other errors pass through.
 func unavailable(err error) error {

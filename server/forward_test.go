@@ -79,7 +79,7 @@ func TestForwardHoldsThroughElection(t *testing.T) {
 		addrs:       map[string]string{"dead": closedAddr(t), "n3": strings.TrimPrefix(next.URL, "http://")},
 		lastContact: time.Now(),
 	}
-	fw := newForwarder(c, c.f, slog.New(slog.DiscardHandler), 10*time.Second)
+	fw := newForwarder(t.Context(), c, c.f, slog.New(slog.DiscardHandler), 10*time.Second)
 	defer fw.close()
 
 	req := httptest.NewRequest("POST", "/v1/tenants/acme/tasks", strings.NewReader(`{"id":"t1"}`))
@@ -105,7 +105,7 @@ func TestForwardNoHoldWhenCutOff(t *testing.T) {
 		leaders:     []string{""},
 		lastContact: time.Now().Add(-time.Minute),
 	}
-	fw := newForwarder(c, c.f, slog.New(slog.DiscardHandler), 10*time.Second)
+	fw := newForwarder(t.Context(), c, c.f, slog.New(slog.DiscardHandler), 10*time.Second)
 	defer fw.close()
 	start := time.Now()
 	rec := httptest.NewRecorder()
@@ -136,7 +136,7 @@ func TestForwardPeerHeader(t *testing.T) {
 		addrs:       map[string]string{"n3": strings.TrimPrefix(leader.URL, "http://")},
 		lastContact: time.Now(),
 	}
-	fw := newForwarder(c, c.f, slog.New(slog.DiscardHandler), 10*time.Second)
+	fw := newForwarder(t.Context(), c, c.f, slog.New(slog.DiscardHandler), 10*time.Second)
 	defer fw.close()
 	for _, vouch := range []string{"", "n2"} {
 		fw.peerOf = func(*http.Request) string { return vouch }

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/fsm"
-	"github.com/baton-dev/baton/server/node"
+	"github.com/baton-dev/baton/server/core/node"
 	"github.com/hashicorp/raft"
 )
 

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/fsm"
-	"github.com/baton-dev/baton/server/chunkstore"
-	"github.com/baton-dev/baton/server/node"
+	"github.com/baton-dev/baton/server/core/chunkstore"
+	"github.com/baton-dev/baton/server/core/node"
 	"github.com/hashicorp/raft"
 	"go.uber.org/goleak"
 )

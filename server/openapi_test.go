@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/baton-dev/baton/server/node"
+	"github.com/baton-dev/baton/server/core/node"
 	"github.com/getkin/kin-openapi/openapi3"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/baton-dev/baton/fsm"
-	"github.com/baton-dev/baton/server/tlsconf"
+	"github.com/baton-dev/baton/server/core/tlsconf"
 )
 
 func leafOf(t *testing.T, ca *tlsconf.CA, name string) *x509.Certificate {

@@ -13,23 +13,21 @@ import (
 // command's time, never by a replica's clock; readers hide expired entries
 // in the meantime.
 func (s *Server) purgeLoop() {
-	defer s.wg.Done()
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	for {
 		select {
-		case <-s.done:
+		case <-s.ctx.Done():
 			return
 		case <-t.C:
 		}
 		if !s.cluster.IsLeader() {
 			continue
 		}
-		s.maybeCollectChunks()
 		if next := s.fsm.NextKVExpiry(); next == 0 || next > s.now() {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.RequestTimeout)
 		_, err := s.cluster.Apply(ctx, fsm.NewCommand(fsm.KindKVPurge, s.now(), "", "", &fsm.KVPurgeArgs{Max: 1000}))
 		cancel()
 		if err != nil {

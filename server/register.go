@@ -15,12 +15,11 @@ import (
 // membership, so followers can forward to it when it leads. It checks every
 // half second and acts only when the replicated record is missing or stale.
 func (s *Server) registerLoop() {
-	defer s.wg.Done()
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
 	for {
 		select {
-		case <-s.done:
+		case <-s.ctx.Done():
 			return
 		case <-t.C:
 		}
@@ -42,7 +41,7 @@ func (s *Server) registerSelf() error {
 	if leader == "" {
 		return fmt.Errorf("no leader yet")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
 	defer cancel()
 	if s.cluster.IsLeader() {
 		_, err := s.cluster.Apply(ctx, fsm.NewCommand(fsm.KindMemberSet, s.now(), "", "", &me))

@@ -24,9 +24,10 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/fsm"
-	"github.com/baton-dev/baton/server/chunkstore"
-	"github.com/baton-dev/baton/server/node"
-	"github.com/baton-dev/baton/server/tlsconf"
+	"github.com/baton-dev/baton/server/core/chunkplane"
+	"github.com/baton-dev/baton/server/core/chunkstore"
+	"github.com/baton-dev/baton/server/core/node"
+	"github.com/baton-dev/baton/server/core/tlsconf"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -132,8 +133,12 @@ type Server struct {
 	proxy     *forwarder
 	limits    *limiter
 	metrics   *metrics
+	chunks    *chunkplane.Plane
 
-	done      chan struct{}
+	// ctx is the server's lifetime: every background call (the loops and
+	// the calls they make) runs under it, and Close cancels it.
+	ctx       context.Context
+	cancel    context.CancelFunc
 	closeOnce sync.Once
 	wg        sync.WaitGroup
 }
@@ -142,8 +147,9 @@ type Server struct {
 func New(cfg Config, c Cluster, f *fsm.FSM) *Server {
 	cfg.setDefaults()
 	s := &Server{cfg: cfg, cluster: c, fsm: f, log: cfg.Logger,
-		adminHash: sha256.Sum256([]byte(cfg.AdminToken)), mux: http.NewServeMux(), done: make(chan struct{})}
-	s.proxy = newForwarder(c, f, s.log, s.cfg.RequestTimeout)
+		adminHash: sha256.Sum256([]byte(cfg.AdminToken)), mux: http.NewServeMux()}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.proxy = newForwarder(s.ctx, c, f, s.log, s.cfg.RequestTimeout)
 	if cfg.PeerClientTLS != nil {
 		s.proxy.useTLS(cfg.PeerClientTLS)
 	}
@@ -151,24 +157,28 @@ func New(cfg Config, c Cluster, f *fsm.FSM) *Server {
 	s.metrics = newMetrics(c, f)
 	s.metrics.buildInfo(s.cfg.Build)
 	s.limits = newLimiter(s.cfg.MaxWatchesPerPrincipal)
+	s.chunks = chunkplane.New(chunkplane.Config{Store: cfg.Chunks, Cluster: c, FSM: f, Peers: chunkPeers{s},
+		Now: s.now, GCGrace: cfg.ChunkGCGrace, RequestTimeout: cfg.RequestTimeout, MaxChunkBody: cfg.MaxChunkBody, Logger: s.log})
 	s.routes()
 	return s
 }
 
 // Start launches background work: registering this node's HTTP address in
-// the replicated membership, and (on the leader) purging expired KV entries.
+// the replicated membership, (on the leader) purging expired KV entries,
+// and the chunk plane (copies, repair, chunk GC).
 func (s *Server) Start() {
-	s.wg.Add(3)
-	go s.registerLoop()
-	go s.purgeLoop()
-	go s.repairLoop()
+	s.wg.Go(s.registerLoop)
+	s.wg.Go(s.purgeLoop)
+	s.chunks.Start()
 }
 
-// Close stops background work. Idempotent.
+// Close stops background work: it cancels the server's context, which
+// every background call runs under, and waits for them all. Idempotent.
 func (s *Server) Close() {
 	s.closeOnce.Do(func() {
-		close(s.done)
+		s.cancel()
 		s.wg.Wait()
+		s.chunks.Close()
 		s.proxy.close()
 	})
 }

@@ -38,7 +38,7 @@ func (s *Server) publishLimits() error {
 	if !s.cluster.IsLeader() || s.fsm.Limits() == want {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
 	defer cancel()
 	_, err := s.cluster.Apply(ctx, fsm.NewCommand(fsm.KindLimitsSet, s.now(), "", "", &want))
 	return err

@@ -168,7 +168,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, flusher ht
 			flusher.Flush()
 		case <-r.Context().Done():
 			return nil
-		case <-s.done:
+		case <-s.ctx.Done():
 			return nil
 		}
 	}

@@ -4,7 +4,7 @@
 // 1 MiB in its middle sends.
 //
 // It builds batond, starts three nodes on 127.0.0.1 with the normal Raft
-// timings (chaos/cluster), and streams a deterministic, compressible,
+// timings (cmd/batond/cluster), and streams a deterministic, compressible,
 // text-like artifact generated from a seed: the content is never held in
 // memory, on either side.
 //
@@ -26,8 +26,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/baton-dev/baton/chaos/cluster"
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/cmd/batond/cluster"
 )
 
 func main() {

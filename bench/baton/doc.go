@@ -1,5 +1,5 @@
 // Package baton runs the benchmark suite's workloads against a Baton
-// cluster of real batond processes (chaos/cluster) through the Go client,
+// cluster of real batond processes (cmd/batond/cluster) through the Go client,
 // the way agents use it: cas, queue, handoff, recovery, scale and soak (see
 // docs/benchmarks.md for what each measures). Each workload returns a
 // result.Run measured by bench/loadgen, the same code that measures the

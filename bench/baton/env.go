@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/baton-dev/baton/chaos/cluster"
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/cmd/batond/cluster"
 )
 
 // Tenant is the tenant every workload runs in.
@@ -26,7 +26,7 @@ type EnvConfig struct {
 	Fast bool
 	// ExtraArgs are added to every node's command line.
 	ExtraArgs []string
-	// Procs is the nodes' GOMAXPROCS rule (chaos/cluster.Config.Procs):
+	// Procs is the nodes' GOMAXPROCS rule (cmd/batond/cluster.Config.Procs):
 	// the zero value, cluster.ProcsShare, pins each node to its share of
 	// the cores; the driver's default runs use cluster.ProcsRuntime.
 	Procs cluster.ProcsRule

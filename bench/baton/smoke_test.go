@@ -12,7 +12,8 @@ import (
 	"github.com/baton-dev/baton/bench/loadgen"
 	"github.com/baton-dev/baton/bench/report"
 	"github.com/baton-dev/baton/bench/result"
-	"github.com/baton-dev/baton/chaos/cluster"
+	"github.com/baton-dev/baton/cmd/batond/cluster"
+	"go.uber.org/goleak"
 )
 
 var batondBinary string
@@ -27,9 +28,11 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	batondBinary = bin
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	// Fail when a goroutine the tests started outlives them.
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}))
 }
 
 // checkRun fails t unless r has the figures every run must have.

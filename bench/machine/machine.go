@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/bench/result"
-	"github.com/baton-dev/baton/chaos/cluster"
+	"github.com/baton-dev/baton/cmd/batond/cluster"
 )
 
 // FsyncTool names the probe in reports.

@@ -10,12 +10,16 @@ require (
 )
 
 require (
+	github.com/PlakarKorp/go-cdc-chunkers v1.1.0 // indirect
 	github.com/coreos/go-semver v0.3.0 // indirect
 	github.com/coreos/go-systemd/v22 v22.3.2 // indirect
 	github.com/gogo/protobuf v1.3.2 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
+	github.com/google/uuid v1.6.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/klauspost/cpuid/v2 v2.0.12 // indirect
+	github.com/zeebo/blake3 v0.2.4 // indirect
 	go.etcd.io/etcd/api/v3 v3.5.35 // indirect
 	go.etcd.io/etcd/client/pkg/v3 v3.5.35 // indirect
 	go.uber.org/atomic v1.7.0 // indirect
@@ -30,6 +34,8 @@ require (
 )
 
 // The shared result schema and load generator (bench/result, bench/loadgen)
-// come from the Baton module in this repository; they import only the
-// standard library, so none of Baton's dependencies are built here.
+// and the process launcher (cmd/batond/cluster, for its port and GOMAXPROCS
+// rules) come from the Baton module in this repository; of Baton's
+// dependencies only the SDK's (through the launcher's status type) are
+// built here.
 replace github.com/baton-dev/baton => ../..

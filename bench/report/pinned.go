@@ -16,7 +16,7 @@ func (w *writer) pinnedSection() {
 	}
 	m := w.s.Machine
 	w.p("## pinned: every member at GOMAXPROCS = cores / members\n")
-	w.p("The same loads with each batond and etcd member at GOMAXPROCS %s instead of %s, the same rule for both systems, in the same rounds as the default runs, interleaved with them. When members outnumber the cores, a member left at every core can keep waking idle processors of its own on cores the other members and the load generator need (chaos/cluster.MemberProcs); pinned, each behaves as a node given its share of the machine. Production nodes, one to a machine, run at the default. These figures measure no goal.\n",
+	w.p("The same loads with each batond and etcd member at GOMAXPROCS %s instead of %s, the same rule for both systems, in the same rounds as the default runs, interleaved with them. When members outnumber the cores, a member left at every core can keep waking idle processors of its own on cores the other members and the load generator need (cmd/batond/cluster.MemberProcs); pinned, each behaves as a node given its share of the machine. Production nodes, one to a machine, run at the default. These figures measure no goal.\n",
 		procsText(m.MemberProcs, pinnedRule(m)),
 		procsText(m.DefaultProcs, "the runtime's choice"))
 	sub := &writer{s: w.pinned, all: w.pinned.Runs, atDefault: true, brief: true, chartDir: w.chartDir, chartRel: w.chartRel}
@@ -111,7 +111,7 @@ func pinnedRule(m result.Machine) string {
 	if m.DriverProcs > 0 {
 		return "the driver's GOMAXPROCS, which the pinned members inherit"
 	}
-	return "its share of the cores, cores / members, at least 1: chaos/cluster.MemberProcs"
+	return "its share of the cores, cores / members, at least 1: cmd/batond/cluster.MemberProcs"
 }
 
 // procsText is n with what it is, or what alone when n is unknown.

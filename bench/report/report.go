@@ -194,9 +194,9 @@ func (w *writer) machine() {
 	w.p("\nEvery process (three batond or etcd members, PostgreSQL, and the load generator) shares these cores; the systems run one after the other, never at once.")
 	switch {
 	case w.atDefault:
-		w.p("The headline figures and every goal's verdict are at **default GOMAXPROCS**, as users run the servers: each batond and etcd member starts with no GOMAXPROCS in its environment (none inherited from the driver), so its Go runtime uses the cores it may use. The *pinned* runs give each member GOMAXPROCS at its share of the cores instead (cores / members, at least 1: chaos/cluster.MemberProcs, also what `batond local` gives its nodes), the same rule for both systems; they are in their own section below. The load generator and PostgreSQL are left as they are.")
+		w.p("The headline figures and every goal's verdict are at **default GOMAXPROCS**, as users run the servers: each batond and etcd member starts with no GOMAXPROCS in its environment (none inherited from the driver), so its Go runtime uses the cores it may use. The *pinned* runs give each member GOMAXPROCS at its share of the cores instead (cores / members, at least 1: cmd/batond/cluster.MemberProcs, also what `batond local` gives its nodes), the same rule for both systems; they are in their own section below. The load generator and PostgreSQL are left as they are.")
 	case m.MemberProcs > 0:
-		w.p("Each batond and etcd member runs with GOMAXPROCS at its share of the cores (cores / members, at least 1: chaos/cluster.MemberProcs, also what `batond local` gives its nodes), the same rule for both systems; the load generator and PostgreSQL are left as they are.")
+		w.p("Each batond and etcd member runs with GOMAXPROCS at its share of the cores (cores / members, at least 1: cmd/batond/cluster.MemberProcs, also what `batond local` gives its nodes), the same rule for both systems; the load generator and PostgreSQL are left as they are.")
 	}
 	// Only the load before the run says anything about other work: during
 	// it, the suite's own processes set the load (PostgreSQL alone runs one
@@ -861,14 +861,14 @@ func (w *writer) phases() {
 
 func (w *writer) method() {
 	w.p("## Method\n")
-	w.p("- Each system is started by the suite on 127.0.0.1 with its normal timings: Baton as three `batond` processes (`chaos/cluster`, default Raft timings, fsync on); etcd as three members from Debian's `etcd-server` (default heartbeat 100 ms, election 1 s); PostgreSQL as one server from Debian's package in a fresh `initdb` directory with `synchronous_commit = on`. Each workload, and each cas client count, gets a fresh cluster.")
+	w.p("- Each system is started by the suite on 127.0.0.1 with its normal timings: Baton as three `batond` processes (`cmd/batond/cluster`, default Raft timings, fsync on); etcd as three members from Debian's `etcd-server` (default heartbeat 100 ms, election 1 s); PostgreSQL as one server from Debian's package in a fresh `initdb` directory with `synchronous_commit = on`. Each workload, and each cas client count, gets a fresh cluster.")
 	w.p("- Load is closed-loop: every client or worker waits for its answer before sending the next request, and has its own connection(s) (its own Baton client, etcd client or PostgreSQL connection), spread over the members. Baton's clients use the Go SDK with its defaults (failover and retries included).")
 	w.p("- Every run has a warm-up and a measured window; only operations that start in the window count. Latency percentiles come from log-bucketed histograms (within about 1%%). Each worker's random choices come from the seed.")
 	w.p("- The same code (`bench/loadgen`) drives and measures every system; Baton's side lives in `bench/baton`, the peers' in the separate module `bench/peers` (so their client libraries stay out of Baton's go.mod).")
 	w.p("- fsync latency is measured on every run with the same probe, in the filesystem that holds the data directories.")
 	if w.atDefault {
 		w.p("- A full run repeats cas and queue in three rounds, interleaved across the systems and, for the pinned runs, the two GOMAXPROCS settings (each round starts one system-and-setting later), and compares each system's median round at each setting: on a shared virtual machine one system's figures have moved by up to 40%% between runs minutes apart, so a single pass favours whichever system met the quieter minutes.")
-		w.p("- GOMAXPROCS: the headline runs start every batond and etcd member with no GOMAXPROCS in its environment (`chaos/cluster.ProcsRuntime`, `peerbench --procs default`); the pinned runs with GOMAXPROCS = cores / members (`chaos/cluster.ProcsShare`, `peerbench --procs pinned`). `--pinned=false` leaves the pinned runs out; `--pinned-workloads` chooses them (default cas, queue).")
+		w.p("- GOMAXPROCS: the headline runs start every batond and etcd member with no GOMAXPROCS in its environment (`cmd/batond/cluster.ProcsRuntime`, `peerbench --procs default`); the pinned runs with GOMAXPROCS = cores / members (`cmd/batond/cluster.ProcsShare`, `peerbench --procs pinned`). `--pinned=false` leaves the pinned runs out; `--pinned-workloads` chooses them (default cas, queue).")
 	} else {
 		w.p("- A full run repeats cas and queue in three rounds, interleaved across the systems, and compares each system's median round: on a shared virtual machine one system's figures have moved by up to 40%% between runs minutes apart, so a single pass favours whichever system met the quieter minutes.")
 	}

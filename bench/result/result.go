@@ -32,7 +32,7 @@ const (
 	// report's headline figures and the goals' verdicts are at this setting.
 	ProcsDefault = "default"
 	// ProcsPinned gives each member its share of the cores,
-	// chaos/cluster.MemberProcs (cores / members, at least 1), or the
+	// cmd/batond/cluster.MemberProcs (cores / members, at least 1), or the
 	// driver's GOMAXPROCS when its environment sets one.
 	ProcsPinned = "pinned"
 )
@@ -185,7 +185,7 @@ type Machine struct {
 	// Versions of the peers, as their binaries report them.
 	Versions map[string]string `json:"versions,omitempty"`
 	// MemberProcs is the GOMAXPROCS of each batond and etcd member in
-	// the pinned runs (chaos/cluster.MemberProcs of three members, or the
+	// the pinned runs (cmd/batond/cluster.MemberProcs of three members, or the
 	// environment's GOMAXPROCS when set); 0 in suites from before it was
 	// recorded.
 	MemberProcs int `json:"member_procs,omitempty"`

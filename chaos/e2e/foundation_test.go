@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-dev/baton/chaos/cluster"
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/cmd/batond/cluster"
 )
 
 // The foundation tests pin the acceptance points of a Raft-replicated store

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-dev/baton/chaos/cluster"
 	"github.com/baton-dev/baton/client"
-	"github.com/baton-dev/baton/server/tlsconf"
+	"github.com/baton-dev/baton/cmd/batond/cluster"
+	"github.com/baton-dev/baton/server/core/tlsconf"
 	"go.uber.org/goleak"
 )
 

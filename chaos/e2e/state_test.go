@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-dev/baton/chaos/cluster"
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/cmd/batond/cluster"
 )
 
 // The state tests pin the thread-scoped checkpoints, the knowledge store,

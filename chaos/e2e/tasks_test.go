@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-dev/baton/chaos/cluster"
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/cmd/batond/cluster"
 )
 
 // Black-box tests of tasks, fencing tokens, transactions and client.Worker

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-dev/baton/chaos/cluster"
-	"github.com/baton-dev/baton/server/tlsconf"
+	"github.com/baton-dev/baton/cmd/batond/cluster"
+	"github.com/baton-dev/baton/server/core/tlsconf"
 	"github.com/hashicorp/raft"
 )
 

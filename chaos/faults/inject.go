@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/baton-dev/baton/chaos/cluster"
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/cmd/batond/cluster"
 )
 
 // Injector applies faults to a running cluster whose nodes were started
@@ -32,6 +32,7 @@ func quiet(f func(ctx context.Context) error) Heal {
 // and the function that heals it.
 func (in *Injector) Inject(ctx context.Context, f Fault) (string, Heal, error) {
 	c := in.C
+	net := Net{C: c}
 	n := c.Size()
 	leader := in.leader(ctx)
 	target := leader
@@ -51,19 +52,19 @@ func (in *Injector) Inject(ctx context.Context, f Fault) (string, Heal, error) {
 		}
 		return "SIGSTOP " + id(target) + role(target, leader), quiet(func(context.Context) error { return c.Resume(target) }), nil
 	case IsolateLeader:
-		if err := c.Isolate(ctx, target); err != nil {
+		if err := net.Isolate(ctx, target); err != nil {
 			return "", nil, err
 		}
-		return "isolate " + id(target) + role(target, leader), quiet(c.Heal), nil
+		return "isolate " + id(target) + role(target, leader), quiet(net.Heal), nil
 	case CutPair:
 		other := in.follower(target, f.Pick+1)
 		if other == target {
 			other = (target + 1) % n
 		}
-		if err := c.CutBoth(ctx, target, other); err != nil {
+		if err := net.CutBoth(ctx, target, other); err != nil {
 			return "", nil, err
 		}
-		return fmt.Sprintf("cut %s%s <-> %s%s", id(target), role(target, leader), id(other), role(other, leader)), quiet(c.Heal), nil
+		return fmt.Sprintf("cut %s%s <-> %s%s", id(target), role(target, leader), id(other), role(other, leader)), quiet(net.Heal), nil
 	case OneWay:
 		from, to := target, in.follower(leader, f.Pick)
 		if !f.OnLeader || leader < 0 {
@@ -72,16 +73,16 @@ func (in *Injector) Inject(ctx context.Context, f Fault) (string, Heal, error) {
 				to = (from + 1) % n
 			}
 		}
-		if err := c.Cut(ctx, from, to); err != nil {
+		if err := net.Cut(ctx, from, to); err != nil {
 			return "", nil, err
 		}
-		return fmt.Sprintf("one-way cut: %s%s cannot reach %s%s", id(from), role(from, leader), id(to), role(to, leader)), quiet(c.Heal), nil
+		return fmt.Sprintf("one-way cut: %s%s cannot reach %s%s", id(from), role(from, leader), id(to), role(to, leader)), quiet(net.Heal), nil
 	case Split:
 		minority, majority := in.split(leader, f)
-		if err := c.Partition(ctx, minority, majority); err != nil {
+		if err := net.Partition(ctx, minority, majority); err != nil {
 			return "", nil, err
 		}
-		return fmt.Sprintf("split %v | %v (leader %s)", ids(c, majority), ids(c, minority), idOrNone(c, leader)), quiet(c.Heal), nil
+		return fmt.Sprintf("split %v | %v (leader %s)", ids(c, majority), ids(c, minority), idOrNone(c, leader)), quiet(net.Heal), nil
 	case ClockSkew:
 		return in.skew(ctx, f, leader)
 	case WipeRejoin:
@@ -135,14 +136,15 @@ func (in *Injector) split(leader int, f Fault) (minority, majority []int) {
 
 func (in *Injector) skew(ctx context.Context, f Fault, leader int) (string, Heal, error) {
 	c := in.C
+	net := Net{C: c}
 	if leader < 0 {
 		leader = 0
 	}
 	other := in.follower(leader, f.Pick)
-	if err := c.SetClockOffset(ctx, leader, f.Skew); err != nil {
+	if err := net.SetClockOffset(ctx, leader, f.Skew); err != nil {
 		return "", nil, err
 	}
-	if err := c.SetClockOffset(ctx, other, -f.Skew); err != nil {
+	if err := net.SetClockOffset(ctx, other, -f.Skew); err != nil {
 		return "", nil, err
 	}
 	desc := fmt.Sprintf("clock %s (leader) %+v, %s %+v", c.ID(leader), f.Skew, c.ID(other), -f.Skew)
@@ -170,7 +172,7 @@ func (in *Injector) skew(ctx context.Context, f Fault, leader int) (string, Heal
 	heal := func(ctx context.Context) (string, error) {
 		close(stop)
 		note := <-done
-		return note, c.Heal(ctx)
+		return note, net.Heal(ctx)
 	}
 	return desc, heal, nil
 }

@@ -1,6 +1,6 @@
 // Package faults decides which faults a chaos run injects, from its seed,
 // and injects them into a cluster of real batond processes
-// (chaos/cluster).
+// (cmd/batond/cluster).
 //
 // # Contracts
 //

@@ -17,9 +17,10 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/chaos/checker"
-	"github.com/baton-dev/baton/chaos/cluster"
+	"github.com/baton-dev/baton/chaos/faults"
 	"github.com/baton-dev/baton/chaos/history"
 	"github.com/baton-dev/baton/chaos/workload"
+	"github.com/baton-dev/baton/cmd/batond/cluster"
 )
 
 // A checker that cannot fail is no checker. Each test below runs the real
@@ -185,12 +186,12 @@ func TestBiteStaleReads(t *testing.T) {
 		cut := (leader + 1) % c.Size()
 		target.Store(c.URL(cut))
 		f := history.Fault{Kind: "isolate+stale-reads", Description: "isolate " + c.ID(cut) + " and read from it", Start: rec.Now()}
-		if err := c.Isolate(ctx, cut); err != nil {
+		if err := (faults.Net{C: c}).Isolate(ctx, cut); err != nil {
 			t.Errorf("isolate: %v", err)
 		}
 		sleepCtx(ctx, 2500*time.Millisecond)
 		target.Store("")
-		c.Heal(ctx)
+		(faults.Net{C: c}).Heal(ctx)
 		f.End = rec.Now()
 		rec.Fault(f)
 	}

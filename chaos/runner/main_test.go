@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-dev/baton/chaos/cluster"
+	"github.com/baton-dev/baton/cmd/batond/cluster"
 	"go.uber.org/goleak"
 )
 

@@ -37,11 +37,11 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/chaos/checker"
-	"github.com/baton-dev/baton/chaos/cluster"
 	"github.com/baton-dev/baton/chaos/faults"
 	"github.com/baton-dev/baton/chaos/history"
 	"github.com/baton-dev/baton/chaos/workload"
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/cmd/batond/cluster"
 )
 
 // Config describes one run, or a series of runs (see Series).
@@ -430,7 +430,7 @@ func heal(ctx context.Context, cfg Config, env *environment) {
 			}
 		}
 	}
-	if err := c.Heal(hctx); err != nil {
+	if err := (faults.Net{C: c}).Heal(hctx); err != nil {
 		cfg.Logf("seed %d: heal: %v", cfg.Seed, err)
 	}
 	c.WaitLeader(hctx)

@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/baton-dev/baton/server/tlsconf"
+	"github.com/baton-dev/baton/server/core/tlsconf"
 )
 
 const certsUsageText = `batond certs: make a CA and node certificates for a Baton cluster.

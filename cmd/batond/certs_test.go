@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/baton-dev/baton/server/tlsconf"
+	"github.com/baton-dev/baton/server/core/tlsconf"
 )
 
 func TestCertsCommand(t *testing.T) {

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-dev/baton/server/node"
-	"github.com/baton-dev/baton/server/tlsconf"
+	"github.com/baton-dev/baton/server/core/node"
+	"github.com/baton-dev/baton/server/core/tlsconf"
 )
 
 // envOf is a fake environment for parseFlags.

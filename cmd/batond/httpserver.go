@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/baton-dev/baton/server/tlsconf"
+	"github.com/baton-dev/baton/server/core/tlsconf"
 )
 
 func (t tlsFlags) validate() error {

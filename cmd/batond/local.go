@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/baton-dev/baton/chaos/cluster"
+	"github.com/baton-dev/baton/cmd/batond/cluster"
 )
 
 const localUsageText = `batond local: run a Baton cluster of N batond processes on this machine.

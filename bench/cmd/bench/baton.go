@@ -15,7 +15,7 @@ import (
 
 	"github.com/baton-dev/baton/bench/baton"
 	"github.com/baton-dev/baton/bench/result"
-	"github.com/baton-dev/baton/chaos/cluster"
+	"github.com/baton-dev/baton/cmd/batond/cluster"
 )
 
 func jsonUnmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
@@ -23,7 +23,7 @@ func jsonUnmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
 // env starts a fresh Baton cluster for one workload, its nodes at
 // GOMAXPROCS setting procs: result.ProcsDefault leaves it to their
 // runtime (none inherited from the driver), result.ProcsPinned gives each
-// its share of the cores (chaos/cluster.MemberProcs).
+// its share of the cores (cmd/batond/cluster.MemberProcs).
 func (s *suite) env(ctx context.Context, procs, name string, extra ...string) (*baton.Env, error) {
 	dir := filepath.Join(s.work, "baton-"+procs+"-"+name)
 	if err := os.RemoveAll(dir); err != nil {

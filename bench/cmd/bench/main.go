@@ -8,7 +8,7 @@
 // Every workload runs with the batond and etcd members' GOMAXPROCS left
 // to the Go runtime, as users run them: those are the report's headline
 // figures and the goals' verdicts. cas and queue also run with every
-// member at GOMAXPROCS = cores / members ("pinned", chaos/cluster's
+// member at GOMAXPROCS = cores / members ("pinned", cmd/batond/cluster's
 // MemberProcs), interleaved with the default runs, for the report's second
 // table; --pinned=false leaves those out, --pinned-workloads chooses them.
 //
@@ -36,7 +36,7 @@ import (
 	"github.com/baton-dev/baton/bench/machine"
 	"github.com/baton-dev/baton/bench/report"
 	"github.com/baton-dev/baton/bench/result"
-	"github.com/baton-dev/baton/chaos/cluster"
+	"github.com/baton-dev/baton/cmd/batond/cluster"
 )
 
 type options struct {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/bench/result"
-	"github.com/baton-dev/baton/chaos/cluster"
+	"github.com/baton-dev/baton/cmd/batond/cluster"
 )
 
 func TestParseFlags(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/bench/peers/proc"
-	"github.com/baton-dev/baton/chaos/cluster"
+	"github.com/baton-dev/baton/cmd/batond/cluster"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
@@ -42,7 +42,7 @@ type Options struct {
 	// Extra are flags for every member.
 	Extra []string
 	// Procs is the members' GOMAXPROCS, by the rule Baton's members
-	// follow (chaos/cluster.Config.Procs): cluster.ProcsShare (the zero
+	// follow (cmd/batond/cluster.Config.Procs): cluster.ProcsShare (the zero
 	// value) gives each its share of the cores, MemberProcs(n), unless
 	// this process's environment sets GOMAXPROCS; cluster.ProcsRuntime
 	// leaves it to etcd's Go runtime and removes any GOMAXPROCS from the

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/baton-dev/baton/chaos/cluster"
+	"github.com/baton-dev/baton/cmd/batond/cluster"
 )
 
 func procsEntries(env []string) []string {

@@ -27,10 +27,10 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/chaos/checker"
-	"github.com/baton-dev/baton/chaos/cluster"
 	"github.com/baton-dev/baton/chaos/faults"
 	"github.com/baton-dev/baton/chaos/history"
 	"github.com/baton-dev/baton/chaos/runner"
+	"github.com/baton-dev/baton/cmd/batond/cluster"
 )
 
 type options struct {

@@ -31,7 +31,7 @@ import (
 	"github.com/baton-dev/baton/bench/peers/etcdbench"
 	"github.com/baton-dev/baton/bench/peers/pgbench"
 	"github.com/baton-dev/baton/bench/result"
-	"github.com/baton-dev/baton/chaos/cluster"
+	"github.com/baton-dev/baton/cmd/batond/cluster"
 )
 
 type options struct {
@@ -80,7 +80,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.soakClients, "soak-clients", 64, "soak: cas clients (the run lasts --warmup plus --duration)")
 	fs.DurationVar(&o.soakSample, "soak-sample", 10*time.Second, "soak: interval between memory samples")
 	fs.StringVar(&o.etcdBin, "etcd-bin", "etcd", "etcd binary")
-	fs.StringVar(&o.procs, "procs", result.ProcsPinned, "etcd members' GOMAXPROCS: pinned (cores / members, as Baton's chaos/cluster.MemberProcs, unless GOMAXPROCS is set) or default (left to etcd's Go runtime; GOMAXPROCS removed from their environment)")
+	fs.StringVar(&o.procs, "procs", result.ProcsPinned, "etcd members' GOMAXPROCS: pinned (cores / members, as Baton's cmd/batond/cluster.MemberProcs, unless GOMAXPROCS is set) or default (left to etcd's Go runtime; GOMAXPROCS removed from their environment)")
 	fs.StringVar(&o.pgBin, "pg-bin", "", "PostgreSQL bin directory (default: newest /usr/lib/postgresql/*/bin)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

@@ -2,10 +2,15 @@
 // interface and puts each of them under the caller's control: start, clean
 // stop (SIGTERM), crash (SIGKILL), pause (SIGSTOP), wipe, restart and rejoin.
 //
-// It serves three callers: `batond local` (a developer's cluster), black-box
-// tests, and the chaos suite. It talks to the nodes only through their
+// It serves four callers: `batond local` (a developer's cluster), black-box
+// tests (chaos/e2e), the chaos suite and the benchmarks (bench/, and the
+// separate module bench/peers for its port and GOMAXPROCS rules). It lives
+// beside batond, not in chaos/, so that the production binary imports no
+// test harness; fault injection through the nodes' failpoints is the chaos
+// suite's own (chaos/faults). It talks to the nodes only through their
 // processes and their HTTP endpoints (net/http and encoding/json), never
-// through the client package, so it can judge the server from outside.
+// through the client package's Client, so it can judge the server from
+// outside; it borrows only the SDK's type for GET /v1/cluster.
 //
 // # Contracts
 //

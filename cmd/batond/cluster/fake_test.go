@@ -26,6 +26,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/baton-dev/baton/client"
 )
 
 const fakeEnv = "CLUSTER_FAKE_BATOND"
@@ -152,7 +154,7 @@ func (f *fakeNode) status() NodeStatus {
 	for _, peer := range strings.Split(f.peers, ",") {
 		id, addr, _ := strings.Cut(peer, "=")
 		if id != "" && probe(addr) {
-			st.Leader = LeaderInfo{ID: id, RaftAddr: addr}
+			st.Leader = client.LeaderInfo{ID: id, RaftAddr: addr}
 			break
 		}
 	}

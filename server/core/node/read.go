@@ -79,18 +79,9 @@ func (n *Node) leadershipLoop() {
 			if !isLeader {
 				continue
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			go func() {
-				select {
-				case <-n.done:
-				case <-ctx.Done():
-				}
-				cancel()
-			}()
-			if err := n.termBarrier(ctx); err != nil {
+			if err := n.termBarrier(n.ctx); err != nil {
 				n.log.Warn("term barrier failed", "err", err)
 			}
-			cancel()
 		}
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/baton-dev/baton/client"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -290,7 +292,7 @@ func TestLayout(t *testing.T) {
 }
 
 func status(node int, state, leader string, applied uint64, digest string) observation {
-	return observation{node: node, st: &NodeStatus{NodeID: NodeID(node), State: state, Leader: LeaderInfo{ID: leader}, AppliedIndex: applied, StateDigest: digest}}
+	return observation{node: node, st: &NodeStatus{NodeID: NodeID(node), State: state, Leader: client.LeaderInfo{ID: leader}, AppliedIndex: applied, StateDigest: digest}}
 }
 
 func withCommit(o observation, commit uint64) observation {

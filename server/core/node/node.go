@@ -52,6 +52,8 @@ type Node struct {
 	barrierTerm atomic.Uint64 // term in which this leader's barrier has applied
 
 	done      chan struct{}
+	ctx       context.Context // the node's lifetime: Close cancels it
+	cancel    context.CancelFunc
 	closeOnce sync.Once
 	closeErr  error
 	wg        sync.WaitGroup
@@ -66,6 +68,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger, FSM: f, admit: make(chan struct{}, maxProposals), done: make(chan struct{})}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if err := n.openStorage(); err != nil {
 		return nil, err
 	}
@@ -183,6 +186,7 @@ func (n *Node) maybeBootstrap() error {
 // Close shuts Raft down and closes storage. Safe to call more than once.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
+		n.cancel()
 		close(n.done)
 		n.wg.Wait()
 		if n.raft != nil {

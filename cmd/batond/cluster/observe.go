@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/baton-dev/baton/client"
 )
 
 // Raft states as /v1/cluster reports them.
@@ -22,35 +25,10 @@ const (
 // stall a poll.
 const requestTimeout = time.Second
 
-// NodeStatus is a node's own view, GET /v1/cluster?consistency=stale.
-type NodeStatus struct {
-	NodeID                string     `json:"node_id"`
-	State                 string     `json:"state"`
-	Leader                LeaderInfo `json:"leader"`
-	Term                  uint64     `json:"term"`
-	CommitIndex           uint64     `json:"commit_index"`
-	AppliedIndex          uint64     `json:"applied_index"`
-	StateDigest           string     `json:"state_digest"`
-	LastSnapshotIndex     uint64     `json:"last_snapshot_index"`
-	RestoredSnapshotIndex uint64     `json:"restored_snapshot_index"`
-	Members               []Member   `json:"members"`
-}
-
-// LeaderInfo names the leader a node knows; ID is empty when it knows none.
-type LeaderInfo struct {
-	ID       string `json:"id"`
-	HTTPAddr string `json:"http_addr"`
-	RaftAddr string `json:"raft_addr"`
-}
-
-// Member is one entry of the replicated membership.
-type Member struct {
-	ID       string `json:"id"`
-	RaftAddr string `json:"raft_addr"`
-	HTTPAddr string `json:"http_addr"`
-	Voter    bool   `json:"voter"`
-	State    string `json:"state"`
-}
+// NodeStatus is a node's own view, GET /v1/cluster?consistency=stale: the
+// SDK's type, decoded here with encoding/json (the harness still talks to
+// the nodes over plain net/http, never through the SDK's client).
+type NodeStatus = client.ClusterStatus
 
 // Status asks node i for its own view of the cluster, without forwarding to
 // the leader.
@@ -77,23 +55,53 @@ func (c *Cluster) Status(ctx context.Context, i int) (*NodeStatus, error) {
 // get requests path on node i and returns the status code and at most 1 MiB
 // of the body.
 func (c *Cluster) get(ctx context.Context, i int, path string, admin bool) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.URL(i)+path, nil)
+	return c.do(ctx, i, http.MethodGet, path, nil, admin)
+}
+
+// AdminCall sends one request with the admin token to node i, bounded by a
+// second, and returns at most 1 MiB of the answer's body; an answer other
+// than 2xx is an error carrying its status and the start of its body.
+func (c *Cluster) AdminCall(ctx context.Context, i int, method, path string, body []byte) ([]byte, error) {
+	if i < 0 || i >= c.Size() {
+		return nil, fmt.Errorf("%w: index %d", ErrNoSuchNode, i)
+	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	code, out, err := c.do(ctx, i, method, path, body, true)
+	if err != nil {
+		return nil, err
+	}
+	if code/100 != 2 {
+		return nil, fmt.Errorf("cluster: %s: %s %s: %d %s", NodeID(i), method, path, code, snippet(out))
+	}
+	return out, nil
+}
+
+func (c *Cluster) do(ctx context.Context, i int, method, path string, body []byte, admin bool) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.URL(i)+path, rd)
 	if err != nil {
 		return 0, nil, err
 	}
 	if admin {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := c.client.Do(req)
 	if err != nil {
 		return 0, nil, fmt.Errorf("cluster: %s: %w", NodeID(i), err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	out, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
 		return 0, nil, fmt.Errorf("cluster: %s: read %s: %w", NodeID(i), path, err)
 	}
-	return resp.StatusCode, body, nil
+	return resp.StatusCode, out, nil
 }
 
 func snippet(b []byte) string {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/baton-dev/baton/server/tlsconf"
+	"github.com/baton-dev/baton/server/core/tlsconf"
 	"github.com/hashicorp/raft"
 )
 

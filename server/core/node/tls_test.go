@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/fsm"
-	"github.com/baton-dev/baton/server/tlsconf"
+	"github.com/baton-dev/baton/server/core/tlsconf"
 	"github.com/hashicorp/raft"
 )
 
@@ -109,7 +109,7 @@ func rawTransport(t *testing.T, p *tlsconf.Peer) *raft.NetworkTransport {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { tr.Close() })
+		t.Cleanup(func() { closeTransport(tr) })
 		return tr
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -118,8 +118,15 @@ func rawTransport(t *testing.T, p *tlsconf.Peer) *raft.NetworkTransport {
 	}
 	stream := newTLSStream(&faultStream{Listener: ln, faults: NewFaults()}, p)
 	tr := raft.NewNetworkTransport(stream, 1, 2*time.Second, io.Discard)
-	t.Cleanup(func() { tr.Close() })
+	t.Cleanup(func() { closeTransport(tr) })
 	return tr
+}
+
+// closeTransport closes tr's pooled connections too (Close alone leaves
+// them open), so the member at their other end ends its reading goroutine.
+func closeTransport(tr *raft.NetworkTransport) {
+	tr.CloseStreams()
+	tr.Close()
 }
 
 // forgedAppend sends what the attacker sent: an AppendEntries of a

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/baton-dev/baton/server/tlsconf"
+	"github.com/baton-dev/baton/server/core/tlsconf"
 	"github.com/hashicorp/raft"
 )
 

@@ -1,0 +1,355 @@
+// Package chunkplane moves chunk bodies between the members of a cluster,
+// beside the Raft log (docs/design.md "Chunks beside the log"): it copies a
+// new body to the peers until a majority of voters holds it, fetches a body
+// this node lacks from a peer, repairs the bodies the replicated index says
+// this node should hold, sweeps bodies no tenant holds any more, and, on
+// the leader, proposes chunk GC once an unreferenced chunk has outlived the
+// grace period.
+//
+// It sits below the HTTP API (package server), which owns the routes and
+// their errors; it reaches peers through the internal chunk routes with the
+// Peers the API gives it, and the replicated state through *fsm.FSM.
+//
+// # Lifetime
+//
+// New builds a Plane; Start launches its loops (repair and sweep every 2 s,
+// chunk GC on the leader every 250 ms); Close cancels the Plane's context,
+// which every background call (loop work and the copies to peers that
+// Replicate leaves in flight) runs under, and waits for all of them. After
+// Close, Replicate fails with an *Unavailable error.
+package chunkplane
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/baton-dev/baton/fsm"
+	"github.com/baton-dev/baton/server/core/chunkstore"
+	"github.com/baton-dev/baton/server/core/node"
+)
+
+// Cluster is what the plane needs from the Raft member.
+type Cluster interface {
+	ID() string
+	IsLeader() bool
+	Members() ([]node.MemberInfo, error)
+	Apply(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error)
+}
+
+// Peers makes this member's calls to a peer's HTTP API.
+type Peers interface {
+	// URL is the URL of path on the peer serving HTTP at addr.
+	URL(addr, path string) string
+	// Do sends req, authenticated as this member.
+	Do(req *http.Request) (*http.Response, error)
+}
+
+// Config configures a Plane.
+type Config struct {
+	Store   *chunkstore.Store // nil: no bodies here; Read and Fetch fail, repair idles
+	Cluster Cluster
+	FSM     *fsm.FSM
+	Peers   Peers
+	// Now is the leader's clock as stamped into commands, in Unix ms.
+	Now            func() int64
+	GCGrace        time.Duration // how long an unreferenced chunk is kept
+	RequestTimeout time.Duration // bound on one chunk GC proposal
+	MaxChunkBody   int64         // the largest body read from a peer
+	Logger         *slog.Logger
+}
+
+// Unavailable is a failure the caller may retry: no majority reachable, no
+// peer with the body, no chunk store, or the plane closed.
+type Unavailable struct{ Msg string }
+
+func (e *Unavailable) Error() string { return e.Msg }
+
+func unavailablef(format string, args ...any) error {
+	return &Unavailable{Msg: fmt.Sprintf(format, args...)}
+}
+
+// Plane is one member's chunk plane.
+type Plane struct {
+	cfg    Config
+	log    *slog.Logger
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+
+	mu     sync.Mutex // guards closed and wg.Add against Close's Wait
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// New builds a plane; nothing runs until Start.
+func New(cfg Config) *Plane {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Plane{cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel}
+}
+
+// Start launches the repair, sweep and chunk GC loops.
+func (p *Plane) Start() {
+	p.spawn(p.repairLoop)
+	p.spawn(p.collectLoop)
+}
+
+// Close cancels every background call and waits for them. Idempotent.
+func (p *Plane) Close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.cancel()
+	p.wg.Wait()
+}
+
+// spawn runs f on its own goroutine under the plane's lifetime; it reports
+// false, running nothing, once the plane is closed.
+func (p *Plane) spawn(f func()) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.wg.Go(f)
+	return true
+}
+
+// Read returns a verified body: from this node's store, or fetched from a
+// peer (and stored) when the local copy is missing or corrupt.
+func (p *Plane) Read(ctx context.Context, digest string) ([]byte, error) {
+	if p.cfg.Store == nil {
+		return nil, unavailablef("this node has no chunk store")
+	}
+	body, err := p.cfg.Store.Get(digest)
+	if err == nil {
+		return body, nil
+	}
+	if !errors.Is(err, chunkstore.ErrNotFound) && !errors.Is(err, chunkstore.ErrCorrupt) {
+		return nil, err
+	}
+	return p.Fetch(ctx, digest)
+}
+
+// peers are the other members with a published HTTP address.
+func (p *Plane) peers() (peers []node.MemberInfo, voters int, selfVoter bool) {
+	members, err := p.cfg.Cluster.Members()
+	if err != nil {
+		return nil, 0, false
+	}
+	for _, m := range members {
+		if m.Voter {
+			voters++
+		}
+		if m.ID == p.cfg.Cluster.ID() {
+			selfVoter = m.Voter
+			continue
+		}
+		if m.HTTPAddr != "" {
+			peers = append(peers, m)
+		}
+	}
+	return peers, voters, selfVoter
+}
+
+// Replicate copies a body to every peer and returns once a majority of
+// voters (this node included) holds it durably. Copies still in flight then
+// finish in the background, until Close; repair catches up any node that
+// missed one. A cancelled ctx is returned as it is (ctx.Err()).
+func (p *Plane) Replicate(ctx context.Context, digest string, body []byte) error {
+	peers, voters, selfVoter := p.peers()
+	need := voters/2 + 1
+	if selfVoter {
+		need--
+	}
+	voterPeers := 0
+	for _, m := range peers {
+		if m.Voter {
+			voterPeers++
+		}
+	}
+	if voterPeers < need {
+		return unavailablef("this node knows the address of %d voting peers and needs %d to hold the chunk; retry", voterPeers, need)
+	}
+	type ack struct {
+		voter bool
+		err   error
+	}
+	acks := make(chan ack, len(peers))
+	for _, m := range peers {
+		ok := p.spawn(func() {
+			cctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+			defer cancel()
+			acks <- ack{m.Voter, p.call(cctx, http.MethodPut, m.HTTPAddr, "/v1/internal/chunks/"+digest, body, nil)}
+		})
+		if !ok {
+			return unavailablef("this node is shutting down")
+		}
+	}
+	ok, failed := 0, 0 // voters only: a non-voter's copy does not make a majority
+	for ok < need {
+		select {
+		case a := <-acks:
+			switch {
+			case !a.voter:
+			case a.err != nil:
+				failed++
+				p.log.Debug("chunk copy to peer failed", "digest", digest, "err", a.err)
+				if voterPeers-failed < need-ok {
+					return unavailablef("could not copy the chunk to a majority of nodes")
+				}
+			default:
+				ok++
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// Fetch gets a body from the first peer that has it, verifies it and
+// stores it locally.
+func (p *Plane) Fetch(ctx context.Context, digest string) ([]byte, error) {
+	if p.cfg.Store == nil {
+		return nil, unavailablef("this node has no chunk store")
+	}
+	peers, _, _ := p.peers()
+	for _, m := range peers {
+		var buf bytes.Buffer
+		if err := p.call(ctx, http.MethodGet, m.HTTPAddr, "/v1/internal/chunks/"+digest, nil, &buf); err != nil {
+			continue
+		}
+		if err := p.cfg.Store.Put(digest, buf.Bytes()); err != nil {
+			continue // a peer's bad copy: try the next
+		}
+		return buf.Bytes(), nil
+	}
+	return nil, unavailablef("no node could supply chunk %s right now", digest)
+}
+
+// call makes a member's request to a peer's internal endpoint.
+func (p *Plane) call(ctx context.Context, method, addr, path string, body []byte, out *bytes.Buffer) error {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, p.cfg.Peers.URL(addr, path), rd)
+	if err != nil {
+		return err
+	}
+	resp, err := p.cfg.Peers.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("%s %s: %s", method, addr, resp.Status)
+	}
+	if out != nil {
+		_, err = io.Copy(out, io.LimitReader(resp.Body, p.cfg.MaxChunkBody+1))
+		return err
+	}
+	io.Copy(io.Discard, resp.Body)
+	return nil
+}
+
+// repairLoop makes this node hold every chunk body the replicated index
+// says someone holds: a node that was down, is new, or lost a copy to
+// corruption fetches the missing bodies from peers and verifies them. It
+// also removes bodies that no tenant holds any more (after chunk GC), once
+// they are older than the grace period, so an upload in flight is never
+// swept.
+func (p *Plane) repairLoop() {
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	sweep := time.Now()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-t.C:
+		}
+		if p.cfg.Store == nil {
+			continue
+		}
+		p.repairOnce()
+		if time.Since(sweep) > p.cfg.GCGrace/4 {
+			p.sweepOnce()
+			sweep = time.Now()
+		}
+	}
+}
+
+// repairOnce fetches up to 64 missing bodies; the next tick takes the rest.
+func (p *Plane) repairOnce() {
+	fetched := 0
+	for _, d := range p.cfg.FSM.AllChunks() {
+		if fetched >= 64 {
+			return
+		}
+		if p.cfg.Store.Has(d) {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+		_, err := p.Fetch(ctx, d)
+		cancel()
+		if err != nil {
+			p.log.Debug("chunk repair", "digest", d, "err", err)
+			return
+		}
+		fetched++
+	}
+	if fetched > 0 {
+		p.log.Info("repaired missing chunk bodies", "count", fetched)
+	}
+}
+
+func (p *Plane) sweepOnce() {
+	cutoff := time.Now().Add(-p.cfg.GCGrace)
+	_ = p.cfg.Store.Walk(func(d string, mod time.Time) {
+		if mod.After(cutoff) {
+			return
+		}
+		if _, known := p.cfg.FSM.ChunkKnown(d); !known {
+			_ = p.cfg.Store.Remove(d)
+		}
+	})
+}
+
+// collectLoop runs on every node but acts only on the leader.
+func (p *Plane) collectLoop() {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-t.C:
+		}
+		if p.cfg.Cluster.IsLeader() {
+			p.maybeCollect()
+		}
+	}
+}
+
+// maybeCollect proposes chunk GC when an unreferenced chunk has outlived
+// the grace period by the leader's clock.
+func (p *Plane) maybeCollect() {
+	oldest := p.cfg.FSM.OldestUnreferencedChunk()
+	before := p.cfg.Now() - p.cfg.GCGrace.Milliseconds()
+	if oldest == 0 || oldest >= before {
+		return
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.RequestTimeout)
+	defer cancel()
+	if _, err := p.cfg.Cluster.Apply(ctx, fsm.NewCommand(fsm.KindChunkGC, p.cfg.Now(), "", "", &fsm.ChunkGCArgs{Before: before, Max: 1000})); err != nil {
+		p.log.Debug("chunk gc", "err", err)
+	}
+}

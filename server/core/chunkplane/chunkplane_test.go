@@ -1,0 +1,152 @@
+package chunkplane
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/baton-dev/baton/fsm"
+	"github.com/baton-dev/baton/server/core/chunkstore"
+	"github.com/baton-dev/baton/server/core/node"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fakeCluster is this node "n1" among members.
+type fakeCluster struct{ members []node.MemberInfo }
+
+func (c *fakeCluster) ID() string                          { return "n1" }
+func (c *fakeCluster) IsLeader() bool                      { return false }
+func (c *fakeCluster) Members() ([]node.MemberInfo, error) { return c.members, nil }
+func (c *fakeCluster) Apply(context.Context, *fsm.Command) (*fsm.Result, error) {
+	return nil, errors.New("not the leader")
+}
+
+// fakePeers answers each peer's internal chunk routes with its handler.
+type fakePeers map[string]func(req *http.Request) (*http.Response, error)
+
+func (p fakePeers) URL(addr, path string) string { return "http://" + addr + path }
+func (p fakePeers) Do(req *http.Request) (*http.Response, error) {
+	return p[req.URL.Host](req)
+}
+
+func answer(code int, body []byte) (*http.Response, error) {
+	return &http.Response{StatusCode: code, Status: http.StatusText(code), Body: io.NopCloser(bytes.NewReader(body))}, nil
+}
+
+// hang answers only when the request's context ends.
+func hang(req *http.Request) (*http.Response, error) {
+	<-req.Context().Done()
+	return nil, req.Context().Err()
+}
+
+func three() *fakeCluster {
+	return &fakeCluster{members: []node.MemberInfo{
+		{ID: "n1", HTTPAddr: "n1:1", Voter: true},
+		{ID: "n2", HTTPAddr: "n2:1", Voter: true},
+		{ID: "n3", HTTPAddr: "n3:1", Voter: true},
+	}}
+}
+
+func newPlane(t *testing.T, c Cluster, peers Peers) *Plane {
+	t.Helper()
+	store, err := chunkstore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(store.Close)
+	p := New(Config{Store: store, Cluster: c, FSM: fsm.New(), Peers: peers, Now: func() int64 { return time.Now().UnixMilli() },
+		GCGrace: time.Hour, RequestTimeout: time.Second, MaxChunkBody: 1 << 20, Logger: slog.New(slog.DiscardHandler)})
+	t.Cleanup(p.Close)
+	return p
+}
+
+// A majority (this node and n2) is enough; the copy to the hanging n3 is
+// left in flight, and Close ends it instead of waiting out its 30 s.
+func TestReplicateMajorityThenCloseEndsCopiesInFlight(t *testing.T) {
+	var n2Got atomic.Int32
+	peers := fakePeers{
+		"n2:1": func(req *http.Request) (*http.Response, error) {
+			if req.Method != http.MethodPut || req.URL.Path != "/v1/internal/chunks/sha256:x" {
+				return answer(http.StatusNotFound, nil)
+			}
+			n2Got.Add(1)
+			return answer(http.StatusNoContent, nil)
+		},
+		"n3:1": hang,
+	}
+	p := newPlane(t, three(), peers)
+	if err := p.Replicate(t.Context(), "sha256:x", []byte("body")); err != nil {
+		t.Fatalf("Replicate: %v", err)
+	}
+	if n2Got.Load() != 1 {
+		t.Fatalf("n2 got %d copies, want 1", n2Got.Load())
+	}
+	done := make(chan struct{})
+	go func() { p.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not end the copy in flight")
+	}
+	var u *Unavailable
+	if err := p.Replicate(t.Context(), "sha256:x", []byte("body")); !errors.As(err, &u) {
+		t.Fatalf("Replicate after Close: %v, want *Unavailable", err)
+	}
+}
+
+func TestReplicateFailsWithoutMajority(t *testing.T) {
+	fail := func(*http.Request) (*http.Response, error) { return answer(http.StatusInternalServerError, nil) }
+	p := newPlane(t, three(), fakePeers{"n2:1": fail, "n3:1": fail})
+	var u *Unavailable
+	err := p.Replicate(t.Context(), "sha256:x", []byte("body"))
+	if !errors.As(err, &u) || !strings.Contains(u.Msg, "majority") {
+		t.Fatalf("Replicate: %v, want *Unavailable about a majority", err)
+	}
+
+	alone := &fakeCluster{members: []node.MemberInfo{{ID: "n1", Voter: true}, {ID: "n2", Voter: true}, {ID: "n3", Voter: true}}}
+	p = newPlane(t, alone, fakePeers{})
+	err = p.Replicate(t.Context(), "sha256:x", []byte("body"))
+	if !errors.As(err, &u) || !strings.Contains(u.Msg, "knows the address of 0 voting peers and needs 1") {
+		t.Fatalf("Replicate without peer addresses: %v", err)
+	}
+}
+
+func TestReplicateReturnsCallersCancellation(t *testing.T) {
+	p := newPlane(t, three(), fakePeers{"n2:1": hang, "n3:1": hang})
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := p.Replicate(ctx, "sha256:x", []byte("body")); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Replicate: %v, want context.Canceled", err)
+	}
+}
+
+// Read falls back to a peer, skips a peer's bad copy, and keeps the good one.
+func TestReadFetchesVerifiedCopy(t *testing.T) {
+	body := []byte("the chunk")
+	d := chunkstore.Digest(body)
+	peers := fakePeers{
+		"n2:1": func(*http.Request) (*http.Response, error) { return answer(http.StatusOK, []byte("tampered")) },
+		"n3:1": func(*http.Request) (*http.Response, error) { return answer(http.StatusOK, body) },
+	}
+	p := newPlane(t, three(), peers)
+	got, err := p.Read(t.Context(), d)
+	if err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("Read = %q, %v; want %q", got, err, body)
+	}
+	if !p.cfg.Store.Has(d) {
+		t.Fatal("the fetched body was not stored")
+	}
+	var u *Unavailable
+	if _, err := p.Read(t.Context(), chunkstore.Digest([]byte("nobody has it"))); !errors.As(err, &u) {
+		t.Fatalf("Read of a body no peer has: %v, want *Unavailable", err)
+	}
+}
