@@ -55,3 +55,57 @@ func TestTxnAllows(t *testing.T) {
 		t.Errorf("TxnAllows: a transaction or an unknown kind is allowed in a transaction")
 	}
 }
+
+// TestRandomLogCoversEveryKind: the random logs of the determinism and
+// snapshot tests (randomLog, seeds 0 to 4 as in TestSameLogSameState)
+// make every kind of the command table; applied, every kind succeeds in
+// them and every kind a transaction may hold is in a transaction that
+// succeeds. A kind added to the table fails this test until randomLog
+// makes it.
+func TestRandomLogCoversEveryKind(t *testing.T) {
+	made, applied, inTxn := map[Kind]int{}, map[Kind]int{}, map[Kind]int{}
+	for seed := range uint64(5) {
+		f := New()
+		for _, l := range randomLog(seed, 300) {
+			cmds, err := DecodeEntry(l.Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			count(t, cmds, f.Apply(l), made, applied, inTxn)
+		}
+	}
+	for _, s := range commandTable {
+		switch {
+		case made[s.Kind] == 0:
+			t.Errorf("randomLog never makes a %s command: add the kind to logGen.command", s.Kind)
+		case applied[s.Kind] == 0:
+			t.Errorf("randomLog's %d %s commands all fail: make some that succeed", made[s.Kind], s.Kind)
+		case s.Txn && inTxn[s.Kind] == 0:
+			t.Errorf("randomLog has no successful transaction with a %s op: add it to logGen.txnOps", s.Kind)
+		}
+	}
+	t.Logf("commands made / applied: %v / %v", made, applied)
+}
+
+// count adds an entry's commands to the kinds made, applied (succeeded,
+// not replayed) and applied within a transaction.
+func count(t *testing.T, cmds []*Command, out any, made, applied, inTxn map[Kind]int) {
+	t.Helper()
+	res, _ := out.([]*Result)
+	for i, c := range cmds {
+		made[c.Kind]++
+		if !res[i].OK() || res[i].Replay {
+			continue
+		}
+		applied[c.Kind]++
+		if c.Kind == KindTxn {
+			var a TxnArgs
+			if err := decode(c.Args, &a); err != nil {
+				t.Fatal(err)
+			}
+			for _, op := range a.Ops {
+				inTxn[op.Kind]++
+			}
+		}
+	}
+}
