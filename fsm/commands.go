@@ -97,14 +97,5 @@ func init() {
 	}
 }
 
-// kinds lists every command kind in the order of the command table.
-func kinds() []Kind {
-	out := make([]Kind, len(commandTable))
-	for i, s := range commandTable {
-		out[i] = s.Kind
-	}
-	return out
-}
-
 // TxnAllows reports whether kind may appear in a transaction.
 func TxnAllows(k Kind) bool { return txnKinds[k] }
