@@ -18,15 +18,16 @@ import (
 )
 
 // kindTestPutThenFail writes keys and then fails: only the FSM's rollback
-// keeps its writes out of the state. Registered for tests only.
+// keeps its writes out of the state. Known to the tests' FSMs only: it is
+// added to the handlers here, never to the command table.
 const kindTestPutThenFail Kind = "test.put-then-fail"
 
 func init() {
-	register(kindTestPutThenFail, func(f *FSM, _ *applyCtx, c *Command) *Result {
+	handlers[kindTestPutThenFail] = func(f *FSM, _ *applyCtx, c *Command) *Result {
 		f.st.Put(tenantKey("ghost"), encode(&Tenant{Name: "ghost"}))
 		f.st.Delete(tenantKey(c.Tenant))
 		return fail(CodeVersionMismatch, "failing after writing", map[string]any{"current": 1})
-	})
+	}
 }
 
 // logOf wraps commands into a command log entry at index.
@@ -499,95 +500,6 @@ func TestWaitApplied(t *testing.T) {
 	if err := f.WaitApplied(ctx, 2); err != nil {
 		t.Errorf("WaitApplied(2) when already applied: got %v, want nil", err)
 	}
-}
-
-// randomLog builds a reproducible log mixing every command kind, successes
-// and failures, idempotent retries and a clock that sometimes goes back.
-func randomLog(seed uint64, entries int) []*raft.Log {
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	name := func(prefix string, n int) string { return fmt.Sprintf("%s%d", prefix, rng.IntN(n)) }
-	now := int64(1_700_000_000_000)
-	var logs []*raft.Log
-	type opened struct {
-		index             uint64
-		tenant, principal string
-	}
-	var opens []opened // sessions opened (if the open came first in its entry)
-	session := func(c *Command) {
-		if len(opens) == 0 || rng.IntN(8) == 0 {
-			c.Session = uint64(rng.IntN(1 << 20)) // unknown
-			return
-		}
-		o := opens[len(opens)-1-rng.IntN(min(len(opens), 4))]
-		c.Session = o.index<<16 | 1
-		if rng.IntN(8) != 0 { // mostly its owner
-			c.Principal = o.principal
-			if o.principal != "" {
-				c.Tenant = o.tenant
-			}
-		}
-	}
-	index := uint64(0)
-	for range entries {
-		index += 1 + uint64(rng.IntN(3)) // raft-internal entries leave gaps
-		now += int64(rng.IntN(400)) - 50
-		n := 1 + rng.IntN(4)
-		cmds := make([]*Command, n)
-		for i := range cmds {
-			var c *Command
-			tenant := name("t", 4)
-			switch rng.IntN(13) {
-			case 11:
-				c = NewCommand(KindTenantQuota, now, tenant, "", &TenantQuotaArgs{TenantQuota{MaxKeys: int64(rng.IntN(12)), MaxBytes: int64(rng.IntN(3) * 400)}})
-			case 12:
-				p := name("p", 6)
-				c = NewCommand(KindPrincipalRotate, now, tenant, "", &PrincipalRotateArgs{Name: p, TokenHash: name("h", 20), TokenSalt: name("s", 20)})
-			case 8:
-				c = NewCommand(KindSessionOpen, now, tenant, name("p", 2), &SessionOpenArgs{})
-				if rng.IntN(2) == 0 {
-					c.Principal = ""
-				}
-				if i == 0 {
-					opens = append(opens, opened{index, tenant, c.Principal})
-				}
-			case 9:
-				// Small limits, so that sessions are evicted and expire.
-				c = NewCommand(KindLimitsSet, now, "", "", &Limits{SessionTTL: int64(2000 + rng.IntN(20000)),
-					SessionBytes: int64(1000 + rng.IntN(4000)), SessionsPerTenant: int64(1 + rng.IntN(3)),
-					IdemBytes: int64(1500 + rng.IntN(5000)), IdemTenantBytes: int64(800 + rng.IntN(3000))})
-			case 10:
-				c = NewCommand(KindKVPut, now, tenant, "", &KVPutArgs{Namespace: "ns", Key: name("k", 3), Value: []byte(`1`)})
-			case 0, 1:
-				c = tenantPut(now, tenant)
-			case 2, 3:
-				p := name("p", 6)
-				c = principalCreate(now, tenant, p, name("h", 20), Grant{Resource: "kv", Prefix: p, Actions: []string{"read"}})
-			case 4:
-				c = principalDelete(now, tenant, name("p", 6))
-			case 5:
-				c = NewCommand(KindMemberSet, now, "", "", &Member{ID: name("n", 3), HTTPAddr: name("h", 100)})
-			case 6:
-				c = &Command{Kind: kindTestPutThenFail, Now: now, Tenant: tenant}
-			default:
-				c = NewCommand(KindMemberDelete, now, "", "", &MemberDeleteArgs{ID: name("n", 3)})
-			}
-			switch rng.IntN(6) {
-			case 0:
-				idem(c, name("p", 2), name("k", 5), name("fp", 2), int64(rng.IntN(2000)))
-			case 1: // keys that carry their time
-				idem(c, name("p", 2), uuid7(now-int64(rng.IntN(3000)), rng.IntN(3)), name("fp", 2), int64(rng.IntN(2000)))
-			case 2, 3:
-				if c.Kind != KindSessionOpen {
-					session(c)
-					c.Seq, c.IdemFP = uint64(1+rng.IntN(4)), []byte(name("fp", 1+rng.IntN(2)))
-					c.Ack = uint64(rng.IntN(int(c.Seq) + 1))
-				}
-			}
-			cmds[i] = c
-		}
-		logs = append(logs, logOf(index, cmds...))
-	}
-	return logs
 }
 
 // TestSameLogSameState: replicas fed the same log, one entry at a time, in

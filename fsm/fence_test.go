@@ -1,0 +1,100 @@
+package fsm
+
+import (
+	"fmt"
+	"testing"
+)
+
+// TestFenceGuardsEveryWrite: every write that takes a fence applies with
+// the task's current token and is refused, as fenced with the current
+// token in the details and no change to the state, with a stale token,
+// with the token of a task that was claimed again, and with a fence naming
+// a task that does not exist (current_token 0) or is in another tenant.
+func TestFenceGuardsEveryWrite(t *testing.T) {
+	chunk := ChunkRef{Digest: fmt.Sprintf("sha256:%064x", 1), Size: 5}
+	cases := []struct {
+		kind Kind
+		args func(fc *Fence, artifact string) any
+	}{
+		{KindKVPut, func(fc *Fence, _ string) any {
+			return &KVPutArgs{Namespace: "ns", Key: "k", Value: []byte(`2`), Fence: fc}
+		}},
+		{KindKVDelete, func(fc *Fence, _ string) any { return &KVDeleteArgs{Namespace: "ns", Key: "k", Fence: fc} }},
+		{KindCheckpointPut, func(fc *Fence, _ string) any {
+			return &CheckpointPutArgs{Thread: "th", ID: "c2", ParentID: "c1", Fence: fc}
+		}},
+		{KindCheckpointWrites, func(fc *Fence, _ string) any {
+			return &CheckpointWritesArgs{Thread: "th", ID: "c1", TaskID: "t1", Writes: []byte(`[]`), Fence: fc}
+		}},
+		{KindThreadDelete, func(fc *Fence, _ string) any { return &ThreadDeleteArgs{Thread: "th", Fence: fc} }},
+		{KindOpBegin, func(fc *Fence, _ string) any {
+			return &OpBeginArgs{ID: "op2", Kind: "email", ParamsDigest: "d", Fence: fc}
+		}},
+		{KindOpFinish, func(fc *Fence, _ string) any {
+			return &OpFinishArgs{ID: "op1", State: OpSucceeded, Fence: fc}
+		}},
+		{KindArtifactPublish, func(fc *Fence, _ string) any {
+			return &ArtifactPublishArgs{Name: "b", Digest: "sha256:b", Size: 5, Chunks: []ChunkRef{chunk}, Fence: fc}
+		}},
+		{KindRefSet, func(fc *Fence, artifact string) any {
+			return &RefSetArgs{Ref: "r", ArtifactID: artifact, Fence: fc}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(string(tc.kind), func(t *testing.T) {
+			w := newWorld(t)
+			w.ok(KindTenantPut, "other", &TenantPutArgs{Name: "other"})
+			old := w.claim("acme", "t1", "w1")
+			cur := w.claim("acme", "t1", "w2") // claimed again: old is stale
+			otherTok := w.claim("other", "t1", "w3")
+			if cur <= old {
+				t.Fatalf("a later claim's token %d is not above the earlier %d", cur, old)
+			}
+			// What each guarded write needs to succeed.
+			w.ok(KindKVPut, "acme", &KVPutArgs{Namespace: "ns", Key: "k", Value: []byte(`1`)})
+			w.ok(KindCheckpointPut, "acme", &CheckpointPutArgs{Thread: "th", ID: "c1"})
+			w.ok(KindOpBegin, "acme", &OpBeginArgs{ID: "op1", Kind: "email", ParamsDigest: "d"})
+			w.ok(KindChunkHeld, "acme", &ChunkHeldArgs{Digest: chunk.Digest, Size: chunk.Size})
+			art := w.ok(KindArtifactPublish, "acme", &ArtifactPublishArgs{Name: "a", Digest: "sha256:a", Size: 5,
+				Chunks: []ChunkRef{chunk}}).Obj.(*Manifest).ArtifactID
+
+			for _, bad := range []struct {
+				fc   *Fence
+				want float64
+			}{
+				{&Fence{TaskID: "t1", Token: old}, float64(cur)},
+				{&Fence{TaskID: "t1", Token: cur + 1}, float64(cur)},
+				{&Fence{TaskID: "t1", Token: 0}, float64(cur)},
+				{&Fence{TaskID: "t1", Token: otherTok}, float64(cur)}, // another tenant's task of the same id
+				{&Fence{TaskID: "nope", Token: cur}, 0},
+			} {
+				d := w.refused(CodeFenced, tc.kind, "acme", tc.args(bad.fc, art))
+				if d["current_token"] != bad.want {
+					t.Errorf("fence %+v: current_token %v, want %v", *bad.fc, d["current_token"], bad.want)
+				}
+			}
+			w.ok(tc.kind, "acme", tc.args(&Fence{TaskID: "t1", Token: cur}, art))
+		})
+	}
+}
+
+// TestFenceFollowsTheTask: a task update or release does not change the
+// token, a new claim does, and a deleted task fences everyone out.
+func TestFenceFollowsTheTask(t *testing.T) {
+	w := newWorld(t)
+	tok := w.claim("acme", "t1", "w1")
+	put := func(tok uint64) *KVPutArgs {
+		return &KVPutArgs{Namespace: "ns", Key: "k", Value: []byte(`1`), Fence: &Fence{TaskID: "t1", Token: tok}}
+	}
+	w.ok(KindTaskRenew, "acme", &TaskRenewArgs{ID: "t1", FencingToken: tok, LeaseMs: 1000})
+	w.ok(KindKVPut, "acme", put(tok))
+	w.ok(KindTaskUpdate, "acme", &TaskUpdateArgs{ID: "t1", FencingToken: &tok, Release: true})
+	w.ok(KindKVPut, "acme", put(tok)) // released, not re-claimed: the token still holds
+	next := w.claim("acme", "t1", "w2")
+	w.refused(CodeFenced, KindKVPut, "acme", put(tok))
+	w.ok(KindKVPut, "acme", put(next))
+	w.ok(KindTaskDelete, "acme", &TaskDeleteArgs{ID: "t1"})
+	if d := w.refused(CodeFenced, KindKVPut, "acme", put(next)); d["current_token"] != float64(0) {
+		t.Errorf("fence on a deleted task: current_token %v, want 0", d["current_token"])
+	}
+}

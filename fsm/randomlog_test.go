@@ -1,0 +1,337 @@
+package fsm
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/hashicorp/raft"
+)
+
+// randomLog builds a reproducible log of every command kind of the command
+// table (TestRandomLogCoversEveryKind holds it to that), successes and
+// failures, fenced writes with current and stale tokens, transactions,
+// idempotent retries, client sessions and a clock that sometimes goes back.
+//
+// It applies each entry it makes to an FSM of its own, to make later
+// commands that can succeed: fences with a task's current token, refs to
+// artifacts that exist. Others are made from guesses (a checkpoint's
+// parent is the last one put in the thread) or at random, so that the
+// refusals (fenced, version_mismatch, not_found, ...) are in the log too.
+func randomLog(seed uint64, entries int) []*raft.Log {
+	g := &logGen{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), now: 1_700_000_000_000,
+		heads: map[string]string{}, state: New()}
+	var logs []*raft.Log
+	index := uint64(0)
+	for range entries {
+		index += 1 + uint64(g.rng.IntN(3)) // raft-internal entries leave gaps
+		g.now += int64(g.rng.IntN(400)) - 50
+		cmds := make([]*Command, 1+g.rng.IntN(4))
+		for i := range cmds {
+			cmds[i] = g.command(index, i == 0)
+		}
+		logs = append(logs, logOf(index, cmds...))
+		g.state.Apply(logs[len(logs)-1])
+	}
+	return logs
+}
+
+// logGen is randomLog's state: its randomness, the leader's clock, and what
+// it remembers of the log so far to make commands that can succeed.
+type logGen struct {
+	rng   *rand.Rand
+	now   int64
+	state *FSM // the log so far, applied
+
+	opens     []genSession      // sessions opened (by an open first in its entry)
+	claims    []genClaim        // tasks claimed
+	heads     map[string]string // tenant/thread -> the last checkpoint put in it
+	artifacts []genArtifact     // artifacts published
+	fresh     int               // names made so far that no other command uses
+}
+
+type genSession struct {
+	index             uint64
+	tenant, principal string
+}
+
+type genClaim struct{ tenant, task string }
+
+type genArtifact struct{ tenant, id string }
+
+func (g *logGen) name(prefix string, n int) string { return fmt.Sprintf("%s%d", prefix, g.rng.IntN(n)) }
+
+// genChunk is one of a few chunks; a digest has always the same size.
+func (g *logGen) genChunk() ChunkRef {
+	i := g.rng.IntN(3)
+	return ChunkRef{Digest: fmt.Sprintf("sha256:%064x", i+1), Size: int64(10 * (i + 1))}
+}
+
+// fence is no fence, a remembered claim's token (current unless the task
+// was claimed again since), or a token that never was one.
+func (g *logGen) fence(c *Command) *Fence {
+	switch n := g.rng.IntN(6); {
+	case n < 4 || len(g.claims) == 0:
+		return nil
+	case n == 4:
+		return &Fence{TaskID: g.name("task", 5), Token: uint64(g.rng.IntN(1 << 20))}
+	default: // the current token of a task claimed lately, if it still exists
+		cl := g.claims[len(g.claims)-1-g.rng.IntN(min(len(g.claims), 3))]
+		c.Tenant = cl.tenant
+		t, _, _ := g.state.GetTask(cl.tenant, cl.task)
+		if t == nil {
+			return &Fence{TaskID: cl.task, Token: 1}
+		}
+		return &Fence{TaskID: cl.task, Token: t.FencingToken}
+	}
+}
+
+func (g *logGen) version() *uint64 {
+	if g.rng.IntN(3) != 0 {
+		return nil
+	}
+	v := uint64(g.rng.IntN(2)) // 0: must not exist; 1: never a version (they are index<<16|seq)
+	return &v
+}
+
+// txnOps are operations for a transaction of tenant's, of the kinds the
+// table allows: either one op on what exists (which may fail), or a few
+// that succeed together (a new task created, updated and claimed; an entry
+// written and deleted; a ref moved to an artifact of the tenant's).
+func (g *logGen) txnOps(tenant string) []TxnOp {
+	op := func(k Kind, args any) TxnOp { return TxnOp{Kind: k, Args: encode(args)} }
+	switch g.rng.IntN(5) {
+	case 0:
+		g.fresh++
+		id := fmt.Sprintf("txtask%d", g.fresh)
+		return []TxnOp{op(KindTaskCreate, &TaskCreateArgs{ID: id, Queue: "q"}),
+			op(KindTaskUpdate, &TaskUpdateArgs{ID: id, Payload: []byte(`{"n":2}`)}),
+			op(KindTaskClaim, &TaskClaimArgs{ID: id, Owner: g.name("w", 3), LeaseMs: 1000})}
+	case 1:
+		k := g.name("k", 3)
+		return []TxnOp{op(KindKVPut, &KVPutArgs{Namespace: "ns", Key: k, Value: []byte(`2`)}),
+			op(KindKVDelete, &KVDeleteArgs{Namespace: "ns", Key: k})}
+	case 2:
+		for _, a := range g.artifacts {
+			if _, _, ok := g.state.ArtifactByID(tenant, a.id); ok && a.tenant == tenant {
+				return []TxnOp{op(KindRefSet, &RefSetArgs{Ref: g.name("r", 3), ArtifactID: a.id})}
+			}
+		}
+	}
+	switch g.rng.IntN(4) {
+	case 0:
+		return []TxnOp{op(KindTaskClaim, &TaskClaimArgs{ID: g.name("task", 5), Owner: g.name("w", 3), LeaseMs: 1000})}
+	case 1:
+		return []TxnOp{op(KindTaskUpdate, &TaskUpdateArgs{ID: g.name("task", 5), Result: []byte(`"txn"`)})}
+	case 2:
+		return []TxnOp{op(KindKVDelete, &KVDeleteArgs{Namespace: "ns", Key: g.name("k", 3)})}
+	}
+	return []TxnOp{op(KindKVPut, &KVPutArgs{Namespace: "ns", Key: g.name("k", 3), Value: []byte(`2`),
+		Fence: g.fence(&Command{Tenant: tenant})})}
+}
+
+// command makes one command of a kind chosen at random; first says it is
+// the first of its entry.
+func (g *logGen) command(index uint64, first bool) *Command {
+	rng, now := g.rng, g.now
+	tenant := g.name("t", 4)
+	var c *Command
+	switch rng.IntN(40) {
+	case 0, 1:
+		c = tenantPut(now, tenant)
+	case 2, 3:
+		p := g.name("p", 6)
+		c = principalCreate(now, tenant, p, g.name("h", 20), Grant{Resource: "kv", Prefix: p, Actions: []string{"read"}})
+	case 4:
+		c = principalDelete(now, tenant, g.name("p", 6))
+	case 5:
+		c = NewCommand(KindPrincipalRotate, now, tenant, "", &PrincipalRotateArgs{Name: g.name("p", 6),
+			TokenHash: g.name("h", 20), TokenSalt: g.name("s", 20)})
+	case 6:
+		c = NewCommand(KindTenantQuota, now, tenant, "", &TenantQuotaArgs{TenantQuota{
+			MaxKeys: int64(rng.IntN(4) * 40), MaxBytes: int64(rng.IntN(3) * 6000)}})
+	case 7:
+		c = NewCommand(KindMemberSet, now, "", "", &Member{ID: g.name("n", 3), HTTPAddr: g.name("h", 100)})
+	case 8:
+		c = NewCommand(KindMemberDelete, now, "", "", &MemberDeleteArgs{ID: g.name("n", 3)})
+	case 9:
+		// Small limits, so that sessions are evicted and expire.
+		c = NewCommand(KindLimitsSet, now, "", "", &Limits{SessionTTL: int64(2000 + rng.IntN(20000)),
+			SessionBytes: int64(1000 + rng.IntN(4000)), SessionsPerTenant: int64(1 + rng.IntN(3)),
+			IdemBytes: int64(1500 + rng.IntN(5000)), IdemTenantBytes: int64(800 + rng.IntN(3000))})
+	case 10, 11, 37, 38:
+		c = NewCommand(KindSessionOpen, now, tenant, g.name("p", 2), &SessionOpenArgs{})
+		if rng.IntN(2) == 0 {
+			c.Principal = ""
+		}
+		if first {
+			g.opens = append(g.opens, genSession{index, tenant, c.Principal})
+		}
+	case 12:
+		c = &Command{Kind: kindTestPutThenFail, Now: now, Tenant: tenant}
+
+	case 13, 14:
+		c = NewCommand(KindTaskCreate, now, tenant, "", &TaskCreateArgs{ID: g.name("task", 5), Queue: "q",
+			Priority: int64(rng.IntN(3)), Payload: []byte(`{"n":1}`)})
+	case 15:
+		id := g.name("task", 5)
+		c = NewCommand(KindTaskClaim, now, tenant, "", &TaskClaimArgs{ID: id, Owner: g.name("w", 3),
+			LeaseMs: int64(rng.IntN(3000))})
+		g.claims = append(g.claims, genClaim{tenant, id})
+	case 16:
+		c = NewCommand(KindTaskQueueClaim, now, tenant, "", &QueueClaimArgs{Queue: "q", Owner: g.name("w", 3),
+			LeaseMs: int64(rng.IntN(3000)), Statuses: []string{"pending"}})
+	case 17:
+		c = &Command{Kind: KindTaskRenew, Now: now, Tenant: tenant}
+		a := &TaskRenewArgs{ID: g.name("task", 5), LeaseMs: 2000}
+		if len(g.claims) > 0 && rng.IntN(4) != 0 { // a task claimed lately, with its token
+			cl := g.claims[len(g.claims)-1-rng.IntN(min(len(g.claims), 3))]
+			c.Tenant, a.ID = cl.tenant, cl.task
+			if t, _, ok := g.state.GetTask(cl.tenant, cl.task); ok {
+				a.FencingToken = t.FencingToken
+			}
+		}
+		c.Args = encode(a)
+	case 18:
+		c = &Command{Kind: KindTaskUpdate, Now: now, Tenant: tenant}
+		done := "done"
+		a := &TaskUpdateArgs{ID: g.name("task", 5), Status: &done, Result: []byte(`1`), Release: rng.IntN(2) == 0}
+		if fc := g.fence(c); fc != nil {
+			a.ID, a.FencingToken = fc.TaskID, &fc.Token
+		}
+		c.Args = encode(a)
+	case 19:
+		c = NewCommand(KindTaskDelete, now, tenant, "", &TaskDeleteArgs{ID: g.name("task", 5)})
+
+	case 20, 21:
+		c = &Command{Kind: KindKVPut, Now: now, Tenant: tenant}
+		c.Args = encode(&KVPutArgs{Namespace: "ns", Key: g.name("k", 3), Value: []byte(`1`),
+			TTLMs: int64(rng.IntN(2) * rng.IntN(3000)), ExpectVersion: g.version(), Fence: g.fence(c)})
+	case 22:
+		c = &Command{Kind: KindKVDelete, Now: now, Tenant: tenant}
+		a := &KVDeleteArgs{Namespace: "ns", Key: g.name("k", 3), ExpectVersion: g.version(), Fence: g.fence(c)}
+		if e, _, ok := g.state.GetKV(c.Tenant, "ns", a.Key, now); ok && rng.IntN(2) == 0 {
+			a.ExpectVersion = &e.Version // the live version
+		}
+		c.Args = encode(a)
+	case 23:
+		c = NewCommand(KindKVPurge, now, "", "", &KVPurgeArgs{Max: 1 + rng.IntN(3)})
+
+	case 24, 25:
+		c = &Command{Kind: KindCheckpointPut, Now: now, Tenant: tenant}
+		fc, th := g.fence(c), g.name("th", 2)
+		a := &CheckpointPutArgs{Thread: th, ID: g.name("cp", 30), ParentID: g.heads[c.Tenant+"/"+th],
+			Data: []byte(`{"s":1}`), Fence: fc}
+		if rng.IntN(4) == 0 {
+			a.Fork, a.ParentID = true, g.name("cp", 30)
+		}
+		g.heads[c.Tenant+"/"+th] = a.ID
+		c.Args = encode(a)
+	case 26:
+		th := g.name("th", 2)
+		c = NewCommand(KindCheckpointWrites, now, tenant, "", &CheckpointWritesArgs{Thread: th,
+			ID: g.state.ThreadHead(tenant, th), TaskID: g.name("task", 5), Writes: []byte(fmt.Sprintf("[%d]", rng.IntN(2)))})
+	case 27:
+		c = &Command{Kind: KindThreadDelete, Now: now, Tenant: tenant}
+		c.Args = encode(&ThreadDeleteArgs{Thread: g.name("th", 2), Fence: g.fence(c)})
+
+	case 28:
+		c = &Command{Kind: KindOpBegin, Now: now, Tenant: tenant}
+		c.Args = encode(&OpBeginArgs{ID: g.name("op", 4), Kind: "email", ParamsDigest: g.name("d", 2), Fence: g.fence(c)})
+	case 29:
+		states := []string{OpSucceeded, OpFailed, OpUnknown}
+		c = NewCommand(KindOpFinish, now, tenant, "", &OpFinishArgs{ID: g.name("op", 4),
+			State: states[rng.IntN(3)], Result: []byte(fmt.Sprintf("%d", rng.IntN(2)))})
+
+	case 30, 31:
+		ch := g.genChunk()
+		c = NewCommand(KindChunkHeld, now, tenant, "", &ChunkHeldArgs{Digest: ch.Digest, Size: ch.Size})
+	case 32, 33, 34:
+		switch rng.IntN(4) {
+		case 0:
+			c = NewCommand(KindChunkGC, now, "", "", &ChunkGCArgs{Before: now - int64(rng.IntN(20_000)), Max: 1 + rng.IntN(3)})
+		default:
+			c = &Command{Kind: KindArtifactPublish, Now: now, Tenant: tenant}
+			a := &ArtifactPublishArgs{Name: g.name("a", 3), Digest: fmt.Sprintf("sha256:%064x", rng.IntN(1<<20)),
+				MediaType: "text/plain", Fence: g.fence(c)}
+			for range 1 + rng.IntN(2) {
+				ch := g.genChunk()
+				a.Chunks, a.Size = append(a.Chunks, ch), a.Size+ch.Size
+			}
+			c.Args = encode(a)
+			m := &Manifest{Name: a.Name, Digest: a.Digest, Size: a.Size, Chunks: a.Chunks, MediaType: a.MediaType,
+				Sources: []string{}, TaskID: a.TaskID}
+			g.artifacts = append(g.artifacts, genArtifact{c.Tenant, artifactID(m)})
+		}
+	case 35, 36:
+		var published []genArtifact
+		for _, a := range g.artifacts {
+			if _, _, ok := g.state.ArtifactByID(a.tenant, a.id); ok {
+				published = append(published, a)
+			}
+		}
+		if len(published) == 0 || rng.IntN(5) == 0 {
+			c = NewCommand(KindRefDelete, now, tenant, "", &RefDeleteArgs{Ref: g.name("r", 3)})
+			break
+		}
+		a := published[rng.IntN(len(published))]
+		var expect *string
+		if rng.IntN(3) == 0 {
+			expect = ptr(g.artifacts[rng.IntN(len(g.artifacts))].id)
+		}
+		if rng.IntN(3) == 0 {
+			c = NewCommand(KindRefDelete, now, a.tenant, "", &RefDeleteArgs{Ref: g.name("r", 3), ExpectArtifactID: expect})
+			break
+		}
+		c = &Command{Kind: KindRefSet, Now: now}
+		fc := g.fence(c) // its task may be of another tenant: fenced
+		c.Tenant = a.tenant
+		c.Args = encode(&RefSetArgs{Ref: g.name("r", 3), ArtifactID: a.id, ExpectArtifactID: expect, Fence: fc})
+
+	default:
+		var a TxnArgs
+		for range 1 + rng.IntN(2) {
+			a.Ops = append(a.Ops, g.txnOps(tenant)...)
+		}
+		c = NewCommand(KindTxn, now, tenant, "", &a)
+	}
+	g.retry(c)
+	return c
+}
+
+// ptr is a pointer to v, for the optional fields of args.
+func ptr[T any](v T) *T { return &v }
+
+// retry puts c, at random, under an Idempotency-Key or in a client session.
+func (g *logGen) retry(c *Command) {
+	rng, now := g.rng, g.now
+	switch rng.IntN(6) {
+	case 0:
+		idem(c, g.name("p", 2), g.name("k", 5), g.name("fp", 2), int64(rng.IntN(2000)))
+	case 1: // keys that carry their time
+		idem(c, g.name("p", 2), uuid7(now-int64(rng.IntN(3000)), rng.IntN(3)), g.name("fp", 2), int64(rng.IntN(2000)))
+	case 2, 3:
+		if c.Kind == KindSessionOpen {
+			return
+		}
+		g.session(c)
+		c.Seq, c.IdemFP = uint64(1+rng.IntN(4)), []byte(g.name("fp", 1+rng.IntN(2)))
+		c.Ack = uint64(rng.IntN(int(c.Seq) + 1))
+	}
+}
+
+// session places c in a recently opened session, mostly as its owner, or
+// in one that does not exist.
+func (g *logGen) session(c *Command) {
+	if len(g.opens) == 0 || g.rng.IntN(8) == 0 {
+		c.Session = uint64(g.rng.IntN(1 << 20)) // unknown
+		return
+	}
+	o := g.opens[len(g.opens)-1-g.rng.IntN(min(len(g.opens), 4))]
+	c.Session = o.index<<16 | 1
+	if g.rng.IntN(8) != 0 { // mostly its owner
+		c.Principal = o.principal
+		if o.principal != "" {
+			c.Tenant = o.tenant
+		}
+	}
+}
