@@ -53,7 +53,6 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeEntry$$' -fuzztime=$(FUZZTIME) ./fsm/
 	$(GO) test -run='^$$' -fuzz='^FuzzCodecs$$' -fuzztime=$(FUZZTIME) ./fsm/
 	$(GO) test -run='^$$' -fuzz='^FuzzRequestDecoding$$' -fuzztime=$(FUZZTIME) ./server/
-	$(GO) test -run='^$$' -fuzz='^FuzzFastDecoding$$' -fuzztime=$(FUZZTIME) ./server/
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -135,9 +135,6 @@ func (r *Result) JSON() json.RawMessage {
 // mustJSON encodes values of this package's own types; encoding/json sorts
 // map keys, so the bytes are deterministic.
 func mustJSON(v any) json.RawMessage {
-	if t, ok := v.(*Task); ok { // skips json.Marshal's second pass over MarshalJSON's output
-		return appendTaskJSON(make([]byte, 0, 320+len(t.Payload)+len(t.Result)), t)
-	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		panic("fsm: json: " + err.Error())

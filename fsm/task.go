@@ -45,15 +45,8 @@ type taskJSON struct {
 	UpdatedAt    string          `json:"updated_at"`
 }
 
-// MarshalJSON renders the wire form (appendTaskJSON; marshalTaskSlow is
-// the reference it must match).
+// MarshalJSON renders the wire form, taskJSON.
 func (t *Task) MarshalJSON() ([]byte, error) {
-	return appendTaskJSON(make([]byte, 0, 320+len(t.Payload)+len(t.Result)), t), nil
-}
-
-// marshalTaskSlow is the wire form through encoding/json, kept as the
-// reference for appendTaskJSON's tests.
-func marshalTaskSlow(t *Task) ([]byte, error) {
 	w := taskJSON{TenantID: t.Tenant, TaskID: t.ID, Queue: t.Queue, Status: t.Status, Owner: t.Owner,
 		FencingToken: t.FencingToken, Version: t.Version, Attempt: t.Attempt, Priority: t.Priority,
 		ArtifactID: t.ArtifactID, Payload: t.Payload, Result: t.Result,

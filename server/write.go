@@ -26,9 +26,6 @@ func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, v any) ([]byte
 	if err != nil {
 		return nil, err
 	}
-	if fd, ok := v.(fastDecoder); ok && fd.decodeFast(b) {
-		return b, nil
-	}
 	return b, decodeStrict(b, v)
 }
 
