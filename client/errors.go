@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/baton-dev/baton/client/wire"
 )
 
 // Sentinel errors, one per error code of docs/api.md. An *Error returned by the
@@ -30,27 +32,32 @@ var (
 	ErrCompacted           = errors.New("compacted")            // 410: watch resumed below the retained history
 	ErrTooLarge            = errors.New("too_large")            // 413: body over the limit
 	ErrUnavailable         = errors.New("unavailable")          // 503 or no endpoint reachable: no leader or no quorum
+	ErrMethodNotAllowed    = errors.New("method_not_allowed")   // 405: the path exists, the method does not
+	ErrInternal            = errors.New("internal")             // 500: a bug in the server
 )
 
-// sentinels is the one table from wire codes to sentinel errors.
+// sentinels is the one table from wire codes to sentinel errors; it has
+// one for every code of wire.Status (errors_test.go checks).
 var sentinels = map[string]error{
-	"invalid_argument":     ErrInvalidArgument,
-	"digest_mismatch":      ErrDigestMismatch,
-	"missing_chunks":       ErrMissingChunks,
-	"unauthenticated":      ErrUnauthenticated,
-	"forbidden":            ErrForbidden,
-	"not_found":            ErrNotFound,
-	"already_exists":       ErrAlreadyExists,
-	"lease_held":           ErrLeaseHeld,
-	"fenced":               ErrFenced,
-	"version_mismatch":     ErrVersionMismatch,
-	"idempotency_mismatch": ErrIdempotencyMismatch,
-	"idempotency_expired":  ErrIdempotencyExpired,
-	"resource_exhausted":   ErrResourceExhausted,
-	"rate_limited":         ErrRateLimited,
-	"compacted":            ErrCompacted,
-	"too_large":            ErrTooLarge,
-	"unavailable":          ErrUnavailable,
+	wire.CodeInvalidArgument:     ErrInvalidArgument,
+	wire.CodeDigestMismatch:      ErrDigestMismatch,
+	wire.CodeMissingChunks:       ErrMissingChunks,
+	wire.CodeUnauthenticated:     ErrUnauthenticated,
+	wire.CodeForbidden:           ErrForbidden,
+	wire.CodeNotFound:            ErrNotFound,
+	wire.CodeMethodNotAllowed:    ErrMethodNotAllowed,
+	wire.CodeAlreadyExists:       ErrAlreadyExists,
+	wire.CodeLeaseHeld:           ErrLeaseHeld,
+	wire.CodeFenced:              ErrFenced,
+	wire.CodeVersionMismatch:     ErrVersionMismatch,
+	wire.CodeIdempotencyMismatch: ErrIdempotencyMismatch,
+	wire.CodeIdempotencyExpired:  ErrIdempotencyExpired,
+	wire.CodeResourceExhausted:   ErrResourceExhausted,
+	wire.CodeRateLimited:         ErrRateLimited,
+	wire.CodeCompacted:           ErrCompacted,
+	wire.CodeTooLarge:            ErrTooLarge,
+	wire.CodeInternal:            ErrInternal,
+	wire.CodeUnavailable:         ErrUnavailable,
 }
 
 // statusCodes gives a code to error responses whose body is not a Baton

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/baton-dev/baton/client/wire"
 )
 
 // ErrWatcherClosed is returned by Next after Close.
@@ -132,7 +134,7 @@ func (c *Client) Watch(ctx context.Context, tenant string, opts WatchOptions) *W
 		}
 		w.cursor, w.hasCursor = p, ok
 	case opts.FromIndex > 0:
-		w.cursor, w.hasCursor = eventPos{index: opts.FromIndex, pos: -1}, true
+		w.cursor, w.hasCursor = eventPos{Index: opts.FromIndex, Pos: -1}, true
 	}
 	return w
 }
@@ -272,12 +274,12 @@ func (w *Watcher) deliver(ev *Event) bool {
 	if !ok {
 		return true // no usable id: nothing to dedupe against
 	}
-	if w.hasCursor && !p.after(w.cursor) {
+	if w.hasCursor && !p.After(w.cursor) {
 		return false
 	}
 	w.cursor, w.hasCursor = p, true
 	if ev.Index == 0 {
-		ev.Index = p.index
+		ev.Index = p.Index
 	}
 	return true
 }
@@ -418,7 +420,7 @@ func (w *Watcher) dial(ctx context.Context, ep int) (*sseConn, result) {
 		// "From now": pin now to the index the node reports, so a
 		// reconnect before the first event resumes there.
 		idx, _ := strconv.ParseUint(resp.Header.Get("X-Baton-Index"), 10, 64)
-		w.cursor, w.hasCursor = eventPos{index: idx, pos: -1}, idx > 0
+		w.cursor, w.hasCursor = eventPos{Index: idx, Pos: -1}, idx > 0
 	}
 	return conn, result{}
 }
@@ -430,7 +432,7 @@ func (w *Watcher) path() string {
 	}
 	setIf(q, "prefix", w.opts.Prefix)
 	if w.hasCursor {
-		q.Set("from_index", strconv.FormatUint(w.cursor.index, 10))
+		q.Set("from_index", strconv.FormatUint(w.cursor.Index, 10))
 	}
 	return withQuery(tenantPath(w.tenant, "watch"), q)
 }
@@ -464,45 +466,11 @@ func (w *Watcher) checkResponse(resp *http.Response) result {
 	return responseResult(resp, body)
 }
 
-// eventPos orders events: pos -1 stands for the last event of index (an id
-// without ".POS"), which comes after every other event of that index.
-type eventPos struct {
-	index uint64
-	pos   int
-}
+// eventPos orders events (wire.EventPos: Pos -1 stands for the last
+// event of Index, which comes after every other event of that index).
+type eventPos = wire.EventPos
 
-func parseEventPos(id string) (eventPos, bool) {
-	idx, pos, hasPos := strings.Cut(id, ".")
-	n, err := strconv.ParseUint(idx, 10, 64)
-	if err != nil {
-		return eventPos{}, false
-	}
-	p := eventPos{index: n, pos: -1}
-	if hasPos {
-		if p.pos, err = strconv.Atoi(pos); err != nil || p.pos < 0 {
-			return eventPos{}, false
-		}
-	}
-	return p, true
-}
-
-// after reports whether p comes strictly after q.
-func (p eventPos) after(q eventPos) bool {
-	switch {
-	case p.index != q.index:
-		return p.index > q.index
-	case q.pos < 0:
-		return false
-	}
-	return p.pos < 0 || p.pos > q.pos
-}
-
-func (p eventPos) String() string {
-	if p.pos < 0 {
-		return strconv.FormatUint(p.index, 10)
-	}
-	return strconv.FormatUint(p.index, 10) + "." + strconv.Itoa(p.pos)
-}
+func parseEventPos(id string) (eventPos, bool) { return wire.ParseEventID(id) }
 
 // sseConn is one open event stream.
 type sseConn struct {

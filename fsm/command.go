@@ -1,6 +1,10 @@
 package fsm
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/baton-dev/baton/client/wire"
+)
 
 // Kind names a command.
 type Kind string
@@ -96,19 +100,19 @@ type Result struct {
 // OK reports whether the command succeeded.
 func (r *Result) OK() bool { return r.Code == "" }
 
-// Error codes of docs/api.md produced by the FSM.
+// Error codes the FSM produces (package wire defines every code).
 const (
-	CodeInvalidArgument     = "invalid_argument"
-	CodeNotFound            = "not_found"
-	CodeAlreadyExists       = "already_exists"
-	CodeLeaseHeld           = "lease_held"
-	CodeFenced              = "fenced"
-	CodeVersionMismatch     = "version_mismatch"
-	CodeIdempotencyMismatch = "idempotency_mismatch"
-	CodeIdempotencyExpired  = "idempotency_expired"
-	CodeResourceExhausted   = "resource_exhausted"
-	CodeMissingChunks       = "missing_chunks"
-	CodeForbidden           = "forbidden"
+	CodeInvalidArgument     = wire.CodeInvalidArgument
+	CodeNotFound            = wire.CodeNotFound
+	CodeAlreadyExists       = wire.CodeAlreadyExists
+	CodeLeaseHeld           = wire.CodeLeaseHeld
+	CodeFenced              = wire.CodeFenced
+	CodeVersionMismatch     = wire.CodeVersionMismatch
+	CodeIdempotencyMismatch = wire.CodeIdempotencyMismatch
+	CodeIdempotencyExpired  = wire.CodeIdempotencyExpired
+	CodeResourceExhausted   = wire.CodeResourceExhausted
+	CodeMissingChunks       = wire.CodeMissingChunks
+	CodeForbidden           = wire.CodeForbidden
 )
 
 func fail(code, msg string, details any) *Result {

@@ -7,44 +7,25 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/baton-dev/baton/client/wire"
 	"github.com/baton-dev/baton/fsm"
 )
 
-// Wire error codes of docs/api.md that the server itself produces (the FSM's
-// codes are in package fsm).
+// Error codes the server itself produces (package wire defines every
+// code; the FSM's are in package fsm).
 const (
-	codeUnauthenticated  = "unauthenticated"
-	codeDigestMismatch   = "digest_mismatch"
-	codeCompacted        = "compacted"
-	codeTooLarge         = "too_large"
-	codeUnavailable      = "unavailable"
-	codeMethodNotAllowed = "method_not_allowed"
-	codeInternal         = "internal"
-	codeRateLimited      = "rate_limited"
+	codeUnauthenticated  = wire.CodeUnauthenticated
+	codeDigestMismatch   = wire.CodeDigestMismatch
+	codeCompacted        = wire.CodeCompacted
+	codeTooLarge         = wire.CodeTooLarge
+	codeUnavailable      = wire.CodeUnavailable
+	codeMethodNotAllowed = wire.CodeMethodNotAllowed
+	codeInternal         = wire.CodeInternal
+	codeRateLimited      = wire.CodeRateLimited
 )
 
-// statusOf is the one table from error codes to HTTP statuses.
-var statusOf = map[string]int{
-	fsm.CodeInvalidArgument:     http.StatusBadRequest,
-	codeDigestMismatch:          http.StatusBadRequest,
-	fsm.CodeMissingChunks:       http.StatusBadRequest,
-	codeUnauthenticated:         http.StatusUnauthorized,
-	fsm.CodeForbidden:           http.StatusForbidden,
-	fsm.CodeNotFound:            http.StatusNotFound,
-	fsm.CodeAlreadyExists:       http.StatusConflict,
-	fsm.CodeLeaseHeld:           http.StatusConflict,
-	fsm.CodeFenced:              http.StatusConflict,
-	fsm.CodeVersionMismatch:     http.StatusConflict,
-	fsm.CodeIdempotencyMismatch: http.StatusConflict,
-	fsm.CodeIdempotencyExpired:  http.StatusConflict,
-	fsm.CodeResourceExhausted:   http.StatusInsufficientStorage,
-	codeCompacted:               http.StatusGone,
-	codeTooLarge:                http.StatusRequestEntityTooLarge,
-	codeUnavailable:             http.StatusServiceUnavailable,
-	codeMethodNotAllowed:        http.StatusMethodNotAllowed,
-	codeInternal:                http.StatusInternalServerError,
-	codeRateLimited:             http.StatusTooManyRequests,
-}
+// statusOf is wire's table from error codes to HTTP statuses.
+var statusOf = wire.Status
 
 // apiError is an error the handler answers with.
 type apiError struct {

@@ -15,21 +15,14 @@ import (
 // membership, so followers can forward to it when it leads. It checks every
 // half second and acts only when the replicated record is missing or stale.
 func (s *Server) registerLoop() {
-	t := time.NewTicker(500 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case <-t.C:
-		}
+	s.every(500*time.Millisecond, func() {
 		if err := s.registerSelf(); err != nil {
 			s.log.Debug("publishing HTTP address", "err", err)
 		}
 		if err := s.publishLimits(); err != nil {
 			s.log.Debug("publishing limits", "err", err)
 		}
-	}
+	})
 }
 
 func (s *Server) registerSelf() error {

@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/baton-dev/baton/client/wire"
 	"github.com/baton-dev/baton/fsm"
 )
 
@@ -19,34 +19,28 @@ var watchResources = []string{fsm.ResourceTasks, fsm.ResourceRefs, fsm.ResourceA
 // proxies and clients can tell a quiet stream from a dead one.
 const watchKeepalive = 10 * time.Second
 
-// resumePoint is where a watch continues: after event pos of index (pos -1:
-// after every event of index). SSE ids are "INDEX" on the last event of an
-// index and "INDEX.POS" on the others, so Last-Event-ID resumes exactly.
+// resumePoint is where a watch continues: after event pos of index (pos
+// -1: after every event of index); wire.EventPos says how event ids
+// name it, so Last-Event-ID resumes exactly.
 type resumePoint struct {
 	index uint64
 	pos   int
 }
 
 func parseEventID(s string) (resumePoint, error) {
-	idx, pos, hasPos := strings.Cut(s, ".")
-	n, err := strconv.ParseUint(idx, 10, 64)
-	if err != nil {
+	p, ok := wire.ParseEventID(s)
+	if !ok {
 		return resumePoint{}, badRequest("event id %q is not INDEX or INDEX.POS", s)
 	}
-	rp := resumePoint{index: n, pos: -1}
-	if hasPos {
-		if rp.pos, err = strconv.Atoi(pos); err != nil || rp.pos < 0 {
-			return resumePoint{}, badRequest("event id %q is not INDEX or INDEX.POS", s)
-		}
-	}
-	return rp, nil
+	return resumePoint{index: p.Index, pos: p.Pos}, nil
 }
 
 func eventID(ev *fsm.Event) string {
+	p := wire.EventPos{Index: ev.Index, Pos: ev.Pos}
 	if ev.Last {
-		return strconv.FormatUint(ev.Index, 10)
+		p.Pos = -1
 	}
-	return strconv.FormatUint(ev.Index, 10) + "." + strconv.Itoa(ev.Pos)
+	return p.String()
 }
 
 type watchFilter struct {
