@@ -163,6 +163,7 @@ func New(cfg Config, c Cluster, f *fsm.FSM) *Server {
 	s.limits = newLimiter(s.cfg.MaxWatchesPerPrincipal)
 	s.chunks = chunkplane.New(chunkplane.Config{Store: cfg.Chunks, Cluster: c, FSM: f, Peers: chunkPeers{s},
 		Now: s.now, GCGrace: cfg.ChunkGCGrace, RequestTimeout: cfg.RequestTimeout, MaxChunkBody: cfg.MaxChunkBody, Logger: s.log})
+	s.registerNodeMetrics()
 	s.routes()
 	return s
 }
