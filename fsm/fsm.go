@@ -46,6 +46,9 @@ type FSM struct {
 	idemBytes       int64
 	idemTenantBytes map[string]int64
 	limitsCache     *Limits
+	// stats are operators' figures derived from the applied commands
+	// (stats.go); not part of the replicated state.
+	stats stats
 }
 
 // Options configure an FSM.
@@ -171,6 +174,7 @@ func (f *FSM) applyCommand(ctx *applyCtx, c *Command) *Result {
 		f.sessBytes = sessBytes
 		f.pending = f.pending[:nev]
 	}
+	f.stats.settle(r.OK(), c.Kind, r.Code)
 	switch {
 	case sess != nil:
 		f.sessionRemember(ctx, c, sess, r)
@@ -314,6 +318,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.limitsCache = nil
 	f.recountSessions()
 	f.recountIdem()
+	f.stats.recount(f.st)
 	f.history.reset(hdr.Applied)
 	f.notifyLocked()
 	f.mu.Unlock()

@@ -133,6 +133,7 @@ func getTask(st *Store, tenant, id string) (*Task, bool) {
 // putTask stores t and moves its index entry from old's (nil: new task).
 // An update that keeps the task's queue position keeps the entry as it is.
 func (f *FSM) putTask(old, t *Task) {
+	f.stats.noteTask(old, t, f.clock)
 	f.st.Put(taskKey(t.Tenant, t.ID), encode(t))
 	idx := t.indexKey()
 	var oldIdx string
@@ -149,6 +150,7 @@ func (f *FSM) putTask(old, t *Task) {
 }
 
 func (f *FSM) deleteTask(t *Task) {
+	f.stats.noteTask(t, nil, f.clock)
 	f.st.Delete(t.indexKey())
 	f.st.Delete(taskKey(t.Tenant, t.ID))
 	f.emit(t.Tenant, ResourceTasks, t.ID, t.Queue, EventDelete, nil)

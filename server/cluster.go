@@ -1,8 +1,11 @@
 package server
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/baton-dev/baton/fsm"
 	"github.com/baton-dev/baton/server/core/node"
@@ -79,17 +82,38 @@ func (s *Server) clusterRoutes(add func(string, string, routeKind, handlerFunc))
 	add("GET", "/v1/cluster/backup", routeRead, s.handleBackup)
 }
 
-func (s *Server) handleReady(w http.ResponseWriter, _ *http.Request, _ *identity) error {
+// errRemoved is the answer of a node removed from the cluster to every
+// request but health, readiness and metrics.
+func errRemoved(id string) *apiError {
+	ae := errorf(codeUnavailable, "this node (%s) was removed from the cluster; send requests to a member", id)
+	ae.Details = map[string]any{"node_id": id, "reason": "removed"}
+	return ae
+}
+
+// removed reports whether the cluster member says it was removed from the
+// configuration (node.Node.Removed).
+func (s *Server) removed() bool {
+	r, ok := s.cluster.(interface{ Removed() bool })
+	return ok && r.Removed()
+}
+
+// readyProbeTimeout bounds how long GET /readyz waits for the leader's
+// commit index.
+const readyProbeTimeout = time.Second
+
+// handleReady is GET /readyz: 200 once this node can serve every route
+// with fresh data. That takes a known leader whose HTTP address this node
+// knows (to forward to it), the address of enough voters to place a chunk
+// (chunkplane needs a majority), and, once after start, having applied the
+// commit index the current leader reported (asked over HTTP: after a
+// restart a follower's own commit index stays 0 until the leader's first
+// append, so it cannot tell by itself how far behind it is). The leader
+// itself needs to have applied its own, non-zero, commit index.
+func (s *Server) handleReady(w http.ResponseWriter, r *http.Request, _ *identity) error {
 	leader, _ := s.cluster.Leader()
 	applied, commit := s.fsm.AppliedIndex(), s.cluster.CommitIndex()
 	body := map[string]any{"node_id": s.cluster.ID(), "leader": leader, "applied_index": applied, "commit_index": commit}
-	reason := ""
-	switch {
-	case leader == "":
-		reason = "no known leader"
-	case applied < commit:
-		reason = "applying the log"
-	}
+	reason := s.notReady(r.Context(), leader, applied, commit, body)
 	if reason == "" {
 		writeJSON(w, http.StatusOK, body)
 		return nil
@@ -99,6 +123,71 @@ func (s *Server) handleReady(w http.ResponseWriter, _ *http.Request, _ *identity
 	ae := errorf(codeUnavailable, "node %s is not ready: %s", s.cluster.ID(), reason)
 	ae.Details = body
 	return ae
+}
+
+func (s *Server) notReady(ctx context.Context, leader string, applied, commit uint64, body map[string]any) string {
+	switch {
+	case s.removed():
+		body["reason"] = "removed"
+		return "this node was removed from the cluster"
+	case leader == "":
+		return "no known leader"
+	case applied < commit:
+		return "applying the log"
+	case s.cluster.HTTPAddrOf(leader) == "":
+		return fmt.Sprintf("the HTTP address of the leader %s is not known yet", leader)
+	}
+	if !s.caughtUp.Load() {
+		target := commit
+		if !s.cluster.IsLeader() {
+			ctx, cancel := context.WithTimeout(ctx, readyProbeTimeout)
+			defer cancel()
+			c, err := s.proxy.leaderCommit(ctx)
+			if err != nil {
+				return fmt.Sprintf("cannot learn the leader's commit index: %v", err)
+			}
+			target = c
+		}
+		body["leader_commit_index"] = target
+		switch {
+		case target == 0:
+			return "the leader has committed nothing yet"
+		case applied < target:
+			return fmt.Sprintf("catching up: applied %d of the leader's commit index %d", applied, target)
+		}
+		s.caughtUp.Store(true)
+	}
+	if known, need := s.votersKnown(); known < need {
+		return fmt.Sprintf("knows the HTTP address of %d voting peers and needs %d to place chunks", known, need)
+	}
+	return ""
+}
+
+// votersKnown is how many voting peers (this node aside) have a known
+// HTTP address, and how many a chunk upload needs: a majority of voters,
+// this node included when it votes (as chunkplane.Replicate counts).
+func (s *Server) votersKnown() (known, need int) {
+	members, err := s.cluster.Members()
+	if err != nil {
+		return 0, 1
+	}
+	voters, selfVoter := 0, false
+	for _, m := range members {
+		if !m.Voter {
+			continue
+		}
+		voters++
+		if m.ID == s.cluster.ID() {
+			selfVoter = true
+		} else if m.HTTPAddr != "" {
+			known++
+		}
+	}
+	need = voters/2 + 1
+	if selfVoter {
+		need--
+	}
+	return known, need
 }
 
 func (s *Server) handleClusterStatus(w http.ResponseWriter, _ *http.Request, id *identity) error {

@@ -19,21 +19,23 @@ type metrics struct {
 	reg      *prometheus.Registry
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+	watchers prometheus.Gauge
 }
 
 func newMetrics(c Cluster, f *fsm.FSM) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "baton_http_requests_total", Help: "HTTP requests by method and status code.",
-	}, []string{"method", "code"})
+		Name: "baton_http_requests_total", Help: "HTTP requests by method, route pattern (server/routes.go) and status code.",
+	}, []string{"method", "route", "code"})
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: "baton_http_request_duration_seconds", Help: "HTTP request latency by method.",
+		Name: "baton_http_request_duration_seconds", Help: "HTTP request latency by method and route pattern.",
 		Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16),
-	}, []string{"method"})
+	}, []string{"method", "route"})
+	m.watchers = prometheus.NewGauge(prometheus.GaugeOpts{Name: "baton_watchers", Help: "Watch streams open on this node."})
 	gauge := func(name, help string, fn func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, fn)
 	}
-	m.reg.MustRegister(m.requests, m.latency,
+	m.reg.MustRegister(m.requests, m.latency, m.watchers, &domainCollector{f: f},
 		gauge("baton_raft_applied_index", "Index of the last log entry applied to the FSM.",
 			func() float64 { return float64(f.AppliedIndex()) }),
 		gauge("baton_raft_commit_index", "Commit index known to this node.",
@@ -109,10 +111,21 @@ func (m *metrics) wrap(h http.Handler) http.Handler {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		h.ServeHTTP(rec, r)
-		method := methodLabel(r.Method)
-		m.requests.WithLabelValues(method, strconv.Itoa(rec.status)).Inc()
-		m.latency.WithLabelValues(method).Observe(time.Since(start).Seconds())
+		method, route := methodLabel(r.Method), routeLabel(r)
+		m.requests.WithLabelValues(method, route, strconv.Itoa(rec.status)).Inc()
+		m.latency.WithLabelValues(method, route).Observe(time.Since(start).Seconds())
 	})
+}
+
+// routeLabel is the ServeMux pattern that served r ("/v1/tasks/{tenant}/{id}",
+// set on r by the mux), never the raw path: the routes are a fixed set. A
+// request refused before routing (a path not in clean form) is
+// "unrouted"; one no route matched has the catch-all pattern "/".
+func routeLabel(r *http.Request) string {
+	if r.Pattern == "" {
+		return "unrouted"
+	}
+	return r.Pattern
 }
 
 // methodLabel is the method as a metric label: the client chooses the

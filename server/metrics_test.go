@@ -30,7 +30,7 @@ func TestMetricsMethodLabelBounded(t *testing.T) {
 	if n := testutil.CollectAndCount(m.requests) + testutil.CollectAndCount(m.latency); n != after {
 		t.Fatalf("more made-up methods added %d series, want 0", n-after)
 	}
-	if v := testutil.ToFloat64(m.requests.WithLabelValues("other", "200")); v != 8 {
+	if v := testutil.ToFloat64(m.requests.WithLabelValues("other", "unrouted", "200")); v != 8 {
 		t.Fatalf(`requests{method="other"} = %v, want 8`, v)
 	}
 }

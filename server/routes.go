@@ -100,6 +100,10 @@ func (s *Server) dispatch(methods map[string]route) http.Handler {
 // being buffered, and the leader, which authenticates before it reads a
 // body, answers it (api-notes.md "Forwarding").
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
+	if rt.kind != routeLocal && s.removed() {
+		writeError(w, errRemoved(s.cluster.ID()))
+		return
+	}
 	if rt.kind == routeLocal {
 		if err := rt.h(w, r, nil); err != nil {
 			writeError(w, err)

@@ -21,6 +21,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/baton-dev/baton/fsm"
@@ -134,6 +135,9 @@ type Server struct {
 	limits    *limiter
 	metrics   *metrics
 	chunks    *chunkplane.Plane
+	// caughtUp: since it started, this node applied the commit index the
+	// leader reported (GET /readyz).
+	caughtUp atomic.Bool
 
 	// ctx is the server's lifetime: every background call (the loops and
 	// the calls they make) runs under it, and Close cancels it.
@@ -159,6 +163,7 @@ func New(cfg Config, c Cluster, f *fsm.FSM) *Server {
 	s.limits = newLimiter(s.cfg.MaxWatchesPerPrincipal)
 	s.chunks = chunkplane.New(chunkplane.Config{Store: cfg.Chunks, Cluster: c, FSM: f, Peers: chunkPeers{s},
 		Now: s.now, GCGrace: cfg.ChunkGCGrace, RequestTimeout: cfg.RequestTimeout, MaxChunkBody: cfg.MaxChunkBody, Logger: s.log})
+	s.registerNodeMetrics()
 	s.routes()
 	return s
 }

@@ -83,6 +83,8 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request, id *identit
 	setIndex(w, start.index)
 	w.WriteHeader(http.StatusOK)
 	flusher.Flush()
+	s.metrics.watchers.Inc()
+	defer s.metrics.watchers.Dec()
 	return s.streamEvents(w, r, flusher, wf, start)
 }
 

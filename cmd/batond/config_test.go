@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"flag"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -43,7 +45,7 @@ func TestEnvSetsEveryFlag(t *testing.T) {
 		"BATON_ADVERTISE_RAFT_ADDR": "n2:8002", "BATON_PEERS": "n1=n1:8001,n2=n2:8002",
 		"BATON_HEARTBEAT_TIMEOUT": "500ms", "BATON_ELECTION_TIMEOUT": "700ms",
 		"BATON_MAX_WATCHES_PER_PRINCIPAL": "7", "BATON_FAILPOINTS": "true",
-		"BATON_LOG_LEVEL": "debug",
+		"BATON_LOG_LEVEL": "debug", "BATON_LOG_FORMAT": "json",
 	}
 	o, err := parseWith(nil, env)
 	if err != nil {
@@ -59,6 +61,8 @@ func TestEnvSetsEveryFlag(t *testing.T) {
 		t.Errorf("peers: %v", cfg.Peers)
 	case cfg.HeartbeatTimeout != 500*time.Millisecond || cfg.ElectionTimeout != 700*time.Millisecond:
 		t.Errorf("timeouts: %v %v", cfg.HeartbeatTimeout, cfg.ElectionTimeout)
+	case o.logFormat != "json":
+		t.Errorf("log format %q, want json", o.logFormat)
 	case o.maxWatches != 7 || !o.failpoints || o.level.String() != "DEBUG":
 		t.Errorf("max watches %d, failpoints %v, level %v", o.maxWatches, o.failpoints, o.level)
 	case o.advertisedRaft() != "n2:8002":
@@ -163,6 +167,7 @@ func TestInvalidConfigNamesTheFlag(t *testing.T) {
 		{[]string{"--peers", "n1"}, nil, "--peers"},
 		{[]string{"--join", "n1:7001"}, nil, "--join"},
 		{[]string{"--log-level", "loud"}, nil, "--log-level"},
+		{[]string{"--log-format", "xml"}, nil, "--log-format"},
 		{[]string{"--raft-log", "sqlite"}, nil, "--raft-log"},
 		{[]string{"--leader-lease-timeout", "1s"}, nil, "--leader-lease-timeout"},
 		{[]string{"--commit-timeout", "0s"}, nil, "--commit-timeout"},
@@ -278,5 +283,19 @@ func TestCertsIfAbsentAndCAKeyOut(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "n3.pem")); !os.IsNotExist(err) {
 		t.Errorf("n3.pem was written: %v", err)
+	}
+}
+
+func TestLogFormatJSON(t *testing.T) {
+	var buf bytes.Buffer
+	log, closeLog, err := newLogger(slog.LevelInfo, "json", "", &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeLog()
+	log.Info("hello", "node", "n1")
+	var rec map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &rec); err != nil || rec["msg"] != "hello" || rec["node"] != "n1" {
+		t.Fatalf("json log line %q: %v %v", buf.String(), rec, err)
 	}
 }

@@ -94,6 +94,7 @@ type options struct {
 	id, dataDir, httpAddr, raftAddr, peers, join string
 	advertiseHTTP, advertiseRaft                 string
 	adminTokenFile, logLevel, logFile            string
+	logFormat                                    string
 	level                                        slog.Level
 	peerList                                     []raft.Server
 	unknownEnv                                   []string // BATON_* variables that name no flag
@@ -205,6 +206,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.join, "join", "", "URL of a running node to join through, instead of --peers")
 	fs.StringVar(&o.adminTokenFile, "admin-token-file", "", "file holding the admin token (or BATON_ADMIN_TOKEN)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&o.logFormat, "log-format", "text", "text (key=value) or json (one object a line, log/slog)")
 	fs.StringVar(&o.logFile, "log-file", "", "write logs here instead of stderr")
 	fs.DurationVar(&o.raft.HeartbeatTimeout, "heartbeat-timeout", o.raft.HeartbeatTimeout, "Raft heartbeat timeout")
 	fs.DurationVar(&o.raft.ElectionTimeout, "election-timeout", o.raft.ElectionTimeout, "Raft election timeout")
@@ -318,7 +320,7 @@ func adminToken(file string) (string, error) {
 	return "", errors.New("no admin token: give --admin-token-file or set BATON_ADMIN_TOKEN")
 }
 
-func newLogger(lv slog.Level, file string, stderr io.Writer) (*slog.Logger, func(), error) {
+func newLogger(lv slog.Level, format, file string, stderr io.Writer) (*slog.Logger, func(), error) {
 	out, closeFn := stderr, func() {}
 	if file != "" {
 		f, err := os.OpenFile(file, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -327,7 +329,11 @@ func newLogger(lv slog.Level, file string, stderr io.Writer) (*slog.Logger, func
 		}
 		out, closeFn = f, func() { f.Close() }
 	}
-	return slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: lv})), closeFn, nil
+	opts := &slog.HandlerOptions{Level: lv}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(out, opts)), closeFn, nil
+	}
+	return slog.New(slog.NewTextHandler(out, opts)), closeFn, nil
 }
 
 func run(ctx context.Context, args []string, stderr io.Writer) int {
@@ -339,7 +345,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "batond:", err)
 		return 2
 	}
-	log, closeLog, err := newLogger(o.level, o.logFile, stderr)
+	log, closeLog, err := newLogger(o.level, o.logFormat, o.logFile, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "batond:", err)
 		return 2
@@ -484,6 +490,9 @@ func servePprof(addr string, log *slog.Logger) {
 
 // validateNode checks the addresses, peers, logging and Raft settings.
 func (o *options) validateNode() error {
+	if o.logFormat != "text" && o.logFormat != "json" {
+		return fmt.Errorf("--log-format %q: want text or json", o.logFormat)
+	}
 	if err := o.level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return fmt.Errorf("--log-level %q: want debug, info, warn or error", o.logLevel)
 	}

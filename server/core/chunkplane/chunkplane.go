@@ -28,6 +28,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/baton-dev/baton/fsm"
@@ -85,6 +86,8 @@ type Plane struct {
 	mu     sync.Mutex // guards closed and wg.Add against Close's Wait
 	closed bool
 	wg     sync.WaitGroup
+
+	backlog atomic.Int64 // RepairBacklog
 }
 
 // New builds a plane; nothing runs until Start.
@@ -288,13 +291,16 @@ func (p *Plane) repairLoop() {
 }
 
 // repairOnce fetches up to 64 missing bodies; the next tick takes the rest.
+// It counts every missing body as it goes: RepairBacklog.
 func (p *Plane) repairOnce() {
-	fetched := 0
+	fetched, missing := 0, int64(0)
+	stopped := false
 	for _, d := range p.cfg.FSM.AllChunks() {
-		if fetched >= 64 {
-			return
-		}
 		if p.cfg.Store.Has(d) {
+			continue
+		}
+		missing++
+		if stopped || fetched >= 64 {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
@@ -302,14 +308,20 @@ func (p *Plane) repairOnce() {
 		cancel()
 		if err != nil {
 			p.log.Debug("chunk repair", "digest", d, "err", err)
-			return
+			stopped = true
+			continue
 		}
 		fetched++
 	}
+	p.backlog.Store(missing - int64(fetched))
 	if fetched > 0 {
 		p.log.Info("repaired missing chunk bodies", "count", fetched)
 	}
 }
+
+// RepairBacklog is how many chunk bodies the replicated index names that
+// this node lacked at the end of the last repair pass.
+func (p *Plane) RepairBacklog() int64 { return p.backlog.Load() }
 
 func (p *Plane) sweepOnce() {
 	cutoff := time.Now().Add(-p.cfg.GCGrace)

@@ -221,3 +221,19 @@ func (s *Store) Walk(fn func(digest string, mod time.Time)) error {
 		return nil
 	})
 }
+
+// Usage counts the stored bodies and the bytes their files take (a walk of
+// the store's directory).
+func (s *Store) Usage() (count, bytes int64, err error) {
+	err = filepath.WalkDir(s.dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || len(d.Name()) != 64 {
+			return err
+		}
+		if info, err := d.Info(); err == nil {
+			count++
+			bytes += info.Size()
+		}
+		return nil
+	})
+	return count, bytes, err
+}

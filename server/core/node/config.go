@@ -165,6 +165,9 @@ func (c Config) raftConfig() *raft.Config {
 	rc.MaxAppendEntries = c.MaxAppendEntries
 	rc.BatchApplyCh = true
 	rc.PreVoteDisabled = false
+	// Peer ids as labels only (raft_replication_heartbeat{peer_id="n2"}),
+	// not also inside metric names as raft's legacy metrics put them.
+	rc.NoLegacyTelemetry = true
 	rc.Logger = newHCLogger(c.Logger)
 	return rc
 }

@@ -51,6 +51,10 @@ type Node struct {
 	barrierMu   sync.Mutex
 	barrierTerm atomic.Uint64 // term in which this leader's barrier has applied
 
+	wasMember atomic.Bool // in a configuration since it opened, or opened with state (removed.go)
+	removed   atomic.Bool // removed from the configuration (removed.go)
+	snapStats snapStats   // snapshots persisted since start (snapstats.go)
+
 	done      chan struct{}
 	ctx       context.Context // the node's lifetime: Close cancels it
 	cancel    context.CancelFunc
@@ -82,20 +86,24 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		n.store.Close()
 		return nil, err
 	}
-	r, err := raft.NewRaft(cfg.raftConfig(), f, logs, n.store, n.snaps, n.trans)
+	r, err := raft.NewRaft(cfg.raftConfig(), timedFSM{f, &n.snapStats}, logs, n.store, n.snaps, n.trans)
 	if err != nil {
 		n.trans.Close()
 		n.store.Close()
 		return nil, fmt.Errorf("node: start raft: %w", err)
 	}
 	n.raft = r
+	if has, err := raft.HasExistingState(n.store, n.store, n.snaps); err == nil && has {
+		n.wasMember.Store(true)
+	}
 	n.verifier = &verifier{verify: func() error { return r.VerifyLeader().Error() }}
 	if err := n.maybeBootstrap(); err != nil {
 		n.Close()
 		return nil, err
 	}
-	n.wg.Add(1)
+	n.wg.Add(2)
 	go n.leadershipLoop()
+	go n.membershipLoop()
 	return n, nil
 }
 
