@@ -527,3 +527,65 @@ func TestCLIFriction(t *testing.T) {
 	})
 	foundationNoExits(t, c)
 }
+
+// baton status asks every member for its own view: after the leader is
+// SIGKILLed, the new leader's status lists it as not answering (not as a
+// healthy follower), and the others as answering with their lag.
+func TestCLIStatusShowsADeadMember(t *testing.T) {
+	bin := buildBatonCLI(t)
+	c := startCluster(t, 3)
+	ctx := ctxFor(t, 90*time.Second)
+	cr := cliRunner{bin: bin, endpoints: strings.Join(c.Endpoints(), ",")}
+	admin := c.AdminToken()
+	waitMembers(t, c, []int{0, 1, 2}, []int{0, 1, 2})
+	leader, err := c.WaitLeader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := cr.ok(t, admin, []string{"status"}, `(?m)^ID\s+VOTER\s+ANSWERS\s+STATE\s+TERM\s+APPLIED\s+LAG\s+HTTP ADDR$`)
+	for i := range 3 {
+		if !regexp.MustCompile(`(?m)^` + c.ID(i) + `\s+true\s+yes\s+(Leader|Follower)\s+[0-9]+\s+[0-9]+\s+[0-9]+\s+`).MatchString(r.stdout) {
+			t.Fatalf("baton status with every node up: got\n%s\nwant %s answering", r.stdout, c.ID(i))
+		}
+	}
+	if err := c.Kill(leader); err != nil {
+		t.Fatal(err)
+	}
+	others := []int{(leader + 1) % 3, (leader + 2) % 3}
+	if _, err := c.WaitLeader(ctx, others...); err != nil {
+		t.Fatal(err)
+	}
+	dead := regexp.MustCompile(`(?m)^` + c.ID(leader) + `\s+true\s+no: `)
+	live := cliRunner{bin: bin, endpoints: c.URL(others[0]) + "," + c.URL(others[1])}
+	for {
+		r = live.run(t, admin, "status")
+		if r.code == 0 && dead.MatchString(r.stdout) {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("baton status after %s was killed: got %v\nwant it listed as not answering", c.ID(leader), r)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, i := range others {
+		if !regexp.MustCompile(`(?m)^` + c.ID(i) + `\s+true\s+yes\s+(Leader|Follower)\s+`).MatchString(r.stdout) {
+			t.Errorf("baton status: got\n%s\nwant %s answering", r.stdout, c.ID(i))
+		}
+	}
+	j := live.run(t, admin, "status", "-o", "json")
+	var out struct {
+		Nodes []struct {
+			ID      string `json:"id"`
+			Answers bool   `json:"answers"`
+			Error   string `json:"error"`
+		} `json:"nodes"`
+	}
+	if err := json.Unmarshal([]byte(j.stdout), &out); err != nil || len(out.Nodes) != 3 {
+		t.Fatalf("baton status -o json: %v; got %v", err, j)
+	}
+	for _, n := range out.Nodes {
+		if want := n.ID != c.ID(leader); n.Answers != want || (n.Error != "") == want {
+			t.Errorf("baton status -o json: node %+v, want answers=%v", n, want)
+		}
+	}
+}

@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/spf13/pflag"
 	"io"
 	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/baton-dev/baton/client"
 )
@@ -14,7 +17,7 @@ func statusCommand() *command {
 	var at string
 	return &command{
 		name:    "status",
-		summary: "Show the leader, term, indexes, state digest and members",
+		summary: "Show the leader, term, indexes, state digest, and whether each member answers and how far it lags",
 		examples: `  baton status
   baton status --at 127.0.0.1:7002    # that node's own view, stale
   baton status -o yaml`,
@@ -30,21 +33,79 @@ func statusCommand() *command {
 				return err
 			}
 			defer cancel()
-			var st *client.ClusterStatus
 			if at != "" {
-				st, err = c.ClusterAt(ctx, a.endpointURL(at))
-			} else {
-				st, err = c.Cluster(ctx)
+				st, err := c.ClusterAt(ctx, a.endpointURL(at))
+				if err != nil {
+					return err
+				}
+				return a.emit(st, func(w io.Writer) { printStatus(w, st, nil) })
 			}
+			st, err := c.Cluster(ctx)
 			if err != nil {
 				return err
 			}
-			return a.emit(st, func(w io.Writer) { printStatus(w, st) })
+			out := statusView{ClusterStatus: st, Nodes: a.askMembers(ctx, c, st)}
+			return a.emit(out, func(w io.Writer) { printStatus(w, st, out.Nodes) })
 		},
 	}
 }
 
-func printStatus(w io.Writer, st *client.ClusterStatus) {
+// statusView is baton status's answer: the cluster's status as the
+// leader reports it, and what each member says of itself.
+type statusView struct {
+	*client.ClusterStatus
+	Nodes []nodeView `json:"nodes"`
+}
+
+// nodeView is one member's own answer to GET /v1/cluster (a stale read of
+// that node alone), or why it gave none.
+type nodeView struct {
+	ID           string `json:"id"`
+	Answers      bool   `json:"answers"`
+	Error        string `json:"error,omitempty"`
+	State        string `json:"state,omitempty"` // its own Raft state
+	Term         uint64 `json:"term,omitempty"`
+	AppliedIndex uint64 `json:"applied_index,omitempty"`
+	// Lag is how many entries of the leader's commit index the member has
+	// not applied yet (0 when it is caught up or does not answer).
+	Lag uint64 `json:"lag"`
+}
+
+// memberTimeout bounds the wait for one member's answer: a paused or cut
+// off node shows as not answering instead of holding the whole status.
+const memberTimeout = 3 * time.Second
+
+// askMembers asks every member with a known HTTP address for its own view,
+// all at once, each within the command's deadline.
+func (a *app) askMembers(ctx context.Context, c *client.Client, st *client.ClusterStatus) []nodeView {
+	views := make([]nodeView, len(st.Members))
+	var wg sync.WaitGroup
+	for i, m := range st.Members {
+		views[i] = nodeView{ID: m.ID}
+		if m.HTTPAddr == "" {
+			views[i].Error = "its HTTP address is not known"
+			continue
+		}
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, memberTimeout)
+			defer cancel()
+			own, err := c.ClusterAt(ctx, a.endpointURL(m.HTTPAddr))
+			if err != nil {
+				views[i].Error = err.Error()
+				return
+			}
+			v := &views[i]
+			v.Answers, v.State, v.Term, v.AppliedIndex = true, own.State, own.Term, own.AppliedIndex
+			if st.CommitIndex > own.AppliedIndex {
+				v.Lag = st.CommitIndex - own.AppliedIndex
+			}
+		})
+	}
+	wg.Wait()
+	return views
+}
+
+func printStatus(w io.Writer, st *client.ClusterStatus, nodes []nodeView) {
 	if st.NodeID != "" {
 		fmt.Fprintf(w, "node:\t%s (%s)\n", st.NodeID, dash(st.State))
 	}
@@ -59,7 +120,19 @@ func printStatus(w io.Writer, st *client.ClusterStatus) {
 	fmt.Fprintf(w, "snapshot index:\t%d (restored %d)\n", st.LastSnapshotIndex, st.RestoredSnapshotIndex)
 	fmt.Fprintf(w, "state digest:\t%s\n", dash(st.StateDigest))
 	fmt.Fprintln(w)
-	printMembers(w, st.Members, st.Leader.ID)
+	if nodes == nil {
+		printMembers(w, st.Members, st.Leader.ID)
+		return
+	}
+	fmt.Fprintln(w, "ID\tVOTER\tANSWERS\tSTATE\tTERM\tAPPLIED\tLAG\tHTTP ADDR")
+	for i, m := range st.Members {
+		n := nodes[i]
+		if !n.Answers {
+			fmt.Fprintf(w, "%s\t%v\tno: %s\t-\t-\t-\t-\t%s\n", m.ID, m.Voter, n.Error, dash(m.HTTPAddr))
+			continue
+		}
+		fmt.Fprintf(w, "%s\t%v\tyes\t%s\t%d\t%d\t%d\t%s\n", m.ID, m.Voter, dash(n.State), n.Term, n.AppliedIndex, n.Lag, dash(m.HTTPAddr))
+	}
 }
 
 func membersCommand() *command {
