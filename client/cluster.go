@@ -79,6 +79,20 @@ func (c *Client) RemoveMember(ctx context.Context, id string, opts ...RequestOpt
 	return err
 }
 
+// PromoteMember makes a non-voter a voter once it has caught up with the
+// log; until then the cluster refuses with ErrUnavailable (retry later).
+// Promoting a voter changes nothing. Admin only.
+func (c *Client) PromoteMember(ctx context.Context, id string, opts ...RequestOption) (*Member, error) {
+	if err := required("member id", id); err != nil {
+		return nil, err
+	}
+	var m Member
+	if _, err := c.Do(ctx, http.MethodPost, "/v1/cluster/members/"+url.PathEscape(id)+"/promote", nil, &m, opts...); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
 // TransferLeadership asks the leader to hand over to node to, or to any
 // suitable node when to is empty. Admin only.
 func (c *Client) TransferLeadership(ctx context.Context, to string, opts ...RequestOption) error {

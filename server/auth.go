@@ -55,6 +55,7 @@ var peerRoutes = map[string]bool{
 	"GET /v1/internal/chunks/{digest}":                        true,
 	"POST /v1/internal/tenants/{tenant}/chunks/{digest}/held": true,
 	"POST /v1/cluster/members":                                true,
+	"POST /v1/cluster/members/{id}/promote":                   true,
 	"PUT /v1/cluster/members/{id}/meta":                       true,
 }
 

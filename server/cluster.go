@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/baton-dev/baton/fsm"
@@ -77,6 +78,7 @@ func (s *Server) clusterRoutes(add func(string, string, routeKind, handlerFunc))
 	add("GET", "/v1/cluster", routeRead, s.handleClusterStatus)
 	add("POST", "/v1/cluster/members", routeWrite, s.handleMemberAdd)
 	add("DELETE", "/v1/cluster/members/{id}", routeWrite, s.handleMemberRemove)
+	add("POST", "/v1/cluster/members/{id}/promote", routeWrite, s.handleMemberPromote)
 	add("PUT", "/v1/cluster/members/{id}/meta", routeWrite, s.handleMemberMeta)
 	add("POST", "/v1/cluster/leadership-transfer", routeWrite, s.handleTransfer)
 	add("GET", "/v1/cluster/backup", routeRead, s.handleBackup)
@@ -278,6 +280,41 @@ func (s *Server) handleMemberRemove(w http.ResponseWriter, r *http.Request, id *
 
 // handleMemberMeta records a member's HTTP address; nodes call it for
 // themselves once they know a leader (see registerLoop).
+// handleMemberPromote makes a non-voter a voter once it has caught up
+// (etcd's learner promotion): the leader asks the member's own /readyz,
+// which is 200 only once it has applied the commit index the leader
+// reported to it, and refuses with 503 until then. Promoting a voter is a
+// no-op.
+func (s *Server) handleMemberPromote(w http.ResponseWriter, r *http.Request, id *identity) error {
+	if err := id.requireAdmin(); err != nil {
+		return err
+	}
+	mid := r.PathValue("id")
+	members, err := s.cluster.Members()
+	if err != nil {
+		return unavailable(err)
+	}
+	i := slices.IndexFunc(members, func(m node.MemberInfo) bool { return m.ID == mid })
+	if i < 0 {
+		return errorf(fsm.CodeNotFound, "no member %q", mid)
+	}
+	m := members[i]
+	if !m.Voter {
+		if m.HTTPAddr == "" {
+			return errorf(codeUnavailable, "member %s has not published its HTTP address yet, so whether it has caught up is not known", mid)
+		}
+		if err := s.proxy.ready(r.Context(), m.HTTPAddr); err != nil {
+			return errorf(codeUnavailable, "member %s has not caught up with the log yet, so it stays a non-voter: %v", mid, err)
+		}
+		if err := s.cluster.AddMember(r.Context(), m.ID, m.RaftAddr, true); err != nil {
+			return unavailable(err)
+		}
+		m.Voter = true
+	}
+	writeJSON(w, http.StatusOK, m)
+	return nil
+}
+
 func (s *Server) handleMemberMeta(w http.ResponseWriter, r *http.Request, id *identity) error {
 	if err := id.requireAdmin(); err != nil {
 		return err

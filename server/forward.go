@@ -270,6 +270,35 @@ func (f *forwarder) leaderCommit(ctx context.Context) (uint64, error) {
 	}
 }
 
+// ready asks the node at addr for its /readyz and returns nil on 200, or
+// the reason it gave.
+func (f *forwarder) ready(ctx context.Context, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.url(addr, "/readyz"), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := f.transport.RoundTrip(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		return nil
+	}
+	var body struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	_ = json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&body)
+	if body.Error.Message == "" {
+		return fmt.Errorf("its /readyz answered %s", resp.Status)
+	}
+	return errors.New(body.Error.Message)
+}
+
 func (f *forwarder) runProbe(p *commitProbe) {
 	defer close(p.done)
 	f.probeMu.Lock()

@@ -548,6 +548,11 @@ func TestCLIStatusShowsADeadMember(t *testing.T) {
 			t.Fatalf("baton status with every node up: got\n%s\nwant %s answering", r.stdout, c.ID(i))
 		}
 	}
+	// members promote: a voter stays one; an unknown member is not_found.
+	cr.ok(t, admin, []string{"members", "promote", c.ID(0)}, `^member `+c.ID(0)+` is a voter\n$`)
+	if r := cr.run(t, admin, "members", "promote", "n9"); r.code != 4 || !strings.Contains(r.stderr, "not_found") {
+		t.Errorf("baton members promote n9: got %v, want exit 4, not_found", r)
+	}
 	if err := c.Kill(leader); err != nil {
 		t.Fatal(err)
 	}

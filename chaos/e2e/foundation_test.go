@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -869,11 +871,24 @@ func TestFoundationMembership(t *testing.T) {
 	}
 	four := []int{0, 1, 2, 3}
 	waitMembers(t, c, four, four)
-	st, err := admin.Cluster(ctx)
-	if err != nil {
-		t.Fatal(err)
+	// It joins as a non-voter and asks to be promoted once caught up.
+	var st *client.ClusterStatus
+	for {
+		if st, err = admin.Cluster(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if i := slices.IndexFunc(st.Members, func(m client.Member) bool { return m.ID == c.ID(n4) }); i >= 0 && st.Members[i].Voter {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s never promoted to voter: members %+v", c.ID(n4), st.Members)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	checkMembers(t, c, "/v1/cluster after join", st.Members, four)
+	if log, err := os.ReadFile(c.LogPath(n4)); err != nil || !strings.Contains(string(log), "joined the cluster as a non-voter") || !strings.Contains(string(log), "promoted to voter") {
+		t.Errorf("%s's log does not say it joined as a non-voter and was promoted (err %v)", c.ID(n4), err)
+	}
 	t.Logf("after %s joined: members %+v", c.ID(n4), st.Members)
 	if _, err := admin.PutTenant(ctx, "after-join"); err != nil {
 		t.Fatal(err)

@@ -140,11 +140,11 @@ func membersCommand() *command {
 	return &command{
 		name:     "members",
 		aliases:  []string{"member"},
-		summary:  "List, add or remove cluster members",
+		summary:  "List, add, promote or remove cluster members",
 		long:     `"baton members" alone is "baton members list".`,
 		examples: "  baton members\n  baton members add --id n4 --raft-addr 10.0.0.4:8001 --http-addr 10.0.0.4:7001\n  baton members remove n4\n",
 		run:      list.run,
-		subs:     []*command{list, membersAddCommand(), membersRemoveCommand()},
+		subs:     []*command{list, membersAddCommand(), membersRemoveCommand(), membersPromoteCommand()},
 	}
 }
 
@@ -209,6 +209,31 @@ func membersRemoveCommand() *command {
 			}
 			return a.write(ctx, "removed member "+args[0], func(ctx context.Context, c *client.Client, o client.RequestOption) error {
 				return c.RemoveMember(ctx, args[0], o)
+			})
+		},
+	}
+}
+
+func membersPromoteCommand() *command {
+	return &command{
+		name:    "promote",
+		args:    "ID",
+		summary: "Make a non-voter a voter once it has caught up (refused with exit 6 until then)",
+		long: `A node started with --join joins as a non-voter and asks for its own promotion
+once it has caught up; this does the same by hand, for a non-voter added with
+"baton members add --voter=false".`,
+		examples: "  baton members promote n4\n",
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			args, err := inv.positional("ID")
+			if err != nil {
+				return err
+			}
+			return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
+				m, err := c.PromoteMember(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				return a.emit(m, func(w io.Writer) { fmt.Fprintf(w, "member %s is a voter\n", m.ID) })
 			})
 		},
 	}

@@ -12,25 +12,45 @@ import (
 	"time"
 )
 
-// joinLoop asks a running cluster to add this node, retrying until it is a
-// member or ctx ends. With peer TLS, hc presents this node's peer
-// certificate and token is empty: the certificate is the credential. A node that already has data is in the configuration
-// and the request is a harmless re-add.
+// joinLoop asks a running cluster to add this node as a non-voter (etcd's
+// learner: it replicates the log but counts in no quorum), then, once it
+// has caught up, to promote it to voter, retrying each step until it is
+// done or ctx ends. The leader decides "caught up" by this node's /readyz.
+// So a new node never weakens the quorum while it copies a large state.
+// With peer TLS, hc presents this node's peer certificate and token is
+// empty: the certificate is the credential. A node that already has data
+// is in the configuration, and both requests are harmless: adding a voter
+// as a non-voter leaves it a voter, and promoting a voter does nothing.
 func joinLoop(ctx context.Context, o *options, token string, hc *http.Client, log *slog.Logger) {
-	body, _ := json.Marshal(map[string]any{"id": o.id, "raft_addr": o.advertisedRaft(), "http_addr": o.advertisedHTTP(), "voter": true})
-	url := strings.TrimRight(o.join, "/") + "/v1/cluster/members"
+	body, _ := json.Marshal(map[string]any{"id": o.id, "raft_addr": o.advertisedRaft(), "http_addr": o.advertisedHTTP(), "voter": false})
+	base := strings.TrimRight(o.join, "/") + "/v1/cluster/members"
+	if !retryUntil(ctx, func() error { return joinOnce(ctx, hc, base, token, body) }, func(err error) {
+		log.Warn("join failed; retrying", "via", o.join, "err", err)
+	}) {
+		return
+	}
+	log.Info("joined the cluster as a non-voter; promoting once caught up", "via", o.join)
+	if retryUntil(ctx, func() error { return joinOnce(ctx, hc, base+"/"+o.id+"/promote", token, nil) }, func(err error) {
+		log.Info("not promoted yet; retrying", "err", err)
+	}) {
+		log.Info("promoted to voter", "via", o.join)
+	}
+}
+
+// retryUntil calls f every second until it succeeds (true) or ctx ends
+// (false), reporting each failure.
+func retryUntil(ctx context.Context, f func() error, failed func(error)) bool {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
-		err := joinOnce(ctx, hc, url, token, body)
+		err := f()
 		if err == nil {
-			log.Info("joined the cluster", "via", o.join)
-			return
+			return true
 		}
-		log.Warn("join failed; retrying", "via", o.join, "err", err)
+		failed(err)
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-t.C:
 		}
 	}
