@@ -26,13 +26,16 @@ const (
 	MaxPercent = 10000
 )
 
+// minHeap is the Go runtime's smallest heap goal at GOGC=100 (4 MiB): the
+// collector treats a smaller live heap (and a live heap not measured yet,
+// before the first collection) as this large, so the growth GOGC allows
+// is a percentage of at least this.
+const minHeap = 4 << 20
+
 // Percent is the GOGC that gives a heap of live bytes about headroom bytes
 // of growth, within [MinPercent, MaxPercent].
 func Percent(live, headroom int64) int {
-	if live <= 0 {
-		return MaxPercent
-	}
-	p := headroom * 100 / live
+	p := headroom * 100 / max(live, minHeap)
 	return int(min(max(p, MinPercent), MaxPercent))
 }
 

@@ -15,8 +15,9 @@ func TestPercent(t *testing.T) {
 		live, headroom int64
 		want           int
 	}{
-		{0, 64 * mib, MaxPercent},         // nothing live yet
-		{1 << 10, 64 * mib, MaxPercent},   // capped
+		{0, 64 * mib, 1600},               // nothing measured yet: Go's 4 MiB floor plus the headroom, not 100 times the floor
+		{1 << 10, 64 * mib, 1600},         // a tiny heap counts as the floor
+		{1 << 10, 1 << 40, MaxPercent},    // capped
 		{32 * mib, 64 * mib, 200},         // a small heap collects half as often as GOGC=100
 		{64 * mib, 64 * mib, 100},         // the headroom equals the live heap
 		{330 * mib, 64 * mib, MinPercent}, // 1,000,000 tasks: grows by a quarter, not by all of it
