@@ -52,7 +52,9 @@ func Run(ctx context.Context, headroom int64, interval time.Duration) {
 	defer tick.Stop()
 	for {
 		metrics.Read(sample)
-		if sample[0].Value.Kind() == metrics.KindUint64 {
+		// Zero until the first collection ends: Go's own first goal (4
+		// MiB) stands until then, and the live heap is measured.
+		if sample[0].Value.Kind() == metrics.KindUint64 && sample[0].Value.Uint64() > 0 {
 			want := Percent(int64(sample[0].Value.Uint64()), headroom)
 			if d := want - current; d*10 > current || -d*10 > current {
 				debug.SetGCPercent(want)
