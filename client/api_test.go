@@ -100,15 +100,15 @@ func TestRequestShapes(t *testing.T) {
 		{"DeleteTask", func(c *client.Client) error { return c.DeleteTask(bg, "acme", "t1", u64(3)) },
 			"DELETE", "/v1/tenants/acme/tasks/t1", "expect_version=3", ``},
 		{"ClaimTask", func(c *client.Client) error {
-			_, err := c.ClaimTask(bg, "acme", "t1", client.ClaimRequest{Owner: "w", LeaseMS: client.Millis(30 * time.Second), ExpectStatus: str("pending")})
+			_, err := c.ClaimTask(bg, "acme", "t1", client.ClaimRequest{Owner: "w", Lease: 30 * time.Second, ExpectStatus: str("pending")})
 			return err
 		}, "POST", "/v1/tenants/acme/tasks/t1/claim", "", `{"owner":"w","lease_ms":30000,"expect_status":"pending"}`},
 		{"ClaimQueue", func(c *client.Client) error {
-			_, err := c.ClaimQueue(bg, "acme", "q", client.QueueClaimRequest{Owner: "w", LeaseMS: 1000, WaitMS: 10})
+			_, err := c.ClaimQueue(bg, "acme", "q", client.QueueClaimRequest{Owner: "w", Lease: time.Second, Wait: 10 * time.Millisecond})
 			return err
 		}, "POST", "/v1/tenants/acme/queues/q/claim", "", `{"owner":"w","lease_ms":1000,"wait_ms":10}`},
 		{"RenewTask", func(c *client.Client) error {
-			_, err := c.RenewTask(bg, "acme", "t1", client.RenewRequest{FencingToken: 7, LeaseMS: 1000})
+			_, err := c.RenewTask(bg, "acme", "t1", client.RenewRequest{FencingToken: 7, Lease: time.Second + 900*time.Microsecond})
 			return err
 		}, "POST", "/v1/tenants/acme/tasks/t1/renew", "", `{"fencing_token":7,"lease_ms":1000}`},
 		{"UpdateTask", func(c *client.Client) error {
@@ -119,8 +119,8 @@ func TestRequestShapes(t *testing.T) {
 		{"Txn", func(c *client.Client) error {
 			_, err := c.Txn(bg, "acme", []client.TxnOp{
 				client.TxnUpdateTask("t1", client.UpdateTaskRequest{FencingToken: u64(7), Status: str("done")}),
-				client.TxnClaimTask("t2", client.ClaimRequest{Owner: "w", LeaseMS: 5}),
-				client.TxnSetRef("r/approved", client.SetRefRequest{ArtifactID: "sha256:a", ExpectArtifactID: str("")}),
+				client.TxnClaimTask("t2", client.ClaimRequest{Owner: "w", Lease: 5 * time.Millisecond}),
+				client.TxnSetRef("r/approved", client.SetRefRequest{ArtifactID: "sha256:a", ExpectAbsent: true}),
 				client.TxnPutKV("ns", "k/1", client.PutKVRequest{Value: json.RawMessage(`1`), Fence: &client.Fence{TaskID: "t1", Token: 7}}),
 				client.TxnDeleteKV("ns", "k/2", u64(0), nil),
 			})
@@ -181,7 +181,7 @@ func TestClaimQueue(t *testing.T) {
 				}
 			}
 			c := newClient(t, serve(t, h).URL)
-			task, err := c.ClaimQueue(bg, "acme", "research", client.QueueClaimRequest{Owner: "w", LeaseMS: 1000})
+			task, err := c.ClaimQueue(bg, "acme", "research", client.QueueClaimRequest{Owner: "w", Lease: time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}

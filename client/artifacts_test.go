@@ -565,7 +565,6 @@ func TestDownloadStall(t *testing.T) {
 }
 
 func TestArtifactRequestShapes(t *testing.T) {
-	str := func(s string) *string { return &s }
 	fence := &client.Fence{TaskID: "t1", Token: 7}
 	d := client.Digest([]byte("x"))
 	cases := []struct {
@@ -594,22 +593,25 @@ func TestArtifactRequestShapes(t *testing.T) {
 		{"GetArtifactByID", func(c *client.Client) error { _, err := c.GetArtifactByID(bg, "acme", d); return err },
 			"GET", "/v1/tenants/acme/artifacts/by-id/" + d, "", ``},
 		{"SetRef absent", func(c *client.Client) error {
-			_, err := c.SetRef(bg, "acme", "report-42/approved", d, client.ExpectAbsent(), nil)
+			_, err := c.SetRef(bg, "acme", "report-42/approved", client.SetRefRequest{ArtifactID: d, ExpectAbsent: true})
 			return err
 		}, "PUT", "/v1/tenants/acme/refs/report-42/approved", "", `{"artifact_id":"` + d + `","expect_artifact_id":""}`},
 		{"SetRef fenced", func(c *client.Client) error {
-			_, err := c.SetRef(bg, "acme", "r", d, str(d), fence)
+			_, err := c.SetRef(bg, "acme", "r", client.SetRefRequest{ArtifactID: d, Expect: d, Fence: fence})
 			return err
 		}, "PUT", "/v1/tenants/acme/refs/r", "", `{"artifact_id":"` + d + `","expect_artifact_id":"` + d + `","fence":{"task_id":"t1","token":7}}`},
-		{"SetRef unconditional", func(c *client.Client) error { _, err := c.SetRef(bg, "acme", "r", d, nil, nil); return err },
+		{"SetRef unconditional", func(c *client.Client) error {
+			_, err := c.SetRef(bg, "acme", "r", client.SetRefRequest{ArtifactID: d})
+			return err
+		},
 			"PUT", "/v1/tenants/acme/refs/r", "", `{"artifact_id":"` + d + `"}`},
 		{"GetRef", func(c *client.Client) error { _, err := c.GetRef(bg, "acme", "a/b c"); return err },
 			"GET", "/v1/tenants/acme/refs/a/b%20c", "", ``},
 		{"ListRefs", func(c *client.Client) error { _, err := c.ListRefs(bg, "acme", "report-42/"); return err },
 			"GET", "/v1/tenants/acme/refs", "prefix=report-42%2F", ``},
-		{"DeleteRef", func(c *client.Client) error { return c.DeleteRef(bg, "acme", "r", client.ExpectArtifact(d)) },
+		{"DeleteRef", func(c *client.Client) error { return c.DeleteRef(bg, "acme", "r", d) },
 			"DELETE", "/v1/tenants/acme/refs/r", "expect_artifact_id=sha256%3A" + d[7:], ``},
-		{"DeleteRef unconditional", func(c *client.Client) error { return c.DeleteRef(bg, "acme", "r", nil) },
+		{"DeleteRef unconditional", func(c *client.Client) error { return c.DeleteRef(bg, "acme", "r", "") },
 			"DELETE", "/v1/tenants/acme/refs/r", "", ``},
 	}
 	for _, tc := range cases {
@@ -637,6 +639,23 @@ func TestRefPathRefused(t *testing.T) {
 		if _, err := c.GetRef(bg, "acme", ref); !errors.Is(err, client.ErrInvalidArgument) {
 			t.Errorf("GetRef(%q): got %v, want invalid_argument", ref, err)
 		}
+	}
+	if n := len(rec.requests()); n != 0 {
+		t.Errorf("got %d requests, want 0", n)
+	}
+}
+
+// TestSetRefContradictoryExpectation: expecting a ref both absent and at
+// an artifact is refused before anything is sent, alone or in a Txn.
+func TestSetRefContradictoryExpectation(t *testing.T) {
+	rec := &recorder{reply: tenantsOK}
+	c := newClient(t, serve(t, rec.ServeHTTP).URL)
+	req := client.SetRefRequest{ArtifactID: "sha256:a", ExpectAbsent: true, Expect: "sha256:b"}
+	if _, err := c.SetRef(bg, "acme", "r", req); !errors.Is(err, client.ErrInvalidArgument) {
+		t.Errorf("SetRef: got %v, want invalid_argument", err)
+	}
+	if _, err := c.Txn(bg, "acme", []client.TxnOp{client.TxnSetRef("r", req)}); err == nil || !strings.Contains(err.Error(), "both absent and at") {
+		t.Errorf("Txn: got %v, want the contradiction named", err)
 	}
 	if n := len(rec.requests()); n != 0 {
 		t.Errorf("got %d requests, want 0", n)

@@ -27,8 +27,8 @@ import (
 //   - get_tuple(config) → GetCheckpoint when the config names a checkpoint,
 //     LatestCheckpoint otherwise; both return the pending writes, and
 //     ParentID gives the parent config.
-//   - list(config, before=..., limit=...) → ListCheckpoints(before, limit),
-//     newest first.
+//   - list(config, before=..., limit=...) → ListCheckpoints with
+//     ListCheckpointsOptions{Before, Limit}, newest first.
 //   - delete_thread(thread_id) → DeleteThread.
 //
 // A deliberate fork (LangGraph's replay from an earlier checkpoint) sets
@@ -85,17 +85,23 @@ func (c *Client) LatestCheckpoint(ctx context.Context, tenant, thread string, op
 	return c.GetCheckpoint(ctx, tenant, thread, "latest", opts...)
 }
 
-// ListCheckpoints returns a thread's checkpoints newest first: those older
-// than checkpoint before when it is not empty, at most limit (0: the
-// server's default). Pending writes are not included.
-func (c *Client) ListCheckpoints(ctx context.Context, tenant, thread, before string, limit int, opts ...RequestOption) ([]Checkpoint, error) {
+// ListCheckpointsOptions selects the checkpoints of ListCheckpoints; zero
+// fields do not filter.
+type ListCheckpointsOptions struct {
+	Before string // only checkpoints older than this one
+	Limit  int    // at most this many; 0 means the server's default
+}
+
+// ListCheckpoints returns a thread's checkpoints newest first (see
+// ListCheckpointsOptions). Pending writes are not included.
+func (c *Client) ListCheckpoints(ctx context.Context, tenant, thread string, f ListCheckpointsOptions, opts ...RequestOption) ([]Checkpoint, error) {
 	if err := required("tenant", tenant, "thread", thread); err != nil {
 		return nil, err
 	}
 	q := url.Values{}
-	setIf(q, "before", before)
-	if limit > 0 {
-		q.Set("limit", strconv.Itoa(limit))
+	setIf(q, "before", f.Before)
+	if f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
 	}
 	var out struct {
 		Checkpoints []Checkpoint `json:"checkpoints"`
@@ -106,20 +112,24 @@ func (c *Client) ListCheckpoints(ctx context.Context, tenant, thread, before str
 	return out.Checkpoints, nil
 }
 
-// PutWrites records the pending writes (a JSON array) that task taskID made
-// in the step after checkpoint. Recording the same writes again is a no-op;
-// other writes for the same (checkpoint, task) are ErrAlreadyExists. fence
-// may be nil.
-func (c *Client) PutWrites(ctx context.Context, tenant, thread, checkpoint, taskID string, writes json.RawMessage, fence *Fence, opts ...RequestOption) error {
-	if err := required("tenant", tenant, "thread", thread, "checkpoint id", checkpoint, "task id", taskID); err != nil {
+// PutWritesRequest is the body of PutWrites: the pending writes (a JSON
+// array) that task TaskID made in the step after a checkpoint. TaskID
+// travels in the path; Fence may be nil.
+type PutWritesRequest struct {
+	TaskID string          `json:"-"`
+	Writes json.RawMessage `json:"writes"`
+	Fence  *Fence          `json:"fence,omitempty"`
+}
+
+// PutWrites records the pending writes req.TaskID made in the step after
+// checkpoint. Recording the same writes again is a no-op; other writes for
+// the same (checkpoint, task) are ErrAlreadyExists.
+func (c *Client) PutWrites(ctx context.Context, tenant, thread, checkpoint string, req PutWritesRequest, opts ...RequestOption) error {
+	if err := required("tenant", tenant, "thread", thread, "checkpoint id", checkpoint, "task id", req.TaskID); err != nil {
 		return err
 	}
-	in := struct {
-		Writes json.RawMessage `json:"writes"`
-		Fence  *Fence          `json:"fence,omitempty"`
-	}{writes, fence}
-	path := tenantPath(tenant, "threads", thread, "checkpoints", checkpoint, "writes", taskID)
-	_, err := c.Do(ctx, http.MethodPut, path, in, nil, opts...)
+	path := tenantPath(tenant, "threads", thread, "checkpoints", checkpoint, "writes", req.TaskID)
+	_, err := c.Do(ctx, http.MethodPut, path, req, nil, opts...)
 	return err
 }
 

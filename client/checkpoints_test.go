@@ -25,12 +25,18 @@ func TestCheckpointRequestShapes(t *testing.T) {
 			"GET", "/v1/tenants/acme/threads/chat-7/checkpoints/cp-1", "", ``},
 		{"LatestCheckpoint", func(c *client.Client) error { _, err := c.LatestCheckpoint(bg, "acme", "chat-7"); return err },
 			"GET", "/v1/tenants/acme/threads/chat-7/checkpoints/latest", "", ``},
-		{"ListCheckpoints", func(c *client.Client) error { _, err := c.ListCheckpoints(bg, "acme", "chat-7", "cp-9", 3); return err },
+		{"ListCheckpoints", func(c *client.Client) error {
+			_, err := c.ListCheckpoints(bg, "acme", "chat-7", client.ListCheckpointsOptions{Before: "cp-9", Limit: 3})
+			return err
+		},
 			"GET", "/v1/tenants/acme/threads/chat-7/checkpoints", "before=cp-9&limit=3", ``},
-		{"ListCheckpoints all", func(c *client.Client) error { _, err := c.ListCheckpoints(bg, "acme", "chat-7", "", 0); return err },
+		{"ListCheckpoints all", func(c *client.Client) error {
+			_, err := c.ListCheckpoints(bg, "acme", "chat-7", client.ListCheckpointsOptions{})
+			return err
+		},
 			"GET", "/v1/tenants/acme/threads/chat-7/checkpoints", "", ``},
 		{"PutWrites", func(c *client.Client) error {
-			return c.PutWrites(bg, "acme", "chat-7", "cp-1", "step-3", json.RawMessage(`[["messages","hi"]]`), nil)
+			return c.PutWrites(bg, "acme", "chat-7", "cp-1", client.PutWritesRequest{TaskID: "step-3", Writes: json.RawMessage(`[["messages","hi"]]`)})
 		}, "PUT", "/v1/tenants/acme/threads/chat-7/checkpoints/cp-1/writes/step-3", "", `{"writes":[["messages","hi"]]}`},
 		{"DeleteThread", func(c *client.Client) error { return c.DeleteThread(bg, "acme", "chat-7", nil) },
 			"DELETE", "/v1/tenants/acme/threads/chat-7", "", ``},
@@ -60,7 +66,7 @@ func TestCheckpointList(t *testing.T) {
 	  {"thread_id": "t", "checkpoint_id": "a", "parent_id": "", "data": 1, "metadata": {}, "created_at": "2025-01-02T03:04:05.600Z"}]}`
 	h := func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(body)) }
 	c := newClient(t, serve(t, h).URL)
-	list, err := c.ListCheckpoints(bg, "acme", "t", "", 0)
+	list, err := c.ListCheckpoints(bg, "acme", "t", client.ListCheckpointsOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

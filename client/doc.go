@@ -8,7 +8,7 @@
 //		Token:     os.Getenv("BATON_TOKEN"),
 //	})
 //	task, err := c.ClaimQueue(ctx, "acme", "research", client.QueueClaimRequest{
-//		Owner: "worker-1", LeaseMS: 30_000,
+//		Owner: "worker-1", Lease: 30 * time.Second,
 //	})
 //
 // # Endpoints and failover

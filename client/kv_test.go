@@ -39,11 +39,10 @@ func runShapes(t *testing.T, cases []shapeCase) {
 
 func TestKVRequestShapes(t *testing.T) {
 	u64 := func(v uint64) *uint64 { return &v }
-	i64 := func(v int64) *int64 { return &v }
 	runShapes(t, []shapeCase{
 		{"PutKV", func(c *client.Client) error {
 			_, err := c.PutKV(bg, "acme", "research", "sources/raft paper", client.PutKVRequest{Value: json.RawMessage(`{"a":1}`),
-				ExpectVersion: u64(0), TTLMS: i64(30000), Fence: &client.Fence{TaskID: "t1", Token: 589825}})
+				ExpectVersion: u64(0), TTL: 30 * time.Second, Fence: &client.Fence{TaskID: "t1", Token: 589825}})
 			return err
 		}, "PUT", "/v1/tenants/acme/kv/research/sources/raft%20paper", "",
 			`{"value":{"a":1},"expect_version":0,"ttl_ms":30000,"fence":{"task_id":"t1","token":589825}}`},

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -20,32 +21,72 @@ type Ref struct {
 	UpdatedAt  time.Time `json:"updated_at"`
 }
 
-// ExpectAbsent is the expectation of SetRef and DeleteRef that the ref does
-// not exist yet. It returns a new pointer on every call.
-func ExpectAbsent() *string { s := ""; return &s }
+// SetRefRequest is the body of SetRef and of a ref.set op: point the ref
+// at ArtifactID, by compare-and-set when asked.
+//
+//   - neither ExpectAbsent nor Expect: apply whatever the ref points at;
+//   - ExpectAbsent: only if the ref does not exist yet;
+//   - Expect: only if the ref points at that artifact id now.
+//
+// Setting both is ErrInvalidArgument. A refused expectation is
+// ErrVersionMismatch with the current "artifact_id" in the details.
+type SetRefRequest struct {
+	ArtifactID   string `json:"artifact_id"`
+	ExpectAbsent bool   `json:"-"`
+	Expect       string `json:"-"`
+	Fence        *Fence `json:"fence,omitempty"`
+}
 
-// ExpectArtifact is the expectation that the ref points at id now.
-func ExpectArtifact(id string) *string { return &id }
+// setRefWire is SetRefRequest on the wire (see durations.go).
+type setRefWire struct {
+	ArtifactID       string  `json:"artifact_id"`
+	ExpectArtifactID *string `json:"expect_artifact_id,omitempty"` // "": must be absent
+	Fence            *Fence  `json:"fence,omitempty"`
+}
 
-// SetRef points ref at an artifact (by its artifact_id) by compare-and-set:
-// expect nil applies unconditionally, ExpectAbsent() only if the ref does
-// not exist, ExpectArtifact(id) only if it points at id now; otherwise
-// ErrVersionMismatch with the current "artifact_id" in the details. A ref
-// that already points at artifactID is left unchanged and returned as it
-// is (same revision), whatever expect says, so a retried move is a no-op.
-// ErrNotFound when the tenant has no such artifact; with fence, ErrFenced
-// unless its token is the task's current one.
-func (c *Client) SetRef(ctx context.Context, tenant, ref, artifactID string, expect *string, fence *Fence, opts ...RequestOption) (*Ref, error) {
+func (r SetRefRequest) wire() (setRefWire, error) {
+	w := setRefWire{ArtifactID: r.ArtifactID, Fence: r.Fence}
+	switch {
+	case r.ExpectAbsent && r.Expect != "":
+		return w, fmt.Errorf("%w: ref expected both absent and at %q", ErrInvalidArgument, r.Expect)
+	case r.ExpectAbsent:
+		w.ExpectArtifactID = new(string)
+	case r.Expect != "":
+		w.ExpectArtifactID = &r.Expect
+	}
+	return w, nil
+}
+
+// MarshalJSON encodes the request as the API's body, the expectation as
+// expect_artifact_id ("" for absent, left out for none).
+func (r SetRefRequest) MarshalJSON() ([]byte, error) {
+	w, err := r.wire()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(w)
+}
+
+// SetRef points ref at req.ArtifactID, under the expectation req states
+// (see SetRefRequest). A ref that already points at that artifact is left
+// unchanged and returned as it is (same revision), whatever the
+// expectation, so a retried move is a no-op. ErrNotFound when the tenant
+// has no such artifact; with req.Fence, ErrFenced unless its token is the
+// task's current one.
+func (c *Client) SetRef(ctx context.Context, tenant, ref string, req SetRefRequest, opts ...RequestOption) (*Ref, error) {
 	path, err := refPath(tenant, ref)
 	if err != nil {
 		return nil, err
 	}
-	if err := required("artifact id", artifactID); err != nil {
+	if err := required("artifact id", req.ArtifactID); err != nil {
 		return nil, err
 	}
-	req := SetRefRequest{ArtifactID: artifactID, ExpectArtifactID: expect, Fence: fence}
+	w, err := req.wire()
+	if err != nil {
+		return nil, err
+	}
 	var out Ref
-	if _, err := c.Do(ctx, http.MethodPut, path, req, &out, opts...); err != nil {
+	if _, err := c.Do(ctx, http.MethodPut, path, w, &out, opts...); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -82,18 +123,16 @@ func (c *Client) ListRefs(ctx context.Context, tenant, prefix string, opts ...Re
 	return out.Refs, nil
 }
 
-// DeleteRef deletes a ref; with expect (ExpectArtifact(id)), only while it
+// DeleteRef deletes a ref; with expectArtifactID not empty, only while it
 // points at that artifact, else ErrVersionMismatch. ErrNotFound when it
 // does not exist.
-func (c *Client) DeleteRef(ctx context.Context, tenant, ref string, expect *string, opts ...RequestOption) error {
+func (c *Client) DeleteRef(ctx context.Context, tenant, ref, expectArtifactID string, opts ...RequestOption) error {
 	path, err := refPath(tenant, ref)
 	if err != nil {
 		return err
 	}
 	q := url.Values{}
-	if expect != nil {
-		q.Set("expect_artifact_id", *expect)
-	}
+	setIf(q, "expect_artifact_id", expectArtifactID)
 	_, err = c.Do(ctx, http.MethodDelete, withQuery(path, q), nil, nil, opts...)
 	return err
 }

@@ -60,30 +60,33 @@ type TaskList struct {
 	NextPageToken string `json:"next_page_token"`
 }
 
-// ClaimRequest is the body of ClaimTask.
+// ClaimRequest is the body of ClaimTask. Lease travels as whole
+// milliseconds (lease_ms).
 type ClaimRequest struct {
-	Owner         string  `json:"owner"`
-	LeaseMS       int64   `json:"lease_ms"`
-	ExpectStatus  *string `json:"expect_status,omitempty"`
-	ExpectVersion *uint64 `json:"expect_version,omitempty"`
-	SetStatus     *string `json:"set_status,omitempty"`
+	Owner         string        `json:"owner"`
+	Lease         time.Duration `json:"-"`
+	ExpectStatus  *string       `json:"expect_status,omitempty"`
+	ExpectVersion *uint64       `json:"expect_version,omitempty"`
+	SetStatus     *string       `json:"set_status,omitempty"`
 }
 
 // QueueClaimRequest is the body of ClaimQueue. Statuses defaults to
-// ["pending"] on the server; WaitMS is how long the server may wait for a
-// claimable task before answering 204.
+// ["pending"] on the server; Wait is how long the server may wait for a
+// claimable task before answering 204 (0: answer at once). Lease and Wait
+// travel as whole milliseconds (lease_ms, wait_ms).
 type QueueClaimRequest struct {
-	Owner     string   `json:"owner"`
-	LeaseMS   int64    `json:"lease_ms"`
-	Statuses  []string `json:"statuses,omitempty"`
-	SetStatus *string  `json:"set_status,omitempty"`
-	WaitMS    int64    `json:"wait_ms,omitempty"`
+	Owner     string        `json:"owner"`
+	Lease     time.Duration `json:"-"`
+	Statuses  []string      `json:"statuses,omitempty"`
+	SetStatus *string       `json:"set_status,omitempty"`
+	Wait      time.Duration `json:"-"`
 }
 
-// RenewRequest is the body of RenewTask.
+// RenewRequest is the body of RenewTask. Lease travels as whole
+// milliseconds (lease_ms).
 type RenewRequest struct {
-	FencingToken uint64 `json:"fencing_token"`
-	LeaseMS      int64  `json:"lease_ms"`
+	FencingToken uint64        `json:"fencing_token"`
+	Lease        time.Duration `json:"-"`
 }
 
 // UpdateTaskRequest is the body of UpdateTask. Nil fields are left alone.
@@ -100,9 +103,6 @@ type UpdateTaskRequest struct {
 	Payload       json.RawMessage `json:"payload,omitempty"`
 	Release       *bool           `json:"release,omitempty"`
 }
-
-// Millis converts a duration to the integer milliseconds of _ms fields.
-func Millis(d time.Duration) int64 { return d.Milliseconds() }
 
 // CreateTask creates a task. An existing id is ErrAlreadyExists.
 func (c *Client) CreateTask(ctx context.Context, tenant string, req CreateTaskRequest, opts ...RequestOption) (*Task, error) {
@@ -165,12 +165,12 @@ func (c *Client) ClaimTask(ctx context.Context, tenant, id string, req ClaimRequ
 
 // ClaimQueue leases the best claimable task of a queue (highest priority,
 // then oldest). It returns (nil, nil) when none became claimable within
-// req.WaitMS. The per-attempt timeout is extended by the wait.
+// req.Wait. The per-attempt timeout is extended by the wait.
 func (c *Client) ClaimQueue(ctx context.Context, tenant, queue string, req QueueClaimRequest, opts ...RequestOption) (*Task, error) {
 	if err := required("tenant", tenant, "queue", queue, "owner", req.Owner); err != nil {
 		return nil, err
 	}
-	opts = append(opts, extendTimeout(time.Duration(req.WaitMS)*time.Millisecond))
+	opts = append(opts, extendTimeout(req.Wait))
 	var out Task
 	meta, err := c.Do(ctx, http.MethodPost, tenantPath(tenant, "queues", queue, "claim"), req, &out, opts...)
 	if err != nil || meta.Status == http.StatusNoContent {

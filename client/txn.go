@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 )
 
 // TxnOp is one operation of a transaction. On the wire it is the JSON
@@ -35,22 +36,21 @@ func (op TxnOp) MarshalJSON() ([]byte, error) {
 	return json.Marshal(fields)
 }
 
-// SetRefRequest is the body of a ref.set op. ExpectArtifactID of "" means
-// the ref must not exist yet; nil means no expectation.
-type SetRefRequest struct {
-	ArtifactID       string  `json:"artifact_id"`
-	ExpectArtifactID *string `json:"expect_artifact_id,omitempty"`
-	Fence            *Fence  `json:"fence,omitempty"`
-}
-
-// PutKVRequest is the body of a kv.put op. ExpectVersion 0 means the key
-// must not exist; nil means no expectation.
+// PutKVRequest is the body of PutKV and of a kv.put op. ExpectVersion 0
+// means the key must not exist; nil means no expectation. TTL 0 means the
+// entry never expires; otherwise it travels as whole milliseconds (ttl_ms).
 type PutKVRequest struct {
 	Value         json.RawMessage `json:"value"`
 	ExpectVersion *uint64         `json:"expect_version,omitempty"`
-	TTLMS         *int64          `json:"ttl_ms,omitempty"`
+	TTL           time.Duration   `json:"-"`
 	Fence         *Fence          `json:"fence,omitempty"`
 }
+
+// invalidBody is the body of an op its constructor refused: encoding it
+// fails with the reason.
+type invalidBody struct{ err error }
+
+func (b invalidBody) MarshalJSON() ([]byte, error) { return nil, b.err }
 
 // TxnCreateTask is a task.create op.
 func TxnCreateTask(req CreateTaskRequest) TxnOp {
@@ -69,16 +69,21 @@ func TxnUpdateTask(taskID string, req UpdateTaskRequest) TxnOp {
 func TxnClaimTask(taskID string, req ClaimRequest) TxnOp {
 	return TxnOp{Op: "task.claim", Body: struct {
 		TaskID string `json:"task_id"`
-		ClaimRequest
-	}{taskID, req}}
+		claimWire
+	}{taskID, req.wire()}}
 }
 
-// TxnSetRef is a ref.set op.
+// TxnSetRef is a ref.set op. A request that both expects the ref absent
+// and names an artifact fails the Txn call before anything is sent.
 func TxnSetRef(ref string, req SetRefRequest) TxnOp {
+	w, err := req.wire()
+	if err != nil {
+		return TxnOp{Op: "ref.set", Body: invalidBody{err}}
+	}
 	return TxnOp{Op: "ref.set", Body: struct {
 		Ref string `json:"ref"`
-		SetRefRequest
-	}{ref, req}}
+		setRefWire
+	}{ref, w}}
 }
 
 // TxnPutKV is a kv.put op.
@@ -86,8 +91,8 @@ func TxnPutKV(namespace, key string, req PutKVRequest) TxnOp {
 	return TxnOp{Op: "kv.put", Body: struct {
 		Namespace string `json:"namespace"`
 		Key       string `json:"key"`
-		PutKVRequest
-	}{namespace, key, req}}
+		putKVWire
+	}{namespace, key, req.wire()}}
 }
 
 // TxnDeleteKV is a kv.delete op; expectVersion and fence may be nil.

@@ -183,12 +183,12 @@ func (w *Worker) runOnce(ctx context.Context, fn WorkFunc) (*Task, bool, error) 
 // time then bounds the lease tightly. A lease that cannot be confirmed so is
 // released and returned with the error.
 func (w *Worker) claim(ctx context.Context) (*Lease, error) {
-	req := QueueClaimRequest{Owner: w.cfg.Owner, LeaseMS: Millis(w.cfg.Lease), Statuses: w.cfg.Statuses}
+	req := QueueClaimRequest{Owner: w.cfg.Owner, Lease: w.cfg.Lease, Statuses: w.cfg.Statuses}
 	if w.cfg.SetStatus != "" {
 		req.SetStatus = &w.cfg.SetStatus
 	}
 	if w.cfg.Wait > 0 {
-		req.WaitMS = Millis(w.cfg.Wait)
+		req.Wait = w.cfg.Wait
 	}
 	sent := time.Now()
 	t, err := w.c.ClaimQueue(ownKeys(ctx), w.cfg.Tenant, w.cfg.Queue, req)
@@ -416,7 +416,7 @@ func (l *Lease) sendRelease(timeout time.Duration) error {
 func (l *Lease) renew(ctx context.Context) error {
 	sent := time.Now()
 	_, err := l.w.c.RenewTask(ctx, l.w.cfg.Tenant, l.task.TaskID,
-		RenewRequest{FencingToken: l.task.FencingToken, LeaseMS: Millis(l.w.cfg.Lease)})
+		RenewRequest{FencingToken: l.task.FencingToken, Lease: l.w.cfg.Lease})
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.releasing > 0 {

@@ -75,7 +75,7 @@ func setupCAS(ctx context.Context, env *Env, prefix string, clients int) ([]*cas
 		tasks[i] = &casTask{c: cs[i], id: prefix + strconv.Itoa(i)}
 		wg.Go(func() {
 			t, err := cs[i].ClaimTask(ctx, Tenant, tasks[i].id, client.ClaimRequest{
-				Owner: "client-" + strconv.Itoa(i), LeaseMS: client.Millis(leaseFor)})
+				Owner: "client-" + strconv.Itoa(i), Lease: leaseFor})
 			if err != nil {
 				errs[i] = fmt.Errorf("claim %s: %w", tasks[i].id, err)
 				return

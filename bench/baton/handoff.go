@@ -84,7 +84,7 @@ func handoffStep(ctx context.Context, c *client.Client, w *loadgen.Worker, s, si
 	owner := st.name + "-" + strconv.Itoa(w.ID)
 	t0 := time.Now()
 	task, err := c.ClaimQueue(ctx, Tenant, st.queue, client.QueueClaimRequest{
-		Owner: owner, LeaseMS: client.Millis(leaseFor), WaitMS: client.Millis(claimWait)})
+		Owner: owner, Lease: leaseFor, Wait: claimWait})
 	if err != nil {
 		return fmt.Errorf("%s claim: %w", st.name, err)
 	}

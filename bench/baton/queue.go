@@ -51,7 +51,7 @@ func queueRun(ctx context.Context, env *Env, p Params, queue string, workers int
 		c := cs[w.ID]
 		t0 := time.Now()
 		t, err := c.ClaimQueue(ctx, Tenant, queue, client.QueueClaimRequest{
-			Owner: "worker-" + strconv.Itoa(w.ID), LeaseMS: client.Millis(leaseFor), SetStatus: &running})
+			Owner: "worker-" + strconv.Itoa(w.ID), Lease: leaseFor, SetStatus: &running})
 		if err != nil {
 			return fmt.Errorf("claim: %w", err)
 		}

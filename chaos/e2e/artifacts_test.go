@@ -108,7 +108,7 @@ func TestArtifactHandoff(t *testing.T) {
 		Payload: json.RawMessage(`{"artifact_name": "` + name + `"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	a, err := admin.ClaimTask(ctx, artTenant, task, client.ClaimRequest{Owner: "worker-a", LeaseMS: 1500})
+	a, err := admin.ClaimTask(ctx, artTenant, task, client.ClaimRequest{Owner: "worker-a", Lease: 1500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestArtifactHandoff(t *testing.T) {
 	// worker-b takes over once the lease has run out.
 	var b *client.Task
 	artWait(t, 10*time.Second, "claim by worker-b", func() (bool, string) {
-		b, err = admin.ClaimTask(ctx, artTenant, task, client.ClaimRequest{Owner: "worker-b", LeaseMS: 30_000})
+		b, err = admin.ClaimTask(ctx, artTenant, task, client.ClaimRequest{Owner: "worker-b", Lease: 30 * time.Second})
 		if errors.Is(err, client.ErrLeaseHeld) {
 			return false, err.Error()
 		}
@@ -169,7 +169,7 @@ func TestArtifactHandoff(t *testing.T) {
 	results, err := admin.Txn(ctx, artTenant, []client.TxnOp{
 		client.TxnUpdateTask(task, client.UpdateTaskRequest{FencingToken: &b.FencingToken, Status: &done,
 			ArtifactID: &found.ArtifactID, Release: &release}),
-		client.TxnSetRef(approved, client.SetRefRequest{ArtifactID: found.ArtifactID, ExpectArtifactID: client.ExpectAbsent(), Fence: fenceB}),
+		client.TxnSetRef(approved, client.SetRefRequest{ArtifactID: found.ArtifactID, ExpectAbsent: true, Fence: fenceB}),
 	})
 	if err != nil {
 		t.Fatalf("handoff transaction: %v", err)
@@ -189,7 +189,7 @@ func TestArtifactHandoff(t *testing.T) {
 	if !errors.Is(err, client.ErrFenced) {
 		t.Errorf("stale retry of its own publish: got %v, want fenced", err)
 	}
-	if _, err := admin.SetRef(ctx, artTenant, approved, mA.ArtifactID, nil, fenceA); !errors.Is(err, client.ErrFenced) {
+	if _, err := admin.SetRef(ctx, artTenant, approved, client.SetRefRequest{ArtifactID: mA.ArtifactID, Fence: fenceA}); !errors.Is(err, client.ErrFenced) {
 		t.Errorf("stale ref move: got %v, want fenced", err)
 	}
 	versions := artVersions(t, ctx, admin, name)
@@ -253,11 +253,11 @@ func TestArtifactRetries(t *testing.T) {
 	}
 
 	// Ref moves: the retried move is a no-op at the same revision.
-	first, err := admin.SetRef(ctx, artTenant, ref, v1.ArtifactID, client.ExpectAbsent(), nil)
+	first, err := admin.SetRef(ctx, artTenant, ref, client.SetRefRequest{ArtifactID: v1.ArtifactID, ExpectAbsent: true})
 	if err != nil || first.Revision != 1 {
 		t.Fatalf("SetRef: %+v, %v", first, err)
 	}
-	again, err := admin.SetRef(ctx, artTenant, ref, v1.ArtifactID, client.ExpectAbsent(), nil)
+	again, err := admin.SetRef(ctx, artTenant, ref, client.SetRefRequest{ArtifactID: v1.ArtifactID, ExpectAbsent: true})
 	if err != nil || again.Revision != 1 || !again.UpdatedAt.Equal(first.UpdatedAt) {
 		t.Fatalf("retried SetRef: %+v, %v; want revision 1 unchanged", again, err)
 	}
@@ -265,17 +265,17 @@ func TestArtifactRetries(t *testing.T) {
 	if err != nil || v2.Version != 2 {
 		t.Fatalf("second version: %+v, %v", v2, err)
 	}
-	moved, err := admin.SetRef(ctx, artTenant, ref, v2.ArtifactID, client.ExpectArtifact(v1.ArtifactID), nil)
+	moved, err := admin.SetRef(ctx, artTenant, ref, client.SetRefRequest{ArtifactID: v2.ArtifactID, Expect: v1.ArtifactID})
 	if err != nil || moved.Revision != 2 || moved.Version != 2 {
 		t.Fatalf("move to v2: %+v, %v", moved, err)
 	}
-	movedAgain, err := admin.SetRef(ctx, artTenant, ref, v2.ArtifactID, client.ExpectArtifact(v1.ArtifactID), nil)
+	movedAgain, err := admin.SetRef(ctx, artTenant, ref, client.SetRefRequest{ArtifactID: v2.ArtifactID, Expect: v1.ArtifactID})
 	if err != nil || movedAgain.Revision != 2 {
 		t.Fatalf("retried move to v2: %+v, %v; want revision 2", movedAgain, err)
 	}
 	// A stale expectation that would move it elsewhere is refused with the
 	// current value.
-	_, err = admin.SetRef(ctx, artTenant, ref, v1.ArtifactID, client.ExpectAbsent(), nil)
+	_, err = admin.SetRef(ctx, artTenant, ref, client.SetRefRequest{ArtifactID: v1.ArtifactID, ExpectAbsent: true})
 	var apiErr *client.Error
 	if !errors.As(err, &apiErr) || !errors.Is(err, client.ErrVersionMismatch) {
 		t.Fatalf("move with a stale expectation: got %v, want version_mismatch", err)
@@ -485,11 +485,11 @@ func TestArtifactBadInput(t *testing.T) {
 	}
 
 	// Refs.
-	_, err = admin.SetRef(ctx, artTenant, "report/approved", client.Digest([]byte("no such artifact")), nil, nil)
+	_, err = admin.SetRef(ctx, artTenant, "report/approved", client.SetRefRequest{ArtifactID: client.Digest([]byte("no such artifact"))})
 	checkAPIError(t, "ref to an unknown artifact", err, client.ErrNotFound, 404)
-	_, err = admin.SetRef(ctx, artTenant, "report/approved", "not-a-digest", nil, nil)
+	_, err = admin.SetRef(ctx, artTenant, "report/approved", client.SetRefRequest{ArtifactID: "not-a-digest"})
 	checkAPIError(t, "ref to a malformed id", err, client.ErrInvalidArgument, 400)
-	_, err = admin.SetRef(ctx, artTenant, "report/approved", base.ArtifactID, client.ExpectArtifact(absent), nil)
+	_, err = admin.SetRef(ctx, artTenant, "report/approved", client.SetRefRequest{ArtifactID: base.ArtifactID, Expect: absent})
 	checkAPIError(t, "ref with a wrong expectation", err, client.ErrVersionMismatch, 409)
 	if _, err := admin.GetRef(ctx, artTenant, "report/approved"); !errors.Is(err, client.ErrNotFound) {
 		t.Errorf("GetRef after refused moves: got %v, want not_found", err)

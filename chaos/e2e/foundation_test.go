@@ -395,7 +395,7 @@ func TestFoundationIdempotencyAcrossLeaderChange(t *testing.T) {
 		{name: "create task", path: "/v1/tenants/idem/tasks", key: "key-create-t1", wantStatus: http.StatusCreated,
 			body: client.CreateTaskRequest{TaskID: "t1", Queue: "q", Payload: []byte(`{"n":1}`)}},
 		{name: "claim task", path: "/v1/tenants/idem/tasks/t1/claim", key: "key-claim-t1", wantStatus: http.StatusOK,
-			body: client.ClaimRequest{Owner: "w1", LeaseMS: 60_000}},
+			body: client.ClaimRequest{Owner: "w1", Lease: 60 * time.Second}},
 		{name: "create principal", path: "/v1/tenants/idem/principals", key: "key-principal", wantStatus: http.StatusCreated,
 			body: map[string]any{"name": "reviewer", "grants": []client.Grant{{Resource: "tasks", Prefix: "", Actions: []string{"read"}}}}},
 	}

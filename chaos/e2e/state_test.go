@@ -211,7 +211,7 @@ func TestStateCheckpointWritersNeverFork(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range c.Size() {
-		list, err := nodeClient(t, c, i, c.AdminToken()).ListCheckpoints(ctx, tenant, thread, "", 1000, client.Stale())
+		list, err := nodeClient(t, c, i, c.AdminToken()).ListCheckpoints(ctx, tenant, thread, client.ListCheckpointsOptions{Limit: 1000}, client.Stale())
 		if err != nil {
 			t.Fatalf("%s: list: %v", c.ID(i), err)
 		}
@@ -253,8 +253,8 @@ func TestStateKVTTLExpiresEverywhere(t *testing.T) {
 	from := stateTenant(t, ctx, admin, tenant)
 	events := stateWatch(t, admin.Watch(ctx, tenant, client.WatchOptions{Resources: []string{"kv"}, Prefix: ns + "/", FromIndex: from}))
 
-	ttl := int64(1500)
-	e, err := admin.PutKV(ctx, tenant, ns, key, client.PutKVRequest{Value: json.RawMessage(`"worker-1"`), TTLMS: &ttl})
+	ttl := 1500 * time.Millisecond
+	e, err := admin.PutKV(ctx, tenant, ns, key, client.PutKVRequest{Value: json.RawMessage(`"worker-1"`), TTL: ttl})
 	if err != nil {
 		t.Fatal(err)
 	}

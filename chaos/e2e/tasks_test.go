@@ -77,7 +77,7 @@ func TestTaskFiftyConcurrentClaims(t *testing.T) {
 		wg.Go(func() {
 			<-start
 			tasks[i], errs[i] = nodes[i%3].ClaimTask(ctx, tasksTenant, "contested",
-				client.ClaimRequest{Owner: fmt.Sprintf("owner-%02d", i), LeaseMS: 60_000})
+				client.ClaimRequest{Owner: fmt.Sprintf("owner-%02d", i), Lease: 60 * time.Second})
 		})
 	}
 	close(start)
@@ -117,12 +117,12 @@ func TestTaskStaleWorkerFenced(t *testing.T) {
 	admin := tasksAdmin(t, ctx, c)
 	tasksCreate(t, ctx, admin, "job", "q")
 
-	a, err := admin.ClaimTask(ctx, tasksTenant, "job", client.ClaimRequest{Owner: "worker-a", LeaseMS: 300})
+	a, err := admin.ClaimTask(ctx, tasksTenant, "job", client.ClaimRequest{Owner: "worker-a", Lease: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatalf("A claims: %v", err)
 	}
 	tasksWaitLeaseExpired(t, ctx, admin, "job")
-	b, err := admin.ClaimTask(ctx, tasksTenant, "job", client.ClaimRequest{Owner: "worker-b", LeaseMS: 60_000})
+	b, err := admin.ClaimTask(ctx, tasksTenant, "job", client.ClaimRequest{Owner: "worker-b", Lease: 60 * time.Second})
 	if err != nil {
 		t.Fatalf("B claims after A's lease ran out: %v", err)
 	}
@@ -142,7 +142,7 @@ func TestTaskStaleWorkerFenced(t *testing.T) {
 			return err
 		},
 		"renew": func() error {
-			_, err := admin.RenewTask(ctx, tasksTenant, "job", client.RenewRequest{FencingToken: a.FencingToken, LeaseMS: 60_000})
+			_, err := admin.RenewTask(ctx, tasksTenant, "job", client.RenewRequest{FencingToken: a.FencingToken, Lease: 60 * time.Second})
 			return err
 		},
 		"txn": func() error {
@@ -214,7 +214,7 @@ type tasksTokenLog struct {
 // not refuse it) and records the new token.
 func (l *tasksTokenLog) claim(ctx context.Context, phase string) {
 	l.t.Helper()
-	task, err := l.cl.ClaimTask(ctx, tasksTenant, l.id, client.ClaimRequest{Owner: "tokens", LeaseMS: 60_000})
+	task, err := l.cl.ClaimTask(ctx, tasksTenant, l.id, client.ClaimRequest{Owner: "tokens", Lease: 60 * time.Second})
 	if err != nil {
 		l.t.Fatalf("%s: claim %d: %v", phase, len(l.tokens)+1, err)
 	}
@@ -368,11 +368,11 @@ func TestTxnAllOrNothing(t *testing.T) {
 	ctx := ctxFor(t, 20*time.Second)
 	admin := tasksAdmin(t, ctx, c)
 	tasksCreate(t, ctx, admin, "guarded", "q")
-	first, err := admin.ClaimTask(ctx, tasksTenant, "guarded", client.ClaimRequest{Owner: "w", LeaseMS: 60_000})
+	first, err := admin.ClaimTask(ctx, tasksTenant, "guarded", client.ClaimRequest{Owner: "w", Lease: 60 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	current, err := admin.ClaimTask(ctx, tasksTenant, "guarded", client.ClaimRequest{Owner: "w", LeaseMS: 60_000})
+	current, err := admin.ClaimTask(ctx, tasksTenant, "guarded", client.ClaimRequest{Owner: "w", Lease: 60 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -616,7 +616,7 @@ func TestWorkerContextCancelledOnTakeover(t *testing.T) {
 		w := newWorker("fenced", client.WorkerConfig{Lease: 3 * time.Second, RenewEvery: 100 * time.Millisecond})
 		run := tasksStartWorker(t, ctx, w, tr, false)
 		l := run.lease(t)
-		succ, err := admin.ClaimTask(ctx, tasksTenant, "fenced-task", client.ClaimRequest{Owner: "agent-1", LeaseMS: 60_000})
+		succ, err := admin.ClaimTask(ctx, tasksTenant, "fenced-task", client.ClaimRequest{Owner: "agent-1", Lease: 60 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -633,7 +633,7 @@ func TestWorkerContextCancelledOnTakeover(t *testing.T) {
 		w := newWorker("write", client.WorkerConfig{Lease: 60 * time.Second})
 		run := tasksStartWorker(t, ctx, w, tr, true)
 		l := run.lease(t)
-		succ, err := admin.ClaimTask(ctx, tasksTenant, "write-task", client.ClaimRequest{Owner: "agent-1", LeaseMS: 60_000})
+		succ, err := admin.ClaimTask(ctx, tasksTenant, "write-task", client.ClaimRequest{Owner: "agent-1", Lease: 60 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -658,7 +658,7 @@ func TestWorkerContextCancelledOnTakeover(t *testing.T) {
 		tr.dropRenew.Store(true)
 		defer tr.dropRenew.Store(false)
 		tasksWaitLeaseExpired(t, ctx, admin, "expire-task")
-		succ, err := admin.ClaimTask(ctx, tasksTenant, "expire-task", client.ClaimRequest{Owner: "agent-2", LeaseMS: 60_000})
+		succ, err := admin.ClaimTask(ctx, tasksTenant, "expire-task", client.ClaimRequest{Owner: "agent-2", Lease: 60 * time.Second})
 		if err != nil {
 			t.Fatalf("claim after the lease ran out: %v", err)
 		}

@@ -62,7 +62,7 @@ func TestRegressionQueueClaimRetryIsReplayed(t *testing.T) {
 	if _, err := cl.CreateTask(ctx, "reg", client.CreateTaskRequest{TaskID: "only", Queue: "q"}); err != nil {
 		t.Fatal(err)
 	}
-	req := client.QueueClaimRequest{Owner: "w1", LeaseMS: 60_000}
+	req := client.QueueClaimRequest{Owner: "w1", Lease: 60 * time.Second}
 	key := client.IdempotencyKey("queue-claim-retry")
 	first, err := cl.ClaimQueue(ctx, "reg", "q", req, key)
 	if err != nil || first == nil {

@@ -246,7 +246,7 @@ func (k *caller) taskGet(task string) history.Op {
 func (k *caller) claim(task, owner string, lease time.Duration) history.Op {
 	in := history.Input{Key: task, Owner: owner, LeaseMS: lease.Milliseconds()}
 	return k.call(history.TaskClaim, in, k.key("claim"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
-		t, err := k.c.ClaimTask(ctx, k.w.cfg.Tenant, task, client.ClaimRequest{Owner: owner, LeaseMS: lease.Milliseconds()}, opts...)
+		t, err := k.c.ClaimTask(ctx, k.w.cfg.Tenant, task, client.ClaimRequest{Owner: owner, Lease: lease}, opts...)
 		if err != nil {
 			return history.Output{}, err
 		}
@@ -260,7 +260,7 @@ func (k *caller) claimQueue(owner string, lease time.Duration) history.Op {
 	in := history.Input{Queue: Queue, Owner: owner, LeaseMS: lease.Milliseconds()}
 	working := "working"
 	return k.call(history.TaskQueueClaim, in, k.key("qclaim"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
-		t, err := k.c.ClaimQueue(ctx, k.w.cfg.Tenant, Queue, client.QueueClaimRequest{Owner: owner, LeaseMS: lease.Milliseconds(),
+		t, err := k.c.ClaimQueue(ctx, k.w.cfg.Tenant, Queue, client.QueueClaimRequest{Owner: owner, Lease: lease,
 			Statuses: claimStatuses, SetStatus: &working}, opts...)
 		if err != nil || t == nil {
 			return history.Output{}, err
@@ -272,7 +272,7 @@ func (k *caller) claimQueue(owner string, lease time.Duration) history.Op {
 func (k *caller) renew(task string, token uint64, lease time.Duration) history.Op {
 	in := history.Input{Key: task, Token: &token, LeaseMS: lease.Milliseconds()}
 	return k.call(history.TaskRenew, in, k.key("renew"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
-		t, err := k.c.RenewTask(ctx, k.w.cfg.Tenant, task, client.RenewRequest{FencingToken: token, LeaseMS: lease.Milliseconds()}, opts...)
+		t, err := k.c.RenewTask(ctx, k.w.cfg.Tenant, task, client.RenewRequest{FencingToken: token, Lease: lease}, opts...)
 		if err != nil {
 			return history.Output{}, err
 		}
@@ -382,7 +382,10 @@ func (k *caller) refSet(ref, artifactID string, expect *string, fence *client.Fe
 		in.FenceTask, in.FenceToken = fence.TaskID, fence.Token
 	}
 	return k.call(history.RefSet, in, k.key("ref"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
-		req := client.SetRefRequest{ArtifactID: artifactID, ExpectArtifactID: expect, Fence: fence}
+		req := client.SetRefRequest{ArtifactID: artifactID, Fence: fence}
+		if expect != nil { // "": the ref must be absent
+			req.ExpectAbsent, req.Expect = *expect == "", *expect
+		}
 		var m manifest
 		if _, err := k.c.Do(ctx, http.MethodPut, k.refPath(ref), req, &m, opts...); err != nil {
 			return history.Output{}, err
@@ -439,7 +442,7 @@ func (k *caller) checkpointList(thread string) history.Op {
 		var out history.Output
 		before := ""
 		for {
-			l, err := k.c.ListCheckpoints(ctx, k.w.cfg.Tenant, thread, before, 200, opts...)
+			l, err := k.c.ListCheckpoints(ctx, k.w.cfg.Tenant, thread, client.ListCheckpointsOptions{Before: before, Limit: 200}, opts...)
 			if err != nil {
 				if errors.Is(err, client.ErrNotFound) && before == "" {
 					return out, nil // no checkpoint at all

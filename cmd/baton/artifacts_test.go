@@ -186,7 +186,10 @@ func (f *artifactNode) ref(w http.ResponseWriter, r *http.Request, ref string, b
 		}
 		reply(w, 200, v)
 	case "PUT":
-		var req client.SetRefRequest
+		var req struct { // the wire's body
+			ArtifactID       string  `json:"artifact_id"`
+			ExpectArtifactID *string `json:"expect_artifact_id"`
+		}
 		json.Unmarshal(body, &req)
 		cur, ok := f.refs[ref]
 		if req.ExpectArtifactID != nil && *req.ExpectArtifactID != cur.ArtifactID {

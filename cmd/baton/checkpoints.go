@@ -150,7 +150,7 @@ func checkpointListCommand() *command {
 				return err
 			}
 			return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
-				list, err := c.ListCheckpoints(ctx, th.tenant, th.thread, before, limit, readOpts(stale)...)
+				list, err := c.ListCheckpoints(ctx, th.tenant, th.thread, client.ListCheckpointsOptions{Before: before, Limit: limit}, readOpts(stale)...)
 				if err != nil {
 					return err
 				}
@@ -188,7 +188,7 @@ func checkpointWritesCommand() *command {
 			}
 			done := fmt.Sprintf("recorded writes of task %s for checkpoint %s", task, id)
 			return a.write(ctx, done, func(ctx context.Context, c *client.Client, o client.RequestOption) error {
-				return fenceRefusal(c.PutWrites(ctx, th.tenant, th.thread, id, task, writes.raw, f, o), f, "write")
+				return fenceRefusal(c.PutWrites(ctx, th.tenant, th.thread, id, client.PutWritesRequest{TaskID: task, Writes: writes.raw, Fence: f}, o), f, "write")
 			})
 		},
 	}

@@ -204,15 +204,15 @@ func (inv *invocation) requireSet(name string) error {
 	return nil
 }
 
-// leaseMS checks a required positive duration flag and converts it to ms.
-func (inv *invocation) leaseMS(name string, d time.Duration) (int64, error) {
+// requiredLease checks a required duration flag of at least 1ms.
+func (inv *invocation) requiredLease(name string, d time.Duration) (time.Duration, error) {
 	if !inv.isSet(name) {
 		return 0, inv.usagef("--%s is required (a duration such as 30s)", name)
 	}
 	if d < time.Millisecond {
 		return 0, inv.usagef("--%s must be at least 1ms, got %v", name, d)
 	}
-	return d.Milliseconds(), nil
+	return d, nil
 }
 
 // optString, optUint and optBool return a pointer to v when the flag was

@@ -145,8 +145,7 @@ func kvPutRequest(inv *invocation, value string, expectVersion uint64, ttl time.
 		if ttl < time.Millisecond {
 			return req, inv.usagef("--ttl must be at least 1ms, got %v", ttl)
 		}
-		ms := ttl.Milliseconds()
-		req.TTLMS = &ms
+		req.TTL = ttl
 	}
 	return req, nil
 }

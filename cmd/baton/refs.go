@@ -55,14 +55,15 @@ version_mismatch, saying where the ref points (-o json: its artifact_id).
 			}
 			want := inv.optString("expect", expect)
 			if absent {
-				want = client.ExpectAbsent()
+				want = new(string) // "": must be absent, as refRefusal reads it
 			}
 			f, err := fence.fence(inv)
 			if err != nil {
 				return err
 			}
+			req := client.SetRefRequest{ArtifactID: id, ExpectAbsent: absent, Expect: expect, Fence: f}
 			return a.refCall(ctx, func(ctx context.Context, c *client.Client) (*client.Ref, error) {
-				r, err := c.SetRef(ctx, tenant, ref, id, want, f)
+				r, err := c.SetRef(ctx, tenant, ref, req)
 				return r, refRefusal(fenceRefusal(err, f, "move"), ref, want, "move")
 			})
 		},
@@ -144,7 +145,7 @@ func refDeleteCommand() *command {
 			}
 			want := inv.optString("expect", expect)
 			return a.write(ctx, "deleted ref "+ref, func(ctx context.Context, c *client.Client, o client.RequestOption) error {
-				return refRefusal(c.DeleteRef(ctx, tenant, ref, want, o), ref, want, "delete")
+				return refRefusal(c.DeleteRef(ctx, tenant, ref, expect, o), ref, want, "delete")
 			})
 		},
 	}

@@ -166,7 +166,7 @@ func taskClaimCommand() *command {
 				return err
 			}
 			var err error
-			if req.LeaseMS, err = inv.leaseMS("lease", lease); err != nil {
+			if req.Lease, err = inv.requiredLease("lease", lease); err != nil {
 				return err
 			}
 			req.ExpectStatus = inv.optString("expect-status", expectStatus)
@@ -205,7 +205,7 @@ func taskRenewCommand() *command {
 				return err
 			}
 			req.FencingToken = *t
-			if req.LeaseMS, err = inv.leaseMS("lease", lease); err != nil {
+			if req.Lease, err = inv.requiredLease("lease", lease); err != nil {
 				return err
 			}
 			return a.taskCall(ctx, 0, func(ctx context.Context, c *client.Client) (*client.Task, error) {
@@ -350,13 +350,13 @@ func queueClaimCommand() *command {
 				return err
 			}
 			var err error
-			if req.LeaseMS, err = inv.leaseMS("lease", lease); err != nil {
+			if req.Lease, err = inv.requiredLease("lease", lease); err != nil {
 				return err
 			}
 			if wait < 0 {
 				return inv.usagef("--wait must not be negative")
 			}
-			req.WaitMS, req.Statuses = wait.Milliseconds(), statuses
+			req.Wait, req.Statuses = wait, statuses
 			req.SetStatus = inv.optString("set-status", setStatus)
 			return a.queueClaim(ctx, tenant, queue, req, wait)
 		},

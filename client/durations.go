@@ -1,0 +1,69 @@
+package client
+
+import "encoding/json"
+
+// The request structs carry durations as time.Duration and expectations
+// as plain fields; the API carries integer milliseconds in *_ms fields and
+// an optional expect_artifact_id. Each struct below is sent as its wire
+// form: the same fields in the same order, with the milliseconds in place
+// of the duration (truncated to whole milliseconds). A new field of a
+// request struct needs its twin here; TestWireFormsHaveEveryField fails
+// until it has one.
+//
+// The Txn* constructors embed the wire forms rather than the request
+// structs, whose MarshalJSON would otherwise be promoted and hide the
+// op's own fields.
+
+type claimWire struct {
+	Owner         string  `json:"owner"`
+	LeaseMS       int64   `json:"lease_ms"`
+	ExpectStatus  *string `json:"expect_status,omitempty"`
+	ExpectVersion *uint64 `json:"expect_version,omitempty"`
+	SetStatus     *string `json:"set_status,omitempty"`
+}
+
+func (r ClaimRequest) wire() claimWire {
+	return claimWire{r.Owner, r.Lease.Milliseconds(), r.ExpectStatus, r.ExpectVersion, r.SetStatus}
+}
+
+// MarshalJSON encodes the request as the API's body, Lease as lease_ms.
+func (r ClaimRequest) MarshalJSON() ([]byte, error) { return json.Marshal(r.wire()) }
+
+type queueClaimWire struct {
+	Owner     string   `json:"owner"`
+	LeaseMS   int64    `json:"lease_ms"`
+	Statuses  []string `json:"statuses,omitempty"`
+	SetStatus *string  `json:"set_status,omitempty"`
+	WaitMS    int64    `json:"wait_ms,omitempty"`
+}
+
+// MarshalJSON encodes the request as the API's body, Lease as lease_ms and
+// Wait as wait_ms (left out when 0).
+func (r QueueClaimRequest) MarshalJSON() ([]byte, error) {
+	return json.Marshal(queueClaimWire{r.Owner, r.Lease.Milliseconds(), r.Statuses, r.SetStatus, r.Wait.Milliseconds()})
+}
+
+type renewWire struct {
+	FencingToken uint64 `json:"fencing_token"`
+	LeaseMS      int64  `json:"lease_ms"`
+}
+
+// MarshalJSON encodes the request as the API's body, Lease as lease_ms.
+func (r RenewRequest) MarshalJSON() ([]byte, error) {
+	return json.Marshal(renewWire{r.FencingToken, r.Lease.Milliseconds()})
+}
+
+type putKVWire struct {
+	Value         json.RawMessage `json:"value"`
+	ExpectVersion *uint64         `json:"expect_version,omitempty"`
+	TTLMS         int64           `json:"ttl_ms,omitempty"`
+	Fence         *Fence          `json:"fence,omitempty"`
+}
+
+func (r PutKVRequest) wire() putKVWire {
+	return putKVWire{r.Value, r.ExpectVersion, r.TTL.Milliseconds(), r.Fence}
+}
+
+// MarshalJSON encodes the request as the API's body, TTL as ttl_ms (left
+// out when 0: no expiry).
+func (r PutKVRequest) MarshalJSON() ([]byte, error) { return json.Marshal(r.wire()) }
