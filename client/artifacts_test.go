@@ -378,7 +378,10 @@ func TestUploadEmpty(t *testing.T) {
 func TestUploadBoundedMemory(t *testing.T) {
 	f := newFakeStore()
 	f.putGate = make(chan struct{})
-	c := newClient(t, serve(t, f.ServeHTTP).URL)
+	// Roomy limits: what this test measures is memory, and a loaded
+	// machine under -race can take longer than newClient's 5 s of retries.
+	c := newClientCfg(t, client.Config{Endpoints: []string{serve(t, f.ServeHTTP).URL}, Token: "tok",
+		Timeout: 30 * time.Second, MaxRetry: time.Minute})
 	const parallel = 3
 	src := &countingReader{r: bytes.NewReader(textContent(4, 48<<20))}
 	done := make(chan error, 1)
