@@ -359,13 +359,3 @@ func (s *Server) handleTransfer(w http.ResponseWriter, r *http.Request, id *iden
 	writeJSON(w, http.StatusOK, map[string]string{"previous": s.cluster.ID(), "leader": lid})
 	return nil
 }
-
-func (s *Server) handleBackup(w http.ResponseWriter, _ *http.Request, id *identity) error {
-	if err := id.requireAdmin(); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Disposition", `attachment; filename="baton-backup.snap.zst"`)
-	setIndex(w, s.fsm.AppliedIndex())
-	return s.fsm.Backup(w)
-}

@@ -8,6 +8,7 @@ func commandTree() []*command {
 		statusCommand(),
 		membersCommand(),
 		transferCommand(),
+		backupCommand(),
 		tenantCommand(),
 		principalCommand(),
 		taskCommand(),

@@ -46,6 +46,12 @@ func main() {
 	if len(args) > 0 && args[0] == "certs" {
 		os.Exit(runCerts(args[1:], os.Stdout, os.Stderr))
 	}
+	if len(args) > 0 && args[0] == "restore" {
+		os.Exit(runRestore(args[1:], os.Stdout, os.Stderr))
+	}
+	if len(args) > 0 && args[0] == "recover" {
+		os.Exit(runRecover(args[1:], os.Stdout, os.Stderr))
+	}
 	if len(args) > 0 && args[0] == "healthcheck" {
 		os.Exit(runHealthcheck(ctx, args[1:], os.LookupEnv, os.Stdout, os.Stderr))
 	}
@@ -65,6 +71,10 @@ Usage:
   batond local --nodes 3        a local three-node cluster, TLS everywhere (what 'make run' runs)
   batond certs --out DIR --nodes n1,n2,n3 --hosts 10.0.0.1,...
                                 a CA and node certificates for --tls-* and --peer-*
+  batond restore --from FILE --data-dir DIR --id n1 --peers ...
+                                seed a member of a new cluster from a backup
+  batond recover --data-dir DIR --id n1 --peers n1=...
+                                after losing quorum for good: rewrite a survivor's configuration
   batond healthcheck [--url https://127.0.0.1:7001/readyz --cacert ca.pem]
                                 exit 0 if the node answers 200 (a container's HEALTHCHECK)
 
