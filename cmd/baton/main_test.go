@@ -252,7 +252,10 @@ func TestTextOutput(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"status"}, []string{"leader:", "n1 (http 127.0.0.1:7001, raft 127.0.0.1:8001)", "term:", "applied index:", "sha256:abc", "n2", "Follower"}},
+		// The sample's members are at addresses nothing serves: status
+		// asks each one and says it does not answer.
+		{[]string{"status"}, []string{"leader:", "n1 (http 127.0.0.1:7001, raft 127.0.0.1:8001)", "term:", "applied index:", "sha256:abc",
+			"ANSWERS", "LAG", "n2  true   no: unavailable"}},
 		{[]string{"members"}, []string{"ID", "VOTER", "n2", "127.0.0.1:8002"}},
 		{[]string{"principal", "create", "--tenant", "acme", "--name", "rev", "--grant", "tasks:rev:x:read,write"},
 			[]string{"s3cret-token", "shown only this once", "rev:x"}},
