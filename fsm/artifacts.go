@@ -100,12 +100,6 @@ type ArtifactPublishArgs struct {
 
 func (a *ArtifactPublishArgs) jsonFields() [][]byte { return [][]byte{a.Metadata} }
 
-func init() {
-	register(KindChunkHeld, applyChunkHeld)
-	register(KindChunkGC, applyChunkGC)
-	register(KindArtifactPublish, applyArtifactPublish)
-}
-
 func getRecord[T any](st *Store, key string) (*T, bool) {
 	raw, ok := st.Get(key)
 	if !ok {

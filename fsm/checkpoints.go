@@ -81,12 +81,6 @@ type ThreadDeleteArgs struct {
 	Fence  *Fence
 }
 
-func init() {
-	register(KindCheckpointPut, applyCheckpointPut)
-	register(KindCheckpointWrites, applyCheckpointWrites)
-	register(KindThreadDelete, applyThreadDelete)
-}
-
 // t/<tenant>/th/<thread>/h                    head checkpoint id
 // t/<tenant>/th/<thread>/c/<id>               checkpoint
 // t/<tenant>/th/<thread>/o/<^seq>/<id>        newest-first order

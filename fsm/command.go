@@ -6,7 +6,8 @@ import "encoding/json"
 type Kind string
 
 // The command kinds. Each has an args struct (below or in its resource's
-// file) carried msgpack-encoded in Command.Args.
+// file) carried msgpack-encoded in Command.Args; the command table
+// (commands.go) lists every kind with its args struct and handler.
 const (
 	KindTenantPut       Kind = "tenant.put"
 	KindPrincipalCreate Kind = "principal.create"

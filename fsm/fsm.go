@@ -180,6 +180,7 @@ func (f *FSM) applyCommand(ctx *applyCtx, c *Command) *Result {
 	return r
 }
 
+// dispatch runs c's handler from the command table (commands.go).
 func (f *FSM) dispatch(ctx *applyCtx, c *Command) *Result {
 	h, ok := handlers[c.Kind]
 	if !ok {
@@ -188,26 +189,21 @@ func (f *FSM) dispatch(ctx *applyCtx, c *Command) *Result {
 	return h(f, ctx, c)
 }
 
-// handler applies one kind of command to f.st.
-type handler func(f *FSM, ctx *applyCtx, c *Command) *Result
-
-// handlers is filled by each resource's file in init; a switch over kinds.
-var handlers = map[Kind]handler{}
-
-func register(k Kind, h handler) {
-	if _, dup := handlers[k]; dup {
-		panic("fsm: duplicate handler " + string(k))
-	}
-	handlers[k] = h
-}
-
 // jsonCarrier is an args struct with raw JSON fields; decodeArgs checks
 // them, so that no log entry, however made, can make a handler store bytes
 // that the JSON encoder would later refuse on every replica.
 type jsonCarrier interface{ jsonFields() [][]byte }
 
+// argsDecoded, when a test sets it, sees the args struct of every command
+// decoded: TestCommandTableArgs holds the command table's Args column to
+// what each handler decodes. Nil outside tests.
+var argsDecoded func(k Kind, v any)
+
 // decodeArgs decodes c.Args into v, or returns an invalid_argument result.
 func decodeArgs(c *Command, v any) *Result {
+	if argsDecoded != nil {
+		argsDecoded(c.Kind, v)
+	}
 	if err := decode(c.Args, v); err != nil {
 		return fail(CodeInvalidArgument, fmt.Sprintf("%s: bad arguments: %v", c.Kind, err), nil)
 	}

@@ -18,15 +18,16 @@ import (
 )
 
 // kindTestPutThenFail writes keys and then fails: only the FSM's rollback
-// keeps its writes out of the state. Registered for tests only.
+// keeps its writes out of the state. Known to the tests' FSMs only: it is
+// added to the handlers here, never to the command table.
 const kindTestPutThenFail Kind = "test.put-then-fail"
 
 func init() {
-	register(kindTestPutThenFail, func(f *FSM, _ *applyCtx, c *Command) *Result {
+	handlers[kindTestPutThenFail] = func(f *FSM, _ *applyCtx, c *Command) *Result {
 		f.st.Put(tenantKey("ghost"), encode(&Tenant{Name: "ghost"}))
 		f.st.Delete(tenantKey(c.Tenant))
 		return fail(CodeVersionMismatch, "failing after writing", map[string]any{"current": 1})
-	})
+	}
 }
 
 // logOf wraps commands into a command log entry at index.

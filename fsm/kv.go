@@ -70,14 +70,6 @@ type KVDeleteArgs struct {
 // KVPurgeArgs bounds one purge.
 type KVPurgeArgs struct{ Max int }
 
-func init() {
-	register(KindKVPut, applyKVPut)
-	register(KindKVDelete, applyKVDelete)
-	register(KindKVPurge, applyKVPurge)
-	txnKinds[KindKVPut] = true
-	txnKinds[KindKVDelete] = true
-}
-
 // t/<tenant>/kv/<namespace>/<key>          entry
 // kvx/<expiry 16 hex>/<tenant>/<ns>/<key>  expiry index
 func kvKey(tenant, ns, key string) string { return "t/" + tenant + "/kv/" + ns + "/" + key }

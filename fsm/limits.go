@@ -54,8 +54,6 @@ const KindLimitsSet Kind = "limits.set"
 
 const limitsKey = "cfg/limits"
 
-func init() { register(KindLimitsSet, applyLimitsSet) }
-
 func applyLimitsSet(f *FSM, _ *applyCtx, c *Command) *Result {
 	if c.Principal != "" {
 		return fail(CodeForbidden, "only the cluster sets limits", nil)

@@ -11,11 +11,6 @@ type Member struct {
 // MemberDeleteArgs forgets a member's metadata.
 type MemberDeleteArgs struct{ ID string }
 
-func init() {
-	register(KindMemberSet, applyMemberSet)
-	register(KindMemberDelete, applyMemberDelete)
-}
-
 func applyMemberSet(f *FSM, _ *applyCtx, c *Command) *Result {
 	var m Member
 	if r := decodeArgs(c, &m); r != nil {

@@ -61,11 +61,6 @@ type OpFinishArgs struct {
 	Fence     *Fence
 }
 
-func init() {
-	register(KindOpBegin, applyOpBegin)
-	register(KindOpFinish, applyOpFinish)
-}
-
 func opKey(tenant, id string) string { return "t/" + tenant + "/op/" + id }
 
 func getOp(st *Store, tenant, id string) (*Op, bool) {

@@ -32,12 +32,6 @@ type RefDeleteArgs struct {
 	ExpectArtifactID *string
 }
 
-func init() {
-	register(KindRefSet, applyRefSet)
-	register(KindRefDelete, applyRefDelete)
-	txnKinds[KindRefSet] = true
-}
-
 func refKey(tenant, ref string) string { return "t/" + tenant + "/ref/" + ref }
 func refPrefix(tenant string) string   { return "t/" + tenant + "/ref/" }
 

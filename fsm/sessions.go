@@ -102,8 +102,6 @@ func sessionExpiryKey(exp int64, skey string) string {
 	return sessionExpiryPrefix + hex16(exp) + "/" + skey
 }
 
-func init() { register(KindSessionOpen, applySessionOpen) }
-
 func applySessionOpen(f *FSM, ctx *applyCtx, c *Command) *Result {
 	var a SessionOpenArgs
 	if r := decodeArgs(c, &a); r != nil {

@@ -72,15 +72,6 @@ type TaskDeleteArgs struct {
 	ExpectVersion *uint64
 }
 
-func init() {
-	register(KindTaskCreate, applyTaskCreate)
-	register(KindTaskClaim, applyTaskClaim)
-	register(KindTaskQueueClaim, applyQueueClaim)
-	register(KindTaskRenew, applyTaskRenew)
-	register(KindTaskUpdate, applyTaskUpdate)
-	register(KindTaskDelete, applyTaskDelete)
-}
-
 func taskNotFound(id string) *Result {
 	return fail(CodeNotFound, fmt.Sprintf("task %q not found", id), nil)
 }

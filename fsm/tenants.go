@@ -56,13 +56,6 @@ type PrincipalRotateArgs struct {
 	TokenSalt string
 }
 
-func init() {
-	register(KindTenantPut, applyTenantPut)
-	register(KindPrincipalCreate, applyPrincipalCreate)
-	register(KindPrincipalDelete, applyPrincipalDelete)
-	register(KindPrincipalRotate, applyPrincipalRotate)
-}
-
 func applyTenantPut(f *FSM, ctx *applyCtx, c *Command) *Result {
 	var a TenantPutArgs
 	if r := decodeArgs(c, &a); r != nil {

@@ -22,15 +22,6 @@ type TxnOp struct {
 	Args []byte
 }
 
-// txnKinds are the kinds a transaction may contain (docs/api.md "Transactions");
-// each resource's file adds its own.
-var txnKinds = map[Kind]bool{KindTaskCreate: true, KindTaskUpdate: true, KindTaskClaim: true}
-
-// TxnAllows reports whether kind may appear in a transaction.
-func TxnAllows(k Kind) bool { return txnKinds[k] }
-
-func init() { register(KindTxn, applyTxn) }
-
 // applyTxn runs the ops in order on the live state. On the first failure it
 // returns that op's error with op_index; applyCommand then rolls the whole
 // state back to before the transaction, so nothing of it is applied.

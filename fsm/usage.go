@@ -85,8 +85,6 @@ type TenantQuotaArgs struct {
 
 func tenantQuotaKey(t string) string { return "tq/" + t }
 
-func init() { register(KindTenantQuota, applyTenantQuota) }
-
 func applyTenantQuota(f *FSM, _ *applyCtx, c *Command) *Result {
 	var a TenantQuotaArgs
 	if r := decodeArgs(c, &a); r != nil {

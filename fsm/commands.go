@@ -1,0 +1,110 @@
+package fsm
+
+// The command table: every replicated command kind, the struct its
+// Command.Args decode to, the handler that applies it, and whether it may
+// be an op of a transaction (KindTxn). Apply dispatches through it and
+// nothing else; read it top to bottom to know everything a log entry can
+// ask of the state machine. Adding a kind starts here; docs/design.md
+// ("Adding a command") lists the other places to touch.
+//
+// The kinds' names are part of the replicated format: a log entry names
+// its commands' kinds by these strings, so a kind is never renamed or
+// reused for other arguments.
+var commandTable = []commandSpec{
+	// Cluster (members.go, limits.go). Proposed by the nodes themselves.
+	{Kind: KindMemberSet, Args: Member{}, Apply: applyMemberSet},
+	{Kind: KindMemberDelete, Args: MemberDeleteArgs{}, Apply: applyMemberDelete},
+	{Kind: KindLimitsSet, Args: Limits{}, Apply: applyLimitsSet},
+
+	// Tenants, principals and quotas (tenants.go, usage.go).
+	{Kind: KindTenantPut, Args: TenantPutArgs{}, Apply: applyTenantPut},
+	{Kind: KindPrincipalCreate, Args: PrincipalCreateArgs{}, Apply: applyPrincipalCreate},
+	{Kind: KindPrincipalDelete, Args: PrincipalDeleteArgs{}, Apply: applyPrincipalDelete},
+	{Kind: KindPrincipalRotate, Args: PrincipalRotateArgs{}, Apply: applyPrincipalRotate},
+	{Kind: KindTenantQuota, Args: TenantQuotaArgs{}, Apply: applyTenantQuota},
+
+	// Client sessions (sessions.go).
+	{Kind: KindSessionOpen, Args: SessionOpenArgs{}, Apply: applySessionOpen},
+
+	// Tasks (tasks.go).
+	{Kind: KindTaskCreate, Args: TaskCreateArgs{}, Apply: applyTaskCreate, Txn: true},
+	{Kind: KindTaskClaim, Args: TaskClaimArgs{}, Apply: applyTaskClaim, Txn: true},
+	{Kind: KindTaskQueueClaim, Args: QueueClaimArgs{}, Apply: applyQueueClaim},
+	{Kind: KindTaskRenew, Args: TaskRenewArgs{}, Apply: applyTaskRenew},
+	{Kind: KindTaskUpdate, Args: TaskUpdateArgs{}, Apply: applyTaskUpdate, Txn: true},
+	{Kind: KindTaskDelete, Args: TaskDeleteArgs{}, Apply: applyTaskDelete},
+
+	// Knowledge store (kv.go). The leader proposes kv.purge.
+	{Kind: KindKVPut, Args: KVPutArgs{}, Apply: applyKVPut, Txn: true},
+	{Kind: KindKVDelete, Args: KVDeleteArgs{}, Apply: applyKVDelete, Txn: true},
+	{Kind: KindKVPurge, Args: KVPurgeArgs{}, Apply: applyKVPurge},
+
+	// Checkpoints (checkpoints.go).
+	{Kind: KindCheckpointPut, Args: CheckpointPutArgs{}, Apply: applyCheckpointPut},
+	{Kind: KindCheckpointWrites, Args: CheckpointWritesArgs{}, Apply: applyCheckpointWrites},
+	{Kind: KindThreadDelete, Args: ThreadDeleteArgs{}, Apply: applyThreadDelete},
+
+	// Operation ledger (ops.go).
+	{Kind: KindOpBegin, Args: OpBeginArgs{}, Apply: applyOpBegin},
+	{Kind: KindOpFinish, Args: OpFinishArgs{}, Apply: applyOpFinish},
+
+	// Chunks and artifacts (artifacts.go). The leader proposes chunk.gc.
+	{Kind: KindChunkHeld, Args: ChunkHeldArgs{}, Apply: applyChunkHeld},
+	{Kind: KindChunkGC, Args: ChunkGCArgs{}, Apply: applyChunkGC},
+	{Kind: KindArtifactPublish, Args: ArtifactPublishArgs{}, Apply: applyArtifactPublish},
+
+	// Refs (refs.go).
+	{Kind: KindRefSet, Args: RefSetArgs{}, Apply: applyRefSet, Txn: true},
+	{Kind: KindRefDelete, Args: RefDeleteArgs{}, Apply: applyRefDelete},
+
+	// Transactions (txn.go): ops of the kinds marked Txn above, all or nothing.
+	{Kind: KindTxn, Args: TxnArgs{}, Apply: applyTxn},
+}
+
+// commandSpec is one row of the command table.
+type commandSpec struct {
+	Kind Kind
+	// Args is the zero value of the struct Command.Args decode to.
+	Args any
+	// Apply applies the command to f.st (see handler).
+	Apply handler
+	// Txn: the kind may be an op of a KindTxn transaction (docs/api.md
+	// "Transactions").
+	Txn bool
+}
+
+// handler applies one kind of command to f.st. It returns a failed result
+// to have applyCommand roll back every write it made.
+type handler func(f *FSM, ctx *applyCtx, c *Command) *Result
+
+// handlers and txnKinds index the table by kind. They are filled in init,
+// not in their declarations, because applyTxn dispatches through handlers:
+// a declaration would make an initialization cycle.
+var (
+	handlers = map[Kind]handler{}
+	txnKinds = map[Kind]bool{}
+)
+
+func init() {
+	for _, s := range commandTable {
+		if _, dup := handlers[s.Kind]; dup {
+			panic("fsm: kind listed twice in the command table: " + string(s.Kind))
+		}
+		handlers[s.Kind] = s.Apply
+		if s.Txn {
+			txnKinds[s.Kind] = true
+		}
+	}
+}
+
+// kinds lists every command kind in the order of the command table.
+func kinds() []Kind {
+	out := make([]Kind, len(commandTable))
+	for i, s := range commandTable {
+		out[i] = s.Kind
+	}
+	return out
+}
+
+// TxnAllows reports whether kind may appear in a transaction.
+func TxnAllows(k Kind) bool { return txnKinds[k] }
