@@ -404,7 +404,7 @@ func TestBadEntries(t *testing.T) {
 		data []byte
 	}{
 		{"empty", nil},
-		{"unknown version", append([]byte{EntryVersion2 + 1}, encode([]*Command{tenantPut(1, "t")})...)},
+		{"unknown version", append([]byte{EntryVersion3 + 1}, encode([]*Command{tenantPut(1, "t")})...)},
 		{"session fields in version 1", append([]byte{EntryVersion}, encode([]*Command{{Kind: KindTenantPut, Session: 1, Seq: 1}})...)},
 		{"version only", []byte{EntryVersion}},
 		{"not msgpack", append([]byte{EntryVersion}, "hello"...)},
@@ -534,10 +534,32 @@ func randomLog(seed uint64, entries int) []*raft.Log {
 		now += int64(rng.IntN(400)) - 50
 		n := 1 + rng.IntN(4)
 		cmds := make([]*Command, n)
+		var fails []*Command
 		for i := range cmds {
 			var c *Command
 			tenant := name("t", 4)
-			switch rng.IntN(13) {
+			switch rng.IntN(17) {
+			case 13: // tasks with and without lifecycle fields
+				a := &TaskCreateArgs{ID: name("task", 4), Queue: "q", Priority: int64(rng.IntN(3))}
+				if rng.IntN(2) == 0 {
+					a.MaxAttempts, a.BackoffInitialMs, a.BackoffMaxMs = uint64(rng.IntN(4)), int64(rng.IntN(300)), int64(rng.IntN(2000))
+					a.AvailableAt, a.DelayMs = now+int64(rng.IntN(600)-100), int64(rng.IntN(500))
+				}
+				c = NewCommand(KindTaskCreate, now, tenant, "", a)
+			case 14:
+				c = NewCommand(KindTaskQueueClaim, now, tenant, "", &QueueClaimArgs{Queue: "q", Owner: name("w", 2),
+					LeaseMs: int64(1 + rng.IntN(800)), Statuses: []string{"pending"}})
+			case 15: // a claim by id and, later in the entry, a failure with a token that is often its own
+				id := name("task", 4)
+				c = NewCommand(KindTaskClaim, now, tenant, "", &TaskClaimArgs{ID: id, Owner: "w", LeaseMs: int64(1 + rng.IntN(800))})
+				fails = append(fails, NewCommand(KindTaskFail, now, tenant, "", &TaskFailArgs{ID: id, FencingToken: index<<16 | uint64(1+rng.IntN(i+1)),
+					Error: name("e", 3), NonRetryable: rng.IntN(5) == 0, Rand: rng.Uint64()}))
+			case 16:
+				if rng.IntN(2) == 0 {
+					c = NewCommand(KindTaskRetry, now, tenant, "", &TaskRetryArgs{ID: name("task", 4), DelayMs: int64(rng.IntN(300))})
+				} else {
+					c = NewCommand(KindTaskUpdate, now, tenant, "", &TaskUpdateArgs{ID: name("task", 4), Release: true, DelayMs: int64(rng.IntN(300))})
+				}
 			case 11:
 				c = NewCommand(KindTenantQuota, now, tenant, "", &TenantQuotaArgs{TenantQuota{MaxKeys: int64(rng.IntN(12)), MaxBytes: int64(rng.IntN(3) * 400)}})
 			case 12:
@@ -586,6 +608,7 @@ func randomLog(seed uint64, entries int) []*raft.Log {
 			}
 			cmds[i] = c
 		}
+		cmds = append(cmds, fails...)
 		logs = append(logs, logOf(index, cmds...))
 	}
 	return logs
@@ -828,7 +851,7 @@ func TestCorruptSnapshotRejected(t *testing.T) {
 		{"missing trailer", craftSnapshot(t, hdr, items, nil)},
 		{"count too high", craftSnapshot(t, &snapHeader{Format: snapshotFormat, Applied: st.AppliedIndex, Clock: st.Clock, Count: len(items) + 1}, items, trailer)},
 		{"negative count", craftSnapshot(t, &snapHeader{Format: snapshotFormat, Count: -1}, nil, trailer)},
-		{"unknown format", craftSnapshot(t, &snapHeader{Format: snapshotFormat + 1, Applied: st.AppliedIndex, Clock: st.Clock, Count: len(items)}, items, trailer)},
+		{"unknown format", craftSnapshot(t, &snapHeader{Format: snapshotFormat2 + 1, Applied: st.AppliedIndex, Clock: st.Clock, Count: len(items)}, items, trailer)},
 		{"other clock", craftSnapshot(t, &snapHeader{Format: snapshotFormat, Applied: st.AppliedIndex, Clock: st.Clock + 1, Count: len(items)}, items, trailer)},
 	}
 	for _, tc := range cases {

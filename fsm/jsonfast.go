@@ -110,5 +110,29 @@ func appendTaskJSON(b []byte, t *Task) []byte {
 	b = appendJSONTime(b, t.CreatedAt)
 	b = append(b, `,"updated_at":`...)
 	b = appendJSONTime(b, t.UpdatedAt)
+	l := t.Life
+	if l == nil {
+		l = &TaskLife{}
+	}
+	b = append(b, `,"max_attempts":`...)
+	b = strconv.AppendUint(b, l.MaxAttempts, 10)
+	b = append(b, `,"backoff_initial_ms":`...)
+	b = strconv.AppendInt(b, l.BackoffInitialMs, 10)
+	b = append(b, `,"backoff_max_ms":`...)
+	b = strconv.AppendInt(b, l.BackoffMaxMs, 10)
+	b = append(b, `,"available_at":`...)
+	if l.AvailableAt != 0 {
+		b = appendJSONTime(b, l.AvailableAt)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"last_error":`...)
+	b = appendJSONString(b, l.LastError)
+	b = append(b, `,"failed_at":`...)
+	if l.FailedAt != 0 {
+		b = appendJSONTime(b, l.FailedAt)
+	} else {
+		b = append(b, "null"...)
+	}
 	return append(b, '}')
 }
