@@ -17,6 +17,8 @@ func (s *Server) taskRoutes(add func(string, string, routeKind, handlerFunc)) {
 	add("POST", "/v1/tenants/{tenant}/tasks/{id}/claim", routeWrite, taskWrite[taskClaimRequest, *fsm.TaskClaimArgs](s, fsm.KindTaskClaim))
 	add("POST", "/v1/tenants/{tenant}/tasks/{id}/renew", routeWrite, taskWrite[taskRenewRequest, *fsm.TaskRenewArgs](s, fsm.KindTaskRenew))
 	add("POST", "/v1/tenants/{tenant}/tasks/{id}/update", routeWrite, taskWrite[taskUpdateRequest, *fsm.TaskUpdateArgs](s, fsm.KindTaskUpdate))
+	add("POST", "/v1/tenants/{tenant}/tasks/{id}/fail", routeWrite, taskWrite[taskFailRequest, *fsm.TaskFailArgs](s, fsm.KindTaskFail))
+	add("POST", "/v1/tenants/{tenant}/tasks/{id}/retry", routeWrite, taskWrite[taskRetryRequest, *fsm.TaskRetryArgs](s, fsm.KindTaskRetry))
 	add("POST", "/v1/tenants/{tenant}/queues/{queue}/claim", routeLongWrite, s.handleQueueClaim)
 	add("POST", "/v1/tenants/{tenant}/txn", routeWrite, s.handleTxn)
 }
@@ -247,6 +249,10 @@ func (s *Server) handleQueueClaim(w http.ResponseWriter, r *http.Request, id *id
 		attempt.Final = final
 		c := *cmd
 		c.Args = fsm.EncodeArgs(&attempt)
+		// Each round is judged at its own time: a task that became due,
+		// or a lease that ran out, while the request waited is claimable
+		// at the time Claimable saw, not at the request's arrival.
+		c.Now = s.now()
 		return s.apply(r, &c)
 	}
 	deadline := time.Now().Add(time.Duration(req.WaitMs) * time.Millisecond)
