@@ -26,7 +26,19 @@ type Task struct {
 	Result       json.RawMessage `json:"result"`
 	CreatedAt    time.Time       `json:"created_at"`
 	UpdatedAt    time.Time       `json:"updated_at"`
+	// Attempts, backoff and delays (docs/api.md). MaxAttempts 0 is
+	// unlimited; zero backoff fields are the server's defaults.
+	MaxAttempts      uint64     `json:"max_attempts"`
+	BackoffInitialMS int64      `json:"backoff_initial_ms"`
+	BackoffMaxMS     int64      `json:"backoff_max_ms"`
+	AvailableAt      *time.Time `json:"available_at"` // nil: claimable at any time
+	LastError        string     `json:"last_error"`
+	FailedAt         *time.Time `json:"failed_at"` // nil: no failed attempt
 }
+
+// StatusDead is the status of a task that used its attempts or failed
+// without retry (see FailTask, RetryTask).
+const StatusDead = "dead"
 
 // Fence guards a write: it applies only if Token is the current fencing
 // token of task TaskID in the same tenant, else ErrFenced.
@@ -43,6 +55,35 @@ type CreateTaskRequest struct {
 	Status   string          `json:"status,omitempty"`
 	Priority *int64          `json:"priority,omitempty"`
 	Payload  json.RawMessage `json:"payload,omitempty"`
+	// MaxAttempts caps the claims (0: unlimited); after the last failed
+	// attempt the task is dead. Backoff after a failed attempt doubles
+	// from BackoffInitialMS up to BackoffMaxMS, with jitter (0: the
+	// server's defaults).
+	MaxAttempts      uint64 `json:"max_attempts,omitempty"`
+	BackoffInitialMS int64  `json:"backoff_initial_ms,omitempty"`
+	BackoffMaxMS     int64  `json:"backoff_max_ms,omitempty"`
+	// A queue claim does not take the task before AvailableAt, or before
+	// the server's time of the create plus DelayMS. Give one or neither.
+	AvailableAt *time.Time `json:"available_at,omitempty"`
+	DelayMS     int64      `json:"delay_ms,omitempty"`
+}
+
+// FailTaskRequest is the body of FailTask.
+type FailTaskRequest struct {
+	FencingToken uint64 `json:"fencing_token"`
+	Error        string `json:"error,omitempty"`
+	NonRetryable bool   `json:"non_retryable,omitempty"`
+	// Status is the status to go back to when the task will be retried
+	// (default "pending").
+	Status string `json:"status,omitempty"`
+}
+
+// RetryTaskRequest is the body of RetryTask.
+type RetryTaskRequest struct {
+	ExpectVersion *uint64    `json:"expect_version,omitempty"`
+	Status        string     `json:"status,omitempty"` // default "pending"
+	AvailableAt   *time.Time `json:"available_at,omitempty"`
+	DelayMS       int64      `json:"delay_ms,omitempty"`
 }
 
 // ListTasksOptions filters ListTasks; zero fields do not filter.
@@ -99,6 +140,10 @@ type UpdateTaskRequest struct {
 	Result        json.RawMessage `json:"result,omitempty"`
 	Payload       json.RawMessage `json:"payload,omitempty"`
 	Release       *bool           `json:"release,omitempty"`
+	// With Release: a queue claim does not take the task before
+	// AvailableAt, or the server's time of the update plus DelayMS.
+	AvailableAt *time.Time `json:"available_at,omitempty"`
+	DelayMS     int64      `json:"delay_ms,omitempty"`
 }
 
 // Millis converts a duration to the integer milliseconds of _ms fields.
@@ -194,6 +239,25 @@ func (c *Client) UpdateTask(ctx context.Context, tenant, id string, req UpdateTa
 		return nil, err
 	}
 	return c.doTask(ctx, http.MethodPost, tenantPath(tenant, "tasks", id, "update"), req, opts)
+}
+
+// FailTask ends the attempt held under req.FencingToken as failed: the
+// task is retried after its backoff, or is dead (StatusDead) after its
+// last attempt or when req.NonRetryable. ErrFenced for a stale token.
+func (c *Client) FailTask(ctx context.Context, tenant, id string, req FailTaskRequest, opts ...RequestOption) (*Task, error) {
+	if err := required("tenant", tenant, "task id", id); err != nil {
+		return nil, err
+	}
+	return c.doTask(ctx, http.MethodPost, tenantPath(tenant, "tasks", id, "fail"), req, opts)
+}
+
+// RetryTask puts a task (typically a dead one) back to a claimable status
+// with its attempts reset. ErrLeaseHeld while someone holds its lease.
+func (c *Client) RetryTask(ctx context.Context, tenant, id string, req RetryTaskRequest, opts ...RequestOption) (*Task, error) {
+	if err := required("tenant", tenant, "task id", id); err != nil {
+		return nil, err
+	}
+	return c.doTask(ctx, http.MethodPost, tenantPath(tenant, "tasks", id, "retry"), req, opts)
 }
 
 func (c *Client) doTask(ctx context.Context, method, path string, body any, opts []RequestOption) (*Task, error) {
