@@ -38,6 +38,8 @@ var commandTable = []commandSpec{
 	// Only in EntryVersion3 entries.
 	{Kind: KindTaskFail, Args: TaskFailArgs{}, Apply: applyTaskFail},
 	{Kind: KindTaskRetry, Args: TaskRetryArgs{}, Apply: applyTaskRetry},
+	// A queue's lifecycle defaults for the tasks created in it later.
+	{Kind: KindQueuePolicy, Args: QueuePolicyArgs{}, Apply: applyQueuePolicy},
 
 	// Knowledge store (kv.go). The leader proposes kv.purge.
 	{Kind: KindKVPut, Args: KVPutArgs{}, Apply: applyKVPut, Txn: true},

@@ -555,9 +555,13 @@ func randomLog(seed uint64, entries int) []*raft.Log {
 				fails = append(fails, NewCommand(KindTaskFail, now, tenant, "", &TaskFailArgs{ID: id, FencingToken: index<<16 | uint64(1+rng.IntN(i+1)),
 					Error: name("e", 3), NonRetryable: rng.IntN(5) == 0, Rand: rng.Uint64()}))
 			case 16:
-				if rng.IntN(2) == 0 {
+				switch rng.IntN(3) {
+				case 0:
 					c = NewCommand(KindTaskRetry, now, tenant, "", &TaskRetryArgs{ID: name("task", 4), DelayMs: int64(rng.IntN(300))})
-				} else {
+				case 1:
+					c = NewCommand(KindQueuePolicy, now, tenant, "", &QueuePolicyArgs{Queue: "q", Policy: QueuePolicy{
+						MaxAttempts: uint64(rng.IntN(3)), BackoffInitialMs: int64(rng.IntN(200))}})
+				default:
 					c = NewCommand(KindTaskUpdate, now, tenant, "", &TaskUpdateArgs{ID: name("task", 4), Release: true, DelayMs: int64(rng.IntN(300))})
 				}
 			case 11:

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -108,7 +109,7 @@ func (a *TxnArgs) entryV3() bool {
 }
 
 // lifecycleKinds may only appear in EntryVersion3 entries.
-var lifecycleKinds = map[Kind]bool{KindTaskFail: true, KindTaskRetry: true}
+var lifecycleKinds = map[Kind]bool{KindTaskFail: true, KindTaskRetry: true, KindQueuePolicy: true}
 
 // availableAt resolves an absolute time and a delay from now: the later.
 func availableAt(at, delayMs, now int64) int64 {
@@ -280,3 +281,76 @@ func delayedIndexNext(st *Store, tenant, base string, now int64, due func(*Task)
 // snapshots of such a state are snapshotFormat2, which an older member
 // refuses (it would drop the part silently).
 const lifecycleMarkerKey = "cfg/lifecycle"
+
+// Queue policies: defaults an admin sets for the tasks later created in a
+// queue (a create's own fields win). Kept at
+//
+//	t/<tenant>/qp/<queue>    QueuePolicy, JSON
+//
+// and only in EntryVersion3 entries, so a create that takes a default is
+// always preceded, in the log, by an entry an older member refused.
+const KindQueuePolicy Kind = "queue.policy"
+
+// QueuePolicy is a queue's lifecycle defaults; zero fields give none.
+type QueuePolicy struct {
+	MaxAttempts      uint64 `json:"max_attempts"`
+	BackoffInitialMs int64  `json:"backoff_initial_ms"`
+	BackoffMaxMs     int64  `json:"backoff_max_ms"`
+}
+
+// QueuePolicyArgs sets (all zero: clears) a queue's policy.
+type QueuePolicyArgs struct {
+	Queue  string
+	Policy QueuePolicy
+}
+
+func (*QueuePolicyArgs) entryV3() bool { return true }
+
+func queuePolicyKey(tenant, queue string) string { return "t/" + tenant + "/qp/" + queue }
+
+func applyQueuePolicy(f *FSM, _ *applyCtx, c *Command) *Result {
+	var a QueuePolicyArgs
+	if r := decodeArgs(c, &a); r != nil {
+		return r
+	}
+	if !f.st.Has(tenantKey(c.Tenant)) {
+		return fail(CodeNotFound, fmt.Sprintf("tenant %q not found", c.Tenant), nil)
+	}
+	if a.Policy == (QueuePolicy{}) {
+		f.st.Delete(queuePolicyKey(c.Tenant, a.Queue))
+	} else {
+		f.st.Put(queuePolicyKey(c.Tenant, a.Queue), mustJSON(&a.Policy))
+	}
+	return okValue(OutcomeOK, &a.Policy)
+}
+
+// queuePolicy returns the queue's policy (zero if none).
+func queuePolicy(st *Store, tenant, queue string) QueuePolicy {
+	var p QueuePolicy
+	if raw, ok := st.Get(queuePolicyKey(tenant, queue)); ok {
+		_ = json.Unmarshal(raw, &p) // written by applyQueuePolicy only
+	}
+	return p
+}
+
+// QueuePolicy returns a queue's lifecycle defaults and the applied index.
+func (f *FSM) QueuePolicy(tenant, queue string) (QueuePolicy, uint64) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return queuePolicy(f.st, tenant, queue), f.applied
+}
+
+// withQueueDefaults fills a create's unset lifecycle fields from its
+// queue's policy.
+func withQueueDefaults(st *Store, tenant string, a *TaskCreateArgs) {
+	p := queuePolicy(st, tenant, a.Queue)
+	if a.MaxAttempts == 0 {
+		a.MaxAttempts = p.MaxAttempts
+	}
+	if a.BackoffInitialMs == 0 {
+		a.BackoffInitialMs = p.BackoffInitialMs
+	}
+	if a.BackoffMaxMs == 0 {
+		a.BackoffMaxMs = p.BackoffMaxMs
+	}
+}

@@ -470,3 +470,40 @@ func TestBackoffCapped(t *testing.T) {
 		}
 	}
 }
+
+// TestQueuePolicyDefaults: a queue's policy fills the lifecycle fields a
+// create leaves unset, for tasks created after it; clearing it stops that.
+func TestQueuePolicyDefaults(t *testing.T) {
+	l := newLC(t)
+	l.create(&TaskCreateArgs{ID: "before"})
+	pol := NewCommand(KindQueuePolicy, 0, "acme", "", &QueuePolicyArgs{Queue: "q", Policy: QueuePolicy{MaxAttempts: 2, BackoffInitialMs: 70, BackoffMaxMs: 900}})
+	if e := EncodeEntry([]*Command{pol}); e[0] != EntryVersion3 {
+		t.Errorf("queue.policy in entry version %d, want %d", e[0], EntryVersion3)
+	}
+	l.ok(pol)
+	if p, _ := l.f.QueuePolicy("acme", "q"); p.MaxAttempts != 2 {
+		t.Fatalf("QueuePolicy: %+v", p)
+	}
+	if l.get("before").Life != nil {
+		t.Errorf("a task created before the policy changed")
+	}
+	d := l.create(&TaskCreateArgs{ID: "default"})
+	if d.Life == nil || *d.Life != (TaskLife{MaxAttempts: 2, BackoffInitialMs: 70, BackoffMaxMs: 900}) {
+		t.Fatalf("task created under the policy: %+v", d.Life)
+	}
+	own := l.create(&TaskCreateArgs{ID: "own", MaxAttempts: 7})
+	if own.Life.MaxAttempts != 7 || own.Life.BackoffInitialMs != 70 {
+		t.Errorf("a create's own max_attempts: %+v", own.Life)
+	}
+	other := l.create(&TaskCreateArgs{ID: "other", Queue: "elsewhere"})
+	if other.Life != nil {
+		t.Errorf("a task of another queue took the policy: %+v", other.Life)
+	}
+	l.ok(NewCommand(KindQueuePolicy, 0, "acme", "", &QueuePolicyArgs{Queue: "q"}))
+	if l.create(&TaskCreateArgs{ID: "after"}).Life != nil {
+		t.Errorf("a task created after the policy was cleared took it")
+	}
+	if r := l.do(NewCommand(KindQueuePolicy, 0, "nope", "", &QueuePolicyArgs{Queue: "q", Policy: QueuePolicy{MaxAttempts: 1}})); r.Code != CodeNotFound {
+		t.Errorf("policy of a missing tenant: %s", describe(r))
+	}
+}

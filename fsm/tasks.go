@@ -100,6 +100,7 @@ func applyTaskCreate(f *FSM, ctx *applyCtx, c *Command) *Result {
 	if status == "" {
 		status = "pending"
 	}
+	withQueueDefaults(f.st, c.Tenant, &a)
 	t := &Task{Tenant: c.Tenant, ID: a.ID, Queue: a.Queue, Status: status, Priority: a.Priority,
 		Payload: a.Payload, Version: 1, CreatedAt: ctx.now, UpdatedAt: ctx.now, Seq: ctx.nextSeq()}
 	if a.entryV3() {
