@@ -273,3 +273,37 @@ func setIf(q url.Values, key, value string) {
 		q.Set(key, value)
 	}
 }
+
+// QueuePolicy is a queue's lifecycle defaults: tasks created in the queue
+// afterwards take them for the fields their create leaves zero. Zero
+// fields give no default.
+type QueuePolicy struct {
+	MaxAttempts      uint64 `json:"max_attempts"`
+	BackoffInitialMS int64  `json:"backoff_initial_ms"`
+	BackoffMaxMS     int64  `json:"backoff_max_ms"`
+}
+
+// SetQueuePolicy sets (all zero: clears) a queue's lifecycle defaults; it
+// needs the cluster admin token.
+func (c *Client) SetQueuePolicy(ctx context.Context, tenant, queue string, p QueuePolicy, opts ...RequestOption) (*QueuePolicy, error) {
+	if err := required("tenant", tenant, "queue", queue); err != nil {
+		return nil, err
+	}
+	var out QueuePolicy
+	if _, err := c.Do(ctx, http.MethodPut, tenantPath(tenant, "queues", queue, "policy"), p, &out, opts...); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GetQueuePolicy returns a queue's lifecycle defaults (zeros: none).
+func (c *Client) GetQueuePolicy(ctx context.Context, tenant, queue string, opts ...RequestOption) (*QueuePolicy, error) {
+	if err := required("tenant", tenant, "queue", queue); err != nil {
+		return nil, err
+	}
+	var out QueuePolicy
+	if _, err := c.Do(ctx, http.MethodGet, tenantPath(tenant, "queues", queue, "policy"), nil, &out, opts...); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

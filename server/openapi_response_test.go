@@ -259,6 +259,9 @@ func TestOpenAPIResponses(t *testing.T) {
 	sc.call(t, "POST", T+"/tasks/nope/retry", `{}`, admin, 404, "not_found")
 	sc.call(t, "POST", T+"/tasks", `{"task_id":"later-1","queue":"research","available_at":"2030-01-01T00:00:00Z"}`, admin, 201, "")
 	sc.call(t, "GET", T+"/tasks?queue=research&status=dead", nil, admin, 200, "")
+	sc.call(t, "PUT", T+"/queues/research/policy", `{"max_attempts":5,"backoff_initial_ms":1000,"backoff_max_ms":300000}`, admin, 200, "")
+	sc.call(t, "PUT", T+"/queues/research/policy", `{"max_attempts":5}`, bearer(worker.Token), 403, "forbidden")
+	sc.call(t, "GET", T+"/queues/research/policy", nil, bearer(worker.Token), 200, "")
 
 	// KV.
 	sc.call(t, "PUT", T+"/kv/notes/topic", `{"value":"fencing tokens","expect_version":0}`, admin, 200, "")

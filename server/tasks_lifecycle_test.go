@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -140,5 +141,35 @@ func TestTaskDelayHTTP(t *testing.T) {
 		if status != http.StatusBadRequest || errorCode(body) != "invalid_argument" {
 			t.Errorf("POST %s %s: got %d %s, want 400 invalid_argument", bad.path, bad.body, status, body)
 		}
+	}
+}
+
+// TestQueuePolicyHTTP: the cluster admin sets a queue's defaults; tasks
+// created in the queue afterwards take them; principals may read them but
+// not set them.
+func TestQueuePolicyHTTP(t *testing.T) {
+	fx := newAPIFixture(t)
+	adm := adminAuth()
+	status, _, body := fx.c.do(t, 0, "PUT", "/v1/tenants/acme/queues/pq/policy", `{"max_attempts":3,"backoff_initial_ms":100,"backoff_max_ms":1000}`, adm)
+	if status != http.StatusOK {
+		t.Fatalf("PUT policy: %d %s", status, body)
+	}
+	writer := fx.createPrincipal(t, adm, "acme", `{"name":"pq-writer","grants":[{"resource":"tasks","prefix":"pq","actions":["read","write"]}]}`)
+	if status, _, body := fx.c.do(t, 0, "PUT", "/v1/tenants/acme/queues/pq/policy", `{"max_attempts":1}`, bearer(writer)); status != http.StatusForbidden {
+		t.Fatalf("PUT policy by a principal: %d %s, want 403", status, body)
+	}
+	status, _, body = fx.c.do(t, 0, "GET", "/v1/tenants/acme/queues/pq/policy", nil, bearer(writer))
+	if status != http.StatusOK || strings.TrimSpace(string(body)) != `{"max_attempts":3,"backoff_initial_ms":100,"backoff_max_ms":1000}` {
+		t.Fatalf("GET policy: %d %s", status, body)
+	}
+	task := fx.mustTask(t, "POST", "/v1/tenants/acme/tasks", `{"task_id":"p1","queue":"pq"}`, bearer(writer), http.StatusCreated)
+	if task.MaxAttempts != 3 {
+		t.Fatalf("task created under the policy: %+v", task)
+	}
+	if status, _, body := fx.c.do(t, 0, "PUT", "/v1/tenants/acme/queues/pq/policy", `{"backoff_initial_ms":-1}`, adm); status != http.StatusBadRequest {
+		t.Fatalf("PUT a bad policy: %d %s, want 400", status, body)
+	}
+	if status, _, body := fx.c.do(t, 0, "PUT", "/v1/tenants/nope/queues/pq/policy", `{}`, adm); status != http.StatusNotFound {
+		t.Fatalf("PUT policy of a missing tenant: %d %s, want 404", status, body)
 	}
 }

@@ -173,19 +173,8 @@ func (req *taskCreateRequest) args() (*fsm.TaskCreateArgs, error) {
 	if err != nil {
 		return nil, err
 	}
-	if req.MaxAttempts > maxAttemptsLimit {
-		return nil, badRequest("max_attempts must be between 0 (unlimited) and %d, not %d", maxAttemptsLimit, req.MaxAttempts)
-	}
-	for _, b := range []struct {
-		name string
-		v    int64
-	}{{"backoff_initial_ms", req.BackoffInitialMs}, {"backoff_max_ms", req.BackoffMaxMs}} {
-		if b.v < 0 || b.v > maxBackoffMs {
-			return nil, badRequest("%s must be between 0 (the default) and %d (24 h), not %d", b.name, maxBackoffMs, b.v)
-		}
-	}
-	if req.BackoffMaxMs != 0 && req.BackoffMaxMs < req.BackoffInitialMs {
-		return nil, badRequest("backoff_max_ms (%d) is below backoff_initial_ms (%d)", req.BackoffMaxMs, req.BackoffInitialMs)
+	if err := validBackoff(req.MaxAttempts, req.BackoffInitialMs, req.BackoffMaxMs); err != nil {
+		return nil, err
 	}
 	at, delay, err := req.availability.resolve()
 	if err != nil {
@@ -335,4 +324,38 @@ func (req *taskUpdateRequest) args(id string) (*fsm.TaskUpdateArgs, error) {
 	return &fsm.TaskUpdateArgs{AvailableAt: at, DelayMs: delay, ID: id, FencingToken: req.FencingToken, ExpectVersion: req.ExpectVersion,
 		ExpectStatus: req.ExpectStatus, Status: req.Status, ArtifactID: req.ArtifactID, Result: result,
 		Payload: payload, Release: req.Release}, nil
+}
+
+// queuePolicyRequest is the body of PUT .../queues/{queue}/policy.
+type queuePolicyRequest struct {
+	MaxAttempts      uint64 `json:"max_attempts"`
+	BackoffInitialMs int64  `json:"backoff_initial_ms"`
+	BackoffMaxMs     int64  `json:"backoff_max_ms"`
+}
+
+func (req *queuePolicyRequest) args(queue string) (*fsm.QueuePolicyArgs, error) {
+	if err := validBackoff(req.MaxAttempts, req.BackoffInitialMs, req.BackoffMaxMs); err != nil {
+		return nil, err
+	}
+	return &fsm.QueuePolicyArgs{Queue: queue, Policy: fsm.QueuePolicy{MaxAttempts: req.MaxAttempts,
+		BackoffInitialMs: req.BackoffInitialMs, BackoffMaxMs: req.BackoffMaxMs}}, nil
+}
+
+// validBackoff checks max_attempts and the backoff bounds (0: default).
+func validBackoff(maxAttempts uint64, initial, maxMs int64) error {
+	if maxAttempts > maxAttemptsLimit {
+		return badRequest("max_attempts must be between 0 (unlimited) and %d, not %d", maxAttemptsLimit, maxAttempts)
+	}
+	for _, b := range []struct {
+		name string
+		v    int64
+	}{{"backoff_initial_ms", initial}, {"backoff_max_ms", maxMs}} {
+		if b.v < 0 || b.v > maxBackoffMs {
+			return badRequest("%s must be between 0 (the default) and %d (24 h), not %d", b.name, maxBackoffMs, b.v)
+		}
+	}
+	if maxMs != 0 && maxMs < initial {
+		return badRequest("backoff_max_ms (%d) is below backoff_initial_ms (%d)", maxMs, initial)
+	}
+	return nil
 }

@@ -67,6 +67,8 @@ func (f *fakeNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "POST /v1/tenants/acme/tasks/t1/renew":
 		w.WriteHeader(409)
 		io.WriteString(w, `{"error": {"code": "fenced", "message": "token 12 is not current (current 15)", "current_token": 15}}`)
+	case "PUT /v1/tenants/acme/queues/q/policy", "GET /v1/tenants/acme/queues/q/policy":
+		io.WriteString(w, `{"max_attempts": 5, "backoff_initial_ms": 1000, "backoff_max_ms": 300000}`)
 	case "POST /v1/tenants/acme/queues/q/claim":
 		w.WriteHeader(204)
 	case "DELETE /v1/cluster/members/n3":
@@ -346,6 +348,9 @@ func TestRequestsSent(t *testing.T) {
 			"POST /v1/tenants/acme/tasks/t1/update", `{"fencing_token":57,"release":true,"available_at":"2030-01-02T03:04:05Z"}`},
 		{[]string{"task", "create", "--queue", "q", "--id", "t9", "--max-attempts", "5", "--backoff-initial", "2s", "--backoff-max", "1m", "--delay", "10s"},
 			"POST /v1/tenants/acme/tasks", `{"task_id":"t9","queue":"q","max_attempts":5,"backoff_initial_ms":2000,"backoff_max_ms":60000,"delay_ms":10000}`},
+		{[]string{"queue", "policy", "set", "q", "--max-attempts", "5", "--backoff-initial", "1s", "--backoff-max", "5m"},
+			"PUT /v1/tenants/acme/queues/q/policy", `{"max_attempts":5,"backoff_initial_ms":1000,"backoff_max_ms":300000}`},
+		{[]string{"queue", "policy", "get", "q"}, "GET /v1/tenants/acme/queues/q/policy", ``},
 		{[]string{"queue", "claim", "q", "--owner", "w", "--lease", "2s", "--wait", "50ms", "--status", "pending,retry"},
 			"POST /v1/tenants/acme/queues/q/claim", `{"owner":"w","lease_ms":2000,"statuses":["pending","retry"],"wait_ms":50}`},
 		{[]string{"principal", "create", "--name", "rev", "--grant", "*::read,write,delete"},

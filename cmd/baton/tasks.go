@@ -29,9 +29,9 @@ func taskCommand() *command {
 func queueCommand() *command {
 	return &command{
 		name:     "queue",
-		summary:  "Claim the next task of a queue",
-		examples: "  baton queue claim research --tenant acme --owner worker-1 --lease 30s\n",
-		subs:     []*command{queueClaimCommand()},
+		summary:  "Claim the next task of a queue; its lifecycle defaults",
+		examples: "  baton queue claim research --tenant acme --owner worker-1 --lease 30s\n  baton queue policy set research --tenant acme --max-attempts 5\n",
+		subs:     []*command{queueClaimCommand(), queuePolicyCommand()},
 	}
 }
 
@@ -506,6 +506,96 @@ func (a *app) queueClaim(ctx context.Context, tenant, queue string, req client.Q
 		}
 		printTask(w, t)
 	})
+}
+
+func queuePolicyCommand() *command {
+	return &command{
+		name:    "policy",
+		summary: "A queue's lifecycle defaults for the tasks created in it",
+		examples: `  baton queue policy set research --tenant acme --max-attempts 5 --backoff-initial 1s --backoff-max 5m
+  baton queue policy get research --tenant acme
+`,
+		subs: []*command{queuePolicySetCommand(), queuePolicyGetCommand()},
+	}
+}
+
+func queuePolicySetCommand() *command {
+	var tenant string
+	var p client.QueuePolicy
+	var initial, maxDelay time.Duration
+	return &command{
+		name:    "set",
+		summary: "Set a queue's defaults (cluster admin); tasks created afterwards take them",
+		args:    "QUEUE",
+		long:    "Flags left out are 0: no default for that field. Setting none clears the policy.",
+		examples: `  baton queue policy set research --tenant acme --max-attempts 5 --backoff-initial 1s --backoff-max 5m
+`,
+		flags: func(fs *pflag.FlagSet) {
+			tenantFlag(fs, &tenant)
+			fs.Uint64Var(&p.MaxAttempts, "max-attempts", 0, "default max_attempts (0: none)")
+			fs.DurationVar(&initial, "backoff-initial", 0, "default initial backoff (0: none)")
+			fs.DurationVar(&maxDelay, "backoff-max", 0, "default backoff cap (0: none)")
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			var queue string
+			if err := inv.check([]arg{{"QUEUE", &queue}}, "tenant"); err != nil {
+				return err
+			}
+			if initial < 0 || maxDelay < 0 {
+				return inv.usagef("--backoff-initial and --backoff-max must not be negative")
+			}
+			p.BackoffInitialMS, p.BackoffMaxMS = initial.Milliseconds(), maxDelay.Milliseconds()
+			return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
+				out, err := c.SetQueuePolicy(ctx, tenant, queue, p)
+				if err != nil {
+					return err
+				}
+				return a.emit(out, func(w io.Writer) { printQueuePolicy(w, queue, out) })
+			})
+		},
+	}
+}
+
+func queuePolicyGetCommand() *command {
+	var tenant string
+	var stale bool
+	return &command{
+		name:     "get",
+		summary:  "Show a queue's defaults",
+		args:     "QUEUE",
+		examples: "  baton queue policy get research --tenant acme\n",
+		flags: func(fs *pflag.FlagSet) {
+			tenantFlag(fs, &tenant)
+			staleFlag(fs, &stale)
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			var queue string
+			if err := inv.check([]arg{{"QUEUE", &queue}}, "tenant"); err != nil {
+				return err
+			}
+			return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
+				out, err := c.GetQueuePolicy(ctx, tenant, queue, readOpts(stale)...)
+				if err != nil {
+					return err
+				}
+				return a.emit(out, func(w io.Writer) { printQueuePolicy(w, queue, out) })
+			})
+		},
+	}
+}
+
+func printQueuePolicy(w io.Writer, queue string, p *client.QueuePolicy) {
+	ms := func(v int64) string {
+		if v == 0 {
+			return "-"
+		}
+		return (time.Duration(v) * time.Millisecond).String()
+	}
+	attempts := "-"
+	if p.MaxAttempts != 0 {
+		attempts = fmt.Sprint(p.MaxAttempts)
+	}
+	fmt.Fprintf(w, "queue:\t%s\nmax attempts:\t%s\nbackoff initial:\t%s\nbackoff max:\t%s\n", queue, attempts, ms(p.BackoffInitialMS), ms(p.BackoffMaxMS))
 }
 
 func readOpts(stale bool) []client.RequestOption {
