@@ -1,6 +1,9 @@
 package client
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // The request structs carry durations as time.Duration and expectations
 // as plain fields; the API carries integer milliseconds in *_ms fields and
@@ -67,3 +70,79 @@ func (r PutKVRequest) wire() putKVWire {
 // MarshalJSON encodes the request as the API's body, TTL as ttl_ms (left
 // out when 0: no expiry).
 func (r PutKVRequest) MarshalJSON() ([]byte, error) { return json.Marshal(r.wire()) }
+
+type createTaskWire struct {
+	TaskID           string          `json:"task_id,omitempty"`
+	Queue            string          `json:"queue"`
+	Status           string          `json:"status,omitempty"`
+	Priority         *int64          `json:"priority,omitempty"`
+	Payload          json.RawMessage `json:"payload,omitempty"`
+	MaxAttempts      uint64          `json:"max_attempts,omitempty"`
+	BackoffInitialMS int64           `json:"backoff_initial_ms,omitempty"`
+	BackoffMaxMS     int64           `json:"backoff_max_ms,omitempty"`
+	AvailableAt      *time.Time      `json:"available_at,omitempty"`
+	DelayMS          int64           `json:"delay_ms,omitempty"`
+}
+
+// MarshalJSON encodes the request as the API's body, the backoff and the
+// delay as *_ms (left out when 0).
+func (r CreateTaskRequest) MarshalJSON() ([]byte, error) {
+	return json.Marshal(createTaskWire{r.TaskID, r.Queue, r.Status, r.Priority, r.Payload, r.MaxAttempts,
+		r.BackoffInitial.Milliseconds(), r.BackoffMax.Milliseconds(), r.AvailableAt, r.Delay.Milliseconds()})
+}
+
+type updateTaskWire struct {
+	FencingToken  *uint64         `json:"fencing_token,omitempty"`
+	ExpectVersion *uint64         `json:"expect_version,omitempty"`
+	ExpectStatus  *string         `json:"expect_status,omitempty"`
+	Status        *string         `json:"status,omitempty"`
+	ArtifactID    *string         `json:"artifact_id,omitempty"`
+	Result        json.RawMessage `json:"result,omitempty"`
+	Payload       json.RawMessage `json:"payload,omitempty"`
+	Release       *bool           `json:"release,omitempty"`
+	AvailableAt   *time.Time      `json:"available_at,omitempty"`
+	DelayMS       int64           `json:"delay_ms,omitempty"`
+}
+
+func (r UpdateTaskRequest) wire() updateTaskWire {
+	return updateTaskWire{r.FencingToken, r.ExpectVersion, r.ExpectStatus, r.Status, r.ArtifactID,
+		r.Result, r.Payload, r.Release, r.AvailableAt, r.Delay.Milliseconds()}
+}
+
+// MarshalJSON encodes the request as the API's body, Delay as delay_ms
+// (left out when 0).
+func (r UpdateTaskRequest) MarshalJSON() ([]byte, error) { return json.Marshal(r.wire()) }
+
+type retryTaskWire struct {
+	ExpectVersion *uint64    `json:"expect_version,omitempty"`
+	Status        string     `json:"status,omitempty"`
+	AvailableAt   *time.Time `json:"available_at,omitempty"`
+	DelayMS       int64      `json:"delay_ms,omitempty"`
+}
+
+// MarshalJSON encodes the request as the API's body, Delay as delay_ms
+// (left out when 0).
+func (r RetryTaskRequest) MarshalJSON() ([]byte, error) {
+	return json.Marshal(retryTaskWire{r.ExpectVersion, r.Status, r.AvailableAt, r.Delay.Milliseconds()})
+}
+
+type queuePolicyWire struct {
+	MaxAttempts      uint64 `json:"max_attempts"`
+	BackoffInitialMS int64  `json:"backoff_initial_ms"`
+	BackoffMaxMS     int64  `json:"backoff_max_ms"`
+}
+
+// MarshalJSON encodes the policy as the API's body, the backoff as *_ms.
+func (p QueuePolicy) MarshalJSON() ([]byte, error) {
+	return json.Marshal(queuePolicyWire{p.MaxAttempts, p.BackoffInitial.Milliseconds(), p.BackoffMax.Milliseconds()})
+}
+
+// UnmarshalJSON reads the API's form of a policy.
+func (p *QueuePolicy) UnmarshalJSON(b []byte) error {
+	var w queuePolicyWire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*p = QueuePolicy{w.MaxAttempts, time.Duration(w.BackoffInitialMS) * time.Millisecond, time.Duration(w.BackoffMaxMS) * time.Millisecond}
+	return nil
+}

@@ -18,6 +18,10 @@ func TestWireFormsHaveEveryField(t *testing.T) {
 		{RenewRequest{}, renewWire{}},
 		{PutKVRequest{}, putKVWire{}},
 		{SetRefRequest{}, setRefWire{}},
+		{CreateTaskRequest{}, createTaskWire{}},
+		{UpdateTaskRequest{}, updateTaskWire{}},
+		{RetryTaskRequest{}, retryTaskWire{}},
+		{QueuePolicy{}, queuePolicyWire{}},
 	} {
 		rt, wt := reflect.TypeOf(tc.req), reflect.TypeOf(tc.wire)
 		sent, replaced := 0, 0

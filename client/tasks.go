@@ -26,7 +26,19 @@ type Task struct {
 	Result       json.RawMessage `json:"result"`
 	CreatedAt    time.Time       `json:"created_at"`
 	UpdatedAt    time.Time       `json:"updated_at"`
+	// Attempts, backoff and delays (docs/api.md). MaxAttempts 0 is
+	// unlimited; zero backoff fields are the server's defaults.
+	MaxAttempts      uint64     `json:"max_attempts"`
+	BackoffInitialMS int64      `json:"backoff_initial_ms"`
+	BackoffMaxMS     int64      `json:"backoff_max_ms"`
+	AvailableAt      *time.Time `json:"available_at"` // nil: claimable at any time
+	LastError        string     `json:"last_error"`
+	FailedAt         *time.Time `json:"failed_at"` // nil: no failed attempt
 }
+
+// StatusDead is the status of a task that used its attempts or failed
+// without retry (see FailTask, RetryTask).
+const StatusDead = "dead"
 
 // Fence guards a write: it applies only if Token is the current fencing
 // token of task TaskID in the same tenant, else ErrFenced.
@@ -43,6 +55,35 @@ type CreateTaskRequest struct {
 	Status   string          `json:"status,omitempty"`
 	Priority *int64          `json:"priority,omitempty"`
 	Payload  json.RawMessage `json:"payload,omitempty"`
+	// MaxAttempts caps the claims (0: unlimited); after the last failed
+	// attempt the task is dead. Backoff after a failed attempt doubles
+	// from BackoffInitial up to BackoffMax, with jitter (0: the server's
+	// defaults).
+	MaxAttempts    uint64        `json:"max_attempts,omitempty"`
+	BackoffInitial time.Duration `json:"-"`
+	BackoffMax     time.Duration `json:"-"`
+	// A queue claim does not take the task before AvailableAt, or before
+	// the server's time of the create plus Delay. Give one or neither.
+	AvailableAt *time.Time    `json:"available_at,omitempty"`
+	Delay       time.Duration `json:"-"`
+}
+
+// FailTaskRequest is the body of FailTask.
+type FailTaskRequest struct {
+	FencingToken uint64 `json:"fencing_token"`
+	Error        string `json:"error,omitempty"`
+	NonRetryable bool   `json:"non_retryable,omitempty"`
+	// Status is the status to go back to when the task will be retried
+	// (default "pending").
+	Status string `json:"status,omitempty"`
+}
+
+// RetryTaskRequest is the body of RetryTask.
+type RetryTaskRequest struct {
+	ExpectVersion *uint64       `json:"expect_version,omitempty"`
+	Status        string        `json:"status,omitempty"` // default "pending"
+	AvailableAt   *time.Time    `json:"available_at,omitempty"`
+	Delay         time.Duration `json:"-"`
 }
 
 // ListTasksOptions filters ListTasks; zero fields do not filter.
@@ -102,6 +143,10 @@ type UpdateTaskRequest struct {
 	Result        json.RawMessage `json:"result,omitempty"`
 	Payload       json.RawMessage `json:"payload,omitempty"`
 	Release       *bool           `json:"release,omitempty"`
+	// With Release: a queue claim does not take the task before
+	// AvailableAt, or the server's time of the update plus Delay.
+	AvailableAt *time.Time    `json:"available_at,omitempty"`
+	Delay       time.Duration `json:"-"`
 }
 
 // CreateTask creates a task. An existing id is ErrAlreadyExists.
@@ -196,6 +241,25 @@ func (c *Client) UpdateTask(ctx context.Context, tenant, id string, req UpdateTa
 	return c.doTask(ctx, http.MethodPost, tenantPath(tenant, "tasks", id, "update"), req, opts)
 }
 
+// FailTask ends the attempt held under req.FencingToken as failed: the
+// task is retried after its backoff, or is dead (StatusDead) after its
+// last attempt or when req.NonRetryable. ErrFenced for a stale token.
+func (c *Client) FailTask(ctx context.Context, tenant, id string, req FailTaskRequest, opts ...RequestOption) (*Task, error) {
+	if err := required("tenant", tenant, "task id", id); err != nil {
+		return nil, err
+	}
+	return c.doTask(ctx, http.MethodPost, tenantPath(tenant, "tasks", id, "fail"), req, opts)
+}
+
+// RetryTask puts a task (typically a dead one) back to a claimable status
+// with its attempts reset. ErrLeaseHeld while someone holds its lease.
+func (c *Client) RetryTask(ctx context.Context, tenant, id string, req RetryTaskRequest, opts ...RequestOption) (*Task, error) {
+	if err := required("tenant", tenant, "task id", id); err != nil {
+		return nil, err
+	}
+	return c.doTask(ctx, http.MethodPost, tenantPath(tenant, "tasks", id, "retry"), req, opts)
+}
+
 func (c *Client) doTask(ctx context.Context, method, path string, body any, opts []RequestOption) (*Task, error) {
 	var out Task
 	if _, err := c.Do(ctx, method, path, body, &out, opts...); err != nil {
@@ -208,4 +272,38 @@ func setIf(q url.Values, key, value string) {
 	if value != "" {
 		q.Set(key, value)
 	}
+}
+
+// QueuePolicy is a queue's lifecycle defaults: tasks created in the queue
+// afterwards take them for the fields their create leaves zero. Zero
+// fields give no default.
+type QueuePolicy struct {
+	MaxAttempts    uint64        `json:"max_attempts"`
+	BackoffInitial time.Duration `json:"-"`
+	BackoffMax     time.Duration `json:"-"`
+}
+
+// SetQueuePolicy sets (all zero: clears) a queue's lifecycle defaults; it
+// needs the cluster admin token.
+func (c *Client) SetQueuePolicy(ctx context.Context, tenant, queue string, p QueuePolicy, opts ...RequestOption) (*QueuePolicy, error) {
+	if err := required("tenant", tenant, "queue", queue); err != nil {
+		return nil, err
+	}
+	var out QueuePolicy
+	if _, err := c.Do(ctx, http.MethodPut, tenantPath(tenant, "queues", queue, "policy"), p, &out, opts...); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GetQueuePolicy returns a queue's lifecycle defaults (zeros: none).
+func (c *Client) GetQueuePolicy(ctx context.Context, tenant, queue string, opts ...RequestOption) (*QueuePolicy, error) {
+	if err := required("tenant", tenant, "queue", queue); err != nil {
+		return nil, err
+	}
+	var out QueuePolicy
+	if _, err := c.Do(ctx, http.MethodGet, tenantPath(tenant, "queues", queue, "policy"), nil, &out, opts...); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }

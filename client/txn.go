@@ -61,8 +61,8 @@ func TxnCreateTask(req CreateTaskRequest) TxnOp {
 func TxnUpdateTask(taskID string, req UpdateTaskRequest) TxnOp {
 	return TxnOp{Op: "task.update", Body: struct {
 		TaskID string `json:"task_id"`
-		UpdateTaskRequest
-	}{taskID, req}}
+		updateTaskWire
+	}{taskID, req.wire()}}
 }
 
 // TxnClaimTask is a task.claim op.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Errors of a Lease. A lease that ended involuntarily reports an error that
@@ -107,7 +108,11 @@ func (c WorkerConfig) Validate() error {
 // or the caller's context ends. fn should finish with l.Complete or
 // l.Release; when it returns nil without doing so, the task stays leased
 // until the lease runs out (it is no longer renewed). When it returns an
-// error, the worker releases the task.
+// error, the worker fails the attempt (FailTask with the error's message;
+// NonRetryable errors make the task dead at once): the server retries the
+// task after its backoff, and makes it dead after its max_attempts. When
+// it returns an error because the caller's context ended, the worker
+// releases the task instead, without using an attempt.
 type WorkFunc func(ctx context.Context, l *Lease) error
 
 // Worker claims tasks from one queue and runs a WorkFunc on each, renewing
@@ -449,8 +454,14 @@ func (l *Lease) run(ctx context.Context, fn WorkFunc) error {
 	err := fn(fctx, l)
 	stop()
 	if err != nil {
-		if rerr := l.releaseAfterFailure(); rerr != nil {
-			err = errors.Join(err, fmt.Errorf("release task %q: %w", l.task.TaskID, rerr))
+		if ctx.Err() != nil {
+			if rerr := l.releaseAfterFailure(); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("release task %q: %w", l.task.TaskID, rerr))
+			}
+			return err
+		}
+		if ferr := l.failAfterError(err); ferr != nil {
+			err = errors.Join(err, fmt.Errorf("fail task %q: %w", l.task.TaskID, ferr))
 		}
 		return err
 	}
@@ -472,6 +483,102 @@ func (l *Lease) releaseAfterFailure() error {
 		return nil
 	}
 	return err
+}
+
+// failAfterError ends a lease still held after fn failed with a failed
+// attempt. A refusal as fenced means the lease was lost meanwhile: nothing
+// to report.
+func (l *Lease) failAfterError(cause error) error {
+	if l.Err() != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), l.w.cfg.ReleaseTimeout)
+	defer cancel()
+	_, err := l.Fail(ctx, cause)
+	if errors.Is(err, ErrFenced) || errors.Is(err, ErrLeaseLost) {
+		return nil
+	}
+	return err
+}
+
+// Fail ends the attempt as failed with cause's message (at most 4,096
+// bytes of it), non-retryable when cause wraps a NonRetryable error, and
+// gives the lease back: the server retries the task after its backoff, or
+// makes it dead (StatusDead) after its last attempt.
+func (l *Lease) Fail(ctx context.Context, cause error) (*Task, error) {
+	if err := l.beginRelease(); err != nil {
+		return nil, err
+	}
+	req := FailTaskRequest{FencingToken: l.task.FencingToken, NonRetryable: IsNonRetryable(cause)}
+	if cause != nil {
+		req.Error = truncateUTF8(cause.Error(), maxFailError)
+	}
+	t, err := l.w.c.FailTask(ctx, l.w.cfg.Tenant, l.task.TaskID, req)
+	l.observe(err, true)
+	l.endRelease(err)
+	return t, err
+}
+
+const maxFailError = 4096 // the server's limit on a failure's message
+
+// truncateUTF8 cuts s to at most n bytes, not inside a character.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// nonRetryable marks an error that retrying cannot fix.
+type nonRetryable struct{ err error }
+
+func (e *nonRetryable) Error() string { return e.err.Error() }
+func (e *nonRetryable) Unwrap() error { return e.err }
+
+// NonRetryable wraps err so that a Worker fails the task as non-retryable:
+// it goes dead at once instead of being retried after a backoff. nil stays
+// nil.
+func NonRetryable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &nonRetryable{err: err}
+}
+
+// IsNonRetryable reports whether err wraps a NonRetryable error.
+func IsNonRetryable(err error) bool {
+	var nr *nonRetryable
+	return errors.As(err, &nr)
+}
+
+// RunPool runs Run in n goroutines (at most n tasks at once; n below 1 is
+// 1) until ctx ends, and returns ctx.Err(), or the first error that
+// stopped one of them (the others are then stopped too).
+func (w *Worker) RunPool(ctx context.Context, n int, fn WorkFunc) error {
+	n = max(n, 1)
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.Run(pctx, fn); err != nil && pctx.Err() == nil {
+				once.Do(func() { first = err })
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	return ctx.Err()
 }
 
 // startRenewer starts the renewal loop and returns a function that stops it

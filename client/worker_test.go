@@ -53,7 +53,7 @@ func (f *fakeQueue) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		n, reply := len(f.renews), f.renewReply
 		f.mu.Unlock()
 		f.answer(w, reply, n, strings.Split(r.URL.Path, "/")[5])
-	case strings.HasSuffix(r.URL.Path, "/update"):
+	case strings.HasSuffix(r.URL.Path, "/update"), strings.HasSuffix(r.URL.Path, "/fail"):
 		f.mu.Lock()
 		f.updates = append(f.updates, req)
 		n, reply := len(f.updates), f.updateReply
@@ -408,29 +408,115 @@ func TestWorkerFencedWriteLosesLease(t *testing.T) {
 	}
 }
 
-// TestWorkerReleasesAfterFnError: fn fails; the worker releases the task
-// under its token and returns fn's error.
-func TestWorkerReleasesAfterFnError(t *testing.T) {
+// TestWorkerFailsAfterFnError: fn fails; the worker fails the attempt
+// under its token with the error's message (the server then backs off or
+// makes the task dead) and returns fn's error. A NonRetryable error says
+// so; an error because the caller's context ended releases the task
+// instead, using no attempt.
+func TestWorkerFailsAfterFnError(t *testing.T) {
 	noLeaks(t)
-	f := &fakeQueue{pending: []string{"t1"}}
+	for _, tc := range []struct {
+		name      string
+		err       error
+		cancel    bool
+		wantPath  string
+		wantNoRet bool
+	}{
+		{name: "retryable", err: errors.New("boom"), wantPath: "/fail"},
+		{name: "non-retryable", err: fmt.Errorf("parse: %w", client.NonRetryable(errors.New("bad input"))), wantPath: "/fail", wantNoRet: true},
+		{name: "caller stopped", err: context.Canceled, cancel: true, wantPath: "/update"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeQueue{pending: []string{"t1"}}
+			c := startFake(t, f, 2*time.Second)
+			w := newWorker(t, c, client.WorkerConfig{Lease: 10 * time.Second})
+			ctx, cancel := context.WithCancel(ctxTimeout(t, 10*time.Second))
+			defer cancel()
+			var lease *client.Lease
+			claimed, err := w.RunOnce(ctx, func(ctx context.Context, l *client.Lease) error {
+				lease = l
+				if tc.cancel {
+					cancel()
+				}
+				return tc.err
+			})
+			if !claimed || !errors.Is(err, tc.err) {
+				t.Fatalf("RunOnce: got (%v, %v), want (true, %v)", claimed, err, tc.err)
+			}
+			_, _, updates := f.recorded()
+			if len(updates) != 1 || !strings.HasSuffix(updates[0].path, tc.wantPath) || updates[0].body["fencing_token"] != json.Number("101") {
+				t.Fatalf("writes after fn: got %v, want one %s under token 101", updates, tc.wantPath)
+			}
+			b := updates[0].body
+			if tc.wantPath == "/fail" {
+				if b["error"] != tc.err.Error() || (b["non_retryable"] == true) != tc.wantNoRet {
+					t.Errorf("fail body: got %v, want error %q non_retryable %v", b, tc.err.Error(), tc.wantNoRet)
+				}
+			} else if b["release"] != true {
+				t.Errorf("release body: got %v", b)
+			}
+			if !errors.Is(lease.Err(), client.ErrLeaseReleased) {
+				t.Errorf("lease: got %v, want released", lease.Err())
+			}
+		})
+	}
+}
+
+func TestNonRetryable(t *testing.T) {
+	base := errors.New("bad")
+	if client.NonRetryable(nil) != nil {
+		t.Error("NonRetryable(nil) is not nil")
+	}
+	wrapped := fmt.Errorf("step 3: %w", client.NonRetryable(base))
+	if !client.IsNonRetryable(wrapped) || !errors.Is(wrapped, base) || wrapped.Error() != "step 3: bad" {
+		t.Errorf("wrapped: IsNonRetryable %v, Is(base) %v, message %q", client.IsNonRetryable(wrapped), errors.Is(wrapped, base), wrapped.Error())
+	}
+	if client.IsNonRetryable(base) || client.IsNonRetryable(nil) {
+		t.Error("a plain error is non-retryable")
+	}
+}
+
+// TestWorkerRunPoolBounded: RunPool runs at most n functions at once and
+// stops with ctx.
+func TestWorkerRunPoolBounded(t *testing.T) {
+	noLeaks(t)
+	ids := make([]string, 12)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("t%d", i)
+	}
+	f := &fakeQueue{pending: ids}
 	c := startFake(t, f, 2*time.Second)
-	w := newWorker(t, c, client.WorkerConfig{Lease: 10 * time.Second})
-	boom := errors.New("boom")
-	var lease *client.Lease
-	claimed, err := w.RunOnce(ctxTimeout(t, 10*time.Second), func(ctx context.Context, l *client.Lease) error {
-		lease = l
-		return boom
+	w := newWorker(t, c, client.WorkerConfig{Lease: 10 * time.Second, Wait: 100 * time.Millisecond})
+	ctx, cancel := context.WithCancel(ctxTimeout(t, 20*time.Second))
+	defer cancel()
+	var mu sync.Mutex
+	running, peak, done := 0, 0, 0
+	errc := make(chan error, 1)
+	go func() {
+		errc <- w.RunPool(ctx, 3, func(ctx context.Context, l *client.Lease) error {
+			mu.Lock()
+			running++
+			peak = max(peak, running)
+			mu.Unlock()
+			pause(ctx, 20*time.Millisecond)
+			mu.Lock()
+			running--
+			done++
+			mu.Unlock()
+			return l.Release(ctx)
+		})
+	}()
+	waitFor(t, 15*time.Second, "all twelve tasks run", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return done == 12
 	})
-	if !claimed || !errors.Is(err, boom) {
-		t.Fatalf("RunOnce: got (%v, %v), want (true, boom)", claimed, err)
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Errorf("RunPool: got %v, want context.Canceled", err)
 	}
-	_, _, updates := f.recorded()
-	if len(updates) != 1 || updates[0].body["release"] != true || updates[0].body["fencing_token"] != json.Number("101") ||
-		updates[0].body["status"] != nil {
-		t.Fatalf("updates: got %v, want one release under token 101", updates)
-	}
-	if !errors.Is(lease.Err(), client.ErrLeaseReleased) {
-		t.Errorf("lease: got %v, want released", lease.Err())
+	if peak < 1 || peak > 3 {
+		t.Errorf("peak concurrency %d, want 1 to 3", peak)
 	}
 }
 

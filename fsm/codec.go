@@ -14,9 +14,16 @@ import (
 // Version 1 commands have no session fields; an entry with a command in a
 // client session is EntryVersion2, written only then, so that a cluster
 // whose clients use no sessions writes the same entries as before them.
+// An entry with a command that uses the task lifecycle (a task.fail or
+// task.retry, or lifecycle fields in a task create or update, also inside
+// a transaction: see lifecycle.go) is EntryVersion3, written only then;
+// its commands have all of version 2's fields. A member that predates
+// lifecycles refuses it rather than apply it without the fields it does
+// not know.
 const (
 	EntryVersion  byte = 1
 	EntryVersion2 byte = 2
+	EntryVersion3 byte = 3
 )
 
 // MaxCommandsPerEntry bounds how many commands group commit packs into one
@@ -58,9 +65,15 @@ func encode(v any) []byte {
 		r := &x.Result
 		return appendIdemRecord(make([]byte, 0, 96+len(x.FP)+len(r.Code)+len(r.Details)+len(r.Message)+len(r.Value)), x)
 	case *Task:
+		if x.Life != nil {
+			break // rare enough for reflection (appendTask writes the 16 fields of records without it)
+		}
 		return appendTask(make([]byte, 0, 208+len(x.ArtifactID)+len(x.ID)+len(x.Owner)+len(x.Queue)+
 			len(x.Status)+len(x.Tenant)+len(x.Payload)+len(x.Result)), x)
 	case *TaskUpdateArgs:
+		if x.entryV3() {
+			break // the lifecycle fields: reflection
+		}
 		return appendTaskUpdateArgs(make([]byte, 0, 128+len(x.ID)+len(x.Payload)+len(x.Result)), x)
 	case *QueueClaimArgs:
 		return appendQueueClaimArgs(make([]byte, 0, 96+len(x.Queue)+len(x.Owner)+16*len(x.Statuses)), x)
@@ -139,17 +152,26 @@ func EncodeEntry(cmds []*Command) []byte {
 			size += c.Size()
 		}
 	}
-	v2 := false
+	v2, v3 := false, false
 	for _, c := range cmds {
 		if c != nil && c.inSession() {
 			v2 = true
 		}
+		if c != nil && c.lifecycle() {
+			v3 = true
+		}
+	}
+	if v3 {
+		return appendCommands(append(make([]byte, 0, size), EntryVersion3), cmds, true)
 	}
 	if v2 {
 		return appendCommands(append(make([]byte, 0, size), EntryVersion2), cmds, true)
 	}
 	return appendCommands(append(make([]byte, 0, size), EntryVersion), cmds, false)
 }
+
+// lifecycle reports whether c needs an EntryVersion3 entry.
+func (c *Command) lifecycle() bool { return c.v3 || lifecycleKinds[c.Kind] }
 
 // inSession reports whether any session field is set.
 func (c *Command) inSession() bool { return c.Session != 0 || c.Seq != 0 || c.Ack != 0 }
@@ -159,7 +181,7 @@ func DecodeEntry(b []byte) ([]*Command, error) {
 	if len(b) == 0 {
 		return nil, fmt.Errorf("%w: empty", ErrBadEntry)
 	}
-	if b[0] != EntryVersion && b[0] != EntryVersion2 {
+	if b[0] != EntryVersion && b[0] != EntryVersion2 && b[0] != EntryVersion3 {
 		return nil, fmt.Errorf("%w: unknown version %d", ErrBadEntry, b[0])
 	}
 	cmds, err := decodeCommands(b[1:], MaxCommandsPerEntry)
@@ -179,6 +201,10 @@ func DecodeEntry(b []byte) ([]*Command, error) {
 		if b[0] == EntryVersion && c.inSession() {
 			return nil, fmt.Errorf("%w: command %d has session fields in a version %d entry", ErrBadEntry, i, b[0])
 		}
+		if b[0] < EntryVersion3 && lifecycleKinds[c.Kind] {
+			return nil, fmt.Errorf("%w: command %d is a %s in a version %d entry", ErrBadEntry, i, c.Kind, b[0])
+		}
+		c.v3 = b[0] == EntryVersion3
 	}
 	return cmds, nil
 }

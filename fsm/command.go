@@ -53,11 +53,18 @@ type Command struct {
 	Ack     uint64
 	// Args is the msgpack encoding of the kind's argument struct.
 	Args []byte
+	// v3: the args use lifecycle fields (NewCommand sets it; see
+	// EntryVersion3). Not encoded: the entry's version carries it.
+	v3 bool
 }
 
 // NewCommand builds a command with args encoded.
 func NewCommand(kind Kind, now int64, tenant, principal string, args any) *Command {
-	return &Command{Kind: kind, Now: now, Tenant: tenant, Principal: principal, Args: encode(args)}
+	c := &Command{Kind: kind, Now: now, Tenant: tenant, Principal: principal, Args: encode(args)}
+	if v, ok := args.(entryV3); ok && v.entryV3() {
+		c.v3 = true
+	}
+	return c
 }
 
 // Size is about how many bytes c takes in a log entry: its variable-length

@@ -34,6 +34,13 @@ var commandTable = []commandSpec{
 	{Kind: KindTaskUpdate, Args: TaskUpdateArgs{}, Apply: applyTaskUpdate, Txn: true},
 	{Kind: KindTaskDelete, Args: TaskDeleteArgs{}, Apply: applyTaskDelete},
 
+	// Task lifecycle (lifecycle.go): a failed attempt, and retrying a task.
+	// Only in EntryVersion3 entries.
+	{Kind: KindTaskFail, Args: TaskFailArgs{}, Apply: applyTaskFail},
+	{Kind: KindTaskRetry, Args: TaskRetryArgs{}, Apply: applyTaskRetry},
+	// A queue's lifecycle defaults for the tasks created in it later.
+	{Kind: KindQueuePolicy, Args: QueuePolicyArgs{}, Apply: applyQueuePolicy},
+
 	// Knowledge store (kv.go). The leader proposes kv.purge.
 	{Kind: KindKVPut, Args: KVPutArgs{}, Apply: applyKVPut, Txn: true},
 	{Kind: KindKVDelete, Args: KVDeleteArgs{}, Apply: applyKVDelete, Txn: true},

@@ -12,6 +12,8 @@ package fsm
 //	it/<tenant>/<expiry ms>/<i/ key>     the same, per tenant (its byte budget)
 //	ih/<tenant>/<principal>              newest key time whose record is gone
 //	cfg/limits                           replicated limits (limits.go)
+//	cfg/lifecycle                        present once a task uses lifecycle fields (lifecycle.go)
+//	t/<tenant>/qp/<queue>                a queue's lifecycle defaults (lifecycle.go)
 //	ss/, sa/, se/                        client sessions (sessions.go)
 func memberKey(id string) string              { return "m/" + id }
 func tenantKey(t string) string               { return "t/" + t }

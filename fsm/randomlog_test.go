@@ -135,7 +135,7 @@ func (g *logGen) command(index uint64, first bool) *Command {
 	rng, now := g.rng, g.now
 	tenant := g.name("t", 4)
 	var c *Command
-	switch rng.IntN(40) {
+	switch rng.IntN(44) {
 	case 0, 1:
 		c = tenantPut(now, tenant)
 	case 2, 3:
@@ -286,6 +286,35 @@ func (g *logGen) command(index uint64, first bool) *Command {
 		fc := g.fence(c) // its task may be of another tenant: fenced
 		c.Tenant = a.tenant
 		c.Args = encode(&RefSetArgs{Ref: g.name("r", 3), ArtifactID: a.id, ExpectArtifactID: expect, Fence: fc})
+
+	case 40: // lifecycle: attempts, backoff and a delay on create
+		a := &TaskCreateArgs{ID: g.name("task", 5), Queue: "q", Priority: int64(rng.IntN(3)),
+			MaxAttempts: uint64(rng.IntN(4)), BackoffInitialMs: int64(rng.IntN(300)), BackoffMaxMs: int64(rng.IntN(2000))}
+		if rng.IntN(2) == 0 {
+			a.AvailableAt = now + int64(rng.IntN(600)-100)
+		} else {
+			a.DelayMs = int64(rng.IntN(500))
+		}
+		c = NewCommand(KindTaskCreate, now, tenant, "", a)
+	case 41: // a failed attempt, mostly of a task claimed lately, with its token
+		a := &TaskFailArgs{ID: g.name("task", 5), Error: g.name("e", 3), NonRetryable: rng.IntN(5) == 0, Rand: rng.Uint64()}
+		if len(g.claims) > 0 && rng.IntN(4) != 0 {
+			cl := g.claims[len(g.claims)-1-rng.IntN(min(len(g.claims), 3))]
+			tenant, a.ID = cl.tenant, cl.task
+			if t, _, ok := g.state.GetTask(cl.tenant, cl.task); ok {
+				a.FencingToken = t.FencingToken
+			}
+		}
+		c = NewCommand(KindTaskFail, now, tenant, "", a)
+	case 42:
+		if rng.IntN(2) == 0 {
+			c = NewCommand(KindTaskRetry, now, tenant, "", &TaskRetryArgs{ID: g.name("task", 5), DelayMs: int64(rng.IntN(300))})
+		} else {
+			c = NewCommand(KindTaskUpdate, now, tenant, "", &TaskUpdateArgs{ID: g.name("task", 5), Release: true, DelayMs: int64(rng.IntN(300))})
+		}
+	case 43:
+		c = NewCommand(KindQueuePolicy, now, tenant, "", &QueuePolicyArgs{Queue: "q", Policy: QueuePolicy{
+			MaxAttempts: uint64(rng.IntN(3)), BackoffInitialMs: int64(rng.IntN(200))}})
 
 	default:
 		var a TxnArgs

@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"encoding/base64"
-	"strings"
 )
 
 // Reads for the HTTP layer. Each takes the read lock once and returns the
@@ -63,22 +62,17 @@ func matches(t *Task, flt TaskFilter) bool {
 }
 
 // Claimable reports whether a queue claim at now would find a task, and the
-// earliest future lease expiry among the queue's leased tasks in statuses
-// (0 if none): the time at which a waiting claimer should look again.
+// earliest future lease expiry or delayed task's due time among the
+// queue's tasks in statuses (0 if none): the time at which a waiting
+// claimer should look again.
 func (f *FSM) Claimable(tenant, queue string, statuses []string, now int64) (ok bool, nextExpiry int64) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	if bestClaimable(f.st, tenant, queue, statuses, now) != nil {
+	// A lease out on its last attempt counts as claimable: the claim
+	// moves the task to dead (and then finds what else there is).
+	best, exhausted, next := bestClaimable(f.st, tenant, queue, statuses, now)
+	if best != nil || len(exhausted) > 0 {
 		return true, 0
 	}
-	for _, status := range statuses {
-		f.st.Scan(queuePrefix(tenant, queue, status)+"l/", "", func(k string, _ []byte) bool {
-			t, found := getTask(f.st, tenant, k[strings.LastIndexByte(k, '/')+1:])
-			if found && t.LeaseUntil > now && (nextExpiry == 0 || t.LeaseUntil < nextExpiry) {
-				nextExpiry = t.LeaseUntil
-			}
-			return false
-		})
-	}
-	return false, nextExpiry
+	return false, next
 }

@@ -14,7 +14,14 @@ import (
 // Snapshot stream format, inside one zstd frame:
 //
 //	snapHeader, then Count x snapItem, then snapTrailer (the state digest).
-const snapshotFormat = 1
+//
+// snapshotFormat2 is the same stream of a state that holds task records
+// with a lifecycle part (lifecycleMarkerKey): a member that predates
+// lifecycles refuses it instead of dropping the part. Both are read.
+const (
+	snapshotFormat  = 1
+	snapshotFormat2 = 2
+)
 
 type snapHeader struct {
 	Format  int
@@ -55,6 +62,9 @@ func (s *snapshot) write(w io.Writer) error {
 	}
 	enc := codec.NewEncoder(zw, mh)
 	hdr := snapHeader{Format: snapshotFormat, Applied: s.applied, Clock: s.clock, Count: s.st.Len()}
+	if s.st.Has(lifecycleMarkerKey) {
+		hdr.Format = snapshotFormat2
+	}
 	if err := enc.Encode(&hdr); err != nil {
 		return err
 	}
@@ -95,7 +105,7 @@ func readSnapshot(r io.Reader) (*Store, snapHeader, error) {
 	if err := dec.Decode(&hdr); err != nil {
 		return nil, hdr, fmt.Errorf("%w: header: %v", ErrBadSnapshot, err)
 	}
-	if hdr.Format != snapshotFormat || hdr.Count < 0 {
+	if (hdr.Format != snapshotFormat && hdr.Format != snapshotFormat2) || hdr.Count < 0 {
 		return nil, hdr, fmt.Errorf("%w: format %d, count %d", ErrBadSnapshot, hdr.Format, hdr.Count)
 	}
 	st := newStore()

@@ -24,6 +24,10 @@ type Task struct {
 	// Seq orders tasks of equal priority by age: the log position (index<<16
 	// | sequence) of the command that created the task.
 	Seq uint64
+	// Life holds attempts, backoff and availability (lifecycle.go); nil
+	// for a task that uses none, whose record then has the 16 fields it
+	// had before.
+	Life *TaskLife `codec:",omitempty"`
 }
 
 // taskJSON is the wire form of a task (docs/api.md "Tasks").
@@ -43,6 +47,12 @@ type taskJSON struct {
 	Result       json.RawMessage `json:"result"`
 	CreatedAt    string          `json:"created_at"`
 	UpdatedAt    string          `json:"updated_at"`
+	MaxAttempts  uint64          `json:"max_attempts"`
+	BackoffInit  int64           `json:"backoff_initial_ms"`
+	BackoffMax   int64           `json:"backoff_max_ms"`
+	AvailableAt  *string         `json:"available_at"`
+	LastError    string          `json:"last_error"`
+	FailedAt     *string         `json:"failed_at"`
 }
 
 // MarshalJSON renders the wire form, taskJSON.
@@ -54,6 +64,17 @@ func (t *Task) MarshalJSON() ([]byte, error) {
 	if t.LeaseUntil != 0 {
 		s := FormatMillis(t.LeaseUntil)
 		w.LeaseUntil = &s
+	}
+	if l := t.Life; l != nil {
+		w.MaxAttempts, w.BackoffInit, w.BackoffMax, w.LastError = l.MaxAttempts, l.BackoffInitialMs, l.BackoffMaxMs, l.LastError
+		if l.AvailableAt != 0 {
+			s := FormatMillis(l.AvailableAt)
+			w.AvailableAt = &s
+		}
+		if l.FailedAt != 0 {
+			s := FormatMillis(l.FailedAt)
+			w.FailedAt = &s
+		}
 	}
 	if len(w.Payload) == 0 {
 		w.Payload = json.RawMessage("{}")
@@ -71,6 +92,7 @@ func (t *Task) leaseLive(now int64) bool { return t.Owner != "" && t.LeaseUntil 
 //
 //	t/<tenant>/q/<queue>/<status>/r/<prio>/<seq>/<id>    no lease: ready
 //	t/<tenant>/q/<queue>/<status>/l/<lease until>/<id>   leased (live or expired)
+//	t/<tenant>/q/<queue>/<status>/d/<available at>/<id>  no lease, delayed (due or not)
 //
 // <prio> sorts the highest priority first, <seq> the oldest first, so a
 // queue claim reads the first ready key of each asked status plus the
@@ -103,7 +125,10 @@ func (t *Task) indexKey() string {
 	// or queuePrefix(...) + "l/" + lease + "/" + id.
 	b := make([]byte, 0, 2+len(t.Tenant)+3+len(t.Queue)+1+len(t.Status)+1+2+34+1+len(t.ID))
 	b = appendQueuePrefix(b, t.Tenant, t.Queue, t.Status)
-	if t.Owner == "" && t.LeaseUntil == 0 {
+	if at := t.availableAt(); at != 0 && t.Owner == "" && t.LeaseUntil == 0 {
+		b = append(b, "d/"...)
+		b = appendHex16(b, uint64(at))
+	} else if t.Owner == "" && t.LeaseUntil == 0 {
 		b = append(b, "r/"...)
 		b = appendHex16(b, prioBits(t.Priority))
 		b = append(b, '/')
@@ -134,6 +159,9 @@ func getTask(st *Store, tenant, id string) (*Task, bool) {
 // An update that keeps the task's queue position keeps the entry as it is.
 func (f *FSM) putTask(old, t *Task) {
 	f.stats.noteTask(old, t, f.clock)
+	if t.Life != nil && !f.st.Has(lifecycleMarkerKey) {
+		f.st.Put(lifecycleMarkerKey, []byte{1})
+	}
 	f.st.Put(taskKey(t.Tenant, t.ID), encode(t))
 	idx := t.indexKey()
 	var oldIdx string

@@ -22,6 +22,13 @@ type TaskCreateArgs struct {
 	Status   string
 	Priority int64
 	Payload  []byte
+	// Lifecycle (lifecycle.go); left out of the encoding when zero, so a
+	// create that uses none is the bytes it was before.
+	MaxAttempts      uint64 `codec:",omitempty"`
+	BackoffInitialMs int64  `codec:",omitempty"`
+	BackoffMaxMs     int64  `codec:",omitempty"`
+	AvailableAt      int64  `codec:",omitempty"` // Unix ms
+	DelayMs          int64  `codec:",omitempty"` // from the command's time; the later wins
 }
 
 // TaskClaimArgs claims one task.
@@ -64,6 +71,11 @@ type TaskUpdateArgs struct {
 	Result        []byte
 	Payload       []byte
 	Release       bool
+	// With Release: a queue claim does not take the task before the later
+	// of AvailableAt and the command's time plus DelayMs (lifecycle.go).
+	// Left out of the encoding when zero.
+	AvailableAt int64 `codec:",omitempty"`
+	DelayMs     int64 `codec:",omitempty"`
 }
 
 // TaskDeleteArgs deletes a task.
@@ -88,8 +100,13 @@ func applyTaskCreate(f *FSM, ctx *applyCtx, c *Command) *Result {
 	if status == "" {
 		status = "pending"
 	}
+	withQueueDefaults(f.st, c.Tenant, &a)
 	t := &Task{Tenant: c.Tenant, ID: a.ID, Queue: a.Queue, Status: status, Priority: a.Priority,
 		Payload: a.Payload, Version: 1, CreatedAt: ctx.now, UpdatedAt: ctx.now, Seq: ctx.nextSeq()}
+	if a.entryV3() {
+		t.Life = &TaskLife{MaxAttempts: a.MaxAttempts, BackoffInitialMs: a.BackoffInitialMs, BackoffMaxMs: a.BackoffMaxMs,
+			AvailableAt: availableAt(a.AvailableAt, a.DelayMs, ctx.now)}
+	}
 	f.putTask(nil, t)
 	return okValue(OutcomeCreated, t)
 }
@@ -116,6 +133,11 @@ func leaseHeld(t *Task) *Result {
 func claim(f *FSM, ctx *applyCtx, t *Task, owner string, leaseMs int64, setStatus *string) *Result {
 	old := *t
 	t.Owner, t.LeaseUntil = owner, ctx.now+leaseMs
+	if t.Life != nil && t.Life.AvailableAt != 0 {
+		l := *t.Life
+		l.AvailableAt = 0
+		t.Life = &l
+	}
 	t.FencingToken = ctx.nextToken()
 	t.Attempt++
 	t.Version++
@@ -142,6 +164,9 @@ func applyTaskClaim(f *FSM, ctx *applyCtx, c *Command) *Result {
 	if t.leaseLive(ctx.now) && t.Owner != a.Owner {
 		return leaseHeld(t)
 	}
+	if r := claimRefusal(t); r != nil {
+		return r
+	}
 	return claim(f, ctx, t, a.Owner, a.LeaseMs, a.SetStatus)
 }
 
@@ -150,7 +175,10 @@ func applyQueueClaim(f *FSM, ctx *applyCtx, c *Command) *Result {
 	if r := decodeArgs(c, &a); r != nil {
 		return r
 	}
-	t := bestClaimable(f.st, c.Tenant, a.Queue, a.Statuses, ctx.now)
+	t, exhausted, _ := bestClaimable(f.st, c.Tenant, a.Queue, a.Statuses, ctx.now)
+	for _, x := range exhausted {
+		markDead(f, ctx, x)
+	}
 	if t == nil {
 		return okValue(OutcomeNoContent, nil)
 	}
@@ -158,16 +186,26 @@ func applyQueueClaim(f *FSM, ctx *applyCtx, c *Command) *Result {
 }
 
 // bestClaimable finds the highest-priority, then oldest, task of the queue
-// whose status is in statuses and that has no live lease. It reads the first
-// ready entry per status and the expired leases, not the whole queue.
-func bestClaimable(st *Store, tenant, queue string, statuses []string, now int64) *Task {
-	var best *Task
+// whose status is in statuses, that has no live lease and is due. It reads
+// the first ready entry per status, the expired leases and the due delayed
+// tasks, not the whole queue. exhausted are the expired leases on their
+// last attempt (a claim makes them dead); next is the earliest time at
+// which a lease runs out or a delayed task becomes due (0: none).
+func bestClaimable(st *Store, tenant, queue string, statuses []string, now int64) (best *Task, exhausted []*Task, next int64) {
 	better := func(t *Task) {
 		if best == nil || t.Priority > best.Priority || (t.Priority == best.Priority && t.Seq < best.Seq) {
 			best = t
 		}
 	}
+	sooner := func(at int64) {
+		if at != 0 && (next == 0 || at < next) {
+			next = at
+		}
+	}
 	for _, status := range statuses {
+		if status == StatusDead {
+			continue
+		}
 		base := queuePrefix(tenant, queue, status)
 		st.Scan(base+"r/", "", func(k string, _ []byte) bool {
 			if t, ok := getTask(st, tenant, k[strings.LastIndexByte(k, '/')+1:]); ok {
@@ -177,14 +215,23 @@ func bestClaimable(st *Store, tenant, queue string, statuses []string, now int64
 		})
 		st.Scan(base+"l/", "", func(k string, _ []byte) bool {
 			t, ok := getTask(st, tenant, k[strings.LastIndexByte(k, '/')+1:])
-			if !ok || t.LeaseUntil > now {
+			if !ok {
+				return false
+			}
+			if t.LeaseUntil > now {
+				sooner(t.LeaseUntil)
 				return false // ordered by lease end: the rest are live
 			}
-			better(t)
+			if t.exhausted() {
+				exhausted = append(exhausted, t)
+			} else {
+				better(t)
+			}
 			return true
 		})
+		sooner(delayedIndexNext(st, tenant, base, now, better))
 	}
-	return best
+	return best, exhausted, next
 }
 
 // fenced is the answer to a stale fencing token.
@@ -233,6 +280,14 @@ func applyTaskUpdate(f *FSM, ctx *applyCtx, c *Command) *Result {
 	}
 	old := *t
 	applyTaskChanges(t, &a)
+	if a.Release && a.entryV3() {
+		l := TaskLife{}
+		if t.Life != nil {
+			l = *t.Life
+		}
+		l.AvailableAt = availableAt(a.AvailableAt, a.DelayMs, ctx.now)
+		t.Life = &l
+	}
 	t.Version++
 	t.UpdatedAt = ctx.now
 	f.putTask(&old, t)

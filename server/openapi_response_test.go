@@ -248,6 +248,20 @@ func TestOpenAPIResponses(t *testing.T) {
 	sc.call(t, "POST", T+"/queues/research/claim", `{"owner":"agent-a","lease_ms":1000,"set_status":"running"}`, admin, 200, "")
 	sc.call(t, "POST", T+"/queues/research/claim", `{"owner":"agent-a","lease_ms":1000,"wait_ms":0}`, admin, 204, "")
 	sc.call(t, "DELETE", T+"/tasks/report-42?expect_version=1", nil, admin, 409, "version_mismatch")
+	// Attempts, backoff, dead letters and delays.
+	sc.call(t, "POST", T+"/tasks", `{"task_id":"flaky-1","queue":"research","max_attempts":2,"backoff_initial_ms":10,"backoff_max_ms":20,"delay_ms":0}`, admin, 201, "")
+	decodeBody(t, sc.call(t, "POST", T+"/tasks/flaky-1/claim", `{"owner":"agent-a","lease_ms":30000}`, admin, 200, ""), &claimed)
+	sc.call(t, "POST", T+"/tasks/flaky-1/fail", `{"fencing_token":1,"error":"x"}`, admin, 409, "fenced")
+	sc.call(t, "POST", T+"/tasks/flaky-1/fail", `{"error":"x"}`, admin, 400, "invalid_argument")
+	sc.call(t, "POST", T+"/tasks/flaky-1/fail", fmt.Sprintf(`{"fencing_token":%d,"error":"upstream 502"}`, claimed.FencingToken), admin, 200, "")
+	sc.call(t, "POST", T+"/tasks/flaky-1/retry", `{"expect_version":1}`, admin, 409, "version_mismatch")
+	sc.call(t, "POST", T+"/tasks/flaky-1/retry", `{"delay_ms":10}`, admin, 200, "")
+	sc.call(t, "POST", T+"/tasks/nope/retry", `{}`, admin, 404, "not_found")
+	sc.call(t, "POST", T+"/tasks", `{"task_id":"later-1","queue":"research","available_at":"2030-01-01T00:00:00Z"}`, admin, 201, "")
+	sc.call(t, "GET", T+"/tasks?queue=research&status=dead", nil, admin, 200, "")
+	sc.call(t, "PUT", T+"/queues/research/policy", `{"max_attempts":5,"backoff_initial_ms":1000,"backoff_max_ms":300000}`, admin, 200, "")
+	sc.call(t, "PUT", T+"/queues/research/policy", `{"max_attempts":5}`, bearer(worker.Token), 403, "forbidden")
+	sc.call(t, "GET", T+"/queues/research/policy", nil, bearer(worker.Token), 200, "")
 
 	// KV.
 	sc.call(t, "PUT", T+"/kv/notes/topic", `{"value":"fencing tokens","expect_version":0}`, admin, 200, "")

@@ -17,7 +17,11 @@ func (s *Server) taskRoutes(add func(string, string, routeKind, handlerFunc)) {
 	add("POST", "/v1/tenants/{tenant}/tasks/{id}/claim", routeWrite, taskWrite[taskClaimRequest, *fsm.TaskClaimArgs](s, fsm.KindTaskClaim))
 	add("POST", "/v1/tenants/{tenant}/tasks/{id}/renew", routeWrite, taskWrite[taskRenewRequest, *fsm.TaskRenewArgs](s, fsm.KindTaskRenew))
 	add("POST", "/v1/tenants/{tenant}/tasks/{id}/update", routeWrite, taskWrite[taskUpdateRequest, *fsm.TaskUpdateArgs](s, fsm.KindTaskUpdate))
+	add("POST", "/v1/tenants/{tenant}/tasks/{id}/fail", routeWrite, taskWrite[taskFailRequest, *fsm.TaskFailArgs](s, fsm.KindTaskFail))
+	add("POST", "/v1/tenants/{tenant}/tasks/{id}/retry", routeWrite, taskWrite[taskRetryRequest, *fsm.TaskRetryArgs](s, fsm.KindTaskRetry))
 	add("POST", "/v1/tenants/{tenant}/queues/{queue}/claim", routeLongWrite, s.handleQueueClaim)
+	add("PUT", "/v1/tenants/{tenant}/queues/{queue}/policy", routeWrite, s.handleQueuePolicyPut)
+	add("GET", "/v1/tenants/{tenant}/queues/{queue}/policy", routeRead, s.handleQueuePolicyGet)
 	add("POST", "/v1/tenants/{tenant}/txn", routeWrite, s.handleTxn)
 }
 
@@ -247,6 +251,10 @@ func (s *Server) handleQueueClaim(w http.ResponseWriter, r *http.Request, id *id
 		attempt.Final = final
 		c := *cmd
 		c.Args = fsm.EncodeArgs(&attempt)
+		// Each round is judged at its own time: a task that became due,
+		// or a lease that ran out, while the request waited is claimable
+		// at the time Claimable saw, not at the request's arrival.
+		c.Now = s.now()
 		return s.apply(r, &c)
 	}
 	deadline := time.Now().Add(time.Duration(req.WaitMs) * time.Millisecond)
@@ -320,4 +328,42 @@ func (s *Server) waitForClaimable(r *http.Request, changed <-chan struct{}, dead
 		return errorf(codeUnavailable, "leadership changed while waiting; retry")
 	}
 	return nil
+}
+
+// handleQueuePolicyPut sets a queue's lifecycle defaults (admin only).
+func (s *Server) handleQueuePolicyPut(w http.ResponseWriter, r *http.Request, id *identity) error {
+	tenant, queue := r.PathValue("tenant"), r.PathValue("queue")
+	if err := id.requireAdmin(); err != nil {
+		return err
+	}
+	if err := validName("queue", queue); err != nil {
+		return err
+	}
+	if err := s.inTenant(id, tenant); err != nil {
+		return err
+	}
+	var req queuePolicyRequest
+	body, err := s.readJSON(w, r, &req)
+	if err != nil {
+		return err
+	}
+	args, err := req.args(queue)
+	if err != nil {
+		return err
+	}
+	return s.proposeAndReply(w, r, id, tenant, fsm.KindQueuePolicy, args, body)
+}
+
+// handleQueuePolicyGet returns a queue's lifecycle defaults (zeros: none),
+// to whoever may read the queue's tasks.
+func (s *Server) handleQueuePolicyGet(w http.ResponseWriter, r *http.Request, id *identity) error {
+	tenant, queue := r.PathValue("tenant"), r.PathValue("queue")
+	if err := validName("queue", queue); err != nil {
+		return err
+	}
+	if err := s.tenantAccess(id, tenant, resTasks, queue, actRead); err != nil {
+		return err
+	}
+	p, index := s.fsm.QueuePolicy(tenant, queue)
+	return s.readReply(w, index, &p)
 }

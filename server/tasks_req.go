@@ -5,7 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	mrand "math/rand/v2"
 	"regexp"
+	"time"
 
 	"github.com/baton-dev/baton/fsm"
 )
@@ -17,7 +19,40 @@ type taskCreateRequest struct {
 	Status   string          `json:"status"`
 	Priority int64           `json:"priority"`
 	Payload  json.RawMessage `json:"payload"`
+	// Lifecycle (docs/api.md "Attempts, backoff and delays").
+	MaxAttempts      uint64 `json:"max_attempts"`
+	BackoffInitialMs int64  `json:"backoff_initial_ms"`
+	BackoffMaxMs     int64  `json:"backoff_max_ms"`
+	availability
 }
+
+// availability is when a queue claim may take a task: an RFC 3339 time or
+// a delay from the leader's time of the write, not both.
+type availability struct {
+	AvailableAt string `json:"available_at"`
+	DelayMs     int64  `json:"delay_ms"`
+}
+
+// resolve returns the Unix ms time and delay for the FSM (which resolves
+// the delay against the command's time).
+func (a *availability) resolve() (at, delayMs int64, err error) {
+	if a.DelayMs < 0 || a.DelayMs > maxDelayMs {
+		return 0, 0, badRequest("delay_ms must be between 0 and %d (1 year), not %d", maxDelayMs, a.DelayMs)
+	}
+	if a.AvailableAt == "" {
+		return 0, a.DelayMs, nil
+	}
+	if a.DelayMs != 0 {
+		return 0, 0, badRequest("give available_at or delay_ms, not both")
+	}
+	ts, perr := time.Parse(time.RFC3339Nano, a.AvailableAt)
+	if perr != nil || ts.UnixMilli() <= 0 {
+		return 0, 0, badRequest("available_at %q is not an RFC 3339 time after 1970", a.AvailableAt)
+	}
+	return ts.UnixMilli(), 0, nil
+}
+
+func (a *availability) set() bool { return a.AvailableAt != "" || a.DelayMs != 0 }
 
 type taskClaimRequest struct {
 	Owner         string  `json:"owner"`
@@ -49,11 +84,30 @@ type taskUpdateRequest struct {
 	Result        json.RawMessage `json:"result"`
 	Payload       json.RawMessage `json:"payload"`
 	Release       bool            `json:"release"`
+	availability
+}
+
+type taskFailRequest struct {
+	FencingToken *uint64 `json:"fencing_token"`
+	Error        string  `json:"error"`
+	NonRetryable bool    `json:"non_retryable"`
+	Status       string  `json:"status"`
+}
+
+type taskRetryRequest struct {
+	ExpectVersion *uint64 `json:"expect_version"`
+	Status        string  `json:"status"`
+	availability
 }
 
 const (
 	maxLeaseMs = 24 * 60 * 60 * 1000
 	maxWaitMs  = 60 * 1000
+	// Lifecycle bounds.
+	maxDelayMs       = 365 * 24 * 60 * 60 * 1000
+	maxAttemptsLimit = 1000
+	maxBackoffMs     = 24 * 60 * 60 * 1000
+	maxErrorBytes    = 4096
 )
 
 var (
@@ -119,7 +173,60 @@ func (req *taskCreateRequest) args() (*fsm.TaskCreateArgs, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &fsm.TaskCreateArgs{ID: req.TaskID, Queue: req.Queue, Status: req.Status, Priority: req.Priority, Payload: payload}, nil
+	if err := validBackoff(req.MaxAttempts, req.BackoffInitialMs, req.BackoffMaxMs); err != nil {
+		return nil, err
+	}
+	at, delay, err := req.availability.resolve()
+	if err != nil {
+		return nil, err
+	}
+	return &fsm.TaskCreateArgs{ID: req.TaskID, Queue: req.Queue, Status: req.Status, Priority: req.Priority, Payload: payload,
+		MaxAttempts: req.MaxAttempts, BackoffInitialMs: req.BackoffInitialMs, BackoffMaxMs: req.BackoffMaxMs,
+		AvailableAt: at, DelayMs: delay}, nil
+}
+
+// notDead refuses the reserved status where a caller names a status to claim.
+func notDead(what string, s *string) error {
+	if s != nil && *s == fsm.StatusDead {
+		return badRequest("%s may not be %q: dead tasks are revived with retry", what, fsm.StatusDead)
+	}
+	return nil
+}
+
+func (req *taskFailRequest) args(id string) (*fsm.TaskFailArgs, error) {
+	if req.FencingToken == nil {
+		return nil, badRequest("fencing_token is required")
+	}
+	if req.Status != "" {
+		if err := validStatus("status", req.Status); err != nil {
+			return nil, err
+		}
+		if err := notDead("status", &req.Status); err != nil {
+			return nil, err
+		}
+	}
+	if len(req.Error) > maxErrorBytes {
+		return nil, badRequest("error is %d bytes; at most %d", len(req.Error), maxErrorBytes)
+	}
+	// The backoff's jitter: drawn here, on the leader, into the command.
+	return &fsm.TaskFailArgs{ID: id, FencingToken: *req.FencingToken, Error: req.Error, NonRetryable: req.NonRetryable,
+		Status: req.Status, Rand: mrand.Uint64()}, nil
+}
+
+func (req *taskRetryRequest) args(id string) (*fsm.TaskRetryArgs, error) {
+	if req.Status != "" {
+		if err := validStatus("status", req.Status); err != nil {
+			return nil, err
+		}
+		if err := notDead("status", &req.Status); err != nil {
+			return nil, err
+		}
+	}
+	at, delay, err := req.availability.resolve()
+	if err != nil {
+		return nil, err
+	}
+	return &fsm.TaskRetryArgs{ID: id, ExpectVersion: req.ExpectVersion, Status: req.Status, AvailableAt: at, DelayMs: delay}, nil
 }
 
 func (req *taskClaimRequest) args(id string) (*fsm.TaskClaimArgs, error) {
@@ -133,6 +240,9 @@ func (req *taskClaimRequest) args(id string) (*fsm.TaskClaimArgs, error) {
 		return nil, err
 	}
 	if err := validOptStatus("set_status", req.SetStatus); err != nil {
+		return nil, err
+	}
+	if err := notDead("set_status", req.SetStatus); err != nil {
 		return nil, err
 	}
 	return &fsm.TaskClaimArgs{ID: id, Owner: req.Owner, LeaseMs: req.LeaseMs, ExpectStatus: req.ExpectStatus,
@@ -162,8 +272,14 @@ func (req *queueClaimRequest) args(queue string) (*fsm.QueueClaimArgs, error) {
 		if err := validStatus("statuses[]", st); err != nil {
 			return nil, err
 		}
+		if err := notDead("statuses[]", &st); err != nil {
+			return nil, err
+		}
 	}
 	if err := validOptStatus("set_status", req.SetStatus); err != nil {
+		return nil, err
+	}
+	if err := notDead("set_status", req.SetStatus); err != nil {
 		return nil, err
 	}
 	return &fsm.QueueClaimArgs{Queue: queue, Owner: req.Owner, LeaseMs: req.LeaseMs, Statuses: req.Statuses,
@@ -198,7 +314,48 @@ func (req *taskUpdateRequest) args(id string) (*fsm.TaskUpdateArgs, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &fsm.TaskUpdateArgs{ID: id, FencingToken: req.FencingToken, ExpectVersion: req.ExpectVersion,
+	if req.availability.set() && !req.Release {
+		return nil, badRequest("available_at and delay_ms go with release: true")
+	}
+	at, delay, err := req.availability.resolve()
+	if err != nil {
+		return nil, err
+	}
+	return &fsm.TaskUpdateArgs{AvailableAt: at, DelayMs: delay, ID: id, FencingToken: req.FencingToken, ExpectVersion: req.ExpectVersion,
 		ExpectStatus: req.ExpectStatus, Status: req.Status, ArtifactID: req.ArtifactID, Result: result,
 		Payload: payload, Release: req.Release}, nil
+}
+
+// queuePolicyRequest is the body of PUT .../queues/{queue}/policy.
+type queuePolicyRequest struct {
+	MaxAttempts      uint64 `json:"max_attempts"`
+	BackoffInitialMs int64  `json:"backoff_initial_ms"`
+	BackoffMaxMs     int64  `json:"backoff_max_ms"`
+}
+
+func (req *queuePolicyRequest) args(queue string) (*fsm.QueuePolicyArgs, error) {
+	if err := validBackoff(req.MaxAttempts, req.BackoffInitialMs, req.BackoffMaxMs); err != nil {
+		return nil, err
+	}
+	return &fsm.QueuePolicyArgs{Queue: queue, Policy: fsm.QueuePolicy{MaxAttempts: req.MaxAttempts,
+		BackoffInitialMs: req.BackoffInitialMs, BackoffMaxMs: req.BackoffMaxMs}}, nil
+}
+
+// validBackoff checks max_attempts and the backoff bounds (0: default).
+func validBackoff(maxAttempts uint64, initial, maxMs int64) error {
+	if maxAttempts > maxAttemptsLimit {
+		return badRequest("max_attempts must be between 0 (unlimited) and %d, not %d", maxAttemptsLimit, maxAttempts)
+	}
+	for _, b := range []struct {
+		name string
+		v    int64
+	}{{"backoff_initial_ms", initial}, {"backoff_max_ms", maxMs}} {
+		if b.v < 0 || b.v > maxBackoffMs {
+			return badRequest("%s must be between 0 (the default) and %d (24 h), not %d", b.name, maxBackoffMs, b.v)
+		}
+	}
+	if maxMs != 0 && maxMs < initial {
+		return badRequest("backoff_max_ms (%d) is below backoff_initial_ms (%d)", maxMs, initial)
+	}
+	return nil
 }

@@ -83,6 +83,10 @@ func TestTLSRefusesStrangers(t *testing.T) {
 	if _, err := adminClient(t, c).PutTenant(ctx, "acme"); err != nil {
 		t.Fatal(err)
 	}
+	// Every node publishes its HTTP address through the log once it knows
+	// the leader; wait for all three, so that no such entry lands between
+	// the two readings below.
+	waitMembers(t, c, []int{0, 1, 2}, []int{0, 1, 2})
 	if _, err := c.WaitConverged(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -304,6 +308,7 @@ func TestHTTPServerBounds(t *testing.T) {
 		if _, err := rc.roundTrip("FROB0 /healthz HTTP/1.1\r\nHost: "+addr+"\r\n\r\n", 10*time.Second); err != nil {
 			t.Fatal(err)
 		}
+		series() // its own series (GET /metrics) appears with the first scrape
 		before, _ := series()
 		for i := 1; i <= 50; i++ {
 			if _, err := rc.roundTrip(fmt.Sprintf("FROB%d /healthz HTTP/1.1\r\nHost: %s\r\n\r\n", i, addr), 10*time.Second); err != nil {

@@ -59,13 +59,16 @@ func (f *fakeNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, `{"name": "rev", "token": "n3w-token", "grants": [{"resource": "tasks", "prefix": "rev/", "actions": ["read"]}]}`)
 	case "GET /v1/tenants/acme/principals":
 		io.WriteString(w, `{"principals": [{"name": "ops", "grants": []}, {"name": "rev", "grants": [{"resource": "tasks", "prefix": "rev/", "actions": ["read", "write"]}]}]}`)
-	case "GET /v1/tenants/acme/tasks/t1", "POST /v1/tenants/acme/tasks/t1/claim", "POST /v1/tenants/acme/tasks/t1/update":
+	case "GET /v1/tenants/acme/tasks/t1", "POST /v1/tenants/acme/tasks/t1/claim", "POST /v1/tenants/acme/tasks/t1/update",
+		"POST /v1/tenants/acme/tasks/t1/fail", "POST /v1/tenants/acme/tasks/t1/retry", "POST /v1/tenants/acme/tasks":
 		io.WriteString(w, sampleTask)
 	case "GET /v1/tenants/acme/tasks":
 		io.WriteString(w, `{"tasks": [`+sampleTask+`], "next_page_token": "p2"}`)
 	case "POST /v1/tenants/acme/tasks/t1/renew":
 		w.WriteHeader(409)
 		io.WriteString(w, `{"error": {"code": "fenced", "message": "token 12 is not current (current 15)", "current_token": 15}}`)
+	case "PUT /v1/tenants/acme/queues/q/policy", "GET /v1/tenants/acme/queues/q/policy":
+		io.WriteString(w, `{"max_attempts": 5, "backoff_initial_ms": 1000, "backoff_max_ms": 300000}`)
 	case "POST /v1/tenants/acme/queues/q/claim":
 		w.WriteHeader(204)
 	case "DELETE /v1/cluster/members/n3":
@@ -128,6 +131,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"task", "renew", "t1", "--tenant", "acme", "--lease", "1s"}, "--fencing-token is required"},
 		{[]string{"task", "release", "t1", "--tenant", "acme"}, "task release: --fencing-token is required"},
 		{[]string{"task", "create", "--tenant", "acme", "--queue", "q", "--payload", "{bad"}, "not valid JSON"},
+		{[]string{"task", "create", "--tenant", "acme", "--queue", "q", "--delay", "1s", "--at", "2030-01-01T00:00:00Z"}, "give --delay or --at, not both"},
+		{[]string{"task", "retry", "t1", "--tenant", "acme", "--at", "tomorrow"}, `--at "tomorrow" is not an RFC 3339 time`},
+		{[]string{"task", "fail", "t1", "--tenant", "acme"}, "task fail: --fencing-token is required"},
 		{[]string{"task", "get", "t1", "--tenant", "acme", "--nope"}, "unknown flag: --nope"},
 		{[]string{"principal", "create", "--tenant", "acme", "--name", "n", "--grant", "tasks:read"}, "want RESOURCE:PREFIX:ACTIONS"},
 		{[]string{"principal", "create", "--tenant", "acme", "--name", "n", "--grant", "tasks::fly"}, `unknown action "fly"`},
@@ -334,6 +340,20 @@ func TestRequestsSent(t *testing.T) {
 			"POST /v1/tenants/acme/tasks/t1/update", `{"fencing_token":0,"result":{"ok":true},"release":true}`},
 		{[]string{"task", "release", "t1", "--fencing-token", "57"},
 			"POST /v1/tenants/acme/tasks/t1/update", `{"fencing_token":57,"release":true}`},
+		{[]string{"task", "fail", "t1", "--fencing-token", "57", "--error", "upstream 502"},
+			"POST /v1/tenants/acme/tasks/t1/fail", `{"fencing_token":57,"error":"upstream 502"}`},
+		{[]string{"task", "fail", "t1", "--fencing-token", "57", "--error", "bad input", "--non-retryable"},
+			"POST /v1/tenants/acme/tasks/t1/fail", `{"fencing_token":57,"error":"bad input","non_retryable":true}`},
+		{[]string{"task", "retry", "t1"}, "POST /v1/tenants/acme/tasks/t1/retry", `{}`},
+		{[]string{"task", "retry", "t1", "--delay", "1m", "--expect-version", "4"},
+			"POST /v1/tenants/acme/tasks/t1/retry", `{"expect_version":4,"delay_ms":60000}`},
+		{[]string{"task", "release", "t1", "--fencing-token", "57", "--at", "2030-01-02T03:04:05Z"},
+			"POST /v1/tenants/acme/tasks/t1/update", `{"fencing_token":57,"release":true,"available_at":"2030-01-02T03:04:05Z"}`},
+		{[]string{"task", "create", "--queue", "q", "--id", "t9", "--max-attempts", "5", "--backoff-initial", "2s", "--backoff-max", "1m", "--delay", "10s"},
+			"POST /v1/tenants/acme/tasks", `{"task_id":"t9","queue":"q","max_attempts":5,"backoff_initial_ms":2000,"backoff_max_ms":60000,"delay_ms":10000}`},
+		{[]string{"queue", "policy", "set", "q", "--max-attempts", "5", "--backoff-initial", "1s", "--backoff-max", "5m"},
+			"PUT /v1/tenants/acme/queues/q/policy", `{"max_attempts":5,"backoff_initial_ms":1000,"backoff_max_ms":300000}`},
+		{[]string{"queue", "policy", "get", "q"}, "GET /v1/tenants/acme/queues/q/policy", ``},
 		{[]string{"queue", "claim", "q", "--owner", "w", "--lease", "2s", "--wait", "50ms", "--status", "pending,retry"},
 			"POST /v1/tenants/acme/queues/q/claim", `{"owner":"w","lease_ms":2000,"statuses":["pending","retry"],"wait_ms":50}`},
 		{[]string{"principal", "create", "--name", "rev", "--grant", "*::read,write,delete"},

@@ -67,6 +67,15 @@ func printTask(w io.Writer, t *client.Task) {
 		{"artifact", dash(t.ArtifactID)}, {"payload", rawText(t.Payload)}, {"result", rawText(t.Result)},
 		{"created", timeText(t.CreatedAt)}, {"updated", timeText(t.UpdatedAt)},
 	}
+	if t.MaxAttempts != 0 {
+		rows = append(rows, [2]string{"max attempts", fmt.Sprint(t.MaxAttempts)})
+	}
+	if t.AvailableAt != nil {
+		rows = append(rows, [2]string{"available at", timeText(*t.AvailableAt)})
+	}
+	if t.FailedAt != nil {
+		rows = append(rows, [2]string{"failed at", timeText(*t.FailedAt)}, [2]string{"last error", dash(t.LastError)})
+	}
 	for _, r := range rows {
 		fmt.Fprintf(w, "%s:\t%s\n", r[0], r[1])
 	}

@@ -21,16 +21,17 @@ func taskCommand() *command {
   baton task claim report-42 --tenant acme --owner worker-1 --lease 30s
   baton task list --tenant acme --queue research`,
 		subs: []*command{taskCreateCommand(), taskGetCommand(), taskListCommand(), taskClaimCommand(),
-			taskRenewCommand(), taskUpdateCommand(), taskReleaseCommand(), taskDeleteCommand()},
+			taskRenewCommand(), taskUpdateCommand(), taskReleaseCommand(), taskFailCommand(), taskRetryCommand(),
+			taskDeleteCommand()},
 	}
 }
 
 func queueCommand() *command {
 	return &command{
 		name:     "queue",
-		summary:  "Claim the next task of a queue",
-		examples: "  baton queue claim research --tenant acme --owner worker-1 --lease 30s\n",
-		subs:     []*command{queueClaimCommand()},
+		summary:  "Claim the next task of a queue; its lifecycle defaults",
+		examples: "  baton queue claim research --tenant acme --owner worker-1 --lease 30s\n  baton queue policy set research --tenant acme --max-attempts 5\n",
+		subs:     []*command{queueClaimCommand(), queuePolicyCommand()},
 	}
 }
 
@@ -50,10 +51,13 @@ func taskCreateCommand() *command {
 	var req client.CreateTaskRequest
 	var priority int64
 	var payload jsonFlag
+	var backoffInitial, backoffMax time.Duration
+	var when availabilityFlags
 	return &command{
 		name:    "create",
 		summary: "Create a task",
 		examples: `  baton task create --tenant acme --queue research --id report-42 --payload '{"topic":"raft"}'
+  baton task create --tenant acme --queue research --max-attempts 5 --backoff-initial 1s --backoff-max 5m --delay 10m
 `,
 		flags: func(fs *pflag.FlagSet) {
 			tenantFlag(fs, &tenant)
@@ -62,6 +66,10 @@ func taskCreateCommand() *command {
 			fs.StringVar(&req.Status, "status", "", "initial status (default pending)")
 			fs.Int64Var(&priority, "priority", 0, "priority; higher is claimed first")
 			fs.Var(&payload, "payload", "payload as JSON")
+			fs.Uint64Var(&req.MaxAttempts, "max-attempts", 0, "claims before the task is dead after a failure (default unlimited)")
+			fs.DurationVar(&backoffInitial, "backoff-initial", 0, "backoff after the first failed attempt, doubling after each (default: the server's, 1s)")
+			fs.DurationVar(&backoffMax, "backoff-max", 0, "cap of the backoff (default: the server's, 5m)")
+			when.declare(fs, "create")
 		},
 		run: func(ctx context.Context, a *app, inv *invocation) error {
 			if err := inv.check(nil, "tenant", "queue"); err != nil {
@@ -69,6 +77,14 @@ func taskCreateCommand() *command {
 			}
 			if inv.isSet("priority") {
 				req.Priority = &priority
+			}
+			if backoffInitial < 0 || backoffMax < 0 {
+				return inv.usagef("--backoff-initial and --backoff-max must not be negative")
+			}
+			req.BackoffInitial, req.BackoffMax = backoffInitial, backoffMax
+			var err error
+			if req.AvailableAt, req.Delay, err = when.resolve(inv); err != nil {
+				return err
 			}
 			req.Payload = payload.raw
 			return a.taskCall(ctx, 0, func(ctx context.Context, c *client.Client) (*client.Task, error) {
@@ -270,6 +286,7 @@ func taskUpdateCommand() *command {
 func taskReleaseCommand() *command {
 	var tenant, status string
 	var token fencingToken
+	var when availabilityFlags
 	return &command{
 		name:     "release",
 		summary:  "Give up a lease you hold (update with release)",
@@ -279,6 +296,7 @@ func taskReleaseCommand() *command {
 			tenantFlag(fs, &tenant)
 			token.declare(fs, "fencing token of your claim (required)")
 			fs.StringVar(&status, "status", "", "status to set while releasing")
+			when.declare(fs, "release")
 		},
 		run: func(ctx context.Context, a *app, inv *invocation) error {
 			var id string
@@ -291,12 +309,120 @@ func taskReleaseCommand() *command {
 			}
 			yes := true
 			req := client.UpdateTaskRequest{FencingToken: t, Status: inv.optString("status", status), Release: &yes}
+			if req.AvailableAt, req.Delay, err = when.resolve(inv); err != nil {
+				return err
+			}
 			return a.taskCall(ctx, 0, func(ctx context.Context, c *client.Client) (*client.Task, error) {
 				t, err := c.UpdateTask(ctx, tenant, id, req)
 				return t, taskRefusal(err, id, "release", nil, nil, req.FencingToken)
 			})
 		},
 	}
+}
+
+func taskFailCommand() *command {
+	var tenant string
+	var token fencingToken
+	var req client.FailTaskRequest
+	return &command{
+		name:    "fail",
+		summary: "End the attempt you hold as failed: retried after its backoff, or dead",
+		args:    "ID",
+		long: `Gives the lease back and keeps --error on the task. The task is claimable
+again after its backoff, unless it has used its --max-attempts claims or
+--non-retryable is given: then its status is dead, which no queue claim
+takes (see baton task retry; list them with baton task list --status dead).`,
+		examples: `  baton task fail report-42 --tenant acme --fencing-token 589825 --error "upstream returned 502"
+  baton task fail report-42 --tenant acme --fencing-token 589825 --error "bad input" --non-retryable
+`,
+		flags: func(fs *pflag.FlagSet) {
+			tenantFlag(fs, &tenant)
+			token.declare(fs, "fencing token of your claim (required)")
+			fs.StringVar(&req.Error, "error", "", "what went wrong (kept as last_error)")
+			fs.BoolVar(&req.NonRetryable, "non-retryable", false, "make the task dead at once")
+			fs.StringVar(&req.Status, "status", "", "status to go back to when retried (default pending)")
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			var id string
+			if err := inv.check([]arg{{"ID", &id}}, "tenant"); err != nil {
+				return err
+			}
+			t, err := token.resolve(a, inv, true)
+			if err != nil {
+				return err
+			}
+			req.FencingToken = *t
+			return a.taskCall(ctx, 0, func(ctx context.Context, c *client.Client) (*client.Task, error) {
+				t, err := c.FailTask(ctx, tenant, id, req)
+				return t, taskRefusal(err, id, "failure", nil, nil, &req.FencingToken)
+			})
+		},
+	}
+}
+
+func taskRetryCommand() *command {
+	var tenant, status string
+	var expectVersion uint64
+	var when availabilityFlags
+	return &command{
+		name:    "retry",
+		summary: "Put a task (a dead one, say) back to pending with its attempts reset",
+		args:    "ID",
+		long:    "Needs write access to the task's queue. Refused while someone holds a live lease on the task.",
+		examples: `  baton task retry report-42 --tenant acme
+  baton task retry report-42 --tenant acme --delay 1h
+`,
+		flags: func(fs *pflag.FlagSet) {
+			tenantFlag(fs, &tenant)
+			fs.StringVar(&status, "status", "", "status to put the task in (default pending)")
+			fs.Uint64Var(&expectVersion, "expect-version", 0, "retry only at this version")
+			when.declare(fs, "retry")
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			var id string
+			if err := inv.check([]arg{{"ID", &id}}, "tenant"); err != nil {
+				return err
+			}
+			req := client.RetryTaskRequest{ExpectVersion: inv.optUint("expect-version", expectVersion), Status: status}
+			var err error
+			if req.AvailableAt, req.Delay, err = when.resolve(inv); err != nil {
+				return err
+			}
+			return a.taskCall(ctx, 0, func(ctx context.Context, c *client.Client) (*client.Task, error) {
+				t, err := c.RetryTask(ctx, tenant, id, req)
+				return t, taskRefusal(err, id, "retry", req.ExpectVersion, nil, nil)
+			})
+		},
+	}
+}
+
+// availabilityFlags are --delay and --at: when a queue claim may take the
+// task.
+type availabilityFlags struct {
+	delay time.Duration
+	at    string
+}
+
+func (f *availabilityFlags) declare(fs *pflag.FlagSet, what string) {
+	fs.DurationVar(&f.delay, "delay", 0, "no queue claim takes the task for this long after the "+what+", e.g. 10m")
+	fs.StringVar(&f.at, "at", "", "no queue claim takes the task before this RFC 3339 time")
+}
+
+func (f *availabilityFlags) resolve(inv *invocation) (*time.Time, time.Duration, error) {
+	if f.delay < 0 {
+		return nil, 0, inv.usagef("--delay must not be negative")
+	}
+	if f.at == "" {
+		return nil, f.delay, nil
+	}
+	if f.delay != 0 {
+		return nil, 0, inv.usagef("give --delay or --at, not both")
+	}
+	at, err := time.Parse(time.RFC3339Nano, f.at)
+	if err != nil {
+		return nil, 0, inv.usagef("--at %q is not an RFC 3339 time, e.g. 2026-12-01T10:00:00Z", f.at)
+	}
+	return &at, 0, nil
 }
 
 func taskDeleteCommand() *command {
@@ -380,6 +506,96 @@ func (a *app) queueClaim(ctx context.Context, tenant, queue string, req client.Q
 		}
 		printTask(w, t)
 	})
+}
+
+func queuePolicyCommand() *command {
+	return &command{
+		name:    "policy",
+		summary: "A queue's lifecycle defaults for the tasks created in it",
+		examples: `  baton queue policy set research --tenant acme --max-attempts 5 --backoff-initial 1s --backoff-max 5m
+  baton queue policy get research --tenant acme
+`,
+		subs: []*command{queuePolicySetCommand(), queuePolicyGetCommand()},
+	}
+}
+
+func queuePolicySetCommand() *command {
+	var tenant string
+	var p client.QueuePolicy
+	var initial, maxDelay time.Duration
+	return &command{
+		name:    "set",
+		summary: "Set a queue's defaults (cluster admin); tasks created afterwards take them",
+		args:    "QUEUE",
+		long:    "Flags left out are 0: no default for that field. Setting none clears the policy.",
+		examples: `  baton queue policy set research --tenant acme --max-attempts 5 --backoff-initial 1s --backoff-max 5m
+`,
+		flags: func(fs *pflag.FlagSet) {
+			tenantFlag(fs, &tenant)
+			fs.Uint64Var(&p.MaxAttempts, "max-attempts", 0, "default max_attempts (0: none)")
+			fs.DurationVar(&initial, "backoff-initial", 0, "default initial backoff (0: none)")
+			fs.DurationVar(&maxDelay, "backoff-max", 0, "default backoff cap (0: none)")
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			var queue string
+			if err := inv.check([]arg{{"QUEUE", &queue}}, "tenant"); err != nil {
+				return err
+			}
+			if initial < 0 || maxDelay < 0 {
+				return inv.usagef("--backoff-initial and --backoff-max must not be negative")
+			}
+			p.BackoffInitial, p.BackoffMax = initial, maxDelay
+			return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
+				out, err := c.SetQueuePolicy(ctx, tenant, queue, p)
+				if err != nil {
+					return err
+				}
+				return a.emit(out, func(w io.Writer) { printQueuePolicy(w, queue, out) })
+			})
+		},
+	}
+}
+
+func queuePolicyGetCommand() *command {
+	var tenant string
+	var stale bool
+	return &command{
+		name:     "get",
+		summary:  "Show a queue's defaults",
+		args:     "QUEUE",
+		examples: "  baton queue policy get research --tenant acme\n",
+		flags: func(fs *pflag.FlagSet) {
+			tenantFlag(fs, &tenant)
+			staleFlag(fs, &stale)
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			var queue string
+			if err := inv.check([]arg{{"QUEUE", &queue}}, "tenant"); err != nil {
+				return err
+			}
+			return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
+				out, err := c.GetQueuePolicy(ctx, tenant, queue, readOpts(stale)...)
+				if err != nil {
+					return err
+				}
+				return a.emit(out, func(w io.Writer) { printQueuePolicy(w, queue, out) })
+			})
+		},
+	}
+}
+
+func printQueuePolicy(w io.Writer, queue string, p *client.QueuePolicy) {
+	ms := func(v time.Duration) string {
+		if v == 0 {
+			return "-"
+		}
+		return v.String()
+	}
+	attempts := "-"
+	if p.MaxAttempts != 0 {
+		attempts = fmt.Sprint(p.MaxAttempts)
+	}
+	fmt.Fprintf(w, "queue:\t%s\nmax attempts:\t%s\nbackoff initial:\t%s\nbackoff max:\t%s\n", queue, attempts, ms(p.BackoffInitial), ms(p.BackoffMax))
 }
 
 func readOpts(stale bool) []client.RequestOption {

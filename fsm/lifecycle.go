@@ -1,0 +1,356 @@
+package fsm
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Task lifecycle: attempts, backoff, dead letters and delayed tasks
+// (docs/api.md "Attempts, backoff and delays").
+//
+// A task's attempt counter (Task.Attempt) counts claims. A task with
+// max_attempts has used its attempts once Attempt reaches it: a failed
+// attempt (task.fail) then makes it dead, and so does a lease that ran out
+// on its last attempt, at the next claim of its queue (a lease that ran out
+// earlier only lets the next claim take the task, as before: the claim
+// counts it). A failed attempt that is not the last makes the task
+// claimable again after a backoff: exponential from the initial delay,
+// capped at the maximum, with "equal" jitter (a delay d is drawn from
+// [d/2, d]) from a random number the leader drew into the command. Nothing
+// here reads a clock or draws a random number: times are the commands'.
+
+// Lifecycle command kinds. Entries holding them are EntryVersion3.
+const (
+	KindTaskFail  Kind = "task.fail"
+	KindTaskRetry Kind = "task.retry"
+)
+
+// StatusDead is the terminal status of a task that used its attempts or
+// failed without retry. A queue claim never takes it; task.retry revives it.
+const StatusDead = "dead"
+
+// Backoff defaults for a task that sets none.
+const (
+	DefaultBackoffInitialMs int64 = 1000
+	DefaultBackoffMaxMs     int64 = 5 * 60 * 1000
+)
+
+// TaskLife is the lifecycle part of a task record. It is nil on a task
+// that never used any of it, so that such a record is the bytes it was
+// before lifecycles existed (omitempty: the reflection codec leaves a nil
+// pointer out; appendTask writes only records without it).
+type TaskLife struct {
+	MaxAttempts      uint64 // 0: unlimited
+	BackoffInitialMs int64  // 0: DefaultBackoffInitialMs
+	BackoffMaxMs     int64  // 0: DefaultBackoffMaxMs
+	// AvailableAt: a queue claim does not take the task before this time
+	// (Unix ms; 0: now). A claim clears it.
+	AvailableAt int64
+	LastError   string
+	FailedAt    int64  // time of the last failed attempt; 0: none
+	Failures    uint64 // failed attempts (fail, or a lease out on the last attempt) since creation or retry
+}
+
+// TaskFailArgs ends the current attempt of the token holder as failed.
+type TaskFailArgs struct {
+	ID           string
+	FencingToken uint64
+	Error        string
+	NonRetryable bool
+	// Status the task goes back to when it will be retried; "" is "pending".
+	Status string
+	// Rand is the leader's random draw for the backoff's jitter.
+	Rand uint64
+}
+
+// TaskRetryArgs puts a task (dead, or any without a live lease) back to
+// a claimable status with its attempts reset.
+type TaskRetryArgs struct {
+	ID            string
+	ExpectVersion *uint64
+	Status        string // "" is "pending"
+	AvailableAt   int64  // Unix ms; 0: now
+	DelayMs       int64  // from the command's time; the later of the two wins
+}
+
+// entryV3 is implemented by argument structs that may carry lifecycle
+// fields: true when they do, so the command goes in an EntryVersion3
+// entry that an older member refuses instead of misapplying.
+type entryV3 interface{ entryV3() bool }
+
+func (*TaskFailArgs) entryV3() bool  { return true }
+func (*TaskRetryArgs) entryV3() bool { return true }
+func (a *TaskCreateArgs) entryV3() bool {
+	return a.MaxAttempts != 0 || a.BackoffInitialMs != 0 || a.BackoffMaxMs != 0 || a.AvailableAt != 0 || a.DelayMs != 0
+}
+func (a *TaskUpdateArgs) entryV3() bool { return a.AvailableAt != 0 || a.DelayMs != 0 }
+
+// entryV3 of a transaction: any of its ops uses lifecycle fields.
+func (a *TxnArgs) entryV3() bool {
+	for _, op := range a.Ops {
+		var v entryV3
+		switch op.Kind {
+		case KindTaskCreate:
+			v = &TaskCreateArgs{}
+		case KindTaskUpdate:
+			v = &TaskUpdateArgs{}
+		default:
+			if lifecycleKinds[op.Kind] {
+				return true
+			}
+			continue
+		}
+		if decode(op.Args, v) == nil && v.entryV3() {
+			return true
+		}
+	}
+	return false
+}
+
+// lifecycleKinds may only appear in EntryVersion3 entries.
+var lifecycleKinds = map[Kind]bool{KindTaskFail: true, KindTaskRetry: true, KindQueuePolicy: true}
+
+// availableAt resolves an absolute time and a delay from now: the later.
+func availableAt(at, delayMs, now int64) int64 {
+	if delayMs > 0 && now+delayMs > at {
+		return now + delayMs
+	}
+	return at
+}
+
+// life returns t's lifecycle part, making it if needed.
+func (t *Task) life() *TaskLife {
+	if t.Life == nil {
+		t.Life = &TaskLife{}
+	}
+	return t.Life
+}
+
+// availableAt is when a queue claim may take t (0: any time).
+func (t *Task) availableAt() int64 {
+	if t.Life == nil {
+		return 0
+	}
+	return t.Life.AvailableAt
+}
+
+// exhausted reports whether t has used all its attempts.
+func (t *Task) exhausted() bool {
+	return t.Life != nil && t.Life.MaxAttempts > 0 && t.Attempt >= t.Life.MaxAttempts
+}
+
+// backoffMs is the delay after failed attempt n (1-based), drawn from
+// [d/2, d] with rnd, where d = initial * 2^(n-1), capped at max.
+func backoffMs(l *TaskLife, n uint64, rnd uint64) int64 {
+	initial, maxMs := l.BackoffInitialMs, l.BackoffMaxMs
+	if initial <= 0 {
+		initial = DefaultBackoffInitialMs
+	}
+	if maxMs <= 0 {
+		maxMs = max(DefaultBackoffMaxMs, initial)
+	}
+	d := min(initial, maxMs)
+	for i := uint64(1); i < n && d < maxMs; i++ {
+		d *= 2
+	}
+	d = min(d, maxMs)
+	half := d / 2
+	return half + int64(rnd%uint64(d-half+1))
+}
+
+func applyTaskFail(f *FSM, ctx *applyCtx, c *Command) *Result {
+	var a TaskFailArgs
+	if r := decodeArgs(c, &a); r != nil {
+		return r
+	}
+	t, ok := getTask(f.st, c.Tenant, a.ID)
+	if !ok {
+		return taskNotFound(a.ID)
+	}
+	if t.FencingToken != a.FencingToken || t.Owner == "" {
+		return fenced(t, a.FencingToken)
+	}
+	old := *t
+	if old.Life != nil {
+		l := *old.Life
+		t.Life = &l
+	}
+	l := t.life()
+	l.LastError, l.FailedAt = a.Error, ctx.now
+	l.Failures++
+	t.Owner, t.LeaseUntil = "", 0
+	if a.NonRetryable || t.exhausted() {
+		t.Status, l.AvailableAt = StatusDead, 0
+	} else {
+		t.Status = a.Status
+		if t.Status == "" {
+			t.Status = "pending"
+		}
+		l.AvailableAt = ctx.now + backoffMs(l, max(t.Attempt, 1), a.Rand)
+	}
+	t.Version++
+	t.UpdatedAt = ctx.now
+	f.putTask(&old, t)
+	return okValue(OutcomeOK, t)
+}
+
+func applyTaskRetry(f *FSM, ctx *applyCtx, c *Command) *Result {
+	var a TaskRetryArgs
+	if r := decodeArgs(c, &a); r != nil {
+		return r
+	}
+	t, ok := getTask(f.st, c.Tenant, a.ID)
+	if !ok {
+		return taskNotFound(a.ID)
+	}
+	if t.leaseLive(ctx.now) {
+		return leaseHeld(t)
+	}
+	if r := checkExpect(t, a.ExpectVersion, nil); r != nil {
+		return r
+	}
+	old := *t
+	if old.Life != nil {
+		l := *old.Life
+		t.Life = &l
+	}
+	l := t.life()
+	t.Status = a.Status
+	if t.Status == "" {
+		t.Status = "pending"
+	}
+	t.Owner, t.LeaseUntil = "", 0
+	t.Attempt, l.Failures = 0, 0
+	l.AvailableAt = availableAt(a.AvailableAt, a.DelayMs, ctx.now)
+	t.Version++
+	t.UpdatedAt = ctx.now
+	f.putTask(&old, t)
+	return okValue(OutcomeOK, t)
+}
+
+// markDead moves t, whose lease ran out on its last attempt, to dead.
+func markDead(f *FSM, ctx *applyCtx, t *Task) {
+	old := *t
+	l := *t.Life
+	t.Life = &l
+	l.LastError = fmt.Sprintf("lease expired on attempt %d of %d", t.Attempt, l.MaxAttempts)
+	l.FailedAt = ctx.now
+	l.Failures++
+	l.AvailableAt = 0
+	t.Status, t.Owner, t.LeaseUntil = StatusDead, "", 0
+	t.Version++
+	t.UpdatedAt = ctx.now
+	f.putTask(&old, t)
+}
+
+// claimRefusal refuses a claim by id of a dead task or one whose lease ran
+// out on its last attempt.
+func claimRefusal(t *Task) *Result {
+	if t.Status == StatusDead {
+		return fail(CodeVersionMismatch, fmt.Sprintf("task %q is dead; retry it first", t.ID),
+			map[string]any{"current_status": t.Status})
+	}
+	if t.exhausted() {
+		return fail(CodeVersionMismatch, fmt.Sprintf("task %q has used its %d attempts; retry it first", t.ID, t.Life.MaxAttempts),
+			map[string]any{"current_status": t.Status})
+	}
+	return nil
+}
+
+// delayedIndexNext reads the d/ (delayed) index entries of one queue
+// status in time order: due ones go to due, and it returns the time of the
+// first that is not due yet (0 if none).
+func delayedIndexNext(st *Store, tenant, base string, now int64, due func(*Task)) (next int64) {
+	st.Scan(base+"d/", "", func(k string, _ []byte) bool {
+		t, ok := getTask(st, tenant, k[strings.LastIndexByte(k, '/')+1:])
+		if !ok {
+			return true
+		}
+		if at := t.availableAt(); at > now {
+			next = at
+			return false
+		}
+		due(t)
+		return true
+	})
+	return next
+}
+
+// lifecycleMarkerKey is present once any task record has a lifecycle part:
+// snapshots of such a state are snapshotFormat2, which an older member
+// refuses (it would drop the part silently).
+const lifecycleMarkerKey = "cfg/lifecycle"
+
+// Queue policies: defaults an admin sets for the tasks later created in a
+// queue (a create's own fields win). Kept at
+//
+//	t/<tenant>/qp/<queue>    QueuePolicy, JSON
+//
+// and only in EntryVersion3 entries, so a create that takes a default is
+// always preceded, in the log, by an entry an older member refused.
+const KindQueuePolicy Kind = "queue.policy"
+
+// QueuePolicy is a queue's lifecycle defaults; zero fields give none.
+type QueuePolicy struct {
+	MaxAttempts      uint64 `json:"max_attempts"`
+	BackoffInitialMs int64  `json:"backoff_initial_ms"`
+	BackoffMaxMs     int64  `json:"backoff_max_ms"`
+}
+
+// QueuePolicyArgs sets (all zero: clears) a queue's policy.
+type QueuePolicyArgs struct {
+	Queue  string
+	Policy QueuePolicy
+}
+
+func (*QueuePolicyArgs) entryV3() bool { return true }
+
+func queuePolicyKey(tenant, queue string) string { return "t/" + tenant + "/qp/" + queue }
+
+func applyQueuePolicy(f *FSM, _ *applyCtx, c *Command) *Result {
+	var a QueuePolicyArgs
+	if r := decodeArgs(c, &a); r != nil {
+		return r
+	}
+	if !f.st.Has(tenantKey(c.Tenant)) {
+		return fail(CodeNotFound, fmt.Sprintf("tenant %q not found", c.Tenant), nil)
+	}
+	if a.Policy == (QueuePolicy{}) {
+		f.st.Delete(queuePolicyKey(c.Tenant, a.Queue))
+	} else {
+		f.st.Put(queuePolicyKey(c.Tenant, a.Queue), mustJSON(&a.Policy))
+	}
+	return okValue(OutcomeOK, &a.Policy)
+}
+
+// queuePolicy returns the queue's policy (zero if none).
+func queuePolicy(st *Store, tenant, queue string) QueuePolicy {
+	var p QueuePolicy
+	if raw, ok := st.Get(queuePolicyKey(tenant, queue)); ok {
+		_ = json.Unmarshal(raw, &p) // written by applyQueuePolicy only
+	}
+	return p
+}
+
+// QueuePolicy returns a queue's lifecycle defaults and the applied index.
+func (f *FSM) QueuePolicy(tenant, queue string) (QueuePolicy, uint64) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return queuePolicy(f.st, tenant, queue), f.applied
+}
+
+// withQueueDefaults fills a create's unset lifecycle fields from its
+// queue's policy.
+func withQueueDefaults(st *Store, tenant string, a *TaskCreateArgs) {
+	p := queuePolicy(st, tenant, a.Queue)
+	if a.MaxAttempts == 0 {
+		a.MaxAttempts = p.MaxAttempts
+	}
+	if a.BackoffInitialMs == 0 {
+		a.BackoffInitialMs = p.BackoffInitialMs
+	}
+	if a.BackoffMaxMs == 0 {
+		a.BackoffMaxMs = p.BackoffMaxMs
+	}
+}

@@ -1,0 +1,175 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+type lifecycleTask struct {
+	TaskID       string  `json:"task_id"`
+	Status       string  `json:"status"`
+	Owner        string  `json:"owner"`
+	FencingToken uint64  `json:"fencing_token"`
+	Version      uint64  `json:"version"`
+	Attempt      uint64  `json:"attempt"`
+	MaxAttempts  uint64  `json:"max_attempts"`
+	AvailableAt  *string `json:"available_at"`
+	LastError    string  `json:"last_error"`
+	FailedAt     *string `json:"failed_at"`
+	UpdatedAt    string  `json:"updated_at"`
+}
+
+func (fx *apiFixture) mustTask(t *testing.T, method, path, body string, auth map[string]string, want int) lifecycleTask {
+	t.Helper()
+	status, _, resp := fx.c.do(t, 0, method, path, body, auth)
+	if status != want {
+		t.Fatalf("%s %s %s: got %d %s, want %d", method, path, body, status, resp, want)
+	}
+	var task lifecycleTask
+	if want < 300 && status != http.StatusNoContent {
+		decodeBody(t, resp, &task)
+	}
+	return task
+}
+
+// TestTaskFailRetryHTTP: fail with the token backs off (the task is not
+// claimable until available_at), fails up to max_attempts then dead,
+// listable with status=dead, and retry brings it back with attempts reset.
+func TestTaskFailRetryHTTP(t *testing.T) {
+	fx := newAPIFixture(t)
+	adm := adminAuth()
+	created := fx.mustTask(t, "POST", "/v1/tenants/acme/tasks",
+		`{"task_id":"f1","queue":"lc","max_attempts":2,"backoff_initial_ms":300,"backoff_max_ms":300}`, adm, http.StatusCreated)
+	if created.MaxAttempts != 2 || created.AvailableAt != nil {
+		t.Fatalf("created: %+v", created)
+	}
+	claim := `{"owner":"w1","lease_ms":60000}`
+	c := fx.mustTask(t, "POST", "/v1/tenants/acme/queues/lc/claim", claim, adm, http.StatusOK)
+	if r := fx.mustTask(t, "POST", "/v1/tenants/acme/tasks/f1/fail", `{"fencing_token":1,"error":"x"}`, adm, http.StatusConflict); r.Status != "" {
+		t.Fatal("unreachable")
+	}
+	f := fx.mustTask(t, "POST", "/v1/tenants/acme/tasks/f1/fail", fmt.Sprintf(`{"fencing_token":%d,"error":"first"}`, c.FencingToken), adm, http.StatusOK)
+	if f.Status != "pending" || f.AvailableAt == nil || f.LastError != "first" || f.FailedAt == nil {
+		t.Fatalf("after the first failure: %+v", f)
+	}
+	// Not claimable before available_at; a long poll wakes when it is due.
+	fx.mustTask(t, "POST", "/v1/tenants/acme/queues/lc/claim", claim, adm, http.StatusNoContent)
+	start := time.Now()
+	c = fx.mustTask(t, "POST", "/v1/tenants/acme/queues/lc/claim", `{"owner":"w1","lease_ms":60000,"wait_ms":20000}`, adm, http.StatusOK)
+	if c.Attempt != 2 {
+		t.Fatalf("second claim: %+v", c)
+	}
+	if waited := time.Since(start); waited > 15*time.Second {
+		t.Fatalf("the long poll answered after %v, not when the task became due", waited)
+	}
+	at, _ := time.Parse(time.RFC3339Nano, *f.AvailableAt)
+	claimedAt, _ := time.Parse(time.RFC3339Nano, c.UpdatedAt)
+	if claimedAt.Before(at) {
+		t.Fatalf("claimed at %v, before available_at %v", claimedAt, at)
+	}
+	d := fx.mustTask(t, "POST", "/v1/tenants/acme/tasks/f1/fail", fmt.Sprintf(`{"fencing_token":%d,"error":"second"}`, c.FencingToken), adm, http.StatusOK)
+	if d.Status != "dead" || d.LastError != "second" {
+		t.Fatalf("after the last attempt: %+v", d)
+	}
+	_, _, body := fx.c.do(t, 0, "GET", "/v1/tenants/acme/tasks?queue=lc&status=dead", nil, adm)
+	var list struct {
+		Tasks []lifecycleTask `json:"tasks"`
+	}
+	decodeBody(t, body, &list)
+	if len(list.Tasks) != 1 || list.Tasks[0].TaskID != "f1" {
+		t.Fatalf("dead tasks: %s", body)
+	}
+	// Claims cannot take it: by id, by queue, or by naming the status.
+	fx.mustTask(t, "POST", "/v1/tenants/acme/tasks/f1/claim", claim, adm, http.StatusConflict)
+	fx.mustTask(t, "POST", "/v1/tenants/acme/queues/lc/claim", `{"owner":"w1","lease_ms":1000,"statuses":["dead"]}`, adm, http.StatusBadRequest)
+
+	// Retry: a reader may not, a principal with write on the queue may.
+	reader := fx.createPrincipal(t, adm, "acme", `{"name":"lc-reader","grants":[{"resource":"tasks","prefix":"lc","actions":["read"]}]}`)
+	writer := fx.createPrincipal(t, adm, "acme", `{"name":"lc-writer","grants":[{"resource":"tasks","prefix":"lc","actions":["read","write"]}]}`)
+	fx.mustTask(t, "POST", "/v1/tenants/acme/tasks/f1/retry", `{}`, bearer(reader), http.StatusForbidden)
+	r := fx.mustTask(t, "POST", "/v1/tenants/acme/tasks/f1/retry", `{"delay_ms":0}`, bearer(writer), http.StatusOK)
+	if r.Status != "pending" || r.Attempt != 0 || r.MaxAttempts != 2 {
+		t.Fatalf("after retry: %+v", r)
+	}
+	c = fx.mustTask(t, "POST", "/v1/tenants/acme/queues/lc/claim", claim, bearer(writer), http.StatusOK)
+	if c.Attempt != 1 {
+		t.Fatalf("claim after retry: %+v", c)
+	}
+	// Non-retryable: dead at once.
+	n := fx.mustTask(t, "POST", "/v1/tenants/acme/tasks/f1/fail", fmt.Sprintf(`{"fencing_token":%d,"error":"bad input","non_retryable":true}`, c.FencingToken), adm, http.StatusOK)
+	if n.Status != "dead" || n.Attempt != 1 {
+		t.Fatalf("non-retryable: %+v", n)
+	}
+}
+
+// TestTaskDelayHTTP: available_at and delay_ms on create and release.
+func TestTaskDelayHTTP(t *testing.T) {
+	fx := newAPIFixture(t)
+	adm := adminAuth()
+	later := time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano)
+	d := fx.mustTask(t, "POST", "/v1/tenants/acme/tasks", `{"task_id":"d1","queue":"dq","available_at":"`+later+`"}`, adm, http.StatusCreated)
+	if d.AvailableAt == nil {
+		t.Fatalf("created: %+v", d)
+	}
+	fx.mustTask(t, "POST", "/v1/tenants/acme/queues/dq/claim", `{"owner":"w","lease_ms":1000}`, adm, http.StatusNoContent)
+	fx.mustTask(t, "POST", "/v1/tenants/acme/tasks", `{"task_id":"d2","queue":"dq","delay_ms":200}`, adm, http.StatusCreated)
+	c := fx.mustTask(t, "POST", "/v1/tenants/acme/queues/dq/claim", `{"owner":"w","lease_ms":60000,"wait_ms":20000}`, adm, http.StatusOK)
+	if c.TaskID != "d2" {
+		t.Fatalf("claimed %+v, want d2", c)
+	}
+	// Release with a delay: not claimable at once.
+	rel := fx.mustTask(t, "POST", "/v1/tenants/acme/tasks/d2/update", fmt.Sprintf(`{"fencing_token":%d,"release":true,"delay_ms":3600000}`, c.FencingToken), adm, http.StatusOK)
+	if rel.Owner != "" || rel.AvailableAt == nil {
+		t.Fatalf("released: %+v", rel)
+	}
+	fx.mustTask(t, "POST", "/v1/tenants/acme/queues/dq/claim", `{"owner":"w","lease_ms":1000}`, adm, http.StatusNoContent)
+
+	for _, bad := range []struct{ path, body string }{
+		{"/v1/tenants/acme/tasks", `{"queue":"dq","delay_ms":-1}`},
+		{"/v1/tenants/acme/tasks", `{"queue":"dq","available_at":"tomorrow"}`},
+		{"/v1/tenants/acme/tasks", `{"queue":"dq","available_at":"` + later + `","delay_ms":5}`},
+		{"/v1/tenants/acme/tasks", `{"queue":"dq","max_attempts":100000}`},
+		{"/v1/tenants/acme/tasks", `{"queue":"dq","backoff_initial_ms":500,"backoff_max_ms":100}`},
+		{"/v1/tenants/acme/tasks/d1/update", `{"delay_ms":5}`},
+		{"/v1/tenants/acme/tasks/d1/fail", `{"error":"no token"}`},
+		{"/v1/tenants/acme/tasks/d1/retry", `{"status":"dead"}`},
+	} {
+		status, _, body := fx.c.do(t, 0, "POST", bad.path, bad.body, adm)
+		if status != http.StatusBadRequest || errorCode(body) != "invalid_argument" {
+			t.Errorf("POST %s %s: got %d %s, want 400 invalid_argument", bad.path, bad.body, status, body)
+		}
+	}
+}
+
+// TestQueuePolicyHTTP: the cluster admin sets a queue's defaults; tasks
+// created in the queue afterwards take them; principals may read them but
+// not set them.
+func TestQueuePolicyHTTP(t *testing.T) {
+	fx := newAPIFixture(t)
+	adm := adminAuth()
+	status, _, body := fx.c.do(t, 0, "PUT", "/v1/tenants/acme/queues/pq/policy", `{"max_attempts":3,"backoff_initial_ms":100,"backoff_max_ms":1000}`, adm)
+	if status != http.StatusOK {
+		t.Fatalf("PUT policy: %d %s", status, body)
+	}
+	writer := fx.createPrincipal(t, adm, "acme", `{"name":"pq-writer","grants":[{"resource":"tasks","prefix":"pq","actions":["read","write"]}]}`)
+	if status, _, body := fx.c.do(t, 0, "PUT", "/v1/tenants/acme/queues/pq/policy", `{"max_attempts":1}`, bearer(writer)); status != http.StatusForbidden {
+		t.Fatalf("PUT policy by a principal: %d %s, want 403", status, body)
+	}
+	status, _, body = fx.c.do(t, 0, "GET", "/v1/tenants/acme/queues/pq/policy", nil, bearer(writer))
+	if status != http.StatusOK || strings.TrimSpace(string(body)) != `{"max_attempts":3,"backoff_initial_ms":100,"backoff_max_ms":1000}` {
+		t.Fatalf("GET policy: %d %s", status, body)
+	}
+	task := fx.mustTask(t, "POST", "/v1/tenants/acme/tasks", `{"task_id":"p1","queue":"pq"}`, bearer(writer), http.StatusCreated)
+	if task.MaxAttempts != 3 {
+		t.Fatalf("task created under the policy: %+v", task)
+	}
+	if status, _, body := fx.c.do(t, 0, "PUT", "/v1/tenants/acme/queues/pq/policy", `{"backoff_initial_ms":-1}`, adm); status != http.StatusBadRequest {
+		t.Fatalf("PUT a bad policy: %d %s, want 400", status, body)
+	}
+	if status, _, body := fx.c.do(t, 0, "PUT", "/v1/tenants/nope/queues/pq/policy", `{}`, adm); status != http.StatusNotFound {
+		t.Fatalf("PUT policy of a missing tenant: %d %s, want 404", status, body)
+	}
+}
