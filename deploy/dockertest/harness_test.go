@@ -18,6 +18,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,6 +44,10 @@ type stack struct {
 }
 
 var allNodes = []string{"n1", "n2", "n3", "n4", "n5"}
+
+// stackSeq numbers the projects of this process: a test may run two
+// (backup in one, restore into a fresh one) within the same second.
+var stackSeq atomic.Int64
 
 func requireDocker(t *testing.T) {
 	t.Helper()
@@ -122,7 +127,7 @@ func newStack(t *testing.T) *stack {
 	}
 	s := &stack{
 		t: t, dir: filepath.Join(repoRoot(t), "deploy"), token: token,
-		project: fmt.Sprintf("batondeploy%d%04d", time.Now().Unix()%100000, os.Getpid()%10000),
+		project: fmt.Sprintf("batondeploy%d%04d%d", time.Now().Unix()%100000, os.Getpid()%10000, stackSeq.Add(1)),
 		files:   []string{"compose.yaml", "compose.five.yaml"},
 		ports:   map[string]int{}, compose: composeCommand(), ids: map[string]string{},
 		caFile: filepath.Join(tmp, "ca.pem"), started: time.Now(),
