@@ -94,7 +94,8 @@ chaos-short:
 
 ## test-deploy: the image, then deploy/compose.yaml on the Docker engine
 ## (deploy/dockertest: tour, leader killed and partitioned, rolling restart,
-## five nodes), talking only to 127.0.0.1
+## five nodes, backup restored into a fresh project, the last survivor
+## recovered), talking only to 127.0.0.1
 test-deploy: image
 	BATON_DEPLOY_TESTS=1 BATON_IMAGE=$(IMAGE) $(GO) test -count=1 -v -timeout 15m ./deploy/dockertest/
 
