@@ -146,3 +146,47 @@ func (p *QueuePolicy) UnmarshalJSON(b []byte) error {
 	*p = QueuePolicy{w.MaxAttempts, time.Duration(w.BackoffInitialMS) * time.Millisecond, time.Duration(w.BackoffMaxMS) * time.Millisecond}
 	return nil
 }
+
+type taskWire struct {
+	TenantID         string          `json:"tenant_id"`
+	TaskID           string          `json:"task_id"`
+	Queue            string          `json:"queue"`
+	Status           string          `json:"status"`
+	Owner            string          `json:"owner"`
+	LeaseUntil       *time.Time      `json:"lease_until"`
+	FencingToken     uint64          `json:"fencing_token"`
+	Version          uint64          `json:"version"`
+	Attempt          uint64          `json:"attempt"`
+	Priority         int64           `json:"priority"`
+	ArtifactID       string          `json:"artifact_id"`
+	Payload          json.RawMessage `json:"payload"`
+	Result           json.RawMessage `json:"result"`
+	CreatedAt        time.Time       `json:"created_at"`
+	UpdatedAt        time.Time       `json:"updated_at"`
+	MaxAttempts      uint64          `json:"max_attempts"`
+	BackoffInitialMS int64           `json:"backoff_initial_ms"`
+	BackoffMaxMS     int64           `json:"backoff_max_ms"`
+	AvailableAt      *time.Time      `json:"available_at"`
+	LastError        string          `json:"last_error"`
+	FailedAt         *time.Time      `json:"failed_at"`
+}
+
+// MarshalJSON encodes the task as the API does, the backoff as *_ms.
+func (t Task) MarshalJSON() ([]byte, error) {
+	return json.Marshal(taskWire{t.TenantID, t.TaskID, t.Queue, t.Status, t.Owner, t.LeaseUntil, t.FencingToken,
+		t.Version, t.Attempt, t.Priority, t.ArtifactID, t.Payload, t.Result, t.CreatedAt, t.UpdatedAt, t.MaxAttempts,
+		t.BackoffInitial.Milliseconds(), t.BackoffMax.Milliseconds(), t.AvailableAt, t.LastError, t.FailedAt})
+}
+
+// UnmarshalJSON reads the API's form of a task.
+func (t *Task) UnmarshalJSON(b []byte) error {
+	var w taskWire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*t = Task{w.TenantID, w.TaskID, w.Queue, w.Status, w.Owner, w.LeaseUntil, w.FencingToken, w.Version, w.Attempt,
+		w.Priority, w.ArtifactID, w.Payload, w.Result, w.CreatedAt, w.UpdatedAt, w.MaxAttempts,
+		time.Duration(w.BackoffInitialMS) * time.Millisecond, time.Duration(w.BackoffMaxMS) * time.Millisecond,
+		w.AvailableAt, w.LastError, w.FailedAt}
+	return nil
+}

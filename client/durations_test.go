@@ -22,6 +22,7 @@ func TestWireFormsHaveEveryField(t *testing.T) {
 		{UpdateTaskRequest{}, updateTaskWire{}},
 		{RetryTaskRequest{}, retryTaskWire{}},
 		{QueuePolicy{}, queuePolicyWire{}},
+		{Task{}, taskWire{}},
 	} {
 		rt, wt := reflect.TypeOf(tc.req), reflect.TypeOf(tc.wire)
 		sent, replaced := 0, 0

@@ -28,12 +28,12 @@ type Task struct {
 	UpdatedAt    time.Time       `json:"updated_at"`
 	// Attempts, backoff and delays (docs/api.md). MaxAttempts 0 is
 	// unlimited; zero backoff fields are the server's defaults.
-	MaxAttempts      uint64     `json:"max_attempts"`
-	BackoffInitialMS int64      `json:"backoff_initial_ms"`
-	BackoffMaxMS     int64      `json:"backoff_max_ms"`
-	AvailableAt      *time.Time `json:"available_at"` // nil: claimable at any time
-	LastError        string     `json:"last_error"`
-	FailedAt         *time.Time `json:"failed_at"` // nil: no failed attempt
+	MaxAttempts    uint64        `json:"max_attempts"`
+	BackoffInitial time.Duration `json:"-"`
+	BackoffMax     time.Duration `json:"-"`
+	AvailableAt    *time.Time    `json:"available_at"` // nil: claimable at any time
+	LastError      string        `json:"last_error"`
+	FailedAt       *time.Time    `json:"failed_at"` // nil: no failed attempt
 }
 
 // StatusDead is the status of a task that used its attempts or failed
