@@ -176,6 +176,9 @@ func TestLifecycleDelayedNeverEarlyAcrossLeaderKill(t *testing.T) {
 			}
 		})
 	}
+	// The scenario, not a wait for a condition: the claimers long-poll
+	// for a second, then the leader dies while the task is still 3 s
+	// from due, so the claim that wins is decided by a new leader.
 	time.Sleep(time.Second)
 	leader, err := c.WaitLeader(ctx)
 	if err != nil {
@@ -188,7 +191,8 @@ func TestLifecycleDelayedNeverEarlyAcrossLeaderKill(t *testing.T) {
 	case <-claimed:
 	case <-time.After(40 * time.Second):
 	}
-	// Give any second claim a chance to show up, then stop.
+	// Proving that no second claim happens needs a window to watch:
+	// 1.5 s of claimers still polling every node, then stop.
 	time.Sleep(1500 * time.Millisecond)
 	stop.Store(true)
 	wg.Wait()
