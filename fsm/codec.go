@@ -19,11 +19,19 @@ import (
 // a transaction: see lifecycle.go) is EntryVersion3, written only then;
 // its commands have all of version 2's fields. A member that predates
 // lifecycles refuses it rather than apply it without the fields it does
-// not know.
+// not know. EntryVersion4 is the same for what came after the lifecycle
+// (commandSpec.Since and entryVersioner say which kinds and fields).
+//
+// An entry's version is the latest its commands need (EncodeEntry): a
+// cluster that uses none of the newer kinds or fields writes the entries
+// an older member reads, so members can be upgraded one at a time.
 const (
 	EntryVersion  byte = 1
 	EntryVersion2 byte = 2
 	EntryVersion3 byte = 3
+	EntryVersion4 byte = 4
+	// EntryVersionLatest is the newest version this build reads and writes.
+	EntryVersionLatest = EntryVersion4
 )
 
 // MaxCommandsPerEntry bounds how many commands group commit packs into one
@@ -152,26 +160,22 @@ func EncodeEntry(cmds []*Command) []byte {
 			size += c.Size()
 		}
 	}
-	v2, v3 := false, false
+	v := EntryVersion
 	for _, c := range cmds {
-		if c != nil && c.inSession() {
-			v2 = true
+		if c == nil {
+			continue
 		}
-		if c != nil && c.lifecycle() {
-			v3 = true
+		if c.inSession() {
+			v = max(v, EntryVersion2)
 		}
+		v = max(v, c.needs())
 	}
-	if v3 {
-		return appendCommands(append(make([]byte, 0, size), EntryVersion3), cmds, true)
-	}
-	if v2 {
-		return appendCommands(append(make([]byte, 0, size), EntryVersion2), cmds, true)
-	}
-	return appendCommands(append(make([]byte, 0, size), EntryVersion), cmds, false)
+	return appendCommands(append(make([]byte, 0, size), v), cmds, v >= EntryVersion2)
 }
 
-// lifecycle reports whether c needs an EntryVersion3 entry.
-func (c *Command) lifecycle() bool { return c.v3 || lifecycleKinds[c.Kind] }
+// needs is the first entry version that may hold c: its kind's, or its
+// args' fields' (Command.ver), whichever is later.
+func (c *Command) needs() byte { return max(c.ver, kindSince[c.Kind]) }
 
 // inSession reports whether any session field is set.
 func (c *Command) inSession() bool { return c.Session != 0 || c.Seq != 0 || c.Ack != 0 }
@@ -181,7 +185,7 @@ func DecodeEntry(b []byte) ([]*Command, error) {
 	if len(b) == 0 {
 		return nil, fmt.Errorf("%w: empty", ErrBadEntry)
 	}
-	if b[0] != EntryVersion && b[0] != EntryVersion2 && b[0] != EntryVersion3 {
+	if b[0] < EntryVersion || b[0] > EntryVersionLatest {
 		return nil, fmt.Errorf("%w: unknown version %d", ErrBadEntry, b[0])
 	}
 	cmds, err := decodeCommands(b[1:], MaxCommandsPerEntry)
@@ -201,10 +205,10 @@ func DecodeEntry(b []byte) ([]*Command, error) {
 		if b[0] == EntryVersion && c.inSession() {
 			return nil, fmt.Errorf("%w: command %d has session fields in a version %d entry", ErrBadEntry, i, b[0])
 		}
-		if b[0] < EntryVersion3 && lifecycleKinds[c.Kind] {
+		if b[0] < kindSince[c.Kind] {
 			return nil, fmt.Errorf("%w: command %d is a %s in a version %d entry", ErrBadEntry, i, c.Kind, b[0])
 		}
-		c.v3 = b[0] == EntryVersion3
+		c.ver = b[0]
 	}
 	return cmds, nil
 }

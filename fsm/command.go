@@ -53,16 +53,25 @@ type Command struct {
 	Ack     uint64
 	// Args is the msgpack encoding of the kind's argument struct.
 	Args []byte
-	// v3: the args use lifecycle fields (NewCommand sets it; see
-	// EntryVersion3). Not encoded: the entry's version carries it.
-	v3 bool
+	// ver is the first entry version that may carry the args' fields
+	// (NewCommand sets it from entryVersioner; DecodeEntry to the entry's
+	// version). Not encoded: the entry's version carries it.
+	ver byte
 }
+
+// entryVersioner is implemented by argument structs that gained fields
+// after their kind was first written: entryVersion returns the first entry
+// version that may carry the fields set (0 when none of them is), so that
+// the command goes in an entry which a member that predates the fields
+// refuses instead of applying without them. A kind that is new altogether
+// says so in its command table row (commandSpec.Since) instead.
+type entryVersioner interface{ entryVersion() byte }
 
 // NewCommand builds a command with args encoded.
 func NewCommand(kind Kind, now int64, tenant, principal string, args any) *Command {
 	c := &Command{Kind: kind, Now: now, Tenant: tenant, Principal: principal, Args: encode(args)}
-	if v, ok := args.(entryV3); ok && v.entryV3() {
-		c.v3 = true
+	if v, ok := args.(entryVersioner); ok {
+		c.ver = v.entryVersion()
 	}
 	return c
 }

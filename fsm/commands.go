@@ -1,5 +1,7 @@
 package fsm
 
+import "reflect"
+
 // The command table: every replicated command kind, the struct its
 // Command.Args decode to, the handler that applies it, and whether it may
 // be an op of a transaction (KindTxn). Apply dispatches through it and
@@ -36,10 +38,10 @@ var commandTable = []commandSpec{
 
 	// Task lifecycle (lifecycle.go): a failed attempt, and retrying a task.
 	// Only in EntryVersion3 entries.
-	{Kind: KindTaskFail, Args: TaskFailArgs{}, Apply: applyTaskFail},
-	{Kind: KindTaskRetry, Args: TaskRetryArgs{}, Apply: applyTaskRetry},
+	{Kind: KindTaskFail, Args: TaskFailArgs{}, Apply: applyTaskFail, Since: EntryVersion3},
+	{Kind: KindTaskRetry, Args: TaskRetryArgs{}, Apply: applyTaskRetry, Since: EntryVersion3},
 	// A queue's lifecycle defaults for the tasks created in it later.
-	{Kind: KindQueuePolicy, Args: QueuePolicyArgs{}, Apply: applyQueuePolicy},
+	{Kind: KindQueuePolicy, Args: QueuePolicyArgs{}, Apply: applyQueuePolicy, Since: EntryVersion3},
 
 	// Knowledge store (kv.go). The leader proposes kv.purge.
 	{Kind: KindKVPut, Args: KVPutArgs{}, Apply: applyKVPut, Txn: true},
@@ -78,6 +80,12 @@ type commandSpec struct {
 	// Txn: the kind may be an op of a KindTxn transaction (docs/api.md
 	// "Transactions").
 	Txn bool
+	// Since is the first entry version that may hold the kind (0: every
+	// one). A kind added after a release gets the newest EntryVersion
+	// (fsm/codec.go), so that a member which predates it refuses the entry
+	// instead of misapplying it; fields added to an older kind's args are
+	// gated the same way by the args' entryVersion method (entryVersioner).
+	Since byte
 }
 
 // handler applies one kind of command to f.st. It returns a failed result
@@ -88,9 +96,14 @@ type handler func(f *FSM, ctx *applyCtx, c *Command) *Result
 // not in their declarations, because applyTxn dispatches through handlers:
 // a declaration would make an initialization cycle.
 var (
-	handlers = map[Kind]handler{}
-	txnKinds = map[Kind]bool{}
+	handlers  = map[Kind]handler{}
+	txnKinds  = map[Kind]bool{}
+	kindSince = map[Kind]byte{}
+	// argTypes: the pointer type of each kind's args.
+	argTypes = map[Kind]reflect.Type{}
 )
+
+var entryVersionerType = reflect.TypeFor[entryVersioner]()
 
 func init() {
 	for _, s := range commandTable {
@@ -101,6 +114,11 @@ func init() {
 		if s.Txn {
 			txnKinds[s.Kind] = true
 		}
+		if s.Since > EntryVersionLatest {
+			panic("fsm: kind " + string(s.Kind) + " needs an entry version this build cannot write")
+		}
+		kindSince[s.Kind] = s.Since
+		argTypes[s.Kind] = reflect.PointerTo(reflect.TypeOf(s.Args))
 	}
 }
 

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -107,5 +108,44 @@ func count(t *testing.T, cmds []*Command, out any, made, applied, inTxn map[Kind
 				inTxn[op.Kind]++
 			}
 		}
+	}
+}
+
+// TestCommandTableSince: a kind the table says is newer than the first
+// entry version goes in an entry of at least its version, alone, beside a
+// plain command and inside a transaction, and an older entry holding it
+// is refused, so a member that predates the kind never applies it.
+func TestCommandTableSince(t *testing.T) {
+	plain := NewCommand(KindKVPut, 1, "acme", "", &KVPutArgs{Namespace: "n", Key: "k", Value: []byte("1")})
+	if e := EncodeEntry([]*Command{plain}); e[0] != EntryVersion {
+		t.Fatalf("a plain kv.put: entry version %d, want %d", e[0], EntryVersion)
+	}
+	gated := 0
+	for _, s := range commandTable {
+		if s.Since <= EntryVersion {
+			continue
+		}
+		gated++
+		args := reflect.New(reflect.TypeOf(s.Args)).Interface()
+		c := NewCommand(s.Kind, 1, "acme", "", args)
+		entries := map[string][]byte{
+			"alone":         EncodeEntry([]*Command{c}),
+			"beside kv.put": EncodeEntry([]*Command{plain, c}),
+		}
+		if s.Txn {
+			entries["in a txn"] = EncodeEntry([]*Command{NewCommand(KindTxn, 1, "acme", "", &TxnArgs{Ops: []TxnOp{{Kind: s.Kind, Args: EncodeArgs(args)}}})})
+		}
+		for name, e := range entries {
+			if e[0] < s.Since {
+				t.Errorf("%s %s: entry version %d, want at least %d", s.Kind, name, e[0], s.Since)
+			}
+		}
+		old := append([]byte{s.Since - 1}, EncodeEntry([]*Command{c})[1:]...)
+		if _, err := DecodeEntry(old); !errors.Is(err, ErrBadEntry) {
+			t.Errorf("%s in a version %d entry: %v, want ErrBadEntry", s.Kind, s.Since-1, err)
+		}
+	}
+	if gated == 0 {
+		t.Fatal("no kind in the table has Since set; the lifecycle kinds should")
 	}
 }

@@ -404,7 +404,7 @@ func TestBadEntries(t *testing.T) {
 		data []byte
 	}{
 		{"empty", nil},
-		{"unknown version", append([]byte{EntryVersion3 + 1}, encode([]*Command{tenantPut(1, "t")})...)},
+		{"unknown version", append([]byte{EntryVersionLatest + 1}, encode([]*Command{tenantPut(1, "t")})...)},
 		{"session fields in version 1", append([]byte{EntryVersion}, encode([]*Command{{Kind: KindTenantPut, Session: 1, Seq: 1}})...)},
 		{"version only", []byte{EntryVersion}},
 		{"not msgpack", append([]byte{EntryVersion}, "hello"...)},
@@ -739,7 +739,7 @@ func TestCorruptSnapshotRejected(t *testing.T) {
 		{"missing trailer", craftSnapshot(t, hdr, items, nil)},
 		{"count too high", craftSnapshot(t, &snapHeader{Format: snapshotFormat, Applied: st.AppliedIndex, Clock: st.Clock, Count: len(items) + 1}, items, trailer)},
 		{"negative count", craftSnapshot(t, &snapHeader{Format: snapshotFormat, Count: -1}, nil, trailer)},
-		{"unknown format", craftSnapshot(t, &snapHeader{Format: snapshotFormat2 + 1, Applied: st.AppliedIndex, Clock: st.Clock, Count: len(items)}, items, trailer)},
+		{"unknown format", craftSnapshot(t, &snapHeader{Format: snapshotFormatLatest + 1, Applied: st.AppliedIndex, Clock: st.Clock, Count: len(items)}, items, trailer)},
 		{"other clock", craftSnapshot(t, &snapHeader{Format: snapshotFormat, Applied: st.AppliedIndex, Clock: st.Clock + 1, Count: len(items)}, items, trailer)},
 	}
 	for _, tc := range cases {

@@ -74,42 +74,26 @@ type TaskRetryArgs struct {
 	DelayMs       int64  // from the command's time; the later of the two wins
 }
 
-// entryV3 is implemented by argument structs that may carry lifecycle
-// fields: true when they do, so the command goes in an EntryVersion3
-// entry that an older member refuses instead of misapplying.
-type entryV3 interface{ entryV3() bool }
-
-func (*TaskFailArgs) entryV3() bool  { return true }
-func (*TaskRetryArgs) entryV3() bool { return true }
+// entryV3 reports whether a create or update uses lifecycle fields, which
+// only EntryVersion3 entries may carry (see entryVersion).
 func (a *TaskCreateArgs) entryV3() bool {
 	return a.MaxAttempts != 0 || a.BackoffInitialMs != 0 || a.BackoffMaxMs != 0 || a.AvailableAt != 0 || a.DelayMs != 0
 }
 func (a *TaskUpdateArgs) entryV3() bool { return a.AvailableAt != 0 || a.DelayMs != 0 }
 
-// entryV3 of a transaction: any of its ops uses lifecycle fields.
-func (a *TxnArgs) entryV3() bool {
-	for _, op := range a.Ops {
-		var v entryV3
-		switch op.Kind {
-		case KindTaskCreate:
-			v = &TaskCreateArgs{}
-		case KindTaskUpdate:
-			v = &TaskUpdateArgs{}
-		default:
-			if lifecycleKinds[op.Kind] {
-				return true
-			}
-			continue
-		}
-		if decode(op.Args, v) == nil && v.entryV3() {
-			return true
-		}
+func (a *TaskCreateArgs) entryVersion() byte {
+	if a.entryV3() {
+		return EntryVersion3
 	}
-	return false
+	return 0
 }
 
-// lifecycleKinds may only appear in EntryVersion3 entries.
-var lifecycleKinds = map[Kind]bool{KindTaskFail: true, KindTaskRetry: true, KindQueuePolicy: true}
+func (a *TaskUpdateArgs) entryVersion() byte {
+	if a.entryV3() {
+		return EntryVersion3
+	}
+	return 0
+}
 
 // availableAt resolves an absolute time and a delay from now: the later.
 func availableAt(at, delayMs, now int64) int64 {
@@ -303,8 +287,6 @@ type QueuePolicyArgs struct {
 	Queue  string
 	Policy QueuePolicy
 }
-
-func (*QueuePolicyArgs) entryV3() bool { return true }
 
 func queuePolicyKey(tenant, queue string) string { return "t/" + tenant + "/qp/" + queue }
 

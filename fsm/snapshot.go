@@ -17,11 +17,37 @@ import (
 //
 // snapshotFormat2 is the same stream of a state that holds task records
 // with a lifecycle part (lifecycleMarkerKey): a member that predates
-// lifecycles refuses it instead of dropping the part. Both are read.
+// lifecycles refuses it instead of dropping the part. snapshotFormat3 is
+// the same again for what came after (snapshotMarkers). All are read.
 const (
-	snapshotFormat  = 1
-	snapshotFormat2 = 2
+	snapshotFormat       = 1
+	snapshotFormat2      = 2
+	snapshotFormat3      = 3
+	snapshotFormatLatest = snapshotFormat3
 )
+
+// snapshotMarkers: a state that holds a marker key is written in (at
+// least) its format. A change to a record that an older member would read
+// without error but wrongly (a field it would drop) puts a marker key the
+// first time it writes such a record, and lists it here with the newest
+// format, so that the older member refuses the snapshot instead.
+var snapshotMarkers = []struct {
+	key    string
+	format int
+}{
+	{lifecycleMarkerKey, snapshotFormat2},
+}
+
+// snapshotFormatOf is the format a snapshot of st is written in.
+func snapshotFormatOf(st *Store) int {
+	format := snapshotFormat
+	for _, m := range snapshotMarkers {
+		if m.format > format && st.Has(m.key) {
+			format = m.format
+		}
+	}
+	return format
+}
 
 type snapHeader struct {
 	Format  int
@@ -61,10 +87,7 @@ func (s *snapshot) write(w io.Writer) error {
 		return err
 	}
 	enc := codec.NewEncoder(zw, mh)
-	hdr := snapHeader{Format: snapshotFormat, Applied: s.applied, Clock: s.clock, Count: s.st.Len()}
-	if s.st.Has(lifecycleMarkerKey) {
-		hdr.Format = snapshotFormat2
-	}
+	hdr := snapHeader{Format: snapshotFormatOf(s.st), Applied: s.applied, Clock: s.clock, Count: s.st.Len()}
 	if err := enc.Encode(&hdr); err != nil {
 		return err
 	}
@@ -105,7 +128,7 @@ func readSnapshot(r io.Reader) (*Store, snapHeader, error) {
 	if err := dec.Decode(&hdr); err != nil {
 		return nil, hdr, fmt.Errorf("%w: header: %v", ErrBadSnapshot, err)
 	}
-	if (hdr.Format != snapshotFormat && hdr.Format != snapshotFormat2) || hdr.Count < 0 {
+	if hdr.Format < snapshotFormat || hdr.Format > snapshotFormatLatest || hdr.Count < 0 {
 		return nil, hdr, fmt.Errorf("%w: format %d, count %d", ErrBadSnapshot, hdr.Format, hdr.Count)
 	}
 	st := newStore()

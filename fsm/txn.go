@@ -3,6 +3,7 @@ package fsm
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 )
 
 // KindTxn applies several operations all or nothing.
@@ -20,6 +21,22 @@ type TxnArgs struct {
 type TxnOp struct {
 	Kind Kind
 	Args []byte
+}
+
+// entryVersion of a transaction: the latest its ops need, by kind
+// (commandSpec.Since) or by the fields their args set (entryVersioner).
+func (a *TxnArgs) entryVersion() byte {
+	var v byte
+	for _, op := range a.Ops {
+		v = max(v, kindSince[op.Kind])
+		if t, ok := argTypes[op.Kind]; ok && t.Implements(entryVersionerType) {
+			args := reflect.New(t.Elem()).Interface()
+			if decode(op.Args, args) == nil {
+				v = max(v, args.(entryVersioner).entryVersion())
+			}
+		}
+	}
+	return v
 }
 
 // applyTxn runs the ops in order on the live state. On the first failure it
