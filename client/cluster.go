@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+
+	"github.com/baton-dev/baton/client/wire"
 )
 
 // ClusterStatus is GET /v1/cluster as seen by the answering node.
@@ -65,8 +67,8 @@ func (c *Client) AddMember(ctx context.Context, m Member, opts ...RequestOption)
 	if err := required("member id", m.ID, "raft address", m.RaftAddr); err != nil {
 		return err
 	}
-	m.State = ""
-	_, err := c.Do(ctx, http.MethodPost, "/v1/cluster/members", m, nil, opts...)
+	in := wire.MemberAdd{ID: m.ID, RaftAddr: m.RaftAddr, HTTPAddr: m.HTTPAddr, Voter: &m.Voter}
+	_, err := c.Do(ctx, http.MethodPost, "/v1/cluster/members", in, nil, opts...)
 	return err
 }
 
@@ -96,9 +98,7 @@ func (c *Client) PromoteMember(ctx context.Context, id string, opts ...RequestOp
 // TransferLeadership asks the leader to hand over to node to, or to any
 // suitable node when to is empty. Admin only.
 func (c *Client) TransferLeadership(ctx context.Context, to string, opts ...RequestOption) error {
-	in := struct {
-		To string `json:"to,omitempty"`
-	}{to}
+	in := wire.Transfer{To: to}
 	_, err := c.Do(ctx, http.MethodPost, "/v1/cluster/leadership-transfer", in, nil, opts...)
 	return err
 }

@@ -3,6 +3,8 @@ package client
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/baton-dev/baton/client/wire"
 )
 
 // The request structs carry durations as time.Duration and expectations
@@ -56,15 +58,8 @@ func (r RenewRequest) MarshalJSON() ([]byte, error) {
 	return json.Marshal(renewWire{r.FencingToken, r.Lease.Milliseconds()})
 }
 
-type putKVWire struct {
-	Value         json.RawMessage `json:"value"`
-	ExpectVersion *uint64         `json:"expect_version,omitempty"`
-	TTLMS         int64           `json:"ttl_ms,omitempty"`
-	Fence         *Fence          `json:"fence,omitempty"`
-}
-
-func (r PutKVRequest) wire() putKVWire {
-	return putKVWire{r.Value, r.ExpectVersion, r.TTL.Milliseconds(), r.Fence}
+func (r PutKVRequest) wire() wire.KVPut {
+	return wire.KVPut{Value: r.Value, ExpectVersion: r.ExpectVersion, TTLMs: r.TTL.Milliseconds(), Fence: r.Fence}
 }
 
 // MarshalJSON encodes the request as the API's body, TTL as ttl_ms (left

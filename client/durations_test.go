@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/baton-dev/baton/client/wire"
 )
 
 // TestWireFormsHaveEveryField: every field a request struct sends as is
@@ -16,8 +18,8 @@ func TestWireFormsHaveEveryField(t *testing.T) {
 		{ClaimRequest{}, claimWire{}},
 		{QueueClaimRequest{}, queueClaimWire{}},
 		{RenewRequest{}, renewWire{}},
-		{PutKVRequest{}, putKVWire{}},
-		{SetRefRequest{}, setRefWire{}},
+		{PutKVRequest{}, wire.KVPut{}},
+		{SetRefRequest{}, wire.RefSet{}},
 		{CreateTaskRequest{}, createTaskWire{}},
 		{UpdateTaskRequest{}, updateTaskWire{}},
 		{RetryTaskRequest{}, retryTaskWire{}},

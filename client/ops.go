@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/baton-dev/baton/client/wire"
 )
 
 // Op states. Started is set by BeginOp; Unknown may later become Succeeded
@@ -39,20 +41,11 @@ func (o *Op) Terminal() bool { return o.State == OpSucceeded || o.State == OpFai
 
 // BeginOpRequest is the body of BeginOp. ParamsDigest pins the op id to one
 // request (see ParamsDigest); TaskID and Fence are optional.
-type BeginOpRequest struct {
-	Kind         string `json:"kind"`
-	ParamsDigest string `json:"params_digest"`
-	TaskID       string `json:"task_id,omitempty"`
-	Fence        *Fence `json:"fence,omitempty"`
-}
+type BeginOpRequest = wire.OpBegin
 
 // FinishOpRequest is the body of FinishOp. State is OpSucceeded, OpFailed
 // or OpUnknown.
-type FinishOpRequest struct {
-	State  string          `json:"state"`
-	Result json.RawMessage `json:"result,omitempty"`
-	Fence  *Fence          `json:"fence,omitempty"`
-}
+type FinishOpRequest = wire.OpFinish
 
 // BeginOp records that the action opID is about to run. created is true
 // when this call made the record (state started, 201); otherwise op is the

@@ -3,6 +3,8 @@ package client
 import (
 	"context"
 	"net/http"
+
+	"github.com/baton-dev/baton/client/wire"
 )
 
 // TenantQuota is a tenant's state quota and what its data takes (0: no
@@ -25,7 +27,7 @@ type TenantQuota struct {
 // RatePerSec and Burst; 0 is no limit.
 func (c *Client) SetTenantQuota(ctx context.Context, tenant string, q TenantQuota, opts ...RequestOption) (*TenantQuota, error) {
 	var out TenantQuota
-	body := map[string]any{"max_bytes": q.MaxBytes, "max_keys": q.MaxKeys, "rate_per_sec": q.RatePerSec, "burst": q.Burst}
+	body := wire.Quota{MaxBytes: &q.MaxBytes, MaxKeys: &q.MaxKeys, RatePerSec: &q.RatePerSec, Burst: &q.Burst}
 	if _, err := c.Do(ctx, http.MethodPut, tenantPath(tenant, "quota"), body, &out, opts...); err != nil {
 		return nil, err
 	}

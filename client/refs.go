@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/baton-dev/baton/client/wire"
 )
 
 // Ref is a named, movable pointer to an artifact version
@@ -37,15 +39,9 @@ type SetRefRequest struct {
 	Fence        *Fence `json:"fence,omitempty"`
 }
 
-// setRefWire is SetRefRequest on the wire (see durations.go).
-type setRefWire struct {
-	ArtifactID       string  `json:"artifact_id"`
-	ExpectArtifactID *string `json:"expect_artifact_id,omitempty"` // "": must be absent
-	Fence            *Fence  `json:"fence,omitempty"`
-}
-
-func (r SetRefRequest) wire() (setRefWire, error) {
-	w := setRefWire{ArtifactID: r.ArtifactID, Fence: r.Fence}
+// wire is SetRefRequest on the wire (see durations.go).
+func (r SetRefRequest) wire() (wire.RefSet, error) {
+	w := wire.RefSet{ArtifactID: r.ArtifactID, Fence: r.Fence}
 	switch {
 	case r.ExpectAbsent && r.Expect != "":
 		return w, fmt.Errorf("%w: ref expected both absent and at %q", ErrInvalidArgument, r.Expect)

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/baton-dev/baton/client/wire"
 )
 
 // Task is a unit of work in a queue, as stored by the cluster.
@@ -42,10 +44,7 @@ const StatusDead = "dead"
 
 // Fence guards a write: it applies only if Token is the current fencing
 // token of task TaskID in the same tenant, else ErrFenced.
-type Fence struct {
-	TaskID string `json:"task_id"`
-	Token  uint64 `json:"token"`
-}
+type Fence = wire.Fence
 
 // CreateTaskRequest is the body of CreateTask. TaskID is generated when
 // empty; Status defaults to "pending".

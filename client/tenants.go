@@ -3,24 +3,18 @@ package client
 import (
 	"context"
 	"net/http"
+
+	"github.com/baton-dev/baton/client/wire"
 )
 
 // Grant gives a principal actions on the objects of one resource whose name
 // starts with Prefix. Resource is one of tasks, artifacts, refs,
 // checkpoints, kv, ops, admin, or "*"; actions are read, write, delete.
-type Grant struct {
-	Resource string   `json:"resource"`
-	Prefix   string   `json:"prefix"`
-	Actions  []string `json:"actions"`
-}
+type Grant = wire.Grant
 
 // PrincipalWithToken is a newly created principal. The token is shown only
 // this once; the server keeps only its hash.
-type PrincipalWithToken struct {
-	Name   string  `json:"name"`
-	Token  string  `json:"token"`
-	Grants []Grant `json:"grants"`
-}
+type PrincipalWithToken = wire.PrincipalWithToken
 
 // PutTenant creates a tenant (created is true) or confirms an existing one.
 // Admin only.
@@ -46,10 +40,7 @@ func (c *Client) CreatePrincipal(ctx context.Context, tenant, name string, grant
 	if err := required("tenant", tenant, "principal", name); err != nil {
 		return nil, err
 	}
-	in := struct {
-		Name   string  `json:"name"`
-		Grants []Grant `json:"grants"`
-	}{name, grants}
+	in := wire.PrincipalCreate{Name: name, Grants: grants}
 	if in.Grants == nil {
 		in.Grants = []Grant{}
 	}
@@ -72,10 +63,7 @@ func (c *Client) RevokePrincipal(ctx context.Context, tenant, name string, opts 
 
 // PrincipalInfo is a principal as listed: its name and grants, never a
 // token.
-type PrincipalInfo struct {
-	Name   string  `json:"name"`
-	Grants []Grant `json:"grants"`
-}
+type PrincipalInfo = wire.PrincipalInfo
 
 // RotatePrincipal gives a principal a new token and returns it (shown only
 // this once). The old token fails from the rotation on. A retry with the

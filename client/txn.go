@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/baton-dev/baton/client/wire"
 )
 
 // TxnOp is one operation of a transaction. On the wire it is the JSON
@@ -80,29 +82,17 @@ func TxnSetRef(ref string, req SetRefRequest) TxnOp {
 	if err != nil {
 		return TxnOp{Op: "ref.set", Body: invalidBody{err}}
 	}
-	return TxnOp{Op: "ref.set", Body: struct {
-		Ref string `json:"ref"`
-		setRefWire
-	}{ref, w}}
+	return TxnOp{Op: "ref.set", Body: wire.TxnRefSet{Ref: ref, RefSet: w}}
 }
 
 // TxnPutKV is a kv.put op.
 func TxnPutKV(namespace, key string, req PutKVRequest) TxnOp {
-	return TxnOp{Op: "kv.put", Body: struct {
-		Namespace string `json:"namespace"`
-		Key       string `json:"key"`
-		putKVWire
-	}{namespace, key, req.wire()}}
+	return TxnOp{Op: "kv.put", Body: wire.TxnKVPut{Namespace: namespace, Key: key, KVPut: req.wire()}}
 }
 
 // TxnDeleteKV is a kv.delete op; expectVersion and fence may be nil.
 func TxnDeleteKV(namespace, key string, expectVersion *uint64, fence *Fence) TxnOp {
-	return TxnOp{Op: "kv.delete", Body: struct {
-		Namespace     string  `json:"namespace"`
-		Key           string  `json:"key"`
-		ExpectVersion *uint64 `json:"expect_version,omitempty"`
-		Fence         *Fence  `json:"fence,omitempty"`
-	}{namespace, key, expectVersion, fence}}
+	return TxnOp{Op: "kv.delete", Body: wire.TxnKVDelete{Namespace: namespace, Key: key, ExpectVersion: expectVersion, Fence: fence}}
 }
 
 // Txn applies ops all or nothing and returns one result per op. When an op

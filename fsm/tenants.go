@@ -1,13 +1,14 @@
 package fsm
 
-import "fmt"
+import (
+	"fmt"
 
-// Grant allows actions on one resource's objects whose names start with Prefix.
-type Grant struct {
-	Resource string   `json:"resource"`
-	Prefix   string   `json:"prefix"`
-	Actions  []string `json:"actions"`
-}
+	"github.com/baton-dev/baton/client/wire"
+)
+
+// Grant allows actions on one resource's objects whose names start with
+// Prefix. Principal records store it as it is on the wire.
+type Grant = wire.Grant
 
 // Tenant is a tenant record.
 type Tenant struct {

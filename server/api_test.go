@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/baton-dev/baton/client/wire"
 	"net/http"
 	"slices"
 	"strings"
@@ -41,7 +42,7 @@ func (fx *apiFixture) createPrincipal(t *testing.T, auth map[string]string, tena
 	if status != http.StatusCreated {
 		t.Fatalf("POST /v1/tenants/%s/principals %s: got %d %s, want 201", tenant, body, status, resp)
 	}
-	var p principalResponse
+	var p wire.PrincipalWithToken
 	decodeBody(t, resp, &p)
 	if !strings.HasPrefix(p.Token, "btk_") {
 		t.Fatalf("principal token: got %q, want a btk_ token", p.Token)

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/baton-dev/baton/client/wire"
 	"github.com/baton-dev/baton/fsm"
 )
 
@@ -21,7 +22,7 @@ type publishRequest struct {
 	Sources   []string        `json:"sources"`
 	Metadata  json.RawMessage `json:"metadata"`
 	TaskID    string          `json:"task_id"`
-	Fence     *fenceJSON      `json:"fence"`
+	Fence     *wire.Fence     `json:"fence"`
 }
 
 // artifactRoutes: one pattern serves by-id and the name's versions, since
@@ -180,7 +181,7 @@ func (req *publishRequest) args(name string) (*fsm.ArtifactPublishArgs, error) {
 			return nil, err
 		}
 	}
-	fence, err := req.Fence.fence()
+	fence, err := fenceArg(req.Fence)
 	if err != nil {
 		return nil, err
 	}

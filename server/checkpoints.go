@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/baton-dev/baton/client/wire"
 	"github.com/baton-dev/baton/fsm"
 )
 
@@ -12,16 +13,16 @@ type checkpointPutRequest struct {
 	Data     json.RawMessage `json:"data"`
 	Metadata json.RawMessage `json:"metadata"`
 	Fork     bool            `json:"fork"`
-	Fence    *fenceJSON      `json:"fence"`
+	Fence    *wire.Fence     `json:"fence"`
 }
 
 type checkpointWritesRequest struct {
 	Writes json.RawMessage `json:"writes"`
-	Fence  *fenceJSON      `json:"fence"`
+	Fence  *wire.Fence     `json:"fence"`
 }
 
 type threadDeleteRequest struct {
-	Fence *fenceJSON `json:"fence"`
+	Fence *wire.Fence `json:"fence"`
 }
 
 func (s *Server) checkpointRoutes(add func(string, string, routeKind, handlerFunc)) {
@@ -85,7 +86,7 @@ func (req *checkpointPutRequest) args(cpID string) (*fsm.CheckpointPutArgs, erro
 	if a.Metadata, err = compactJSON("metadata", req.Metadata); err != nil {
 		return nil, err
 	}
-	a.Fence, err = req.Fence.fence()
+	a.Fence, err = fenceArg(req.Fence)
 	return a, err
 }
 
@@ -155,7 +156,7 @@ func (s *Server) handleCheckpointWrites(w http.ResponseWriter, r *http.Request, 
 	if len(writes) == 0 || writes[0] != '[' {
 		return badRequest("writes must be a JSON array")
 	}
-	fence, err := req.Fence.fence()
+	fence, err := fenceArg(req.Fence)
 	if err != nil {
 		return err
 	}
@@ -174,7 +175,7 @@ func (s *Server) handleThreadDelete(w http.ResponseWriter, r *http.Request, id *
 			return err
 		}
 	}
-	fence, err := req.Fence.fence()
+	fence, err := fenceArg(req.Fence)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/baton-dev/baton/client/wire"
 	"github.com/baton-dev/baton/fsm"
 	"github.com/baton-dev/baton/server/core/node"
 )
@@ -52,17 +53,6 @@ type retryState struct {
 	SessionsPerTenant int64 `json:"sessions_per_tenant"`
 	IdemBytesLimit    int64 `json:"idempotency_bytes_limit"`
 	IdemTenantLimit   int64 `json:"idempotency_tenant_bytes_limit"`
-}
-
-type memberRequest struct {
-	ID       string `json:"id"`
-	RaftAddr string `json:"raft_addr"`
-	HTTPAddr string `json:"http_addr"`
-	Voter    *bool  `json:"voter"`
-}
-
-type transferRequest struct {
-	To string `json:"to"`
 }
 
 func (s *Server) clusterRoutes(add func(string, string, routeKind, handlerFunc)) {
@@ -231,7 +221,7 @@ func (s *Server) handleMemberAdd(w http.ResponseWriter, r *http.Request, id *ide
 	if err := id.requireAdmin(); err != nil {
 		return err
 	}
-	var req memberRequest
+	var req wire.MemberAdd
 	body, err := s.readJSON(w, r, &req)
 	if err != nil {
 		return err
@@ -250,7 +240,7 @@ func (s *Server) handleMemberAdd(w http.ResponseWriter, r *http.Request, id *ide
 	return reply(w, res, nil)
 }
 
-func validateMember(req memberRequest) error {
+func validateMember(req wire.MemberAdd) error {
 	if err := validName("member id", req.ID); err != nil {
 		return err
 	}
@@ -319,7 +309,7 @@ func (s *Server) handleMemberMeta(w http.ResponseWriter, r *http.Request, id *id
 	if err := id.requireAdmin(); err != nil {
 		return err
 	}
-	var req memberRequest
+	var req wire.MemberAdd
 	body, err := s.readJSON(w, r, &req)
 	if err != nil {
 		return err
@@ -339,7 +329,7 @@ func (s *Server) handleTransfer(w http.ResponseWriter, r *http.Request, id *iden
 	if err := id.requireAdmin(); err != nil {
 		return err
 	}
-	var req transferRequest
+	var req wire.Transfer
 	b, err := readBody(w, r, s.cfg.MaxJSONBody)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/baton-dev/baton/client/wire"
 	"net/http"
 	"slices"
 	"strconv"
@@ -210,7 +211,7 @@ func TestIdempotentRetryAcrossLeaderChange(t *testing.T) {
 	if h1.Get("Idempotent-Replay") != "" {
 		t.Errorf("first POST: Idempotent-Replay got %q, want absent", h1.Get("Idempotent-Replay"))
 	}
-	var created principalResponse
+	var created wire.PrincipalWithToken
 	decodeBody(t, first, &created)
 	if created.Token == "" {
 		t.Fatalf("first POST: no token in %s", first)

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/baton-dev/baton/client/wire"
 	"io"
 	"log/slog"
 	"net"
@@ -68,7 +69,7 @@ func (fx *edgeFixture) principal(t *testing.T, tenant, body string) string {
 	if status != http.StatusCreated {
 		t.Fatalf("creating principal %s: %d %s", body, status, resp)
 	}
-	var p principalResponse
+	var p wire.PrincipalWithToken
 	decodeBody(t, resp, &p)
 	return p.Token
 }
@@ -234,7 +235,7 @@ func TestEdgePrincipalRotateAndList(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("rotate: got %d %s, want 200", status, body)
 	}
-	var rot principalResponse
+	var rot wire.PrincipalWithToken
 	decodeBody(t, body, &rot)
 	if rot.Name != "bot-1" || !strings.HasPrefix(rot.Token, "btk_") || rot.Token == old || len(rot.Grants) != 1 || rot.Grants[0].Prefix != "notes/" {
 		t.Fatalf("rotate: got %+v, want bot-1 with a new token and its grant", rot)
@@ -255,7 +256,7 @@ func TestEdgePrincipalRotateAndList(t *testing.T) {
 		}
 	}
 	status, h, body = fx.do(t, fx.leader, "POST", "/v1/tenants/acme/principals/bot-1/rotate", nil, with(adminAuth(), "Idempotency-Key", "rot-1"))
-	var again principalResponse
+	var again wire.PrincipalWithToken
 	decodeBody(t, body, &again)
 	if status != http.StatusOK || h.Get("Idempotent-Replay") != "true" || again.Token != rot.Token {
 		t.Errorf("replayed rotation: got %d %s (replay %q), want the same token again", status, body, h.Get("Idempotent-Replay"))
@@ -279,9 +280,9 @@ func TestEdgePrincipalRotateAndList(t *testing.T) {
 		}
 	}
 
-	list := func(auth map[string]string) (int, []principalInfo, []byte) {
+	list := func(auth map[string]string) (int, []wire.PrincipalInfo, []byte) {
 		status, _, body := fx.do(t, fx.follower, "GET", "/v1/tenants/acme/principals", nil, auth)
-		var out struct{ Principals []principalInfo }
+		var out struct{ Principals []wire.PrincipalInfo }
 		if status == 200 {
 			decodeBody(t, body, &out)
 		}

@@ -2,21 +2,16 @@ package server
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
 
+	"github.com/baton-dev/baton/client/wire"
 	"github.com/baton-dev/baton/fsm"
 )
 
-type fenceJSON struct {
-	TaskID string `json:"task_id"`
-	Token  uint64 `json:"token"`
-}
-
-// fence validates an optional fence guard.
-func (f *fenceJSON) fence() (*fsm.Fence, error) {
+// fenceArg validates an optional fence guard.
+func fenceArg(f *wire.Fence) (*fsm.Fence, error) {
 	if f == nil {
 		return nil, nil
 	}
@@ -26,16 +21,9 @@ func (f *fenceJSON) fence() (*fsm.Fence, error) {
 	return &fsm.Fence{TaskID: f.TaskID, Token: f.Token}, nil
 }
 
-type kvPutRequest struct {
-	Value         json.RawMessage `json:"value"`
-	ExpectVersion *uint64         `json:"expect_version"`
-	TTLMs         int64           `json:"ttl_ms"`
-	Fence         *fenceJSON      `json:"fence"`
-}
-
 const maxTTLMs = 366 * 24 * 60 * 60 * 1000
 
-func (req *kvPutRequest) args(ns, key string) (*fsm.KVPutArgs, error) {
+func kvPutArgs(req *wire.KVPut, ns, key string) (*fsm.KVPutArgs, error) {
 	if err := validKV(ns, key); err != nil {
 		return nil, err
 	}
@@ -49,7 +37,7 @@ func (req *kvPutRequest) args(ns, key string) (*fsm.KVPutArgs, error) {
 	if req.TTLMs < 0 || req.TTLMs > maxTTLMs {
 		return nil, badRequest("ttl_ms must be 0 (no expiry) to %d, not %d", int64(maxTTLMs), req.TTLMs)
 	}
-	fence, err := req.Fence.fence()
+	fence, err := fenceArg(req.Fence)
 	if err != nil {
 		return nil, err
 	}
@@ -79,12 +67,12 @@ func (s *Server) handleKVPut(w http.ResponseWriter, r *http.Request, id *identit
 	if err := s.tenantAccess(id, tenant, resKV, ns+"/"+key, actWrite); err != nil {
 		return err
 	}
-	var req kvPutRequest
+	var req wire.KVPut
 	body, err := s.readJSON(w, r, &req)
 	if err != nil {
 		return err
 	}
-	args, err := req.args(ns, key)
+	args, err := kvPutArgs(&req, ns, key)
 	if err != nil {
 		return err
 	}

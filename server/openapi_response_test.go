@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/baton-dev/baton/client/wire"
 	"io"
 	"net/http"
 	"slices"
@@ -211,7 +212,7 @@ func TestOpenAPIResponses(t *testing.T) {
 	sc.call(t, "PUT", T, nil, admin, 200, "")
 	sc.call(t, "PUT", "/v1/tenants/other", nil, admin, 201, "")
 	sc.call(t, "GET", "/v1/tenants", nil, admin, 200, "")
-	var worker principalResponse
+	var worker wire.PrincipalWithToken
 	decodeBody(t, sc.call(t, "POST", T+"/principals",
 		`{"name":"worker","grants":[{"resource":"tasks","prefix":"research","actions":["read","write"]},{"resource":"kv","prefix":"","actions":["read"]}]}`,
 		admin, 201, ""), &worker)

@@ -1,24 +1,11 @@
 package server
 
 import (
-	"encoding/json"
 	"net/http"
 
+	"github.com/baton-dev/baton/client/wire"
 	"github.com/baton-dev/baton/fsm"
 )
-
-type opBeginRequest struct {
-	Kind         string     `json:"kind"`
-	ParamsDigest string     `json:"params_digest"`
-	TaskID       string     `json:"task_id"`
-	Fence        *fenceJSON `json:"fence"`
-}
-
-type opFinishRequest struct {
-	State  string          `json:"state"`
-	Result json.RawMessage `json:"result"`
-	Fence  *fenceJSON      `json:"fence"`
-}
 
 func (s *Server) opRoutes(add func(string, string, routeKind, handlerFunc)) {
 	add("POST", "/v1/tenants/{tenant}/ops/{op_id}/begin", routeWrite, s.handleOpBegin)
@@ -39,7 +26,7 @@ func (s *Server) handleOpBegin(w http.ResponseWriter, r *http.Request, id *ident
 	if err != nil {
 		return err
 	}
-	var req opBeginRequest
+	var req wire.OpBegin
 	body, err := s.readJSON(w, r, &req)
 	if err != nil {
 		return err
@@ -55,7 +42,7 @@ func (s *Server) handleOpBegin(w http.ResponseWriter, r *http.Request, id *ident
 			return err
 		}
 	}
-	fence, err := req.Fence.fence()
+	fence, err := fenceArg(req.Fence)
 	if err != nil {
 		return err
 	}
@@ -68,7 +55,7 @@ func (s *Server) handleOpFinish(w http.ResponseWriter, r *http.Request, id *iden
 	if err != nil {
 		return err
 	}
-	var req opFinishRequest
+	var req wire.OpFinish
 	body, err := s.readJSON(w, r, &req)
 	if err != nil {
 		return err
@@ -82,7 +69,7 @@ func (s *Server) handleOpFinish(w http.ResponseWriter, r *http.Request, id *iden
 	if err != nil {
 		return err
 	}
-	fence, err := req.Fence.fence()
+	fence, err := fenceArg(req.Fence)
 	if err != nil {
 		return err
 	}

@@ -3,15 +3,9 @@ package server
 import (
 	"net/http"
 
+	"github.com/baton-dev/baton/client/wire"
 	"github.com/baton-dev/baton/fsm"
 )
-
-type quotaRequest struct {
-	MaxBytes   *int64   `json:"max_bytes"`
-	MaxKeys    *int64   `json:"max_keys"`
-	RatePerSec *float64 `json:"rate_per_sec"`
-	Burst      *int64   `json:"burst"`
-}
 
 // quotaRoutes: a tenant's state quota (fsm/usage.go). The admin sets it;
 // the admin or a principal of the tenant with an admin grant reads it.
@@ -28,7 +22,7 @@ func (s *Server) handleQuotaPut(w http.ResponseWriter, r *http.Request, id *iden
 	if err := validName("tenant", t); err != nil {
 		return err
 	}
-	var req quotaRequest
+	var req wire.Quota
 	body, err := s.readJSON(w, r, &req)
 	if err != nil {
 		return err

@@ -3,14 +3,9 @@ package server
 import (
 	"net/http"
 
+	"github.com/baton-dev/baton/client/wire"
 	"github.com/baton-dev/baton/fsm"
 )
-
-type refSetRequest struct {
-	ArtifactID       string     `json:"artifact_id"`
-	ExpectArtifactID *string    `json:"expect_artifact_id"`
-	Fence            *fenceJSON `json:"fence"`
-}
 
 // mayReadArtifact checks that the caller may read the artifact a ref is
 // to point at: a ref never leads anyone to an artifact they could not
@@ -27,7 +22,7 @@ func (s *Server) mayReadArtifact(id *identity, tenant, artifactID string) error 
 	return errorf(fsm.CodeForbidden, "principal %q may not read artifact %s, so may not point a ref at it", id.principal, artifactID)
 }
 
-func (req *refSetRequest) args(ref string) (*fsm.RefSetArgs, error) {
+func refSetArgs(req *wire.RefSet, ref string) (*fsm.RefSetArgs, error) {
 	if err := validPath("ref", ref); err != nil {
 		return nil, err
 	}
@@ -39,7 +34,7 @@ func (req *refSetRequest) args(ref string) (*fsm.RefSetArgs, error) {
 			return nil, err
 		}
 	}
-	fence, err := req.Fence.fence()
+	fence, err := fenceArg(req.Fence)
 	if err != nil {
 		return nil, err
 	}
@@ -61,12 +56,12 @@ func (s *Server) handleRefSet(w http.ResponseWriter, r *http.Request, id *identi
 	if err := s.tenantAccess(id, tenant, resRefs, ref, actWrite); err != nil {
 		return err
 	}
-	var req refSetRequest
+	var req wire.RefSet
 	body, err := s.readJSON(w, r, &req)
 	if err != nil {
 		return err
 	}
-	args, err := req.args(ref)
+	args, err := refSetArgs(&req, ref)
 	if err != nil {
 		return err
 	}

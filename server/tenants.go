@@ -10,19 +10,9 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/baton-dev/baton/client/wire"
 	"github.com/baton-dev/baton/fsm"
 )
-
-type principalRequest struct {
-	Name   string      `json:"name"`
-	Grants []fsm.Grant `json:"grants"`
-}
-
-type principalResponse struct {
-	Name   string      `json:"name"`
-	Token  string      `json:"token"`
-	Grants []fsm.Grant `json:"grants"`
-}
 
 func (s *Server) tenantRoutes(add func(string, string, routeKind, handlerFunc)) {
 	add("PUT", "/v1/tenants/{tenant}", routeWrite, s.handleTenantPut)
@@ -77,7 +67,7 @@ func (s *Server) tenantAdmin(id *identity, tenant, principal, action string) err
 
 func (s *Server) handlePrincipalCreate(w http.ResponseWriter, r *http.Request, id *identity) error {
 	t := r.PathValue("tenant")
-	var req principalRequest
+	var req wire.PrincipalCreate
 	body, err := s.readJSON(w, r, &req)
 	if err != nil {
 		return err
@@ -124,7 +114,7 @@ func (s *Server) renderPrincipalToken(v json.RawMessage) (any, error) {
 	if err := json.Unmarshal(v, &p); err != nil {
 		return nil, err
 	}
-	return principalResponse{Name: p.Name, Token: s.principalToken(p.Tenant, p.Name, p.TokenSalt), Grants: p.Grants}, nil
+	return wire.PrincipalWithToken{Name: p.Name, Token: s.principalToken(p.Tenant, p.Name, p.TokenSalt), Grants: p.Grants}, nil
 }
 
 // handlePrincipalRotate gives a principal a new token, shown in the answer
@@ -156,12 +146,6 @@ func (s *Server) handlePrincipalRotate(w http.ResponseWriter, r *http.Request, i
 	return reply(w, res, s.renderPrincipalToken)
 }
 
-// principalInfo is a principal as listed: never its token or salt.
-type principalInfo struct {
-	Name   string      `json:"name"`
-	Grants []fsm.Grant `json:"grants"`
-}
-
 // handlePrincipalList lists the tenant's principals that the caller may
 // manage (the admin token: all; an admin grant with read: those whose
 // names it covers), with their grants.
@@ -177,10 +161,10 @@ func (s *Server) handlePrincipalList(w http.ResponseWriter, r *http.Request, id 
 		return err
 	}
 	index := s.fsm.AppliedIndex()
-	out := []principalInfo{}
+	out := []wire.PrincipalInfo{}
 	for _, p := range s.fsm.Principals(t) {
 		if id.allow(t, resAdmin, p.Name, actRead) == nil {
-			out = append(out, principalInfo{Name: p.Name, Grants: p.Grants})
+			out = append(out, wire.PrincipalInfo{Name: p.Name, Grants: p.Grants})
 		}
 	}
 	return s.readReply(w, index, map[string]any{"principals": out})

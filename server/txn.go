@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/baton-dev/baton/client/wire"
 	"github.com/baton-dev/baton/fsm"
 )
 
@@ -48,18 +49,12 @@ var txnOps = map[string]struct {
 	"ref.set":     {fsm.KindRefSet, decodeTxnRefSet},
 }
 
-type txnRefSet struct {
-	Op  string `json:"op"`
-	Ref string `json:"ref"`
-	refSetRequest
-}
-
 func decodeTxnRefSet(s *Server, id *identity, tenant string, raw []byte) (any, error) {
-	var op txnRefSet
+	var op wire.TxnRefSet
 	if err := decodeStrict(raw, &op); err != nil {
 		return nil, err
 	}
-	args, err := op.args(op.Ref)
+	args, err := refSetArgs(&op.RefSet, op.Ref)
 	if err != nil {
 		return nil, err
 	}
@@ -69,27 +64,12 @@ func decodeTxnRefSet(s *Server, id *identity, tenant string, raw []byte) (any, e
 	return args, s.mayReadArtifact(id, tenant, args.ArtifactID)
 }
 
-type txnKVPut struct {
-	Op        string `json:"op"`
-	Namespace string `json:"namespace"`
-	Key       string `json:"key"`
-	kvPutRequest
-}
-
-type txnKVDelete struct {
-	Op            string     `json:"op"`
-	Namespace     string     `json:"namespace"`
-	Key           string     `json:"key"`
-	ExpectVersion *uint64    `json:"expect_version"`
-	Fence         *fenceJSON `json:"fence"`
-}
-
 func decodeTxnKVPut(s *Server, id *identity, tenant string, raw []byte) (any, error) {
-	var op txnKVPut
+	var op wire.TxnKVPut
 	if err := decodeStrict(raw, &op); err != nil {
 		return nil, err
 	}
-	args, err := op.args(op.Namespace, op.Key)
+	args, err := kvPutArgs(&op.KVPut, op.Namespace, op.Key)
 	if err != nil {
 		return nil, err
 	}
@@ -97,14 +77,14 @@ func decodeTxnKVPut(s *Server, id *identity, tenant string, raw []byte) (any, er
 }
 
 func decodeTxnKVDelete(s *Server, id *identity, tenant string, raw []byte) (any, error) {
-	var op txnKVDelete
+	var op wire.TxnKVDelete
 	if err := decodeStrict(raw, &op); err != nil {
 		return nil, err
 	}
 	if err := validKV(op.Namespace, op.Key); err != nil {
 		return nil, err
 	}
-	fence, err := op.Fence.fence()
+	fence, err := fenceArg(op.Fence)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,8 @@
 // Package wire is the vocabulary of Baton's HTTP API that the server, the
 // state machine and the SDK share: the error codes of the error object and
-// their HTTP statuses, and the format of watch event ids. It imports no
+// their HTTP statuses, the format of watch event ids, and request bodies
+// (requests.go) and response bodies (responses.go) that both sides use as
+// they are. It imports no
 // Baton package, so every layer may import it; a code or a format defined
 // here is defined nowhere else.
 package wire
