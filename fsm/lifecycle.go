@@ -213,12 +213,21 @@ func applyTaskRetry(f *FSM, ctx *applyCtx, c *Command) *Result {
 	return okValue(OutcomeOK, t)
 }
 
-// markDead moves t, whose lease ran out on its last attempt, to dead.
+// maxDeadPerClaim bounds how many tasks that used their attempts one queue
+// claim moves to dead (the claims after it move the rest).
+const maxDeadPerClaim = 64
+
+// markDead moves t, which used its attempts without failing the last (its
+// lease ran out, or it was released), to dead.
 func markDead(f *FSM, ctx *applyCtx, t *Task) {
 	old := *t
 	l := *t.Life
 	t.Life = &l
-	l.LastError = fmt.Sprintf("lease expired on attempt %d of %d", t.Attempt, l.MaxAttempts)
+	how := "lease expired"
+	if t.Owner == "" {
+		how = "released"
+	}
+	l.LastError = fmt.Sprintf("%s on attempt %d of %d", how, t.Attempt, l.MaxAttempts)
 	l.FailedAt = ctx.now
 	l.Failures++
 	l.AvailableAt = 0
@@ -243,9 +252,9 @@ func claimRefusal(t *Task) *Result {
 }
 
 // delayedIndexNext reads the d/ (delayed) index entries of one queue
-// status in time order: due ones go to due, and it returns the time of the
-// first that is not due yet (0 if none).
-func delayedIndexNext(st *Store, tenant, base string, now int64, due func(*Task)) (next int64) {
+// status in time order: due ones go to due until it returns false, and it
+// returns the time of the first that is not due yet (0 if none).
+func delayedIndexNext(st *Store, tenant, base string, now int64, due func(*Task) bool) (next int64) {
 	st.Scan(base+"d/", "", func(k string, _ []byte) bool {
 		t, ok := getTask(st, tenant, k[strings.LastIndexByte(k, '/')+1:])
 		if !ok {
@@ -255,8 +264,7 @@ func delayedIndexNext(st *Store, tenant, base string, now int64, due func(*Task)
 			next = at
 			return false
 		}
-		due(t)
-		return true
+		return due(t)
 	})
 	return next
 }

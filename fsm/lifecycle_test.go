@@ -237,6 +237,37 @@ func TestExpiredLeaseCountsAsAttempt(t *testing.T) {
 	}
 }
 
+// TestReleasedOnLastAttemptGoesDead: a task released (given back without
+// a failure) on its last attempt, at once or after a delay, is not claimed
+// a time more: the next queue claim makes it dead, as it does a lease out
+// on the last attempt, and takes the next task instead. (The chaos
+// lifecycle checker found a fourth claim of a max_attempts 3 task.)
+func TestReleasedOnLastAttemptGoesDead(t *testing.T) {
+	for _, delayMs := range []int64{0, 500} {
+		l := newLC(t)
+		l.create(&TaskCreateArgs{ID: "t1", MaxAttempts: 2, Priority: 9})
+		l.create(&TaskCreateArgs{ID: "t2"})
+		for attempt := uint64(1); attempt <= 2; attempt++ {
+			c := l.claim(60_000)
+			if c == nil || c.ID != "t1" || c.Attempt != attempt {
+				t.Fatalf("delay %d: claim %d: got %+v", delayMs, attempt, c)
+			}
+			l.ok(NewCommand(KindTaskUpdate, 0, "acme", "", &TaskUpdateArgs{ID: "t1", FencingToken: ptr(c.FencingToken), Release: true, DelayMs: delayMs}))
+			l.now += delayMs
+		}
+		if c := l.claim(60_000); c == nil || c.ID != "t2" {
+			t.Fatalf("delay %d: the claim after t1's last attempt was released took %+v, want t2", delayMs, c)
+		}
+		d := l.get("t1")
+		if d.Status != StatusDead || d.Attempt != 2 || !strings.Contains(d.Life.LastError, "released on attempt 2 of 2") {
+			t.Fatalf("delay %d: t1 after its last attempt was released: status %q attempt %d life %+v", delayMs, d.Status, d.Attempt, d.Life)
+		}
+		if c := l.claim(60_000); c != nil {
+			t.Fatalf("delay %d: a dead task was claimed: %+v", delayMs, c)
+		}
+	}
+}
+
 // TestRetryResets: retry revives a dead task with its attempts reset, and
 // refuses a task with a live lease.
 func TestRetryResets(t *testing.T) {

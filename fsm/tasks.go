@@ -188,9 +188,11 @@ func applyQueueClaim(f *FSM, ctx *applyCtx, c *Command) *Result {
 // bestClaimable finds the highest-priority, then oldest, task of the queue
 // whose status is in statuses, that has no live lease and is due. It reads
 // the first ready entry per status, the expired leases and the due delayed
-// tasks, not the whole queue. exhausted are the expired leases on their
-// last attempt (a claim makes them dead); next is the earliest time at
-// which a lease runs out or a delayed task becomes due (0: none).
+// tasks, not the whole queue. exhausted are the tasks met on the way that
+// have used their attempts (an expired lease on the last attempt, or a
+// task released on it): a claim makes them dead, at most maxDeadPerClaim
+// at a time, and takes the best of the others. next is the earliest time
+// at which a lease runs out or a delayed task becomes due (0: none).
 func bestClaimable(st *Store, tenant, queue string, statuses []string, now int64) (best *Task, exhausted []*Task, next int64) {
 	better := func(t *Task) {
 		if best == nil || t.Priority > best.Priority || (t.Priority == best.Priority && t.Seq < best.Seq) {
@@ -202,15 +204,26 @@ func bestClaimable(st *Store, tenant, queue string, statuses []string, now int64
 			next = at
 		}
 	}
+	// spent collects a task that used its attempts; false once there are
+	// as many as one claim makes dead.
+	spent := func(t *Task) bool {
+		exhausted = append(exhausted, t)
+		return len(exhausted) < maxDeadPerClaim
+	}
 	for _, status := range statuses {
-		if status == StatusDead {
+		if status == StatusDead || len(exhausted) >= maxDeadPerClaim {
 			continue
 		}
 		base := queuePrefix(tenant, queue, status)
 		st.Scan(base+"r/", "", func(k string, _ []byte) bool {
-			if t, ok := getTask(st, tenant, k[strings.LastIndexByte(k, '/')+1:]); ok {
-				better(t)
+			t, ok := getTask(st, tenant, k[strings.LastIndexByte(k, '/')+1:])
+			if !ok {
+				return false
 			}
+			if t.exhausted() {
+				return spent(t) // released on its last attempt: look further
+			}
+			better(t)
 			return false
 		})
 		st.Scan(base+"l/", "", func(k string, _ []byte) bool {
@@ -223,13 +236,18 @@ func bestClaimable(st *Store, tenant, queue string, statuses []string, now int64
 				return false // ordered by lease end: the rest are live
 			}
 			if t.exhausted() {
-				exhausted = append(exhausted, t)
-			} else {
-				better(t)
+				return spent(t)
 			}
+			better(t)
 			return true
 		})
-		sooner(delayedIndexNext(st, tenant, base, now, better))
+		sooner(delayedIndexNext(st, tenant, base, now, func(t *Task) bool {
+			if t.exhausted() {
+				return spent(t)
+			}
+			better(t)
+			return true
+		}))
 	}
 	return best, exhausted, next
 }
