@@ -32,6 +32,8 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any, opt
 	if err != nil {
 		return Meta{}, err
 	}
+	_, raw := out.(*[]byte)
+	cl.wantValue = out != nil && !raw
 	send := func() result {
 		if o.endpoint != "" {
 			return c.pinned(ctx, o.endpoint, cl)
@@ -66,6 +68,9 @@ type call struct {
 	place       place  // the write's place in the client's session
 	attempts    int    // attempts made so far
 	timeout     time.Duration
+	// wantValue: the answer is a JSON value, so a 200 or 201 without a
+	// body is a broken answer, tried again (see attempt).
+	wantValue bool
 }
 
 func (c *Client) newCall(method, path string, body any, o requestOptions) (*call, error) {

@@ -94,6 +94,33 @@ func TestRetryOn503ReusesIdempotencyKey(t *testing.T) {
 	}
 }
 
+// TestEmptyAnswerIsRetried: a 200 or 201 without a body, where the call
+// expects a JSON value, is a broken answer (a proxy on the way gave up, a
+// connection cut mid-answer), not a success with zero values: the client
+// tries again with the same Idempotency-Key and returns the real answer.
+func TestEmptyAnswerIsRetried(t *testing.T) {
+	rec := &recorder{reply: func(w http.ResponseWriter, r *http.Request, n int) {
+		if n == 1 {
+			w.WriteHeader(http.StatusOK) // no body
+			return
+		}
+		writeJSON(w, 200, map[string]any{"task_id": "t1", "queue": "q", "status": "done", "version": 7})
+	}}
+	c := newClient(t, serve(t, rec.ServeHTTP).URL)
+	done := "done"
+	task, err := c.UpdateTask(ctxTimeout(t, 10*time.Second), "acme", "t1", client.UpdateTaskRequest{Status: &done})
+	if err != nil {
+		t.Fatalf("UpdateTask: %v", err)
+	}
+	if task.TaskID != "t1" || task.Version != 7 {
+		t.Fatalf("UpdateTask returned %+v, want the second (real) answer", task)
+	}
+	reqs := rec.requests()
+	if len(reqs) != 2 || reqs[0].Key == "" || reqs[1].Key != reqs[0].Key {
+		t.Fatalf("got %d requests with keys %v, want 2 with the same key", len(reqs), reqs)
+	}
+}
+
 func TestCallerIdempotencyKey(t *testing.T) {
 	cases := []struct {
 		name string

@@ -152,6 +152,14 @@ func (c *Client) attempt(ctx context.Context, endpoint string, cl *call) result 
 	if err != nil {
 		return transportFailure(ctx, cl, endpoint, err)
 	}
+	if cl.wantValue && len(body) == 0 && (resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusCreated) {
+		// The server writes a value with every 200 and 201 of a JSON
+		// call: an empty one was cut on the way (a proxy or a node that
+		// gave up on it). The write may have been applied; the retry
+		// carries the same key or session number, so it is not applied
+		// twice, and it returns the real answer.
+		return transportFailure(ctx, cl, endpoint, fmt.Errorf("%d answer without a body", resp.StatusCode))
+	}
 	return responseResult(resp, body)
 }
 

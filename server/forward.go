@@ -108,6 +108,9 @@ func newForwarder(ctx context.Context, c Cluster, f0 *fsm.FSM, log *slog.Logger,
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if errors.Is(err, context.Canceled) {
+				// The caller went away (or the node is closing): nobody
+				// may read this, but never let it become an empty 200.
+				writeError(w, errorf(codeUnavailable, "forwarding to the leader was canceled"))
 				return
 			}
 			if df, ok := r.Context().Value(dialFailureKey{}).(*dialFailure); ok && isDialError(err) {

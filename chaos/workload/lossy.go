@@ -41,15 +41,19 @@ func (l *lossy) RoundTrip(req *http.Request) (*http.Response, error) {
 		if tr != nil && id != "" && tr.lostID.Load() != nil && *tr.lostID.Load() == id { // the retry's answer, to compare
 			body, rerr := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			resp.Body = io.NopCloser(bytes.NewReader(body))
-			if rerr == nil {
-				tr.last.Store(answerDigest(resp.StatusCode, body))
+			if rerr != nil {
+				return nil, rerr // a failed read is a failed round trip, not a shorter answer
 			}
+			resp.Body = io.NopCloser(bytes.NewReader(body))
+			tr.last.Store(answerDigest(resp.StatusCode, body))
 		}
 		return resp, err
 	}
-	body, _ := io.ReadAll(resp.Body)
+	body, rerr := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	if rerr != nil {
+		return nil, rerr // not an answer to remember
+	}
 	l.lost.Add(1)
 	if tr != nil && id != "" && resp.StatusCode < 300 && tr.lost.CompareAndSwap(nil, answerDigest(resp.StatusCode, body)) {
 		tr.lostID.Store(&id)
