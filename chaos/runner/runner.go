@@ -376,7 +376,7 @@ func runFaults(ctx context.Context, cfg Config, in *faults.Injector, plan []faul
 		if time.Since(begin)+f.Hold > cfg.Traffic {
 			return // no time left to hold and heal it during traffic
 		}
-		hf := history.Fault{Kind: string(f.Kind), Start: rec.Now()}
+		hf := history.Fault{Kind: string(f.Kind), Start: rec.Now(), ClockSkewMS: abs(f.Skew.Milliseconds())}
 		ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		desc, heal, err := in.Inject(ictx, f)
 		cancel()
@@ -404,6 +404,13 @@ func runFaults(ctx context.Context, cfg Config, in *faults.Injector, plan []faul
 		in.C.WaitLeader(hctx)
 		cancel()
 	}
+}
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
 }
 
 // heal brings every node back: continue paused ones, restart stopped ones,
