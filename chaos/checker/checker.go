@@ -6,7 +6,7 @@
 //
 //   - Linearizable: the KV registers, refs and checkpoint heads (a register
 //     with compare-and-set) and the task records (claim, renew, fenced
-//     update, with fencing tokens) are checked with porcupine, one partition
+//     update, fail, retry, with fencing tokens) are checked with porcupine, one partition
 //     per object. Unknown outcomes are handled as porcupine documents: the
 //     operation never returns (its return time is after every other
 //     operation), so it may take effect at any point after its invocation,

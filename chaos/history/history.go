@@ -176,6 +176,12 @@ func (o *Op) String() string {
 	if o.In.Token != nil {
 		s += fmt.Sprintf(" token=%d", *o.In.Token)
 	}
+	if o.In.Release {
+		s += " release"
+	}
+	if o.In.NonRetryable {
+		s += " non-retryable"
+	}
 	if o.In.FenceTask != "" {
 		s += fmt.Sprintf(" fence=%s/%d", o.In.FenceTask, o.In.FenceToken)
 	}

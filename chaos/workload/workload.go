@@ -7,7 +7,9 @@
 // checkpoints, and hand work off in transactions; stale writers claim a
 // task and then sleep past their lease on purpose before writing with their
 // old token; KV agents read, write and compare-and-set registers and insert
-// into a set; a reader reads everything linearizably. Every write carries an
+// into a set; a reader reads everything linearizably. Some tasks have
+// max_attempts, a backoff and a delay; workers fail attempts (sometimes
+// non-retryably) and a supervisor retries dead tasks. Every write carries an
 // Idempotency-Key chosen by the agent and recorded, and every client fails
 // over between all endpoints.
 //
