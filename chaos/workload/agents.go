@@ -100,8 +100,10 @@ func (a *agent) work(task string, token uint64, owner string, lease time.Duratio
 		}
 	}
 	switch r := a.rng.IntN(100); {
-	case r < 45:
+	case r < 30:
 		a.update(task, token, a.next("done"), true)
+	case r < 45: // give it back for later
+		a.updateDelay(task, token, a.next("done"), true, a.between(100*time.Millisecond, 500*time.Millisecond))
 	case r < 60: // it backs off, or is dead after its last attempt
 		a.fail(task, token, false)
 	case r < 65:

@@ -285,9 +285,15 @@ func (k *caller) renew(task string, token uint64, lease time.Duration) history.O
 }
 
 func (k *caller) update(task string, token uint64, result string, release bool) history.Op {
-	in := history.Input{Key: task, Token: &token, Value: result, Release: release}
+	return k.updateDelay(task, token, result, release, 0)
+}
+
+// updateDelay is update; a release with a delay makes the task claimable
+// from the queue only after it.
+func (k *caller) updateDelay(task string, token uint64, result string, release bool, delay time.Duration) history.Op {
+	in := history.Input{Key: task, Token: &token, Value: result, Release: release, DelayMS: delay.Milliseconds()}
 	return k.call(history.TaskUpdate, in, k.key("update"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
-		req := client.UpdateTaskRequest{FencingToken: &token, Result: jsonValue(result)}
+		req := client.UpdateTaskRequest{FencingToken: &token, Result: jsonValue(result), Delay: delay}
 		if release {
 			req.Release = &release
 		}
