@@ -6,7 +6,7 @@
 //
 //   - Linearizable: the KV registers, refs and checkpoint heads (a register
 //     with compare-and-set) and the task records (claim, renew, fenced
-//     update, with fencing tokens) are checked with porcupine, one partition
+//     update, fail, retry, with fencing tokens) are checked with porcupine, one partition
 //     per object. Unknown outcomes are handled as porcupine documents: the
 //     operation never returns (its return time is after every other
 //     operation), so it may take effect at any point after its invocation,
@@ -21,6 +21,10 @@
 //   - Idempotency: all acknowledged attempts of one logical operation (one
 //     Idempotency-Key, or one logical publish) returned the same answer:
 //     every retried publish returns one artifact_id and version.
+//   - Lifecycle: no claim beyond max_attempts, attempts monotonic between
+//     retries, a dead task neither claimed nor revived but by a retry, no
+//     queue claim before the task's available_at (by the state machine's
+//     clock, and by the client's within the run's clock skew).
 //   - Converged: every node reports the same applied_index and state_digest.
 //
 // Operations whose outcome is Unknown never make a checker fail by
@@ -126,6 +130,7 @@ func Check(h *history.History, o Options) *Report {
 	r.Anomalies = append(r.Anomalies, Fencing(h)...)
 	r.Anomalies = append(r.Anomalies, LostWrites(h)...)
 	r.Anomalies = append(r.Anomalies, Idempotency(h)...)
+	r.Anomalies = append(r.Anomalies, Lifecycle(h)...)
 	if !o.SkipConvergence {
 		r.Anomalies = append(r.Anomalies, Converged(h.Nodes)...)
 	}

@@ -44,7 +44,10 @@ type builder struct {
 	valueOf map[string]map[uint64]string
 	// Tokens observed per task, and those issued by known claims.
 	seen, issued map[string]map[uint64]bool
-	anomalies    []Anomaly
+	// sweep: the tasks with max_attempts, whose owner may go with no
+	// operation on them (see taskInput.sweep).
+	sweep     map[string]bool
+	anomalies []Anomaly
 }
 
 // The nondeterministic models, as porcupine checks them.
@@ -55,7 +58,8 @@ var (
 
 func newBuilder() *builder {
 	return &builder{parts: map[string]*Partition{}, model: map[string]porcupine.Model{},
-		valueOf: map[string]map[uint64]string{}, seen: map[string]map[uint64]bool{}, issued: map[string]map[uint64]bool{}}
+		valueOf: map[string]map[uint64]string{}, seen: map[string]map[uint64]bool{}, issued: map[string]map[uint64]bool{},
+		sweep: map[string]bool{}}
 }
 
 func (b *builder) add(key string, m porcupine.Model, op *history.Op, in, out any) {
@@ -130,6 +134,9 @@ func (b *builder) scanKV(ops []history.Op) {
 func (b *builder) scanTokens(ops []history.Op) {
 	for i := range ops {
 		op := &ops[i]
+		if op.Kind == history.TaskCreate && op.In.MaxAttempts > 0 {
+			b.sweep[op.In.Key] = true
+		}
 		if op.Out.CurrentToken != nil {
 			switch {
 			case op.In.FenceTask != "":
@@ -145,6 +152,9 @@ func (b *builder) scanTokens(ops []history.Op) {
 		if op.Kind == history.TaskQueueClaim {
 			task = op.Out.TaskID
 		}
+		if op.Out.MaxAttempts > 0 {
+			b.sweep[task] = true
+		}
 		note(b.seen, task, op.Out.Token)
 		if op.Kind == history.TaskClaim || op.Kind == history.TaskQueueClaim {
 			note(b.issued, task, op.Out.Token)
@@ -154,7 +164,8 @@ func (b *builder) scanTokens(ops []history.Op) {
 
 func isTaskKind(k history.Kind) bool {
 	switch k {
-	case history.TaskGet, history.TaskClaim, history.TaskQueueClaim, history.TaskRenew, history.TaskUpdate:
+	case history.TaskGet, history.TaskClaim, history.TaskQueueClaim, history.TaskRenew, history.TaskUpdate,
+		history.TaskFail, history.TaskRetry:
 		return true
 	}
 	return false
@@ -331,7 +342,7 @@ func (b *builder) addTask(op *history.Op, tasks []string) {
 		case op.Outcome == history.Unknown:
 			// It may have claimed any task: give it to each.
 			for _, t := range tasks {
-				in.candidates = b.candidates(t)
+				in.candidates, in.sweep = b.candidates(t), b.sweep[t]
 				b.add("task:"+t, taskPorcupine, op, in, out)
 			}
 			return
@@ -342,10 +353,15 @@ func (b *builder) addTask(op *history.Op, tasks []string) {
 		in.op = taskRenew
 	case history.TaskUpdate:
 		in.op = taskUpdate
+	case history.TaskFail:
+		in.op = taskFail
+	case history.TaskRetry:
+		in.op = taskRetry
 	}
 	if in.op == taskClaim && op.Outcome == history.Unknown {
 		in.candidates = b.candidates(key)
 	}
+	in.sweep = b.sweep[key]
 	b.add("task:"+key, taskPorcupine, op, in, out)
 }
 
@@ -361,7 +377,7 @@ func (b *builder) addFence(op *history.Op) {
 	if op.Out.CurrentToken != nil {
 		out.currentKnown, out.current = true, *op.Out.CurrentToken
 	}
-	in := taskInput{op: taskFence, token: op.In.FenceToken, hasToken: true}
+	in := taskInput{op: taskFence, token: op.In.FenceToken, hasToken: true, sweep: b.sweep[op.In.FenceTask]}
 	b.add("task:"+op.In.FenceTask, taskPorcupine, op, in, out)
 }
 
@@ -396,7 +412,8 @@ func Linearizable(h *history.History, timeout time.Duration) *LinResult {
 			b.addRef(op)
 		case history.CheckpointHead, history.CheckpointPut:
 			b.addCheckpoint(op)
-		case history.TaskGet, history.TaskClaim, history.TaskQueueClaim, history.TaskRenew, history.TaskUpdate:
+		case history.TaskGet, history.TaskClaim, history.TaskQueueClaim, history.TaskRenew, history.TaskUpdate,
+			history.TaskFail, history.TaskRetry:
 			b.addTask(op, tasks)
 		}
 		switch op.Kind {

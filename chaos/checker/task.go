@@ -19,6 +19,13 @@ import (
 // The model lets it produce any token that the history shows for this task
 // without a known claim that issued it (a read saw it, a fenced answer
 // named it), or a hidden token that nobody ever saw.
+//
+// A failed attempt (task.fail) ends the lease and keeps the token; a retry
+// ends no live lease (lease_held) and keeps the token. A task with
+// max_attempts loses its owner without any operation on it when its lease
+// runs out on its last attempt: the next queue claim, of whatever task,
+// makes it dead. The ops of such a task carry sweep, and the model lets
+// the owner go before each of them.
 
 type taskState struct {
 	token  uint64
@@ -35,6 +42,8 @@ const (
 	taskRenew
 	taskUpdate
 	taskFence // a write on another resource guarded by this task's token
+	taskFail  // a failed attempt: ends the lease under token
+	taskRetry // revives the task: refused under a live lease
 )
 
 type taskRes uint8
@@ -56,6 +65,9 @@ type taskInput struct {
 	release  bool   // update
 	// candidates are the tokens an unknown claim may have issued.
 	candidates []uint64
+	// sweep: the owner may have gone before this op (a lease that ran out
+	// on the last attempt, made dead by a queue claim of another task).
+	sweep bool
 }
 
 type taskOutput struct {
@@ -88,6 +100,15 @@ func fencedOK(s taskState, token uint64, out taskOutput, ownerNeeded bool) bool 
 }
 
 func taskStep(s taskState, in taskInput, out taskOutput) []taskState {
+	if in.sweep && s.owner != "" {
+		swept := s
+		swept.owner = ""
+		return append(taskStep1(s, in, out), taskStep1(swept, in, out)...)
+	}
+	return taskStep1(s, in, out)
+}
+
+func taskStep1(s taskState, in taskInput, out taskOutput) []taskState {
 	one := func(n taskState, ok bool) []taskState {
 		if ok {
 			return []taskState{n}
@@ -112,6 +133,10 @@ func taskStep(s taskState, in taskInput, out taskOutput) []taskState {
 		return []taskState{s}
 	case taskUpdate:
 		return updateStep(s, in, out)
+	case taskFail:
+		return failStep(s, in, out)
+	case taskRetry:
+		return retryStep(s, out)
 	case taskFence:
 		switch out.res {
 		case taskOK:
@@ -195,6 +220,56 @@ func updateStep(s taskState, in taskInput, out taskOutput) []taskState {
 	return []taskState{s}
 }
 
+// failStep: a failure is accepted under the current token while the task
+// has an owner, and leaves it without one.
+func failStep(s taskState, in taskInput, out taskOutput) []taskState {
+	holds := !s.hidden && s.token == in.token && s.owner != ""
+	n := s
+	n.owner = ""
+	switch out.res {
+	case taskOK:
+		if !holds || !out.matches(n) {
+			return nil
+		}
+		return []taskState{n}
+	case taskFenced:
+		if !fencedOK(s, in.token, out, true) {
+			return nil
+		}
+		return []taskState{s}
+	case taskUnknown:
+		if holds {
+			return []taskState{n}
+		}
+	}
+	return []taskState{s}
+}
+
+// retryStep: a retry leaves the task without an owner, unless a live lease
+// refuses it (lease expiry is the leader's: any owner may have expired).
+func retryStep(s taskState, out taskOutput) []taskState {
+	n := s
+	n.owner = ""
+	switch out.res {
+	case taskOK:
+		if !out.matches(n) {
+			return nil
+		}
+		return []taskState{n}
+	case taskLeaseHeld:
+		if s.owner == "" || (out.leaseOwner != "" && out.leaseOwner != s.owner) {
+			return nil
+		}
+		return []taskState{s}
+	case taskUnknown:
+		if s.owner == "" {
+			return []taskState{n}
+		}
+		return []taskState{s, n}
+	}
+	return []taskState{s}
+}
+
 // taskModel is the porcupine model of one task.
 var taskModel = porcupine.NondeterministicModel{
 	Init: func() []any { return []any{taskState{}} },
@@ -246,6 +321,13 @@ func describeTask(in taskInput, out taskOutput) string {
 		s += ")"
 	case taskFence:
 		s = fmt.Sprintf("fenced-write(%d)", in.token)
+	case taskFail:
+		s = fmt.Sprintf("fail(%d)", in.token)
+	case taskRetry:
+		s = "retry()"
+	}
+	if in.sweep {
+		s = "[owner may lapse] " + s
 	}
 	switch out.res {
 	case taskOK:

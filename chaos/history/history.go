@@ -51,6 +51,8 @@ const (
 	TaskQueueClaim  Kind = "task.queue_claim"
 	TaskRenew       Kind = "task.renew"
 	TaskUpdate      Kind = "task.update"
+	TaskFail        Kind = "task.fail"
+	TaskRetry       Kind = "task.retry"
 	ChunkPut        Kind = "chunk.put"
 	ArtifactPublish Kind = "artifact.publish"
 	ArtifactGet     Kind = "artifact.get"
@@ -78,8 +80,15 @@ type Input struct {
 	// Task fields.
 	Owner   string  `json:"owner,omitempty"`
 	LeaseMS int64   `json:"lease_ms,omitempty"`
-	Token   *uint64 `json:"token,omitempty"` // renew/update fencing_token
+	Token   *uint64 `json:"token,omitempty"` // renew/update/fail fencing_token
 	Release bool    `json:"release,omitempty"`
+	// Task lifecycle: a fail's non_retryable; a create's max_attempts; the
+	// delay_ms or available_at (Unix ms, on the client's clock) a create or
+	// retry asked for.
+	NonRetryable  bool   `json:"non_retryable,omitempty"`
+	MaxAttempts   uint64 `json:"max_attempts,omitempty"`
+	DelayMS       int64  `json:"delay_ms,omitempty"`
+	AvailableAtMS int64  `json:"available_at_ms,omitempty"`
 	// Fence of a guarded write on another resource.
 	FenceTask  string `json:"fence_task,omitempty"`
 	FenceToken uint64 `json:"fence_token,omitempty"`
@@ -94,12 +103,21 @@ type Input struct {
 type Output struct {
 	Exists     bool   `json:"exists,omitempty"`
 	Value      string `json:"value,omitempty"`
-	Version    uint64 `json:"version,omitempty"` // kv version, artifact version
+	Version    uint64 `json:"version,omitempty"` // kv version, artifact version, task version
 	Token      uint64 `json:"token,omitempty"`   // a task's fencing token
 	Owner      string `json:"owner,omitempty"`
 	LeaseUntil int64  `json:"lease_until_ms,omitempty"` // unix ms, as stamped by the leader
 	TaskID     string `json:"task_id,omitempty"`        // the task a queue claim took
-	ArtifactID string `json:"artifact_id,omitempty"`
+	// A task's lifecycle as answered: its status, attempt and max_attempts,
+	// and two leader-stamped times (Unix ms): available_at (0: none) and
+	// updated_at, the time of the command that made this version (for a
+	// claim, the time the state machine judged available_at by).
+	Status        string `json:"status,omitempty"`
+	Attempt       uint64 `json:"attempt,omitempty"`
+	MaxAttempts   uint64 `json:"max_attempts,omitempty"`
+	AvailableAtMS int64  `json:"available_at_ms,omitempty"`
+	UpdatedAtMS   int64  `json:"updated_at_ms,omitempty"`
+	ArtifactID    string `json:"artifact_id,omitempty"`
 	// Values of a listing (set keys, checkpoint ids, "version=artifact_id").
 	Values []string `json:"values,omitempty"`
 	// Error details.
@@ -131,9 +149,11 @@ type Op struct {
 	// answer was lost. A retry must be given the first answer again.
 	LostAnswer string `json:"lost_answer,omitempty"`
 	Answer     string `json:"answer,omitempty"`
-	WallMS     int64  `json:"wall_ms,omitempty"`
-	In         Input  `json:"in"`
-	Out        Output `json:"out"`
+	// WallMS is the client's wall clock (Unix ms) when the op returned, to
+	// compare with the times the leader stamps into answers.
+	WallMS int64  `json:"wall_ms,omitempty"`
+	In     Input  `json:"in"`
+	Out    Output `json:"out"`
 	// Final marks the read-back made after healing, which the lost-write
 	// checker compares with what was acknowledged.
 	Final bool `json:"final,omitempty"`
@@ -156,6 +176,12 @@ func (o *Op) String() string {
 	if o.In.Token != nil {
 		s += fmt.Sprintf(" token=%d", *o.In.Token)
 	}
+	if o.In.Release {
+		s += " release"
+	}
+	if o.In.NonRetryable {
+		s += " non-retryable"
+	}
 	if o.In.FenceTask != "" {
 		s += fmt.Sprintf(" fence=%s/%d", o.In.FenceTask, o.In.FenceToken)
 	}
@@ -173,6 +199,13 @@ func (o *Op) String() string {
 			s += fmt.Sprintf(" (took %s, token %d)", o.Out.TaskID, o.Out.Token)
 		}
 	}
+	if o.Outcome == OK && o.Out.Version != 0 && o.Out.Status != "" { // a task answer
+		s += fmt.Sprintf(" {v%d %s attempt %d/%d", o.Out.Version, o.Out.Status, o.Out.Attempt, o.Out.MaxAttempts)
+		if o.Out.AvailableAtMS != 0 {
+			s += fmt.Sprintf(" available_at %d", o.Out.AvailableAtMS)
+		}
+		s += fmt.Sprintf(" updated_at %d}", o.Out.UpdatedAtMS)
+	}
 	return s
 }
 
@@ -185,6 +218,9 @@ type Fault struct {
 	Start       int64  `json:"start"`
 	End         int64  `json:"end"`
 	Err         string `json:"err,omitempty"`
+	// ClockSkewMS is how far a clock-skew fault set a node's clock off
+	// (one node ahead by it, another behind), in ms; 0 for other kinds.
+	ClockSkewMS int64 `json:"clock_skew_ms,omitempty"`
 }
 
 // NodeState is one node's own view at the end of a run, for the

@@ -144,6 +144,7 @@ type Summary struct {
 	Anomalies                   map[string]int
 	Inconclusive                int
 	LeaseSkew                   LeaseSkew
+	Life                        checker.LifeCounts
 	LostResponses               int64
 	Elapsed                     time.Duration
 	FailedRuns                  []*Result
@@ -195,6 +196,7 @@ func (s *Summary) Add(r *Result) {
 	s.LostResponses += r.LostResponses
 	s.LeaseSkew.Normal.merge(r.LeaseSkew.Normal)
 	s.LeaseSkew.Skewed.merge(r.LeaseSkew.Skewed)
+	s.Life.Add(r.Life)
 	s.Elapsed += r.Duration
 }
 
@@ -223,7 +225,7 @@ func (s *Summary) Line() string {
 
 // Checkers lists every anomaly class of the report, checkers first.
 var Checkers = []string{checker.NameLinearizable, checker.NameFencing, checker.NameLostWrite, checker.NameIdempotency,
-	checker.NameConvergence, AnomalyCrash, AnomalyAvailability, AnomalyServerError, AnomalyFault}
+	checker.NameConvergence, checker.NameLifecycle, AnomalyCrash, AnomalyAvailability, AnomalyServerError, AnomalyFault}
 
 // Table writes the summary table and the closing line.
 func (s *Summary) Table(w io.Writer) {
@@ -262,6 +264,9 @@ func (s *Summary) Table(w io.Writer) {
 	row("lease end - (client clock + lease)", "", "")
 	row("  no clock skew", "", s.LeaseSkew.Normal.String())
 	row("  during clock skew (and 5s after)", "", s.LeaseSkew.Skewed.String())
+	row("task lifecycle", "", "")
+	row("  claims judged", s.Life.Judged, fmt.Sprintf("of %d: the version each claimed was seen; %d queue claims against an available_at", s.Life.Claims, s.Life.Delayed))
+	row("  failed attempts", s.Life.Fails, fmt.Sprintf("of which made the task dead: %d; retries: %d", s.Life.Dead, s.Life.Retries))
 	row("run time", s.Elapsed.Round(time.Second), fmt.Sprintf("%.1fs per run", s.perRun()))
 	tw.Flush()
 	for _, r := range s.FailedRuns {

@@ -145,7 +145,9 @@ type Result struct {
 	// LeaseSkew is how far claims' lease ends strayed from the client's
 	// clock plus the lease, inside and outside clock-skew faults.
 	LeaseSkew LeaseSkew
-	report    *checker.Report
+	// Life counts what the lifecycle checker could judge.
+	Life   checker.LifeCounts
+	report *checker.Report
 }
 
 // Failed reports whether the run found an anomaly or could not run.
@@ -302,7 +304,7 @@ func (r *Result) run(ctx context.Context, cfg Config, env *environment) {
 	extra = append(extra, faultErrors(h)...)
 	report := checker.Check(h, checker.Options{LinearizableTimeout: cfg.CheckTimeout})
 	r.History, r.Faults, r.report = h, h.Faults, report
-	r.Ops, r.LeaseSkew = countOps(h), leaseSkew(h)
+	r.Ops, r.LeaseSkew, r.Life = countOps(h), leaseSkew(h), checker.LifecycleCounts(h)
 	r.Anomalies = append(report.Anomalies, extra...)
 	r.Inconclusive = report.Inconclusive
 }
@@ -376,7 +378,7 @@ func runFaults(ctx context.Context, cfg Config, in *faults.Injector, plan []faul
 		if time.Since(begin)+f.Hold > cfg.Traffic {
 			return // no time left to hold and heal it during traffic
 		}
-		hf := history.Fault{Kind: string(f.Kind), Start: rec.Now()}
+		hf := history.Fault{Kind: string(f.Kind), Start: rec.Now(), ClockSkewMS: abs(f.Skew.Milliseconds())}
 		ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		desc, heal, err := in.Inject(ictx, f)
 		cancel()
@@ -404,6 +406,13 @@ func runFaults(ctx context.Context, cfg Config, in *faults.Injector, plan []faul
 		in.C.WaitLeader(hctx)
 		cancel()
 	}
+}
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
 }
 
 // heal brings every node back: continue paused ones, restart stopped ones,

@@ -48,7 +48,7 @@ func (a *agent) between(lo, hi time.Duration) time.Duration {
 	return lo + time.Duration(a.rng.Int64N(int64(hi-lo)+1))
 }
 
-func (a *agent) task() string   { return TaskID(a.rng.IntN(a.w.cfg.Tasks)) }
+func (a *agent) task() string   { return TaskID(a.rng.IntN(a.w.taskCount())) }
 func (a *agent) regKey() string { return RegNamespace + "/" + RegKey(a.rng.IntN(a.w.cfg.Registers)) }
 
 // RefOf and ThreadOf name the ref and the checkpoint thread of a task.
@@ -99,9 +99,17 @@ func (a *agent) work(task string, token uint64, owner string, lease time.Duratio
 			return
 		}
 	}
-	if a.rng.IntN(100) < 60 {
+	switch r := a.rng.IntN(100); {
+	case r < 30:
 		a.update(task, token, a.next("done"), true)
-	} // else abandon it: the lease runs out and someone takes it over
+	case r < 45: // give it back for later
+		a.updateDelay(task, token, a.next("done"), true, a.between(100*time.Millisecond, 500*time.Millisecond))
+	case r < 60: // it backs off, or is dead after its last attempt
+		a.fail(task, token, false)
+	case r < 65:
+		a.fail(task, token, true)
+	} // else abandon it: the lease runs out and someone takes it over (or,
+	// on its last attempt, the next queue claim makes it dead)
 }
 
 // step does one random fenced write and reports whether it was fenced.
@@ -199,7 +207,7 @@ func (a *agent) staleWriter() {
 			if a.stopped() {
 				return
 			}
-			switch a.rng.IntN(5) {
+			switch a.rng.IntN(6) {
 			case 0:
 				a.update(task, token, a.next("stale"), false)
 			case 1:
@@ -210,6 +218,8 @@ func (a *agent) staleWriter() {
 				a.checkpoint(task, fence)
 			case 4:
 				a.renew(task, token, lease)
+			case 5:
+				a.fail(task, token, a.rng.IntN(2) == 0)
 			}
 		}
 	}
@@ -258,6 +268,25 @@ func (a *agent) kvAgent() {
 			a.kvPut(SetNamespace+"/"+a.next("e"), "1", &zero, nil)
 		}
 		if !a.sleep(a.between(0, 20*time.Millisecond)) {
+			return
+		}
+	}
+}
+
+// supervisor looks at tasks and retries most of the dead ones it finds,
+// half of them at once and half after a delay; the others stay dead for a
+// while, so that claims meet dead tasks.
+func (a *agent) supervisor() {
+	for !a.stopped() {
+		task := a.task()
+		if op := a.taskGet(task); op.Outcome == history.OK && op.Out.Status == client.StatusDead && a.rng.IntN(100) < 60 {
+			var delay time.Duration
+			if a.rng.IntN(2) == 0 {
+				delay = a.between(100*time.Millisecond, 600*time.Millisecond)
+			}
+			a.retry(task, delay)
+		}
+		if !a.sleep(a.between(50*time.Millisecond, 200*time.Millisecond)) {
 			return
 		}
 	}

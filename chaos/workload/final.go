@@ -43,7 +43,7 @@ func (w *Workload) Final() error {
 	if err != nil {
 		return err
 	}
-	for i := range w.cfg.Tasks {
+	for i := range w.taskCount() {
 		task := TaskID(i)
 		readTwice(func() history.Op { return k.taskGet(task) })
 		readTwice(func() history.Op { return k.kvGet(FencedNamespace + "/" + task) })

@@ -160,9 +160,13 @@ func jsonValue(s string) json.RawMessage {
 }
 
 func taskOutput(t *client.Task) history.Output {
-	out := history.Output{Exists: true, Token: t.FencingToken, Owner: t.Owner, Value: jsonText(t.Result), TaskID: t.TaskID}
+	out := history.Output{Exists: true, Token: t.FencingToken, Owner: t.Owner, Value: jsonText(t.Result), TaskID: t.TaskID,
+		Version: t.Version, Status: t.Status, Attempt: t.Attempt, MaxAttempts: t.MaxAttempts, UpdatedAtMS: t.UpdatedAt.UnixMilli()}
 	if t.LeaseUntil != nil {
 		out.LeaseUntil = t.LeaseUntil.UnixMilli()
+	}
+	if t.AvailableAt != nil {
+		out.AvailableAtMS = t.AvailableAt.UnixMilli()
 	}
 	return out
 }
@@ -281,13 +285,60 @@ func (k *caller) renew(task string, token uint64, lease time.Duration) history.O
 }
 
 func (k *caller) update(task string, token uint64, result string, release bool) history.Op {
-	in := history.Input{Key: task, Token: &token, Value: result, Release: release}
+	return k.updateDelay(task, token, result, release, 0)
+}
+
+// updateDelay is update; a release with a delay makes the task claimable
+// from the queue only after it.
+func (k *caller) updateDelay(task string, token uint64, result string, release bool, delay time.Duration) history.Op {
+	in := history.Input{Key: task, Token: &token, Value: result, Release: release, DelayMS: delay.Milliseconds()}
 	return k.call(history.TaskUpdate, in, k.key("update"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
-		req := client.UpdateTaskRequest{FencingToken: &token, Result: jsonValue(result)}
+		req := client.UpdateTaskRequest{FencingToken: &token, Result: jsonValue(result), Delay: delay}
 		if release {
 			req.Release = &release
 		}
 		t, err := k.c.UpdateTask(ctx, k.w.cfg.Tenant, task, req, opts...)
+		if err != nil {
+			return history.Output{}, err
+		}
+		return taskOutput(t), nil
+	})
+}
+
+// createTask creates a task, recorded (the lifecycle checker reads its
+// available_at and max_attempts from the answer).
+func (k *caller) createTask(req client.CreateTaskRequest, key string) history.Op {
+	in := history.Input{Key: req.TaskID, Queue: req.Queue, MaxAttempts: req.MaxAttempts, DelayMS: req.Delay.Milliseconds()}
+	if req.AvailableAt != nil {
+		in.AvailableAtMS = req.AvailableAt.UnixMilli()
+	}
+	return k.call(history.TaskCreate, in, key, func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
+		t, err := k.c.CreateTask(ctx, k.w.cfg.Tenant, req, opts...)
+		if err != nil {
+			return history.Output{}, err
+		}
+		return taskOutput(t), nil
+	})
+}
+
+// fail ends the attempt held under token as failed.
+func (k *caller) fail(task string, token uint64, nonRetryable bool) history.Op {
+	in := history.Input{Key: task, Token: &token, NonRetryable: nonRetryable}
+	return k.call(history.TaskFail, in, k.key("fail"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
+		t, err := k.c.FailTask(ctx, k.w.cfg.Tenant, task, client.FailTaskRequest{FencingToken: token, Error: "chaos: the attempt failed", NonRetryable: nonRetryable}, opts...)
+		if err != nil {
+			return history.Output{}, err
+		}
+		return taskOutput(t), nil
+	})
+}
+
+// retry revives a task (a dead one, in the workload) with its attempts
+// reset, claimable after delay (0: at once).
+func (k *caller) retry(task string, delay time.Duration) history.Op {
+	in := history.Input{Key: task, DelayMS: delay.Milliseconds()}
+	return k.call(history.TaskRetry, in, k.key("retry"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
+		t, err := k.c.RetryTask(ctx, k.w.cfg.Tenant, task, client.RetryTaskRequest{Delay: delay}, opts...)
 		if err != nil {
 			return history.Output{}, err
 		}
@@ -516,7 +567,7 @@ func fillSubs(op *history.Op, results []json.RawMessage, err error) {
 
 func subOutput(kind history.Kind, raw json.RawMessage) history.Output {
 	switch kind {
-	case history.TaskUpdate, history.TaskCreate, history.TaskClaim:
+	case history.TaskUpdate, history.TaskCreate, history.TaskClaim, history.TaskFail, history.TaskRetry:
 		var t client.Task
 		if json.Unmarshal(raw, &t) == nil {
 			return taskOutput(&t)

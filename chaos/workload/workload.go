@@ -7,7 +7,9 @@
 // checkpoints, and hand work off in transactions; stale writers claim a
 // task and then sleep past their lease on purpose before writing with their
 // old token; KV agents read, write and compare-and-set registers and insert
-// into a set; a reader reads everything linearizably. Every write carries an
+// into a set; a reader reads everything linearizably. Some tasks have
+// max_attempts, a backoff and a delay; workers fail attempts (sometimes
+// non-retryably) and a supervisor retries dead tasks. Every write carries an
 // Idempotency-Key chosen by the agent and recorded, and every client fails
 // over between all endpoints.
 //
@@ -47,8 +49,10 @@ type Config struct {
 	Tenant string
 	Seed   int64
 	// Agents of each kind; zero values get the defaults of Defaults.
-	Workers, StaleWriters, KVAgents, Readers int
-	Tasks, Registers                         int
+	Workers, StaleWriters, KVAgents, Readers, Supervisors int
+	// Tasks are plain tasks; LifeTasks more tasks that use attempts,
+	// backoff and delays (lifeTask); negative LifeTasks: none.
+	Tasks, LifeTasks, Registers int
 	// Lease of workers; stale writers take a third of it and sleep past it.
 	Lease time.Duration
 	// AttemptTimeout bounds one HTTP attempt, MaxRetry one call with its
@@ -81,7 +85,9 @@ func (c Config) Defaults() Config {
 	def(&c.StaleWriters, 1)
 	def(&c.KVAgents, 2)
 	def(&c.Readers, 1)
+	def(&c.Supervisors, 1)
 	def(&c.Tasks, 4)
+	def(&c.LifeTasks, 4)
 	def(&c.Registers, 3)
 	if c.Lease == 0 {
 		c.Lease = 900 * time.Millisecond
@@ -120,6 +126,8 @@ const (
 	FinalNamespace  = "final"
 	// FinalClient is the client id of the read-back after healing.
 	FinalClient = 1000
+	// SetupClient is the client id of the task creates of Setup.
+	SetupClient = 1001
 )
 
 // Workload is one run's agents and what they recorded.
@@ -146,6 +154,38 @@ func (w *Workload) Config() Config { return w.cfg }
 
 // TaskID is the id of task i.
 func TaskID(i int) string { return fmt.Sprintf("t%d", i) }
+
+// taskCount is the number of tasks Setup creates: the plain ones, then
+// the lifecycle ones.
+func (w *Workload) taskCount() int { return w.cfg.Tasks + max(w.cfg.LifeTasks, 0) }
+
+// lifeTask is the create of lifecycle task j (0-based among them): with
+// max_attempts and a short backoff, so that failed attempts and expired
+// leases make it dead within a run, and with a delay or an available_at,
+// so that queue claims must wait for it. The checker (checker.Lifecycle)
+// reads what the server made of these from the create's answer.
+//
+// Retention (issue 17) is not on main yet: when a task can carry one,
+// give some of these a retention here, and see the note in
+// checker/lifecycle.go on what a purged task means to the checkers.
+func lifeTask(id string, j int, now time.Time) client.CreateTaskRequest {
+	req := client.CreateTaskRequest{TaskID: id, Queue: Queue}
+	switch j % 4 {
+	case 0:
+		req.MaxAttempts, req.BackoffInitial, req.BackoffMax = 3, 50*time.Millisecond, 400*time.Millisecond
+	case 1:
+		req.MaxAttempts, req.BackoffInitial, req.BackoffMax = 2, 100*time.Millisecond, 200*time.Millisecond
+		req.Delay = 1500 * time.Millisecond
+	case 2: // unlimited attempts: only a non-retryable failure makes it dead
+		req.BackoffInitial, req.BackoffMax = 50*time.Millisecond, 100*time.Millisecond
+		req.Delay = time.Second
+	case 3:
+		at := now.Add(2 * time.Second)
+		req.MaxAttempts, req.BackoffInitial, req.BackoffMax = 4, 100*time.Millisecond, 800*time.Millisecond
+		req.AvailableAt = &at
+	}
+	return req
+}
 
 // RegKey is register i's key, without its namespace.
 func RegKey(i int) string { return fmt.Sprintf("k%d", i) }
@@ -186,10 +226,21 @@ func (w *Workload) Setup(ctx context.Context) error {
 		return fmt.Errorf("workload: create principal: %w", err)
 	}
 	w.token = p.Token
-	for i := range w.cfg.Tasks {
-		_, err := admin.CreateTask(ctx, w.cfg.Tenant, client.CreateTaskRequest{TaskID: TaskID(i), Queue: Queue}, key("task-"+TaskID(i)))
-		if err != nil {
-			return fmt.Errorf("workload: create task %s: %w", TaskID(i), err)
+	// The creates are recorded: their answers are the first version of
+	// each task, with the available_at the server made of a delay.
+	k := &caller{w: w, id: SetupClient, c: admin, prefix: "setup"}
+	for i := range w.taskCount() {
+		id := TaskID(i)
+		req := client.CreateTaskRequest{TaskID: id, Queue: Queue}
+		if i >= w.cfg.Tasks {
+			req = lifeTask(id, i-w.cfg.Tasks, time.Now())
+		}
+		op := k.createTask(req, w.cfg.Tenant+"-setup-task-"+id)
+		for op.Outcome == history.Unknown && ctx.Err() == nil {
+			op = k.createTask(req, op.IdemKey)
+		}
+		if op.Outcome != history.OK {
+			return fmt.Errorf("workload: create task %s: %s %s", id, op.Code, op.Err)
 		}
 	}
 	return nil
@@ -206,6 +257,7 @@ func (w *Workload) Run(stop <-chan struct{}) error {
 		{w.cfg.StaleWriters, (*agent).staleWriter},
 		{w.cfg.KVAgents, (*agent).kvAgent},
 		{w.cfg.Readers, (*agent).reader},
+		{w.cfg.Supervisors, (*agent).supervisor},
 	}
 	var agents []*agent
 	var runs []func(a *agent)
