@@ -2,8 +2,6 @@ package client_test
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,195 +10,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/internal/artifactfake"
 )
-
-// fakeStore is an in-memory artifact server for one tenant, "acme", with
-// the behaviour of server/chunks.go and server/artifacts.go that the client
-// relies on.
-type fakeStore struct {
-	mu       sync.Mutex
-	chunks   map[string][]byte
-	versions map[string][]client.Manifest
-	puts     []string // digests in PUT order
-	keys     []string // Idempotency-Key of each PUT and POST
-	missing  int      // /chunks/missing calls
-
-	inFlight, maxInFlight atomic.Int64
-	putGate               chan struct{} // when set, each PUT waits for a token
-	corrupt               bool          // serve content with one byte flipped
-	truncate              bool          // cut the content short
-}
-
-func newFakeStore() *fakeStore {
-	return &fakeStore{chunks: map[string][]byte{}, versions: map[string][]client.Manifest{}}
-}
-
-func (f *fakeStore) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	const base = "/v1/tenants/acme/"
-	if !strings.HasPrefix(r.URL.Path, base) {
-		writeError(w, 404, "not_found", "no such endpoint", nil)
-		return
-	}
-	path := strings.TrimPrefix(r.URL.Path, base)
-	switch {
-	case r.Method == "POST" && path == "chunks/missing":
-		f.handleMissing(w, r)
-	case r.Method == "PUT" && strings.HasPrefix(path, "chunks/"):
-		f.handlePut(w, r, strings.TrimPrefix(path, "chunks/"))
-	case r.Method == "POST" && strings.HasSuffix(path, "/versions"):
-		f.handlePublish(w, r, strings.TrimSuffix(strings.TrimPrefix(path, "artifacts/"), "/versions"))
-	case r.Method == "GET" && strings.HasPrefix(path, "artifacts/"):
-		f.handleGet(w, strings.Split(strings.TrimPrefix(path, "artifacts/"), "/"))
-	default:
-		writeError(w, 404, "not_found", "no such endpoint", nil)
-	}
-}
-
-func (f *fakeStore) handleMissing(w http.ResponseWriter, r *http.Request) {
-	var in struct{ Digests []string }
-	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
-		writeError(w, 400, "invalid_argument", err.Error(), nil)
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.missing++
-	missing := []string{}
-	for _, d := range in.Digests {
-		if _, ok := f.chunks[d]; !ok {
-			missing = append(missing, d)
-		}
-	}
-	writeJSON(w, 200, map[string]any{"missing": missing})
-}
-
-func (f *fakeStore) handlePut(w http.ResponseWriter, r *http.Request, digest string) {
-	n := f.inFlight.Add(1)
-	defer f.inFlight.Add(-1)
-	for {
-		m := f.maxInFlight.Load()
-		if n <= m || f.maxInFlight.CompareAndSwap(m, n) {
-			break
-		}
-	}
-	if f.putGate != nil {
-		select {
-		case <-f.putGate:
-		case <-r.Context().Done():
-			return
-		}
-	}
-	body, _ := io.ReadAll(io.LimitReader(r.Body, 4<<20+1))
-	if len(body) > 4<<20 {
-		writeError(w, 413, "too_large", "chunk over 4 MiB", nil)
-		return
-	}
-	if client.Digest(body) != digest {
-		writeError(w, 400, "digest_mismatch", "body does not hash to "+digest, nil)
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.puts = append(f.puts, digest)
-	f.keys = append(f.keys, r.Header.Get("Idempotency-Key"))
-	status := 200
-	if _, ok := f.chunks[digest]; !ok {
-		f.chunks[digest] = body
-		status = 201
-	}
-	writeJSON(w, status, map[string]any{"digest": digest, "size": len(body)})
-}
-
-func (f *fakeStore) handlePublish(w http.ResponseWriter, r *http.Request, name string) {
-	var req client.PublishRequest
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		writeError(w, 400, "invalid_argument", err.Error(), nil)
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.keys = append(f.keys, r.Header.Get("Idempotency-Key"))
-	h := sha256.New()
-	var total int64
-	for _, c := range req.Chunks {
-		body, ok := f.chunks[c.Digest]
-		if !ok {
-			writeError(w, 400, "missing_chunks", "missing", map[string]any{"missing": []string{c.Digest}})
-			return
-		}
-		h.Write(body)
-		total += c.Size
-	}
-	if total != req.Size || "sha256:"+hex.EncodeToString(h.Sum(nil)) != req.Digest {
-		writeError(w, 400, "digest_mismatch", "content does not hash to digest", nil)
-		return
-	}
-	id, _ := json.Marshal(struct {
-		N string
-		R client.PublishRequest
-	}{name, req})
-	m := client.Manifest{ArtifactID: client.Digest(id), Name: name, Digest: req.Digest, Size: req.Size,
-		Chunks: req.Chunks, MediaType: req.MediaType, Sources: req.Sources, TaskID: req.TaskID}
-	vs := f.versions[name]
-	if len(vs) > 0 && vs[len(vs)-1].ArtifactID == m.ArtifactID {
-		writeJSON(w, 200, vs[len(vs)-1])
-		return
-	}
-	m.Version = uint64(len(vs) + 1)
-	f.versions[name] = append(vs, m)
-	writeJSON(w, 201, m)
-}
-
-func (f *fakeStore) handleGet(w http.ResponseWriter, parts []string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	vs := f.versions[parts[0]]
-	if len(parts) == 2 {
-		writeJSON(w, 200, map[string]any{"versions": vs})
-		return
-	}
-	n, _ := strconv.Atoi(parts[2])
-	if n < 1 || n > len(vs) {
-		writeError(w, 404, "not_found", "no such version", nil)
-		return
-	}
-	m := vs[n-1]
-	if len(parts) == 3 {
-		writeJSON(w, 200, m)
-		return
-	}
-	w.Header().Set("Content-Length", strconv.FormatInt(m.Size, 10))
-	w.Header().Set("ETag", `"`+m.Digest+`"`)
-	w.WriteHeader(200)
-	for i, c := range m.Chunks {
-		body := f.chunks[c.Digest]
-		if f.corrupt && i == len(m.Chunks)/2 {
-			body = append([]byte(nil), body...)
-			body[len(body)/2] ^= 1
-		}
-		if f.truncate && i == len(m.Chunks)/2 {
-			w.Write(body[:len(body)/2])
-			panic(http.ErrAbortHandler)
-		}
-		w.Write(body)
-	}
-}
-
-func (f *fakeStore) putCount() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.puts)
-}
 
 // textContent is n bytes of deterministic, text-like data: lower-case
 // "words" of pseudo-random letters between spaces and newlines.
@@ -278,7 +95,7 @@ type iotestErrReader struct{ err error }
 func (r iotestErrReader) Read([]byte) (int, error) { return 0, r.err }
 
 func TestUploadDownloadRoundTrip(t *testing.T) {
-	f := newFakeStore()
+	f := artifactfake.New()
 	// A roomy attempt timeout: it is also how long a download may go
 	// without data, and a loaded machine under -race can pause that long.
 	c := newClientCfg(t, client.Config{Endpoints: []string{serve(t, f.ServeHTTP).URL}, Token: "tok",
@@ -326,16 +143,16 @@ func TestUploadDownloadRoundTrip(t *testing.T) {
 	}
 
 	// Unchanged content: nothing is sent, the same version comes back.
-	puts := f.putCount()
+	puts := len(f.Puts())
 	var again client.UploadStats
 	m2, err := c.UploadArtifact(bg, "acme", "report", bytes.NewReader(data), client.UploadOptions{
 		MediaType: "text/plain", Sources: []string{"https://example.com/a"}, TaskID: "t1", Stats: &again})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m2.ArtifactID != m.ArtifactID || m2.Version != 1 || f.putCount() != puts || again.BytesSent != 0 || again.ChunksUploaded != 0 {
+	if m2.ArtifactID != m.ArtifactID || m2.Version != 1 || len(f.Puts()) != puts || again.BytesSent != 0 || again.ChunksUploaded != 0 {
 		t.Errorf("re-upload: got version %d id %s, %d new PUTs, stats %+v; want version 1, same id, nothing sent",
-			m2.Version, m2.ArtifactID, f.putCount()-puts, again)
+			m2.Version, m2.ArtifactID, len(f.Puts())-puts, again)
 	}
 
 	// 1 MiB changed in the middle: a few chunks.
@@ -357,7 +174,7 @@ func TestUploadDownloadRoundTrip(t *testing.T) {
 }
 
 func TestUploadEmpty(t *testing.T) {
-	f := newFakeStore()
+	f := artifactfake.New()
 	c := newClient(t, serve(t, f.ServeHTTP).URL)
 	m, err := c.UploadArtifact(bg, "acme", "empty", strings.NewReader(""), client.UploadOptions{})
 	if err != nil {
@@ -376,8 +193,8 @@ func TestUploadEmpty(t *testing.T) {
 // stops reading after a bounded number of chunks, and never sends more
 // than Parallel at once.
 func TestUploadBoundedMemory(t *testing.T) {
-	f := newFakeStore()
-	f.putGate = make(chan struct{})
+	f := artifactfake.New()
+	f.PutGate = make(chan struct{})
 	// Roomy limits: what this test measures is memory, and a loaded
 	// machine under -race can take longer than newClient's 5 s of retries.
 	c := newClientCfg(t, client.Config{Endpoints: []string{serve(t, f.ServeHTTP).URL}, Token: "tok",
@@ -398,7 +215,7 @@ func TestUploadBoundedMemory(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond) // polling interval, bounded by deadline
 		n := src.n.Load()
-		if n == prev && f.inFlight.Load() == parallel {
+		if n == prev && f.InFlight() == parallel {
 			stable++
 		} else {
 			stable = 0
@@ -412,11 +229,11 @@ func TestUploadBoundedMemory(t *testing.T) {
 		t.Errorf("read %d bytes ahead with uploads blocked, want at most %d", n, bound)
 	}
 	t.Logf("read %d bytes (%d MiB) ahead of blocked uploads", src.n.Load(), src.n.Load()>>20)
-	close(f.putGate) // let everything through
+	close(f.PutGate) // let everything through
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if got := f.maxInFlight.Load(); got > parallel {
+	if got := f.MaxInFlight(); got > parallel {
 		t.Errorf("got %d uploads in flight at once, want at most %d", got, parallel)
 	}
 }
@@ -435,15 +252,16 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // TestUploadIdempotencyKeys: a key carried by the context goes to the
 // publish only; every chunk upload has a key of its own.
 func TestUploadIdempotencyKeys(t *testing.T) {
-	f := newFakeStore()
+	f := artifactfake.New()
 	c := newClient(t, serve(t, f.ServeHTTP).URL)
 	ctx := client.WithIdempotencyKey(bg, "publish-once")
 	if _, err := c.UploadArtifact(ctx, "acme", "k", bytes.NewReader(textContent(5, 5<<20)), client.UploadOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}
-	for i, k := range f.keys {
-		last := i == len(f.keys)-1
+	keys := f.Keys()
+	for i, k := range keys {
+		last := i == len(keys)-1
 		switch {
 		case last && k != "publish-once":
 			t.Errorf("publish key %q, want publish-once", k)
@@ -491,13 +309,13 @@ func TestDownloadVerifies(t *testing.T) {
 		{"truncated", false, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFakeStore()
+			f := artifactfake.New()
 			c := newClient(t, serve(t, f.ServeHTTP).URL)
 			data := textContent(7, 6<<20)
 			if _, err := c.UploadArtifact(bg, "acme", "a", bytes.NewReader(data), client.UploadOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			f.corrupt, f.truncate = tc.corrupt, tc.truncate
+			f.SetFaults(tc.corrupt, tc.truncate)
 			_, err := c.DownloadArtifact(bg, "acme", "a", 1, io.Discard)
 			if !errors.Is(err, client.ErrDigestMismatch) || errors.Is(err, client.ErrUnavailable) != tc.unavailable {
 				t.Errorf("got %v, want digest_mismatch (unavailable too: %v)", err, tc.unavailable)
@@ -512,7 +330,7 @@ func TestDownloadVerifies(t *testing.T) {
 			if got, _ := os.ReadFile(path); len(entries) != 1 || string(got) != "old" {
 				t.Errorf("after a failed DownloadArtifactTo: %d files, %q in place; want only the old file", len(entries), got)
 			}
-			f.corrupt, f.truncate = false, false
+			f.SetFaults(false, false)
 			if n, err := c.DownloadArtifactTo(bg, "acme", "a", 1, path); err != nil || n != int64(len(data)) {
 				t.Fatalf("DownloadArtifactTo: got %d, %v", n, err)
 			}
@@ -526,7 +344,7 @@ func TestDownloadVerifies(t *testing.T) {
 // TestDownloadFailover: a 503 before the content starts moves on to the
 // next endpoint; an error answer is final.
 func TestDownloadFailover(t *testing.T) {
-	f := newFakeStore()
+	f := artifactfake.New()
 	good := serve(t, f.ServeHTTP)
 	busy := serve(t, func(w http.ResponseWriter, r *http.Request) { unavailable(w, r, 0) })
 	c := newClient(t, busy.URL, closedEndpoint(t), good.URL)

@@ -34,6 +34,7 @@ var (
 	ErrUnavailable         = errors.New("unavailable")          // 503 or no endpoint reachable: no leader or no quorum
 	ErrMethodNotAllowed    = errors.New("method_not_allowed")   // 405: the path exists, the method does not
 	ErrInternal            = errors.New("internal")             // 500: a bug in the server
+	ErrReferenced          = errors.New("referenced")           // 409: deleting an artifact version a ref points at; details: refs
 )
 
 // sentinels is the one table from wire codes to sentinel errors; it has
@@ -58,6 +59,7 @@ var sentinels = map[string]error{
 	wire.CodeTooLarge:            ErrTooLarge,
 	wire.CodeInternal:            ErrInternal,
 	wire.CodeUnavailable:         ErrUnavailable,
+	wire.CodeReferenced:          ErrReferenced,
 }
 
 // statusCodes gives a code to error responses whose body is not a Baton

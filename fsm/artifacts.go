@@ -201,6 +201,7 @@ func applyArtifactPublish(f *FSM, ctx *applyCtx, c *Command) *Result {
 		m.FencingToken = a.Fence.Token
 	}
 	f.storeManifest(c.Tenant, m)
+	f.trimArtifact(ctx, c.Tenant, m.Name) // a keep-last policy (artifactlife.go)
 	return okValue(OutcomeCreated, m)
 }
 

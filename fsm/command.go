@@ -129,6 +129,7 @@ const (
 	CodeResourceExhausted   = wire.CodeResourceExhausted
 	CodeMissingChunks       = wire.CodeMissingChunks
 	CodeForbidden           = wire.CodeForbidden
+	CodeReferenced          = wire.CodeReferenced
 )
 
 func fail(code, msg string, details any) *Result {

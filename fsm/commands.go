@@ -61,6 +61,9 @@ var commandTable = []commandSpec{
 	{Kind: KindChunkHeld, Args: ChunkHeldArgs{}, Apply: applyChunkHeld},
 	{Kind: KindChunkGC, Args: ChunkGCArgs{}, Apply: applyChunkGC},
 	{Kind: KindArtifactPublish, Args: ArtifactPublishArgs{}, Apply: applyArtifactPublish},
+	// Deleting versions and keep-last policies (artifactlife.go).
+	{Kind: KindArtifactDelete, Args: ArtifactDeleteArgs{}, Apply: applyArtifactDelete, Since: EntryVersion4},
+	{Kind: KindArtifactPolicy, Args: ArtifactPolicyArgs{}, Apply: applyArtifactPolicy, Since: EntryVersion4},
 
 	// Refs (refs.go).
 	{Kind: KindRefSet, Args: RefSetArgs{}, Apply: applyRefSet, Txn: true},

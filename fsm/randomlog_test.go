@@ -246,9 +246,14 @@ func (g *logGen) command(index uint64, first bool) *Command {
 		ch := g.genChunk()
 		c = NewCommand(KindChunkHeld, now, tenant, "", &ChunkHeldArgs{Digest: ch.Digest, Size: ch.Size})
 	case 32, 33, 34:
-		switch rng.IntN(4) {
+		switch rng.IntN(10) {
 		case 0:
 			c = NewCommand(KindChunkGC, now, "", "", &ChunkGCArgs{Before: now - int64(rng.IntN(20_000)), Max: 1 + rng.IntN(3)})
+		case 4: // delete a version (mostly one that exists) or a whole name
+			c = g.artifactDelete(now, tenant)
+		case 5:
+			c = NewCommand(KindArtifactPolicy, now, tenant, "", &ArtifactPolicyArgs{Prefix: g.name("a", 2)[:1+rng.IntN(2)],
+				KeepLast: uint64(rng.IntN(4))})
 		default:
 			c = &Command{Kind: KindArtifactPublish, Now: now, Tenant: tenant}
 			a := &ArtifactPublishArgs{Name: g.name("a", 3), Digest: fmt.Sprintf("sha256:%064x", rng.IntN(1<<20)),
@@ -325,6 +330,31 @@ func (g *logGen) command(index uint64, first bool) *Command {
 	}
 	g.retry(c)
 	return c
+}
+
+// artifactDelete deletes a version of an artifact published lately (with
+// or without a guard) or, at times, every version of a name.
+func (g *logGen) artifactDelete(now int64, tenant string) *Command {
+	rng := g.rng
+	if len(g.artifacts) == 0 || rng.IntN(4) == 0 {
+		a := &ArtifactDeleteArgs{Name: g.name("a", 3)}
+		if rng.IntN(2) == 0 {
+			a.ExpectVersion = ptr(uint64(rng.IntN(4)))
+		}
+		return NewCommand(KindArtifactDelete, now, tenant, "", a)
+	}
+	ga := g.artifacts[len(g.artifacts)-1-rng.IntN(min(len(g.artifacts), 4))]
+	a := &ArtifactDeleteArgs{Name: g.name("a", 3), Version: 1 + uint64(rng.IntN(3))}
+	for i := len(g.artifacts) - 1; i >= max(0, len(g.artifacts)-8); i-- {
+		if m, _, ok := g.state.ArtifactByID(g.artifacts[i].tenant, g.artifacts[i].id); ok {
+			ga, a.Name, a.Version = g.artifacts[i], m.Name, m.Version
+			break
+		}
+	}
+	if rng.IntN(3) == 0 {
+		a.ExpectArtifactID = ptr(g.artifacts[rng.IntN(len(g.artifacts))].id)
+	}
+	return NewCommand(KindArtifactDelete, now, ga.tenant, "", a)
 }
 
 // ptr is a pointer to v, for the optional fields of args.

@@ -33,6 +33,7 @@ func (s *Server) artifactRoutes(add func(string, string, routeKind, handlerFunc)
 	// Publishing re-reads and hashes every chunk before it proposes: a long
 	// request for a large artifact.
 	add("POST", "/v1/tenants/{tenant}/artifacts/{path...}", routeLongWrite, s.handleArtifactPublish)
+	s.artifactLifeRoutes(add) // list, delete, keep-last policies (artifactlife.go)
 }
 
 // artifactPath splits {name}/versions[/{n}[/content]] or by-id/{id}.

@@ -319,6 +319,25 @@ func TestOpenAPIResponses(t *testing.T) {
 	sc.call(t, "GET", T+"/refs?prefix=app", nil, admin, 200, "")
 	sc.call(t, "DELETE", T+"/refs/approved?expect_artifact_id="+m.ArtifactID, nil, admin, 204, "")
 
+	// Listing and deleting artifacts, keep-last policies.
+	sc.call(t, "GET", T+"/artifacts?prefix=report&limit=1", nil, admin, 200, "")
+	sc.call(t, "GET", T+"/artifacts?limit=0", nil, admin, 400, "invalid_argument")
+	sc.call(t, "GET", T+"/artifacts", nil, bearer(worker.Token), 403, "forbidden")
+	sc.call(t, "PUT", T+"/refs/pinned", `{"artifact_id":"`+m2.ArtifactID+`"}`, admin, 200, "")
+	sc.call(t, "DELETE", T+"/artifacts/report-42-draft/versions/2", nil, admin, 409, "referenced")
+	sc.call(t, "DELETE", T+"/artifacts/report-42-draft", nil, admin, 409, "referenced")
+	sc.call(t, "DELETE", T+"/artifacts/report-42-draft/versions/1?expect_artifact_id="+m2.ArtifactID, nil, admin, 409, "version_mismatch")
+	sc.call(t, "DELETE", T+"/artifacts/report-42-draft/versions/1?expect_artifact_id="+m.ArtifactID, nil, admin, 204, "")
+	sc.call(t, "DELETE", T+"/artifacts/report-42-draft/versions/1", nil, admin, 404, "not_found")
+	sc.call(t, "DELETE", T+"/artifacts/report-42-draft/versions/0", nil, admin, 400, "invalid_argument")
+	sc.call(t, "PUT", T+"/artifact-policies", `{"prefix":"report-","keep_last":3}`, admin, 200, "")
+	sc.call(t, "PUT", T+"/artifact-policies", `{"prefix":"report-","keep_last":3}`, bearer(worker.Token), 403, "forbidden")
+	sc.call(t, "PUT", T+"/artifact-policies", `{"prefix":"report/","keep_last":3}`, admin, 400, "invalid_argument")
+	sc.call(t, "GET", T+"/artifact-policies", nil, admin, 200, "")
+	sc.call(t, "DELETE", T+"/refs/pinned", nil, admin, 204, "")
+	sc.call(t, "DELETE", T+"/artifacts/report-42-draft?expect_version=1", nil, admin, 409, "version_mismatch")
+	sc.call(t, "DELETE", T+"/artifacts/report-42-draft?expect_version=2", nil, admin, 204, "")
+
 	// Checkpoints.
 	th := T + "/threads/t1"
 	sc.call(t, "PUT", th+"/checkpoints/c1", `{"data":{"step":1}}`, admin, 201, "")

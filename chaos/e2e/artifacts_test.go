@@ -517,3 +517,156 @@ func checkAPIError(t *testing.T, what string, err error, want error, status int)
 		t.Errorf("%s: %d %s without a message", what, e.Status, e.Code)
 	}
 }
+
+// TestArtifactListDeleteGC: a principal lists only the names its grant
+// reaches, page by page; a version a ref points at cannot be deleted until
+// the ref moves; the chunk only the deleted version named is held for a
+// fresh grace period and then collected by chunk GC (the tenant misses it
+// again), while a chunk another version names stays; a whole name goes
+// under its expect_version guard.
+func TestArtifactListDeleteGC(t *testing.T) {
+	c, admin, ctx := artSetupWith(t, cluster.Config{Nodes: 3, ExtraArgs: []string{"--chunk-gc-grace", "3s"}})
+	publish := func(name string, seed uint64) *client.Manifest {
+		t.Helper()
+		m, err := admin.UploadArtifact(ctx, artTenant, name, bytes.NewReader(artContent(seed, 2000)), client.UploadOptions{})
+		if err != nil {
+			t.Fatalf("upload %s: %v", name, err)
+		}
+		return m
+	}
+	v1 := publish("team-a-1", 101)
+	v2 := publish("team-a-1", 102)
+	publish("team-a-2", 103)
+	publish("team-b-1", 104)
+
+	p, err := admin.CreatePrincipal(ctx, artTenant, "lister",
+		[]client.Grant{{Resource: "artifacts", Prefix: "team-a", Actions: []string{"read"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WaitConverged(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lister := nodeClient(t, c, 1, p.Token)
+	var seen []string
+	opts := client.ListArtifactsOptions{Limit: 1}
+	for range 5 {
+		page, err := lister.ListArtifacts(ctx, artTenant, opts)
+		if err != nil {
+			t.Fatalf("list as lister: %v", err)
+		}
+		for _, a := range page.Artifacts {
+			seen = append(seen, fmt.Sprintf("%s %d/%d", a.Name, a.LatestVersion, a.Versions))
+		}
+		if opts.PageToken = page.NextPageToken; opts.PageToken == "" {
+			break
+		}
+	}
+	if want := []string{"team-a-1 2/2", "team-a-2 1/1"}; !slices.Equal(seen, want) {
+		t.Errorf("lister's pages: %v, want %v", seen, want)
+	}
+	if _, err := lister.ListArtifacts(ctx, artTenant, client.ListArtifactsOptions{Prefix: "team-b"}); !errors.Is(err, client.ErrForbidden) {
+		t.Errorf("list of team-b as lister: %v, want forbidden", err)
+	}
+	page, err := admin.ListArtifacts(ctx, artTenant, client.ListArtifactsOptions{Prefix: "team-"})
+	if err != nil || len(page.Artifacts) != 3 {
+		t.Errorf("admin list of team-: %+v %v, want three names", page, err)
+	}
+
+	// A ref holds version 1 until it moves.
+	if _, err := admin.SetRef(ctx, artTenant, "team-a/approved", client.SetRefRequest{ArtifactID: v1.ArtifactID}); err != nil {
+		t.Fatal(err)
+	}
+	err = admin.DeleteArtifactVersion(ctx, artTenant, "team-a-1", 1, "")
+	var apiErr *client.Error
+	if !errors.Is(err, client.ErrReferenced) || !errors.As(err, &apiErr) || !strings.Contains(fmt.Sprint(apiErr.Details["refs"]), "team-a/approved") {
+		t.Fatalf("delete of a referenced version: %v, want referenced naming team-a/approved", err)
+	}
+	if _, err := admin.SetRef(ctx, artTenant, "team-a/approved", client.SetRefRequest{ArtifactID: v2.ArtifactID, Expect: v1.ArtifactID}); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.DeleteArtifactVersion(ctx, artTenant, "team-a-1", 1, v1.ArtifactID); err != nil {
+		t.Fatalf("delete after the ref moved: %v", err)
+	}
+	if list := artVersions(t, ctx, admin, "team-a-1"); len(list) != 1 || list[0].Version != 2 {
+		t.Errorf("versions after the delete: %+v, want only 2", list)
+	}
+
+	// Chunk GC frees version 1's chunk a grace period after the delete.
+	d1, d2 := v1.Chunks[0].Digest, v2.Chunks[0].Digest
+	if missing, err := admin.MissingChunks(ctx, artTenant, []string{d1, d2}); err != nil || len(missing) != 0 {
+		t.Errorf("right after the delete the tenant misses %v (%v), want nothing: the grace period starts at the delete", missing, err)
+	}
+	artWait(t, 30*time.Second, "chunk GC of the deleted version's chunk", func() (bool, string) {
+		missing, err := admin.MissingChunks(ctx, artTenant, []string{d1, d2})
+		if err != nil {
+			return false, err.Error()
+		}
+		return slices.Equal(missing, []string{d1}), fmt.Sprintf("missing %v", missing)
+	})
+	if _, err := admin.GetChunk(ctx, artTenant, d1); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("GET of the collected chunk: %v, want not_found", err)
+	}
+	var out bytes.Buffer
+	if _, err := admin.DownloadArtifact(ctx, artTenant, "team-a-1", 2, &out); err != nil || !bytes.Equal(out.Bytes(), artContent(102, 2000)) {
+		t.Errorf("version 2 after GC: %v", err)
+	}
+
+	// A whole name goes under its guard.
+	one, two := uint64(1), uint64(2)
+	if err := admin.DeleteArtifact(ctx, artTenant, "team-a-1", &one); !errors.Is(err, client.ErrVersionMismatch) {
+		t.Errorf("whole delete expecting version 1: %v, want version_mismatch", err)
+	}
+	if err := admin.DeleteArtifact(ctx, artTenant, "team-a-1", &two); !errors.Is(err, client.ErrReferenced) {
+		t.Errorf("whole delete of a name a ref points into: %v, want referenced", err)
+	}
+	if err := admin.DeleteArtifact(ctx, artTenant, "team-b-1", nil); err != nil {
+		t.Errorf("whole delete of team-b-1: %v", err)
+	}
+	if list := artVersions(t, ctx, admin, "team-b-1"); len(list) != 0 {
+		t.Errorf("team-b-1 after its delete: %+v", list)
+	}
+}
+
+// TestArtifactKeepLast: under a keep-last-2 policy each publish trims the
+// name's older versions, except the one a ref points at; names outside the
+// prefix keep every version.
+func TestArtifactKeepLast(t *testing.T) {
+	_, admin, ctx := artSetup(t, 3)
+	if _, err := admin.SetArtifactPolicy(ctx, artTenant, client.ArtifactPolicy{Prefix: "run-", KeepLast: 2}); err != nil {
+		t.Fatal(err)
+	}
+	var first *client.Manifest
+	for i := range uint64(5) {
+		m, err := admin.UploadArtifact(ctx, artTenant, "run-7", bytes.NewReader(artContent(200+i, 1500)), client.UploadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = m
+			if _, err := admin.SetRef(ctx, artTenant, "run-7/baseline", client.SetRefRequest{ArtifactID: m.ArtifactID}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := admin.UploadArtifact(ctx, artTenant, "keep-7", bytes.NewReader(artContent(300+i, 1500)), client.UploadOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []uint64
+	for _, m := range artVersions(t, ctx, admin, "run-7") {
+		got = append(got, m.Version)
+	}
+	if !slices.Equal(got, []uint64{1, 4, 5}) {
+		t.Errorf("run-7 versions under keep-last 2: %v, want [1 4 5] (1 is the baseline ref's)", got)
+	}
+	if m, err := admin.GetArtifactByID(ctx, artTenant, first.ArtifactID); err != nil || m.Version != 1 {
+		t.Errorf("the baseline's version: %+v %v", m, err)
+	}
+	if n := len(artVersions(t, ctx, admin, "keep-7")); n != 5 {
+		t.Errorf("keep-7, under no policy, has %d versions, want 5", n)
+	}
+	page, err := admin.ListArtifacts(ctx, artTenant, client.ListArtifactsOptions{Prefix: "run-"})
+	if err != nil || len(page.Artifacts) != 1 || page.Artifacts[0] != (client.ArtifactSummary{Name: "run-7", LatestVersion: 5, Versions: 3}) {
+		t.Errorf("list of run-: %+v %v", page, err)
+	}
+}

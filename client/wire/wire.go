@@ -34,6 +34,7 @@ const (
 	CodeInternal            = "internal"
 	CodeUnavailable         = "unavailable"
 	CodeResourceExhausted   = "resource_exhausted"
+	CodeReferenced          = "referenced"
 )
 
 // Status is the one table from error codes to HTTP statuses: every code
@@ -58,6 +59,7 @@ var Status = map[string]int{
 	CodeInternal:            http.StatusInternalServerError,
 	CodeUnavailable:         http.StatusServiceUnavailable,
 	CodeResourceExhausted:   http.StatusInsufficientStorage,
+	CodeReferenced:          http.StatusConflict,
 }
 
 // EventPos is a watch event's place in the stream: event Pos of the log

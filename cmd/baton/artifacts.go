@@ -16,8 +16,9 @@ import (
 func artifactCommand() *command {
 	return &command{
 		name:    "artifact",
-		summary: "Upload, download and inspect artifacts",
-		subs:    []*command{artifactPutCommand(), artifactGetCommand(), artifactVersionsCommand(), artifactShowCommand()},
+		summary: "Upload, download, inspect, list and delete artifacts",
+		subs: []*command{artifactPutCommand(), artifactGetCommand(), artifactVersionsCommand(), artifactShowCommand(),
+			artifactListCommand(), artifactDeleteCommand(), artifactPolicyCommand()},
 		examples: `  baton artifact put report.md --tenant acme --name report-42-draft
   baton artifact get report-42-draft --tenant acme --file report.md
   baton artifact versions report-42-draft --tenant acme`,

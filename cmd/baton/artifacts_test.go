@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"math/rand/v2"
@@ -12,205 +10,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/internal/artifactfake"
 )
-
-// artifactNode is a fake cluster for tenant acme's chunks, artifacts and
-// refs, recording every request.
-type artifactNode struct {
-	mu       sync.Mutex
-	chunks   map[string][]byte
-	versions map[string][]client.Manifest
-	refs     map[string]client.Ref
-	reqs     []fakeReq
-	corrupt  bool
-}
-
-func newArtifactNode() *artifactNode {
-	return &artifactNode{chunks: map[string][]byte{}, versions: map[string][]client.Manifest{}, refs: map[string]client.Ref{}}
-}
-
-func (f *artifactNode) requests() []fakeReq {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]fakeReq(nil), f.reqs...)
-}
-
-func reply(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Baton-Index", "9")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
-}
-
-func replyError(w http.ResponseWriter, status int, code, msg string, details map[string]any) {
-	obj := map[string]any{"code": code, "message": msg}
-	for k, v := range details {
-		obj[k] = v
-	}
-	reply(w, status, map[string]any{"error": obj})
-}
-
-func (f *artifactNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	rec := string(body)
-	if r.Method == "PUT" && strings.Contains(r.URL.Path, "/chunks/") {
-		rec = "<" + strconv.Itoa(len(body)) + " bytes>"
-	}
-	f.reqs = append(f.reqs, fakeReq{r.Method + " " + r.URL.Path, r.URL.RawQuery, r.Header.Get("Authorization"), rec})
-	path, ok := strings.CutPrefix(r.URL.Path, "/v1/tenants/acme/")
-	switch {
-	case !ok:
-		replyError(w, 404, "not_found", "no such endpoint", nil)
-	case r.Method == "POST" && path == "chunks/missing":
-		var in struct{ Digests []string }
-		json.Unmarshal(body, &in)
-		missing := []string{}
-		for _, d := range in.Digests {
-			if _, ok := f.chunks[d]; !ok {
-				missing = append(missing, d)
-			}
-		}
-		reply(w, 200, map[string]any{"missing": missing})
-	case r.Method == "PUT" && strings.HasPrefix(path, "chunks/"):
-		d := strings.TrimPrefix(path, "chunks/")
-		if client.Digest(body) != d {
-			replyError(w, 400, "digest_mismatch", "body does not hash to "+d, nil)
-			return
-		}
-		f.chunks[d] = body
-		reply(w, 201, map[string]any{"digest": d, "size": len(body)})
-	case r.Method == "POST" && strings.HasPrefix(path, "artifacts/"):
-		f.publish(w, strings.TrimSuffix(strings.TrimPrefix(path, "artifacts/"), "/versions"), body)
-	case r.Method == "GET" && strings.HasPrefix(path, "artifacts/by-id/"):
-		id := strings.TrimPrefix(path, "artifacts/by-id/")
-		for _, vs := range f.versions {
-			for _, m := range vs {
-				if m.ArtifactID == id {
-					reply(w, 200, m)
-					return
-				}
-			}
-		}
-		replyError(w, 404, "not_found", "artifact "+id+" not found", nil)
-	case r.Method == "GET" && strings.HasPrefix(path, "artifacts/"):
-		f.get(w, strings.Split(strings.TrimPrefix(path, "artifacts/"), "/"))
-	case strings.HasPrefix(path, "refs"):
-		f.ref(w, r, strings.TrimPrefix(strings.TrimPrefix(path, "refs"), "/"), body)
-	default:
-		replyError(w, 404, "not_found", "no such endpoint", nil)
-	}
-}
-
-func (f *artifactNode) publish(w http.ResponseWriter, name string, body []byte) {
-	var req client.PublishRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		replyError(w, 400, "invalid_argument", err.Error(), nil)
-		return
-	}
-	h := sha256.New()
-	for _, c := range req.Chunks {
-		h.Write(f.chunks[c.Digest])
-	}
-	if "sha256:"+hex.EncodeToString(h.Sum(nil)) != req.Digest {
-		replyError(w, 400, "digest_mismatch", "content does not hash to its digest", nil)
-		return
-	}
-	m := client.Manifest{ArtifactID: client.Digest(append([]byte(name), body...)), Name: name, Digest: req.Digest,
-		Size: req.Size, Chunks: req.Chunks, MediaType: req.MediaType, Sources: req.Sources, TaskID: req.TaskID,
-		CreatedBy: "admin", CreatedAt: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
-	if req.Fence != nil {
-		m.FencingToken = req.Fence.Token
-	}
-	vs := f.versions[name]
-	if len(vs) > 0 && vs[len(vs)-1].ArtifactID == m.ArtifactID {
-		reply(w, 200, vs[len(vs)-1])
-		return
-	}
-	m.Version = uint64(len(vs) + 1)
-	f.versions[name] = append(vs, m)
-	reply(w, 201, m)
-}
-
-func (f *artifactNode) get(w http.ResponseWriter, parts []string) {
-	vs := f.versions[parts[0]]
-	if len(parts) == 2 {
-		reply(w, 200, map[string]any{"versions": vs})
-		return
-	}
-	n, _ := strconv.Atoi(parts[2])
-	if n < 1 || n > len(vs) {
-		replyError(w, 404, "not_found", "no such version", nil)
-		return
-	}
-	m := vs[n-1]
-	if len(parts) == 3 {
-		reply(w, 200, m)
-		return
-	}
-	w.Header().Set("Content-Length", strconv.FormatInt(m.Size, 10))
-	w.Header().Set("ETag", `"`+m.Digest+`"`)
-	w.WriteHeader(200)
-	for _, c := range m.Chunks {
-		b := f.chunks[c.Digest]
-		if f.corrupt {
-			b = bytes.ToUpper(b)
-		}
-		w.Write(b)
-	}
-}
-
-func (f *artifactNode) ref(w http.ResponseWriter, r *http.Request, ref string, body []byte) {
-	switch r.Method {
-	case "GET":
-		if ref == "" {
-			list := []client.Ref{}
-			for _, v := range f.refs {
-				list = append(list, v)
-			}
-			reply(w, 200, map[string]any{"refs": list})
-			return
-		}
-		v, ok := f.refs[ref]
-		if !ok {
-			replyError(w, 404, "not_found", "ref "+ref+" not found", nil)
-			return
-		}
-		reply(w, 200, v)
-	case "PUT":
-		var req struct { // the wire's body
-			ArtifactID       string  `json:"artifact_id"`
-			ExpectArtifactID *string `json:"expect_artifact_id"`
-		}
-		json.Unmarshal(body, &req)
-		cur, ok := f.refs[ref]
-		if req.ExpectArtifactID != nil && *req.ExpectArtifactID != cur.ArtifactID {
-			replyError(w, 409, "version_mismatch", "ref points elsewhere", map[string]any{"artifact_id": cur.ArtifactID})
-			return
-		}
-		v := client.Ref{Ref: ref, ArtifactID: req.ArtifactID, Name: "report", Version: 1, Revision: cur.Revision + 1}
-		if ok && cur.ArtifactID == req.ArtifactID {
-			v = cur
-		}
-		f.refs[ref] = v
-		reply(w, 200, v)
-	case "DELETE":
-		if q := r.URL.Query(); q.Has("expect_artifact_id") && q.Get("expect_artifact_id") != f.refs[ref].ArtifactID {
-			replyError(w, 409, "version_mismatch", "ref points elsewhere", map[string]any{"artifact_id": f.refs[ref].ArtifactID})
-			return
-		}
-		delete(f.refs, ref)
-		w.WriteHeader(204)
-	}
-}
 
 // artifactCLI runs baton against node.
 func artifactCLI(t *testing.T, node http.Handler, args ...string) (code int, stdout, stderr string) {
@@ -239,7 +45,7 @@ func writeContent(t *testing.T, seed uint64, n int) (string, []byte) {
 }
 
 func TestArtifactPutGet(t *testing.T) {
-	node := newArtifactNode()
+	node := artifactfake.New()
 	file, data := writeContent(t, 1, 5<<20)
 	code, stdout, stderr := artifactCLI(t, node, "artifact", "put", file, "--tenant", "acme", "--name", "report",
 		"--media-type", "text/plain", "--source", "https://example.com/a,b", "--source", "https://example.com/c",
@@ -256,7 +62,7 @@ func TestArtifactPutGet(t *testing.T) {
 			t.Errorf("put output lacks %q:\n%s", want, stdout)
 		}
 	}
-	reqs := node.requests()
+	reqs := node.Requests()
 	publish := reqs[len(reqs)-1]
 	for _, want := range []string{`"sources":["https://example.com/a,b","https://example.com/c"]`,
 		`"fence":{"task_id":"t1","token":589825}`, `"task_id":"t1"`, `"media_type":"text/plain"`} {
@@ -305,9 +111,7 @@ func TestArtifactPutGet(t *testing.T) {
 	}
 
 	// A corrupt download fails and leaves nothing behind.
-	node.mu.Lock()
-	node.corrupt = true
-	node.mu.Unlock()
+	node.SetFaults(true, false)
 	bad := filepath.Join(t.TempDir(), "bad.txt")
 	code, _, stderr = artifactCLI(t, node, "artifact", "get", "report", "--tenant", "acme", "-o", bad)
 	if code != 1 || !strings.Contains(stderr, "digest_mismatch") {
@@ -319,12 +123,12 @@ func TestArtifactPutGet(t *testing.T) {
 }
 
 func TestArtifactInspect(t *testing.T) {
-	node := newArtifactNode()
+	node := artifactfake.New()
 	file, _ := writeContent(t, 2, 100_000)
 	if code, _, stderr := artifactCLI(t, node, "artifact", "put", file, "--tenant", "acme", "--name", "report"); code != 0 {
 		t.Fatalf("put: exit %d: %s", code, stderr)
 	}
-	id := node.versions["report"][0].ArtifactID
+	id := node.Versions("report")[0].ArtifactID
 	cases := []struct {
 		args []string
 		want []string
@@ -389,13 +193,13 @@ func TestArtifactRequestsSent(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			node := newArtifactNode()
-			node.refs["a"] = client.Ref{Ref: "a", ArtifactID: id}
+			node := artifactfake.New()
+			node.PutRef(client.Ref{Ref: "a", ArtifactID: id})
 			code, _, stderr := artifactCLI(t, node, append(tc.args, "--tenant", "acme")...)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
-			r := node.requests()[0]
+			r := node.Requests()[0]
 			if r.Route != tc.route || r.Query != tc.query || strings.TrimSpace(r.Body) != tc.body || r.Auth != "Bearer tok" {
 				t.Errorf("got %s?%s %s, want %s?%s %s", r.Route, r.Query, r.Body, tc.route, tc.query, tc.body)
 			}
@@ -423,12 +227,12 @@ func TestArtifactUsageErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			node := newArtifactNode()
+			node := artifactfake.New()
 			code, _, stderr := artifactCLI(t, node, tc.args...)
 			if code != 2 || !strings.Contains(stderr, tc.want) {
 				t.Errorf("got exit %d stderr %q, want 2 and %q", code, stderr, tc.want)
 			}
-			if n := len(node.requests()); n != 0 {
+			if n := len(node.Requests()); n != 0 {
 				t.Errorf("usage error sent %d requests", n)
 			}
 		})
@@ -437,7 +241,7 @@ func TestArtifactUsageErrors(t *testing.T) {
 
 func TestArtifactHelp(t *testing.T) {
 	for _, args := range [][]string{{"artifact", "put", "--help"}, {"artifact", "get", "--help"}, {"ref", "put", "--help"}} {
-		code, stdout, _ := artifactCLI(t, newArtifactNode(), args...)
+		code, stdout, _ := artifactCLI(t, artifactfake.New(), args...)
 		if code != 0 || !strings.Contains(stdout, "Examples:") || !strings.Contains(stdout, "baton "+args[0]+" "+args[1]) {
 			t.Errorf("%v: exit %d, output:\n%s", args, code, stdout)
 		}
@@ -450,7 +254,7 @@ func TestProgressBar(t *testing.T) {
 	old := isTerminal
 	isTerminal = func(io.Writer) bool { return true }
 	t.Cleanup(func() { isTerminal = old })
-	node := newArtifactNode()
+	node := artifactfake.New()
 	file, _ := writeContent(t, 3, 3<<20)
 	code, _, stderr := artifactCLI(t, node, "artifact", "put", file, "--tenant", "acme", "--name", "report")
 	if code != 0 {

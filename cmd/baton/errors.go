@@ -30,6 +30,7 @@ var exitCodes = map[string]int{
 	"already_exists":       exitConflict,
 	"idempotency_mismatch": exitConflict,
 	"idempotency_expired":  exitConflict,
+	"referenced":           exitConflict,
 	"not_found":            exitNotFound,
 	"unauthenticated":      exitAuth,
 	"forbidden":            exitAuth,
