@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/chaos/artifactfake"
 	"github.com/baton-dev/baton/client"
-	"github.com/baton-dev/baton/internal/artifactfake"
 )
 
 // textContent is n bytes of deterministic, text-like data: lower-case

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/baton-dev/baton/chaos/artifactfake"
 	"github.com/baton-dev/baton/client"
-	"github.com/baton-dev/baton/internal/artifactfake"
 )
 
 // TestArtifactListDelete: ls shows names with their newest version and

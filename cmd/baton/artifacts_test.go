@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-dev/baton/chaos/artifactfake"
 	"github.com/baton-dev/baton/client"
-	"github.com/baton-dev/baton/internal/artifactfake"
 )
 
 // artifactCLI runs baton against node.
