@@ -36,6 +36,7 @@ var snapshotMarkers = []struct {
 	format int
 }{
 	{lifecycleMarkerKey, snapshotFormat2},
+	{retentionMarkerKey, snapshotFormat3}, // task records with an expiry (retention.go)
 }
 
 // snapshotFormatOf is the format a snapshot of st is written in.
