@@ -77,13 +77,15 @@ type createTaskWire struct {
 	BackoffMaxMS     int64           `json:"backoff_max_ms,omitempty"`
 	AvailableAt      *time.Time      `json:"available_at,omitempty"`
 	DelayMS          int64           `json:"delay_ms,omitempty"`
+	RetentionMS      int64           `json:"retention_ms,omitempty"`
 }
 
-// MarshalJSON encodes the request as the API's body, the backoff and the
-// delay as *_ms (left out when 0).
+// MarshalJSON encodes the request as the API's body, the backoff, the
+// delay and the retention as *_ms (left out when 0).
 func (r CreateTaskRequest) MarshalJSON() ([]byte, error) {
 	return json.Marshal(createTaskWire{r.TaskID, r.Queue, r.Status, r.Priority, r.Payload, r.MaxAttempts,
-		r.BackoffInitial.Milliseconds(), r.BackoffMax.Milliseconds(), r.AvailableAt, r.Delay.Milliseconds()})
+		r.BackoffInitial.Milliseconds(), r.BackoffMax.Milliseconds(), r.AvailableAt, r.Delay.Milliseconds(),
+		r.Retention.Milliseconds()})
 }
 
 type updateTaskWire struct {
@@ -125,11 +127,14 @@ type queuePolicyWire struct {
 	MaxAttempts      uint64 `json:"max_attempts"`
 	BackoffInitialMS int64  `json:"backoff_initial_ms"`
 	BackoffMaxMS     int64  `json:"backoff_max_ms"`
+	RetentionMS      int64  `json:"retention_ms,omitempty"`
 }
 
-// MarshalJSON encodes the policy as the API's body, the backoff as *_ms.
+// MarshalJSON encodes the policy as the API's body, the backoff and the
+// retention as *_ms.
 func (p QueuePolicy) MarshalJSON() ([]byte, error) {
-	return json.Marshal(queuePolicyWire{p.MaxAttempts, p.BackoffInitial.Milliseconds(), p.BackoffMax.Milliseconds()})
+	return json.Marshal(queuePolicyWire{p.MaxAttempts, p.BackoffInitial.Milliseconds(), p.BackoffMax.Milliseconds(),
+		p.Retention.Milliseconds()})
 }
 
 // UnmarshalJSON reads the API's form of a policy.
@@ -138,7 +143,8 @@ func (p *QueuePolicy) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*p = QueuePolicy{w.MaxAttempts, time.Duration(w.BackoffInitialMS) * time.Millisecond, time.Duration(w.BackoffMaxMS) * time.Millisecond}
+	*p = QueuePolicy{w.MaxAttempts, time.Duration(w.BackoffInitialMS) * time.Millisecond, time.Duration(w.BackoffMaxMS) * time.Millisecond,
+		time.Duration(w.RetentionMS) * time.Millisecond}
 	return nil
 }
 
@@ -164,13 +170,17 @@ type taskWire struct {
 	AvailableAt      *time.Time      `json:"available_at"`
 	LastError        string          `json:"last_error"`
 	FailedAt         *time.Time      `json:"failed_at"`
+	RetentionMS      int64           `json:"retention_ms,omitempty"`
+	ExpiresAt        *time.Time      `json:"expires_at,omitempty"`
 }
 
-// MarshalJSON encodes the task as the API does, the backoff as *_ms.
+// MarshalJSON encodes the task as the API does, the backoff and the
+// retention as *_ms.
 func (t Task) MarshalJSON() ([]byte, error) {
 	return json.Marshal(taskWire{t.TenantID, t.TaskID, t.Queue, t.Status, t.Owner, t.LeaseUntil, t.FencingToken,
 		t.Version, t.Attempt, t.Priority, t.ArtifactID, t.Payload, t.Result, t.CreatedAt, t.UpdatedAt, t.MaxAttempts,
-		t.BackoffInitial.Milliseconds(), t.BackoffMax.Milliseconds(), t.AvailableAt, t.LastError, t.FailedAt})
+		t.BackoffInitial.Milliseconds(), t.BackoffMax.Milliseconds(), t.AvailableAt, t.LastError, t.FailedAt,
+		t.Retention.Milliseconds(), t.ExpiresAt})
 }
 
 // UnmarshalJSON reads the API's form of a task.
@@ -182,6 +192,6 @@ func (t *Task) UnmarshalJSON(b []byte) error {
 	*t = Task{w.TenantID, w.TaskID, w.Queue, w.Status, w.Owner, w.LeaseUntil, w.FencingToken, w.Version, w.Attempt,
 		w.Priority, w.ArtifactID, w.Payload, w.Result, w.CreatedAt, w.UpdatedAt, w.MaxAttempts,
 		time.Duration(w.BackoffInitialMS) * time.Millisecond, time.Duration(w.BackoffMaxMS) * time.Millisecond,
-		w.AvailableAt, w.LastError, w.FailedAt}
+		w.AvailableAt, w.LastError, w.FailedAt, time.Duration(w.RetentionMS) * time.Millisecond, w.ExpiresAt}
 	return nil
 }

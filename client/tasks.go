@@ -36,6 +36,11 @@ type Task struct {
 	AvailableAt    *time.Time    `json:"available_at"` // nil: claimable at any time
 	LastError      string        `json:"last_error"`
 	FailedAt       *time.Time    `json:"failed_at"` // nil: no failed attempt
+	// Retention (docs/api.md "Retention"): the task's own period (0: its
+	// queue's), and when it will be deleted (nil: never; set while its
+	// status is done, dead or cancelled and a period applies).
+	Retention time.Duration `json:"-"`
+	ExpiresAt *time.Time    `json:"expires_at,omitempty"`
 }
 
 // StatusDead is the status of a task that used its attempts or failed
@@ -65,6 +70,9 @@ type CreateTaskRequest struct {
 	// the server's time of the create plus Delay. Give one or neither.
 	AvailableAt *time.Time    `json:"available_at,omitempty"`
 	Delay       time.Duration `json:"-"`
+	// Retention: the task is deleted this long after it enters done, dead
+	// or cancelled (0: its queue's policy decides; by default, never).
+	Retention time.Duration `json:"-"`
 }
 
 // FailTaskRequest is the body of FailTask.
@@ -280,6 +288,11 @@ type QueuePolicy struct {
 	MaxAttempts    uint64        `json:"max_attempts"`
 	BackoffInitial time.Duration `json:"-"`
 	BackoffMax     time.Duration `json:"-"`
+	// Retention: tasks of the queue that enter done, dead or cancelled are
+	// deleted this long after (unless they set their own); 0 keeps them.
+	// Read when a task enters one of those statuses, so it also applies
+	// to tasks created before it was set.
+	Retention time.Duration `json:"-"`
 }
 
 // SetQueuePolicy sets (all zero: clears) a queue's lifecycle defaults; it

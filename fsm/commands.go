@@ -42,6 +42,8 @@ var commandTable = []commandSpec{
 	{Kind: KindTaskRetry, Args: TaskRetryArgs{}, Apply: applyTaskRetry, Since: EntryVersion3},
 	// A queue's lifecycle defaults for the tasks created in it later.
 	{Kind: KindQueuePolicy, Args: QueuePolicyArgs{}, Apply: applyQueuePolicy, Since: EntryVersion3},
+	// Retention (retention.go): the leader proposes task.purge.
+	{Kind: KindTaskPurge, Args: TaskPurgeArgs{}, Apply: applyTaskPurge, Since: EntryVersion4},
 
 	// Knowledge store (kv.go). The leader proposes kv.purge.
 	{Kind: KindKVPut, Args: KVPutArgs{}, Apply: applyKVPut, Txn: true},

@@ -49,6 +49,9 @@ type FSM struct {
 	// stats are operators' figures derived from the applied commands
 	// (stats.go); not part of the replicated state.
 	stats stats
+	// queues is the queue statistics' index (queuestats.go), derived from
+	// the state: a restore rebuilds it.
+	queues *queueIndex
 }
 
 // Options configure an FSM.
@@ -63,7 +66,7 @@ func New() *FSM { return NewWith(Options{}) }
 
 // NewWith returns an empty FSM.
 func NewWith(o Options) *FSM {
-	return &FSM{st: newStore(), changed: make(chan struct{}), history: newHistory(o.WatchHistoryBytes)}
+	return &FSM{st: newStore(), changed: make(chan struct{}), history: newHistory(o.WatchHistoryBytes), queues: newQueueIndex()}
 }
 
 // History is the FSM's recent events.
@@ -132,6 +135,7 @@ func (f *FSM) applyEntry(index uint64, data []byte) interface{} {
 			results[i].Index = index
 		}
 	}
+	f.queues.advance(f.clock)
 	for i := range f.pending {
 		f.pending[i].Index, f.pending[i].Pos, f.pending[i].Last = index, i, i == len(f.pending)-1
 	}
@@ -175,6 +179,7 @@ func (f *FSM) applyCommand(ctx *applyCtx, c *Command) *Result {
 		f.pending = f.pending[:nev]
 	}
 	f.stats.settle(r.OK(), c.Kind, r.Code)
+	f.queues.settle(r.OK(), ctx.now)
 	switch {
 	case sess != nil:
 		f.sessionRemember(ctx, c, sess, r)
@@ -319,6 +324,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.recountSessions()
 	f.recountIdem()
 	f.stats.recount(f.st)
+	f.queues.rebuild(f.st, f.clock)
 	f.history.reset(hdr.Applied)
 	f.notifyLocked()
 	f.mu.Unlock()

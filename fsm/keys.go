@@ -14,6 +14,8 @@ package fsm
 //	cfg/limits                           replicated limits (limits.go)
 //	cfg/lifecycle                        present once a task uses lifecycle fields (lifecycle.go)
 //	t/<tenant>/qp/<queue>                a queue's lifecycle defaults (lifecycle.go)
+//	tx/<expiry ms, 16 hex>/<tenant>/<id> a retained task's expiry (retention.go)
+//	cfg/retention                        present once a task had an expiry (retention.go)
 //	ss/, sa/, se/                        client sessions (sessions.go)
 func memberKey(id string) string              { return "m/" + id }
 func tenantKey(t string) string               { return "t/" + t }

@@ -50,6 +50,12 @@ type TaskLife struct {
 	LastError   string
 	FailedAt    int64  // time of the last failed attempt; 0: none
 	Failures    uint64 // failed attempts (fail, or a lease out on the last attempt) since creation or retry
+	// Retention (retention.go), left out of the encoding when zero so that
+	// a record without it is the bytes it was before: the task's own
+	// period (0: its queue's), and when the task is deleted (0: never; set
+	// only while its status is terminal).
+	RetentionMs int64 `codec:",omitempty"`
+	ExpiresAt   int64 `codec:",omitempty"`
 }
 
 // TaskFailArgs ends the current attempt of the token holder as failed.
@@ -82,6 +88,9 @@ func (a *TaskCreateArgs) entryV3() bool {
 func (a *TaskUpdateArgs) entryV3() bool { return a.AvailableAt != 0 || a.DelayMs != 0 }
 
 func (a *TaskCreateArgs) entryVersion() byte {
+	if v := retentionEntryVersion(a.RetentionMs); v != 0 {
+		return v
+	}
 	if a.entryV3() {
 		return EntryVersion3
 	}
@@ -288,6 +297,11 @@ type QueuePolicy struct {
 	MaxAttempts      uint64 `json:"max_attempts"`
 	BackoffInitialMs int64  `json:"backoff_initial_ms"`
 	BackoffMaxMs     int64  `json:"backoff_max_ms"`
+	// RetentionMs: how long a task of the queue stays once it is in a
+	// terminal status (retention.go), read when it enters one. Left out of
+	// both encodings when 0, so that a policy without it (stored, in the
+	// log, or in a remembered answer) is the bytes it was before.
+	RetentionMs int64 `json:"retention_ms,omitempty" codec:",omitempty"`
 }
 
 // QueuePolicyArgs sets (all zero: clears) a queue's policy.
@@ -305,6 +319,9 @@ func applyQueuePolicy(f *FSM, _ *applyCtx, c *Command) *Result {
 	}
 	if !f.st.Has(tenantKey(c.Tenant)) {
 		return fail(CodeNotFound, fmt.Sprintf("tenant %q not found", c.Tenant), nil)
+	}
+	if a.Policy.RetentionMs < 0 {
+		return errRetention(a.Policy.RetentionMs)
 	}
 	if a.Policy == (QueuePolicy{}) {
 		f.st.Delete(queuePolicyKey(c.Tenant, a.Queue))

@@ -19,6 +19,7 @@ import (
 // refusals (fenced, version_mismatch, not_found, ...) are in the log too.
 func randomLog(seed uint64, entries int) []*raft.Log {
 	g := &logGen{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), now: 1_700_000_000_000,
+		aux:   rand.New(rand.NewPCG(seed, 17)),
 		heads: map[string]string{}, state: New()}
 	var logs []*raft.Log
 	index := uint64(0)
@@ -38,7 +39,11 @@ func randomLog(seed uint64, entries int) []*raft.Log {
 // logGen is randomLog's state: its randomness, the leader's clock, and what
 // it remembers of the log so far to make commands that can succeed.
 type logGen struct {
-	rng   *rand.Rand
+	rng *rand.Rand
+	// aux draws the choices of kinds added later (retention), so that
+	// they leave rng's sequence, and what the tests above exercise, as
+	// it was.
+	aux   *rand.Rand
 	now   int64
 	state *FSM // the log so far, applied
 
@@ -215,6 +220,9 @@ func (g *logGen) command(index uint64, first bool) *Command {
 		c.Args = encode(a)
 	case 23:
 		c = NewCommand(KindKVPurge, now, "", "", &KVPurgeArgs{Max: 1 + rng.IntN(3)})
+		if g.aux.IntN(2) == 0 { // retained tasks whose period ran out
+			c = NewCommand(KindTaskPurge, now, "", "", &TaskPurgeArgs{Max: 1 + g.aux.IntN(3)})
+		}
 
 	case 24, 25:
 		c = &Command{Kind: KindCheckpointPut, Now: now, Tenant: tenant}
@@ -300,6 +308,9 @@ func (g *logGen) command(index uint64, first bool) *Command {
 		} else {
 			a.DelayMs = int64(rng.IntN(500))
 		}
+		if g.aux.IntN(3) == 0 { // its own retention, and maybe terminal from the start
+			a.RetentionMs, a.Status = int64(1+g.aux.IntN(2000)), []string{"", "done", "cancelled"}[g.aux.IntN(3)]
+		}
 		c = NewCommand(KindTaskCreate, now, tenant, "", a)
 	case 41: // a failed attempt, mostly of a task claimed lately, with its token
 		a := &TaskFailArgs{ID: g.name("task", 5), Error: g.name("e", 3), NonRetryable: rng.IntN(5) == 0, Rand: rng.Uint64()}
@@ -319,7 +330,8 @@ func (g *logGen) command(index uint64, first bool) *Command {
 		}
 	case 43:
 		c = NewCommand(KindQueuePolicy, now, tenant, "", &QueuePolicyArgs{Queue: "q", Policy: QueuePolicy{
-			MaxAttempts: uint64(rng.IntN(3)), BackoffInitialMs: int64(rng.IntN(200))}})
+			MaxAttempts: uint64(rng.IntN(3)), BackoffInitialMs: int64(rng.IntN(200)),
+			RetentionMs: int64(g.aux.IntN(2) * g.aux.IntN(3000))}}) // terminal tasks of q deleted after it, or kept
 
 	default:
 		var a TxnArgs

@@ -53,6 +53,11 @@ type taskJSON struct {
 	AvailableAt  *string         `json:"available_at"`
 	LastError    string          `json:"last_error"`
 	FailedAt     *string         `json:"failed_at"`
+	// Retention: left out when unset, so that the answer about a task
+	// without it (which an Idempotency-Key record keeps) is the bytes it
+	// was before.
+	RetentionMs int64   `json:"retention_ms,omitempty"`
+	ExpiresAt   *string `json:"expires_at,omitempty"`
 }
 
 // MarshalJSON renders the wire form, taskJSON.
@@ -74,6 +79,11 @@ func (t *Task) MarshalJSON() ([]byte, error) {
 		if l.FailedAt != 0 {
 			s := FormatMillis(l.FailedAt)
 			w.FailedAt = &s
+		}
+		w.RetentionMs = l.RetentionMs
+		if l.ExpiresAt != 0 {
+			s := FormatMillis(l.ExpiresAt)
+			w.ExpiresAt = &s
 		}
 	}
 	if len(w.Payload) == 0 {
@@ -158,7 +168,10 @@ func getTask(st *Store, tenant, id string) (*Task, bool) {
 // putTask stores t and moves its index entry from old's (nil: new task).
 // An update that keeps the task's queue position keeps the entry as it is.
 func (f *FSM) putTask(old, t *Task) {
+	f.retain(old, t, f.clock) // f.clock is the command's time (ctx.now)
 	f.stats.noteTask(old, t, f.clock)
+	f.queues.note(old, t)
+	f.moveExpiry(old, t)
 	if t.Life != nil && !f.st.Has(lifecycleMarkerKey) {
 		f.st.Put(lifecycleMarkerKey, []byte{1})
 	}
@@ -179,6 +192,8 @@ func (f *FSM) putTask(old, t *Task) {
 
 func (f *FSM) deleteTask(t *Task) {
 	f.stats.noteTask(t, nil, f.clock)
+	f.queues.note(t, nil)
+	f.moveExpiry(t, nil)
 	f.st.Delete(t.indexKey())
 	f.st.Delete(taskKey(t.Tenant, t.ID))
 	f.emit(t.Tenant, ResourceTasks, t.ID, t.Queue, EventDelete, nil)

@@ -29,6 +29,9 @@ type TaskCreateArgs struct {
 	BackoffMaxMs     int64  `codec:",omitempty"`
 	AvailableAt      int64  `codec:",omitempty"` // Unix ms
 	DelayMs          int64  `codec:",omitempty"` // from the command's time; the later wins
+	// RetentionMs: once the task is in a terminal status, it is deleted
+	// after this long (retention.go); 0 takes the queue's. EntryVersion4.
+	RetentionMs int64 `codec:",omitempty"`
 }
 
 // TaskClaimArgs claims one task.
@@ -103,9 +106,12 @@ func applyTaskCreate(f *FSM, ctx *applyCtx, c *Command) *Result {
 	withQueueDefaults(f.st, c.Tenant, &a)
 	t := &Task{Tenant: c.Tenant, ID: a.ID, Queue: a.Queue, Status: status, Priority: a.Priority,
 		Payload: a.Payload, Version: 1, CreatedAt: ctx.now, UpdatedAt: ctx.now, Seq: ctx.nextSeq()}
-	if a.entryV3() {
+	if a.RetentionMs < 0 {
+		return errRetention(a.RetentionMs)
+	}
+	if a.entryV3() || a.RetentionMs != 0 {
 		t.Life = &TaskLife{MaxAttempts: a.MaxAttempts, BackoffInitialMs: a.BackoffInitialMs, BackoffMaxMs: a.BackoffMaxMs,
-			AvailableAt: availableAt(a.AvailableAt, a.DelayMs, ctx.now)}
+			AvailableAt: availableAt(a.AvailableAt, a.DelayMs, ctx.now), RetentionMs: a.RetentionMs}
 	}
 	f.putTask(nil, t)
 	return okValue(OutcomeCreated, t)

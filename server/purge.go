@@ -8,11 +8,37 @@ import (
 )
 
 // purgeLoop runs on every node but acts only on the leader: when the
-// earliest KV expiry has passed by the leader's clock, it proposes a purge
-// command stamped with that time. Expiry is decided in Apply by the
+// earliest KV expiry (or retained task's, purgeRetained) has passed by the
+// leader's clock, it proposes a purge command stamped with that time. Expiry is decided in Apply by the
 // command's time, never by a replica's clock; readers hide expired entries
 // in the meantime.
-func (s *Server) purgeLoop() { s.every(250*time.Millisecond, s.purgeExpired) }
+func (s *Server) purgeLoop() {
+	s.every(250*time.Millisecond, func() {
+		s.purgeExpired()
+		s.purgeRetained()
+	})
+}
+
+// taskPurgeBatch bounds the tasks one task.purge deletes (each is a watch
+// event and a few keys); a longer backlog takes a command per tick.
+const taskPurgeBatch = 256
+
+// purgeRetained proposes task.purge, stamped with the leader's time, when
+// the earliest retained task's expiry has passed by that time; Apply
+// decides which tasks are due by the command's time.
+func (s *Server) purgeRetained() {
+	if !s.cluster.IsLeader() {
+		return
+	}
+	if next := s.fsm.NextTaskExpiry(); next == 0 || next > s.now() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	if _, err := s.cluster.Apply(ctx, fsm.NewCommand(fsm.KindTaskPurge, s.now(), "", "", &fsm.TaskPurgeArgs{Max: taskPurgeBatch})); err != nil {
+		s.log.Debug("task purge", "err", err)
+	}
+}
 
 func (s *Server) purgeExpired() {
 	if !s.cluster.IsLeader() {

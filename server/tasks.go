@@ -22,6 +22,8 @@ func (s *Server) taskRoutes(add func(string, string, routeKind, handlerFunc)) {
 	add("POST", "/v1/tenants/{tenant}/queues/{queue}/claim", routeLongWrite, s.handleQueueClaim)
 	add("PUT", "/v1/tenants/{tenant}/queues/{queue}/policy", routeWrite, s.handleQueuePolicyPut)
 	add("GET", "/v1/tenants/{tenant}/queues/{queue}/policy", routeRead, s.handleQueuePolicyGet)
+	add("GET", "/v1/tenants/{tenant}/queues", routeRead, s.handleQueueList)          // queues.go
+	add("GET", "/v1/tenants/{tenant}/queues/{queue}", routeRead, s.handleQueueStats) // queues.go
 	add("POST", "/v1/tenants/{tenant}/txn", routeWrite, s.handleTxn)
 }
 

@@ -24,6 +24,8 @@ type taskCreateRequest struct {
 	BackoffInitialMs int64  `json:"backoff_initial_ms"`
 	BackoffMaxMs     int64  `json:"backoff_max_ms"`
 	availability
+	// Retention (docs/api.md "Retention"): 0 takes the queue's.
+	RetentionMs int64 `json:"retention_ms"`
 }
 
 // availability is when a queue claim may take a task: an RFC 3339 time or
@@ -108,7 +110,17 @@ const (
 	maxAttemptsLimit = 1000
 	maxBackoffMs     = 24 * 60 * 60 * 1000
 	maxErrorBytes    = 4096
+	// maxRetentionMs bounds a retention period: 10 years.
+	maxRetentionMs = 10 * 365 * 24 * 60 * 60 * 1000
 )
+
+// validRetention checks a retention period (0: none, or the queue's).
+func validRetention(ms int64) error {
+	if ms < 0 || ms > maxRetentionMs {
+		return badRequest("retention_ms must be between 0 and %d (10 years), not %d", int64(maxRetentionMs), ms)
+	}
+	return nil
+}
 
 var (
 	statusRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
@@ -180,9 +192,12 @@ func (req *taskCreateRequest) args() (*fsm.TaskCreateArgs, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := validRetention(req.RetentionMs); err != nil {
+		return nil, err
+	}
 	return &fsm.TaskCreateArgs{ID: req.TaskID, Queue: req.Queue, Status: req.Status, Priority: req.Priority, Payload: payload,
 		MaxAttempts: req.MaxAttempts, BackoffInitialMs: req.BackoffInitialMs, BackoffMaxMs: req.BackoffMaxMs,
-		AvailableAt: at, DelayMs: delay}, nil
+		AvailableAt: at, DelayMs: delay, RetentionMs: req.RetentionMs}, nil
 }
 
 // notDead refuses the reserved status where a caller names a status to claim.
@@ -331,14 +346,18 @@ type queuePolicyRequest struct {
 	MaxAttempts      uint64 `json:"max_attempts"`
 	BackoffInitialMs int64  `json:"backoff_initial_ms"`
 	BackoffMaxMs     int64  `json:"backoff_max_ms"`
+	RetentionMs      int64  `json:"retention_ms"`
 }
 
 func (req *queuePolicyRequest) args(queue string) (*fsm.QueuePolicyArgs, error) {
 	if err := validBackoff(req.MaxAttempts, req.BackoffInitialMs, req.BackoffMaxMs); err != nil {
 		return nil, err
 	}
+	if err := validRetention(req.RetentionMs); err != nil {
+		return nil, err
+	}
 	return &fsm.QueuePolicyArgs{Queue: queue, Policy: fsm.QueuePolicy{MaxAttempts: req.MaxAttempts,
-		BackoffInitialMs: req.BackoffInitialMs, BackoffMaxMs: req.BackoffMaxMs}}, nil
+		BackoffInitialMs: req.BackoffInitialMs, BackoffMaxMs: req.BackoffMaxMs, RetentionMs: req.RetentionMs}}, nil
 }
 
 // validBackoff checks max_attempts and the backoff bounds (0: default).

@@ -76,6 +76,9 @@ func printTask(w io.Writer, t *client.Task) {
 	if t.FailedAt != nil {
 		rows = append(rows, [2]string{"failed at", timeText(*t.FailedAt)}, [2]string{"last error", dash(t.LastError)})
 	}
+	if t.ExpiresAt != nil {
+		rows = append(rows, [2]string{"expires at", timeText(*t.ExpiresAt)})
+	}
 	for _, r := range rows {
 		fmt.Fprintf(w, "%s:\t%s\n", r[0], r[1])
 	}

@@ -29,9 +29,9 @@ func taskCommand() *command {
 func queueCommand() *command {
 	return &command{
 		name:     "queue",
-		summary:  "Claim the next task of a queue; its lifecycle defaults",
-		examples: "  baton queue claim research --tenant acme --owner worker-1 --lease 30s\n  baton queue policy set research --tenant acme --max-attempts 5\n",
-		subs:     []*command{queueClaimCommand(), queuePolicyCommand()},
+		summary:  "Claim the next task of a queue; its lifecycle defaults; its statistics",
+		examples: "  baton queue claim research --tenant acme --owner worker-1 --lease 30s\n  baton queue policy set research --tenant acme --max-attempts 5\n  baton queue stats research --tenant acme\n",
+		subs:     []*command{queueClaimCommand(), queuePolicyCommand(), queueStatsCommand(), queueListCommand()},
 	}
 }
 
@@ -69,6 +69,7 @@ func taskCreateCommand() *command {
 			fs.Uint64Var(&req.MaxAttempts, "max-attempts", 0, "claims before the task is dead after a failure (default unlimited)")
 			fs.DurationVar(&backoffInitial, "backoff-initial", 0, "backoff after the first failed attempt, doubling after each (default: the server's, 1s)")
 			fs.DurationVar(&backoffMax, "backoff-max", 0, "cap of the backoff (default: the server's, 5m)")
+			fs.DurationVar(&req.Retention, "retention", 0, "delete the task this long after it is done, dead or cancelled (default: the queue's)")
 			when.declare(fs, "create")
 		},
 		run: func(ctx context.Context, a *app, inv *invocation) error {
@@ -78,8 +79,8 @@ func taskCreateCommand() *command {
 			if inv.isSet("priority") {
 				req.Priority = &priority
 			}
-			if backoffInitial < 0 || backoffMax < 0 {
-				return inv.usagef("--backoff-initial and --backoff-max must not be negative")
+			if backoffInitial < 0 || backoffMax < 0 || req.Retention < 0 {
+				return inv.usagef("--backoff-initial, --backoff-max and --retention must not be negative")
 			}
 			req.BackoffInitial, req.BackoffMax = backoffInitial, backoffMax
 			var err error
@@ -527,7 +528,8 @@ func queuePolicySetCommand() *command {
 		name:    "set",
 		summary: "Set a queue's defaults (cluster admin); tasks created afterwards take them",
 		args:    "QUEUE",
-		long:    "Flags left out are 0: no default for that field. Setting none clears the policy.",
+		long: "Flags left out are 0: no default for that field. Setting none clears the policy. --retention applies to " +
+			"every task of the queue that enters done, dead or cancelled afterwards, unless the task set its own.",
 		examples: `  baton queue policy set research --tenant acme --max-attempts 5 --backoff-initial 1s --backoff-max 5m
 `,
 		flags: func(fs *pflag.FlagSet) {
@@ -535,14 +537,15 @@ func queuePolicySetCommand() *command {
 			fs.Uint64Var(&p.MaxAttempts, "max-attempts", 0, "default max_attempts (0: none)")
 			fs.DurationVar(&initial, "backoff-initial", 0, "default initial backoff (0: none)")
 			fs.DurationVar(&maxDelay, "backoff-max", 0, "default backoff cap (0: none)")
+			fs.DurationVar(&p.Retention, "retention", 0, "delete the queue's tasks this long after they are done, dead or cancelled (0: keep them)")
 		},
 		run: func(ctx context.Context, a *app, inv *invocation) error {
 			var queue string
 			if err := inv.check([]arg{{"QUEUE", &queue}}, "tenant"); err != nil {
 				return err
 			}
-			if initial < 0 || maxDelay < 0 {
-				return inv.usagef("--backoff-initial and --backoff-max must not be negative")
+			if initial < 0 || maxDelay < 0 || p.Retention < 0 {
+				return inv.usagef("--backoff-initial, --backoff-max and --retention must not be negative")
 			}
 			p.BackoffInitial, p.BackoffMax = initial, maxDelay
 			return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
@@ -595,7 +598,8 @@ func printQueuePolicy(w io.Writer, queue string, p *client.QueuePolicy) {
 	if p.MaxAttempts != 0 {
 		attempts = fmt.Sprint(p.MaxAttempts)
 	}
-	fmt.Fprintf(w, "queue:\t%s\nmax attempts:\t%s\nbackoff initial:\t%s\nbackoff max:\t%s\n", queue, attempts, ms(p.BackoffInitial), ms(p.BackoffMax))
+	fmt.Fprintf(w, "queue:\t%s\nmax attempts:\t%s\nbackoff initial:\t%s\nbackoff max:\t%s\nretention:\t%s\n", queue, attempts,
+		ms(p.BackoffInitial), ms(p.BackoffMax), ms(p.Retention))
 }
 
 func readOpts(stale bool) []client.RequestOption {
