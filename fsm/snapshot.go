@@ -36,6 +36,7 @@ var snapshotMarkers = []struct {
 	format int
 }{
 	{lifecycleMarkerKey, snapshotFormat2},
+	{checkpointMarkerKey, snapshotFormat3},
 }
 
 // snapshotFormatOf is the format a snapshot of st is written in.
