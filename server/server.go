@@ -57,11 +57,14 @@ type Cluster interface {
 // Config configures the HTTP layer.
 type Config struct {
 	// Build identifies this binary (GET /v1/cluster, baton_build_info).
-	Build          Build
-	AdminToken     string
-	MaxJSONBody    int64         // default 1 MiB
-	MaxChunkBody   int64         // default 4 MiB
-	IdempotencyTTL time.Duration // default 24h
+	Build        Build
+	AdminToken   string
+	MaxJSONBody  int64 // default 1 MiB
+	MaxChunkBody int64 // default 4 MiB
+	// MaxCheckpointBytes bounds the data of one checkpoint held in chunks
+	// (the server reads it whole to check it is JSON); default 16 MiB.
+	MaxCheckpointBytes int64
+	IdempotencyTTL     time.Duration // default 24h
 	// MaxWatchesPerPrincipal caps the watches one principal holds open on
 	// this node (0: no cap); the admin's are not counted.
 	MaxWatchesPerPrincipal int
@@ -105,6 +108,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxChunkBody == 0 {
 		c.MaxChunkBody = 4 << 20
+	}
+	if c.MaxCheckpointBytes == 0 {
+		c.MaxCheckpointBytes = 16 << 20
 	}
 	if c.IdempotencyTTL == 0 {
 		c.IdempotencyTTL = 24 * time.Hour
