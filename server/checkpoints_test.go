@@ -10,9 +10,14 @@ import (
 )
 
 // cpPath is the path of a thread's checkpoints (or one of them), its thread
-// id percent-encoded as one path segment.
+// id percent-encoded as one path segment ("." and ".." too, as the SDK
+// writes them).
 func cpPath(thread, rest string) string {
-	return "/v1/tenants/acme/threads/" + url.PathEscape(thread) + rest
+	th := url.PathEscape(thread)
+	if th == "." || th == ".." {
+		th = strings.ReplaceAll(th, ".", "%2E")
+	}
+	return "/v1/tenants/acme/threads/" + th + rest
 }
 
 // TestCheckpointThreadIDsAndNamespaces: thread ids of any UTF-8 without
@@ -28,7 +33,7 @@ func TestCheckpointThreadIDsAndNamespaces(t *testing.T) {
 		st, _, b := fx.c.do(t, 0, method, path, body, admin)
 		return st, b
 	}
-	threads := []string{"user@example.com", "with space/and slash", "ünïcødé 🎉", "a", "a/checkpoints"}
+	threads := []string{"user@example.com", "with space/and slash", "ünïcødé 🎉", "a", "a/checkpoints", "a/../b", "..", "x//y/"}
 	for i, th := range threads {
 		if st, b := do("PUT", cpPath(th, "/checkpoints/c1"), fmt.Sprintf(`{"data":%d}`, i)); st != 201 {
 			t.Fatalf("PUT to thread %q: %d %s", th, st, b)

@@ -197,10 +197,12 @@ func (s *Server) Close() {
 // Handler is the HTTP handler of the API. A path that is not in clean form
 // ("//", "." or ".." segments) is refused here: ServeMux would otherwise
 // answer with a redirect that keeps the method and body, sending a write
-// meant for kv/ns/a/../b to kv/ns/b.
+// meant for kv/ns/a/../b to kv/ns/b. The form is the escaped path's, as
+// ServeMux sees it: a percent-encoded "/" or "." is part of its segment (a
+// thread id such as "a/../b" or ".."), and handlers validate segments.
 func (s *Server) Handler() http.Handler {
 	return s.metrics.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p := r.URL.Path; !cleanPath(p) {
+		if p := r.URL.EscapedPath(); !cleanPath(p) {
 			writeError(w, badRequest("path %q has an empty, \".\" or \"..\" segment", p))
 			return
 		}
