@@ -1,45 +1,57 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
-// Checkpoint is one link of a thread's append-only chain of execution
-// checkpoints. PendingWrites is filled only when a checkpoint is read on its
-// own (GetCheckpoint, LatestCheckpoint), not by ListCheckpoints.
+// Checkpoint is one link of the append-only chain of execution checkpoints
+// of a thread's namespace. PendingWrites is filled only when a checkpoint
+// is read on its own (GetCheckpoint, LatestCheckpoint and their NS forms),
+// not by ListCheckpoints.
 //
 // The checkpoint methods map one to one onto the operations of a LangGraph
-// checkpointer (BaseCheckpointSaver), with thread_id as the thread and
+// checkpointer (BaseCheckpointSaver), with thread_id as the thread,
+// checkpoint_ns as the namespace (NS: "" is the default one) and
 // checkpoint_id as the checkpoint id:
 //
 //   - put(config, checkpoint, metadata, new_versions) → PutCheckpoint, with
-//     ParentID = the config's checkpoint_id (empty for a thread's first
-//     checkpoint). ErrVersionMismatch means another writer extended the
-//     thread first; its details carry "current_head". Re-putting the same
-//     id with the same content is a no-op, so retries are safe.
+//     ParentID = the config's checkpoint_id (empty for the namespace's
+//     first checkpoint) and NS = its checkpoint_ns. ErrVersionMismatch
+//     means another writer extended the namespace first; its details carry
+//     "current_head". Re-putting the same id with the same content is a
+//     no-op, so retries are safe. Data of any size: past
+//     CheckpointInlineMax it goes through the chunk store.
 //   - put_writes(config, writes, task_id) → PutWrites, idempotent per
 //     (checkpoint, task id).
-//   - get_tuple(config) → GetCheckpoint when the config names a checkpoint,
-//     LatestCheckpoint otherwise; both return the pending writes, and
-//     ParentID gives the parent config.
-//   - list(config, before=..., limit=...) → ListCheckpoints with
-//     ListCheckpointsOptions{Before, Limit}, newest first.
-//   - delete_thread(thread_id) → DeleteThread.
+//   - get_tuple(config) → GetCheckpointNS when the config names a
+//     checkpoint, LatestCheckpointNS otherwise; both return the pending
+//     writes and the whole data, and ParentID gives the parent config.
+//   - list(config, filter=..., before=..., limit=...) → ListCheckpoints
+//     with ListCheckpointsOptions{NS, Filter, Before, Limit}, newest first.
+//   - delete_thread(thread_id) → DeleteThread, every namespace.
 //
 // A deliberate fork (LangGraph's replay from an earlier checkpoint) sets
 // Fork, so the parent need not be the head.
+//
+// A thread id is any UTF-8 without control characters, 1 to 256 bytes (an
+// e-mail address, a path); a namespace the same, 0 to 512 bytes.
 type Checkpoint struct {
 	ThreadID      string          `json:"thread_id"`
+	CheckpointNS  string          `json:"checkpoint_ns,omitempty"` // "" for the default namespace
 	CheckpointID  string          `json:"checkpoint_id"`
-	ParentID      string          `json:"parent_id"` // "" for a thread's first checkpoint
+	ParentID      string          `json:"parent_id"` // "" for a namespace's first checkpoint
 	Data          json.RawMessage `json:"data"`
 	Metadata      json.RawMessage `json:"metadata"`
 	CreatedAt     time.Time       `json:"created_at"`
+	DataChunks    []ChunkRef      `json:"data_chunks,omitempty"` // where Data is held, for a large checkpoint
 	PendingWrites []PendingWrites `json:"pending_writes,omitempty"`
 }
 
@@ -49,73 +61,151 @@ type PendingWrites struct {
 	Writes json.RawMessage `json:"writes"` // a JSON array
 }
 
+// CheckpointInlineMax is the largest Data that PutCheckpoint sends in the
+// request itself; larger data is cut into chunks (as UploadArtifact does),
+// uploaded, and named by the checkpoint, so that a checkpoint may be far
+// larger than a request's 1 MiB limit (up to the server's
+// --max-checkpoint-bytes).
+const CheckpointInlineMax = 512 << 10
+
 // PutCheckpointRequest is the body of PutCheckpoint. ParentID must be the
-// thread's current head (empty for the first checkpoint) unless Fork is
-// set, in which case it may name any checkpoint of the thread.
+// head of the thread's namespace NS (empty for its first checkpoint)
+// unless Fork is set, in which case it may name any checkpoint of it.
 type PutCheckpointRequest struct {
+	NS       string          `json:"-"` // the checkpoint namespace; "" is the default one
 	ParentID string          `json:"parent_id,omitempty"`
-	Data     json.RawMessage `json:"data"`
+	Data     json.RawMessage `json:"data,omitempty"`
 	Metadata json.RawMessage `json:"metadata,omitempty"`
 	Fork     bool            `json:"fork,omitempty"`
 	Fence    *Fence          `json:"fence,omitempty"`
+	// DataChunks, set by PutCheckpoint itself for data over
+	// CheckpointInlineMax, name chunks the tenant holds whose bytes, in
+	// order, are the data. Leave it empty.
+	DataChunks []ChunkRef `json:"data_chunks,omitempty"`
 }
 
-// PutCheckpoint appends checkpoint id to a thread. The same id with the
-// same content again returns the stored checkpoint; with other content it
-// is ErrAlreadyExists. A parent that is not the head (without Fork) is
-// ErrVersionMismatch with the head in the "current_head" detail.
+// PutCheckpoint appends checkpoint id to a thread's namespace (req.NS). The
+// same id with the same content again returns the stored checkpoint; with
+// other content it is ErrAlreadyExists. A parent that is not the head
+// (without Fork) is ErrVersionMismatch with the head in the
+// "current_head" detail.
+//
+// Data over CheckpointInlineMax is compacted, cut into chunks and uploaded
+// first (only the chunks the tenant lacks), which needs a checkpoints (or
+// artifacts) write grant; the answer carries the data either way.
 func (c *Client) PutCheckpoint(ctx context.Context, tenant, thread, id string, req PutCheckpointRequest, opts ...RequestOption) (*Checkpoint, error) {
 	if err := required("tenant", tenant, "thread", thread, "checkpoint id", id); err != nil {
 		return nil, err
 	}
-	return c.doCheckpoint(ctx, http.MethodPut, tenantPath(tenant, "threads", thread, "checkpoints", id), req, opts)
+	if len(req.Data) <= CheckpointInlineMax || len(req.DataChunks) > 0 {
+		return c.doCheckpoint(ctx, http.MethodPut, checkpointPath(tenant, thread, req.NS, "checkpoints", id), req, opts)
+	}
+	var data bytes.Buffer
+	if err := json.Compact(&data, req.Data); err != nil {
+		return nil, fmt.Errorf("%w: checkpoint data is not valid JSON: %v", ErrInvalidArgument, err)
+	}
+	u := newUploader(c, tenant, UploadOptions{}, collectOptions(ctx, opts))
+	up, err := u.run(ctx, bytes.NewReader(data.Bytes()))
+	if err != nil {
+		return nil, fmt.Errorf("uploading checkpoint data: %w", err)
+	}
+	req.Data, req.DataChunks = nil, up.Chunks
+	// The server reads the chunks back to check they are JSON.
+	opts = append(opts, extendTimeout(time.Duration(up.Size/(64<<20))*time.Second))
+	cp, err := c.doCheckpoint(ctx, http.MethodPut, checkpointPath(tenant, thread, req.NS, "checkpoints", id), req, opts)
+	if err != nil {
+		return nil, err
+	}
+	cp.Data = data.Bytes()
+	return cp, nil
 }
 
-// GetCheckpoint returns one checkpoint with its pending writes.
+// GetCheckpoint returns one checkpoint of the default namespace with its
+// pending writes (GetCheckpointNS for another namespace).
 func (c *Client) GetCheckpoint(ctx context.Context, tenant, thread, id string, opts ...RequestOption) (*Checkpoint, error) {
+	return c.GetCheckpointNS(ctx, tenant, thread, "", id, opts...)
+}
+
+// GetCheckpointNS returns one checkpoint of namespace ns ("" the default)
+// with its pending writes and its whole data, however large.
+func (c *Client) GetCheckpointNS(ctx context.Context, tenant, thread, ns, id string, opts ...RequestOption) (*Checkpoint, error) {
 	if err := required("tenant", tenant, "thread", thread, "checkpoint id", id); err != nil {
 		return nil, err
 	}
-	return c.doCheckpoint(ctx, http.MethodGet, tenantPath(tenant, "threads", thread, "checkpoints", id), nil, opts)
+	return c.doCheckpoint(ctx, http.MethodGet, checkpointPath(tenant, thread, ns, "checkpoints", id), nil, opts)
 }
 
-// LatestCheckpoint returns the thread's head with its pending writes;
-// ErrNotFound when the thread has no checkpoint.
+// LatestCheckpoint returns the head of the thread's default namespace with
+// its pending writes; ErrNotFound when it has no checkpoint.
 func (c *Client) LatestCheckpoint(ctx context.Context, tenant, thread string, opts ...RequestOption) (*Checkpoint, error) {
-	return c.GetCheckpoint(ctx, tenant, thread, "latest", opts...)
+	return c.GetCheckpointNS(ctx, tenant, thread, "", "latest", opts...)
+}
+
+// LatestCheckpointNS returns the head of the thread's namespace ns with its
+// pending writes; ErrNotFound when the namespace has no checkpoint.
+func (c *Client) LatestCheckpointNS(ctx context.Context, tenant, thread, ns string, opts ...RequestOption) (*Checkpoint, error) {
+	return c.GetCheckpointNS(ctx, tenant, thread, ns, "latest", opts...)
 }
 
 // ListCheckpointsOptions selects the checkpoints of ListCheckpoints; zero
 // fields do not filter.
 type ListCheckpointsOptions struct {
-	Before string // only checkpoints older than this one
-	Limit  int    // at most this many; 0 means the server's default
+	NS     string // the checkpoint namespace; "" is the default one
+	Before string // only checkpoints older than this one (which must exist)
+	Limit  int    // at most this many matches; 0 means the server's default (100)
+	// Filter keeps the checkpoints whose metadata has every member of it
+	// with an equal JSON value (LangGraph's filter); nil or empty: all.
+	Filter map[string]any
 }
 
-// ListCheckpoints returns a thread's checkpoints newest first (see
-// ListCheckpointsOptions). Pending writes are not included.
+// ListCheckpoints returns the checkpoints of a thread's namespace newest
+// first (see ListCheckpointsOptions), each with its whole data: the data
+// of large checkpoints is read one checkpoint at a time. Pending writes are
+// not included.
 func (c *Client) ListCheckpoints(ctx context.Context, tenant, thread string, f ListCheckpointsOptions, opts ...RequestOption) ([]Checkpoint, error) {
 	if err := required("tenant", tenant, "thread", thread); err != nil {
 		return nil, err
 	}
 	q := url.Values{}
+	if f.NS != "" {
+		q.Set("checkpoint_ns", f.NS)
+	}
 	setIf(q, "before", f.Before)
 	if f.Limit > 0 {
 		q.Set("limit", strconv.Itoa(f.Limit))
 	}
+	if len(f.Filter) > 0 {
+		b, err := json.Marshal(f.Filter)
+		if err != nil {
+			return nil, fmt.Errorf("%w: filter: %v", ErrInvalidArgument, err)
+		}
+		q.Set("filter", string(b))
+	}
 	var out struct {
 		Checkpoints []Checkpoint `json:"checkpoints"`
 	}
-	if _, err := c.Do(ctx, http.MethodGet, withQuery(tenantPath(tenant, "threads", thread, "checkpoints"), q), nil, &out, opts...); err != nil {
+	if _, err := c.Do(ctx, http.MethodGet, withQuery(checkpointPath(tenant, thread, "", "checkpoints"), q), nil, &out, opts...); err != nil {
 		return nil, err
+	}
+	for i := range out.Checkpoints {
+		cp := &out.Checkpoints[i]
+		if len(cp.DataChunks) == 0 {
+			continue
+		}
+		full, err := c.GetCheckpointNS(ctx, tenant, thread, f.NS, cp.CheckpointID, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("reading the data of checkpoint %s: %w", cp.CheckpointID, err)
+		}
+		cp.Data = full.Data
 	}
 	return out.Checkpoints, nil
 }
 
 // PutWritesRequest is the body of PutWrites: the pending writes (a JSON
-// array) that task TaskID made in the step after a checkpoint. TaskID
-// travels in the path; Fence may be nil.
+// array) that task TaskID made in the step after a checkpoint of
+// namespace NS. TaskID and NS travel in the URL; Fence may be nil.
 type PutWritesRequest struct {
+	NS     string          `json:"-"`
 	TaskID string          `json:"-"`
 	Writes json.RawMessage `json:"writes"`
 	Fence  *Fence          `json:"fence,omitempty"`
@@ -128,13 +218,15 @@ func (c *Client) PutWrites(ctx context.Context, tenant, thread, checkpoint strin
 	if err := required("tenant", tenant, "thread", thread, "checkpoint id", checkpoint, "task id", req.TaskID); err != nil {
 		return err
 	}
-	path := tenantPath(tenant, "threads", thread, "checkpoints", checkpoint, "writes", req.TaskID)
+	path := checkpointPath(tenant, thread, req.NS, "checkpoints", checkpoint, "writes", req.TaskID)
 	_, err := c.Do(ctx, http.MethodPut, path, req, nil, opts...)
 	return err
 }
 
 // DeleteThread deletes a thread with all its checkpoints and pending
-// writes; ErrNotFound when it has none. fence may be nil.
+// writes, in every namespace; ErrNotFound when it has none. Chunks that
+// held its checkpoints' data are collected after the server's grace
+// period unless something else names them. fence may be nil.
 func (c *Client) DeleteThread(ctx context.Context, tenant, thread string, fence *Fence, opts ...RequestOption) error {
 	if err := required("tenant", tenant, "thread", thread); err != nil {
 		return err
@@ -145,8 +237,36 @@ func (c *Client) DeleteThread(ctx context.Context, tenant, thread string, fence 
 			Fence *Fence `json:"fence"`
 		}{fence}
 	}
-	_, err := c.Do(ctx, http.MethodDelete, tenantPath(tenant, "threads", thread), body, nil, opts...)
+	_, err := c.Do(ctx, http.MethodDelete, checkpointPath(tenant, thread, ""), body, nil, opts...)
 	return err
+}
+
+// checkpointPath is the path of a thread, or of segments under it, with
+// checkpoint_ns in the query when ns is not the default namespace. The
+// thread id is one percent-encoded segment; "." and ".." are written %2E
+// so that nothing on the way cleans them away as path steps.
+func checkpointPath(tenant, thread, ns string, segments ...string) string {
+	th := url.PathEscape(thread)
+	if th == "." || th == ".." {
+		th = strings.ReplaceAll(th, ".", "%2E")
+	}
+	var b strings.Builder
+	b.WriteString(tenantPath(tenant, "threads"))
+	b.WriteByte('/')
+	b.WriteString(th)
+	for _, s := range segments {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(s))
+	}
+	return withQuery(b.String(), nsQuery(ns))
+}
+
+// nsQuery is the query that names namespace ns (none for the default).
+func nsQuery(ns string) url.Values {
+	if ns == "" {
+		return nil
+	}
+	return url.Values{"checkpoint_ns": {ns}}
 }
 
 func (c *Client) doCheckpoint(ctx context.Context, method, path string, body any, opts []RequestOption) (*Checkpoint, error) {

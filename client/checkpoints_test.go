@@ -38,6 +38,23 @@ func TestCheckpointRequestShapes(t *testing.T) {
 		{"PutWrites", func(c *client.Client) error {
 			return c.PutWrites(bg, "acme", "chat-7", "cp-1", client.PutWritesRequest{TaskID: "step-3", Writes: json.RawMessage(`[["messages","hi"]]`)})
 		}, "PUT", "/v1/tenants/acme/threads/chat-7/checkpoints/cp-1/writes/step-3", "", `{"writes":[["messages","hi"]]}`},
+		{"PutCheckpoint in a namespace of an e-mail thread", func(c *client.Client) error {
+			_, err := c.PutCheckpoint(bg, "acme", "u@example.com", "cp-1", client.PutCheckpointRequest{NS: "agent:1|tools", Data: json.RawMessage(`1`)})
+			return err
+		}, "PUT", "/v1/tenants/acme/threads/u@example.com/checkpoints/cp-1", "checkpoint_ns=agent%3A1%7Ctools", `{"data":1}`},
+		{"GetCheckpointNS of a thread with a slash", func(c *client.Client) error {
+			_, err := c.GetCheckpointNS(bg, "acme", "a/b c", "sub", "cp-1")
+			return err
+		}, "GET", "/v1/tenants/acme/threads/a%2Fb%20c/checkpoints/cp-1", "checkpoint_ns=sub", ``},
+		{"LatestCheckpointNS of thread ..", func(c *client.Client) error { _, err := c.LatestCheckpointNS(bg, "acme", "..", "sub"); return err },
+			"GET", "/v1/tenants/acme/threads/%2E%2E/checkpoints/latest", "checkpoint_ns=sub", ``},
+		{"ListCheckpoints with a filter", func(c *client.Client) error {
+			_, err := c.ListCheckpoints(bg, "acme", "chat-7", client.ListCheckpointsOptions{NS: "sub", Filter: map[string]any{"source": "loop"}})
+			return err
+		}, "GET", "/v1/tenants/acme/threads/chat-7/checkpoints", "checkpoint_ns=sub&filter=%7B%22source%22%3A%22loop%22%7D", ``},
+		{"PutWrites in a namespace", func(c *client.Client) error {
+			return c.PutWrites(bg, "acme", "chat-7", "cp-1", client.PutWritesRequest{NS: "sub", TaskID: "k", Writes: json.RawMessage(`[]`)})
+		}, "PUT", "/v1/tenants/acme/threads/chat-7/checkpoints/cp-1/writes/k", "checkpoint_ns=sub", `{"writes":[]}`},
 		{"DeleteThread", func(c *client.Client) error { return c.DeleteThread(bg, "acme", "chat-7", nil) },
 			"DELETE", "/v1/tenants/acme/threads/chat-7", "", ``},
 		{"DeleteThread fenced", func(c *client.Client) error {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -14,12 +15,21 @@ const (
 	KindThreadDelete     Kind = "thread.delete"
 )
 
-// Checkpoint is one link of a thread's append-only chain.
+// Checkpoint is one link of the append-only chain of a thread's namespace.
 type Checkpoint struct {
 	Tenant, Thread, ID, ParentID string
 	Data, Metadata               []byte // JSON
-	Seq                          uint64 // log position: orders a thread's checkpoints
+	Seq                          uint64 // log position: orders a namespace's checkpoints
 	CreatedAt                    int64
+	// NS is the checkpoint namespace (LangGraph's checkpoint_ns), "" for the
+	// default one. Chunks, when set, hold Data's bytes in the chunk store
+	// instead (Data is then empty): the record counts as a reference of
+	// each chunk, so chunk GC keeps them until the thread is deleted. Both
+	// are left out of a record that has none (omitempty), so records
+	// without them are the bytes they always were; a record with either
+	// puts checkpointMarkerKey.
+	NS     string     `codec:",omitempty"`
+	Chunks []ChunkRef `codec:",omitempty"`
 }
 
 // PendingWrites are the writes one task made in the step after a checkpoint.
@@ -28,13 +38,20 @@ type PendingWrites struct {
 	Writes json.RawMessage `json:"writes"`
 }
 
+// checkpointJSON is the API's form. checkpoint_ns and data_chunks are
+// left out when empty, so the answers for checkpoints without them (which
+// idempotency records keep in the replicated state) are the bytes they
+// were before namespaces. The fields before data are all strings: see
+// server.writeCheckpointStreamed.
 type checkpointJSON struct {
 	ThreadID      string          `json:"thread_id"`
+	NS            string          `json:"checkpoint_ns,omitempty"`
 	CheckpointID  string          `json:"checkpoint_id"`
 	ParentID      string          `json:"parent_id"`
 	Data          json.RawMessage `json:"data"`
 	Metadata      json.RawMessage `json:"metadata"`
 	CreatedAt     string          `json:"created_at"`
+	DataChunks    []ChunkRef      `json:"data_chunks,omitempty"`
 	PendingWrites []PendingWrites `json:"pending_writes,omitempty"`
 }
 
@@ -48,9 +65,9 @@ type CheckpointView struct {
 // MarshalJSON renders the checkpoint of docs/api.md.
 func (v CheckpointView) MarshalJSON() ([]byte, error) {
 	c := v.Checkpoint
-	return json.Marshal(checkpointJSON{ThreadID: c.Thread, CheckpointID: c.ID, ParentID: c.ParentID,
+	return json.Marshal(checkpointJSON{ThreadID: c.Thread, NS: c.NS, CheckpointID: c.ID, ParentID: c.ParentID,
 		Data: jsonOrNull(c.Data), Metadata: jsonOrEmpty(c.Metadata), CreatedAt: FormatMillis(c.CreatedAt),
-		PendingWrites: v.Pending})
+		DataChunks: c.Chunks, PendingWrites: v.Pending})
 }
 
 func jsonOrEmpty(b []byte) json.RawMessage {
@@ -60,43 +77,129 @@ func jsonOrEmpty(b []byte) json.RawMessage {
 	return b
 }
 
-// CheckpointPutArgs appends a checkpoint.
+// CheckpointPutArgs appends a checkpoint. NS and Chunks came with
+// EntryVersion4 (see entryVersion); Data is empty when Chunks is set.
 type CheckpointPutArgs struct {
 	Thread, ID, ParentID string
 	Data, Metadata       []byte
 	Fork                 bool
 	Fence                *Fence
+	NS                   string     `codec:",omitempty"`
+	Chunks               []ChunkRef `codec:",omitempty"`
 }
 
-// CheckpointWritesArgs records a task's pending writes.
+// CheckpointWritesArgs records a task's pending writes. NS came with
+// EntryVersion4.
 type CheckpointWritesArgs struct {
 	Thread, ID, TaskID string
 	Writes             []byte
 	Fence              *Fence
+	NS                 string `codec:",omitempty"`
 }
 
-// ThreadDeleteArgs deletes a whole thread.
+// ThreadDeleteArgs deletes a whole thread: every namespace of it.
 type ThreadDeleteArgs struct {
 	Thread string
 	Fence  *Fence
 }
 
-// t/<tenant>/th/<thread>/h                    head checkpoint id
-// t/<tenant>/th/<thread>/c/<id>               checkpoint
-// t/<tenant>/th/<thread>/o/<^seq>/<id>        newest-first order
-// t/<tenant>/th/<thread>/w/<id>/<task id>     pending writes
-func threadPrefix(tenant, thread string) string { return "t/" + tenant + "/th/" + thread + "/" }
-func cpKey(tenant, thread, id string) string    { return threadPrefix(tenant, thread) + "c/" + id }
-func cpHeadKey(tenant, thread string) string    { return threadPrefix(tenant, thread) + "h" }
-func cpOrderKey(c *Checkpoint) string {
-	return threadPrefix(c.Tenant, c.Thread) + "o/" + fmt.Sprintf("%016x", ^c.Seq) + "/" + c.ID
+// The checkpoint args' entry versions: a namespace, chunked data, or a
+// thread id outside the name grammar of older members (which stored it
+// unescaped in keys, see threadPrefix) need EntryVersion4, so that an
+// older member refuses the entry instead of applying it to other keys.
+func (a *CheckpointPutArgs) entryVersion() byte {
+	return cpVersion(a.Thread, a.NS, len(a.Chunks) > 0)
 }
-func cpWritesPrefix(tenant, thread, id string) string {
-	return threadPrefix(tenant, thread) + "w/" + id + "/"
+func (a *CheckpointWritesArgs) entryVersion() byte { return cpVersion(a.Thread, a.NS, false) }
+func (a *ThreadDeleteArgs) entryVersion() byte     { return cpVersion(a.Thread, "", false) }
+
+func cpVersion(thread, ns string, chunks bool) byte {
+	if ns != "" || chunks || escapeKeySegment(thread) != thread {
+		return EntryVersion4
+	}
+	return 0
 }
 
-func getCheckpoint(st *Store, tenant, thread, id string) (*Checkpoint, bool) {
-	raw, ok := st.Get(cpKey(tenant, thread, id))
+// checkpointMarkerKey is present once a checkpoint record has a namespace
+// or chunked data, or a thread id is escaped in keys: snapshots of such a
+// state are snapshotFormat3, which an older member refuses (it would drop
+// the fields, and lose the chunk references).
+const checkpointMarkerKey = "cfg/checkpoints4"
+
+func (f *FSM) markCheckpoints4(thread, ns string, chunks bool) {
+	if cpVersion(thread, ns, chunks) != 0 && !f.st.Has(checkpointMarkerKey) {
+		f.st.Put(checkpointMarkerKey, []byte{1})
+	}
+}
+
+// Keys of a thread's namespace, <nsp> below:
+//
+//	t/<tenant>/th/<thread>/                    the default namespace ("")
+//	t/<tenant>/th/<thread>/n/<ns>/             any other
+//
+// and under it
+//
+//	<nsp>h                       head checkpoint id
+//	<nsp>c/<id>                  checkpoint
+//	<nsp>o/<^seq>/<id>           newest-first order
+//	<nsp>w/<id>/<task id>        pending writes
+//
+// <thread> and <ns> are escaped (escapeKeySegment): any UTF-8, "/"
+// included, without colliding with another thread or namespace. A name of
+// the old grammar ([A-Za-z0-9._:-]) escapes to itself, so existing threads
+// keep their keys. Checkpoint and task ids are names (no "/").
+func threadPrefix(tenant, thread string) string {
+	return "t/" + tenant + "/th/" + escapeKeySegment(thread) + "/"
+}
+func nsPrefix(tenant, thread, ns string) string {
+	if ns == "" {
+		return threadPrefix(tenant, thread)
+	}
+	return threadPrefix(tenant, thread) + "n/" + escapeKeySegment(ns) + "/"
+}
+func cpKey(tenant, thread, ns, id string) string { return nsPrefix(tenant, thread, ns) + "c/" + id }
+func cpHeadKey(tenant, thread, ns string) string { return nsPrefix(tenant, thread, ns) + "h" }
+func cpOrderKey(c *Checkpoint) string {
+	return nsPrefix(c.Tenant, c.Thread, c.NS) + "o/" + fmt.Sprintf("%016x", ^c.Seq) + "/" + c.ID
+}
+func cpWritesPrefix(tenant, thread, ns, id string) string {
+	return nsPrefix(tenant, thread, ns) + "w/" + id + "/"
+}
+
+// escapeKeySegment writes every byte outside [A-Za-z0-9._:-] as %XX
+// (upper-case hex), "%" included: the result has no "/", decodes to one
+// string only, and a name of the old grammar is unchanged.
+func escapeKeySegment(s string) string {
+	if nameBytes(s) {
+		return s
+	}
+	const hexDigits = "0123456789ABCDEF"
+	b := make([]byte, 0, len(s)+16)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; nameByte(c) {
+			b = append(b, c)
+		} else {
+			b = append(b, '%', hexDigits[c>>4], hexDigits[c&15])
+		}
+	}
+	return string(b)
+}
+
+func nameByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-'
+}
+
+func nameBytes(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !nameByte(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func getCheckpoint(st *Store, tenant, thread, ns, id string) (*Checkpoint, bool) {
+	raw, ok := st.Get(cpKey(tenant, thread, ns, id))
 	if !ok {
 		return nil, false
 	}
@@ -107,13 +210,23 @@ func getCheckpoint(st *Store, tenant, thread, id string) (*Checkpoint, bool) {
 	return &c, true
 }
 
-func threadHead(st *Store, tenant, thread string) string {
-	raw, _ := st.Get(cpHeadKey(tenant, thread))
+func threadHead(st *Store, tenant, thread, ns string) string {
+	raw, _ := st.Get(cpHeadKey(tenant, thread, ns))
 	return string(raw)
 }
 
 func sameCheckpoint(c *Checkpoint, a *CheckpointPutArgs) bool {
-	return c.ParentID == a.ParentID && bytes.Equal(c.Data, a.Data) && bytes.Equal(c.Metadata, a.Metadata)
+	return c.ParentID == a.ParentID && bytes.Equal(c.Data, a.Data) && bytes.Equal(c.Metadata, a.Metadata) &&
+		slices.Equal(c.Chunks, a.Chunks)
+}
+
+// cpEventKey is a checkpoint's key in watch events: thread/id in the
+// default namespace (as before namespaces), thread/ns/id in another.
+func cpEventKey(thread, ns, id string) string {
+	if ns == "" {
+		return thread + "/" + id
+	}
+	return thread + "/" + ns + "/" + id
 }
 
 func applyCheckpointPut(f *FSM, ctx *applyCtx, c *Command) *Result {
@@ -124,30 +237,91 @@ func applyCheckpointPut(f *FSM, ctx *applyCtx, c *Command) *Result {
 	if r := checkFence(f.st, c.Tenant, a.Fence); r != nil {
 		return r
 	}
-	if cur, ok := getCheckpoint(f.st, c.Tenant, a.Thread, a.ID); ok {
+	if cur, ok := getCheckpoint(f.st, c.Tenant, a.Thread, a.NS, a.ID); ok {
 		if sameCheckpoint(cur, &a) {
 			return okValue(OutcomeOK, CheckpointView{Checkpoint: cur})
 		}
 		return fail(CodeAlreadyExists, fmt.Sprintf("checkpoint %q exists with other content", a.ID), nil)
 	}
-	head := threadHead(f.st, c.Tenant, a.Thread)
+	head := threadHead(f.st, c.Tenant, a.Thread, a.NS)
 	switch {
 	case !a.Fork && a.ParentID != head:
-		return fail(CodeVersionMismatch, fmt.Sprintf("parent %q is not the head of thread %q (head %q)", a.ParentID, a.Thread, head),
+		return fail(CodeVersionMismatch, fmt.Sprintf("parent %q is not the head of thread %q%s (head %q)", a.ParentID, a.Thread, nsText(a.NS), head),
 			map[string]any{"current_head": head})
 	case a.Fork && a.ParentID != "":
-		if _, ok := getCheckpoint(f.st, c.Tenant, a.Thread, a.ParentID); !ok {
+		if _, ok := getCheckpoint(f.st, c.Tenant, a.Thread, a.NS, a.ParentID); !ok {
 			return fail(CodeNotFound, fmt.Sprintf("fork parent %q not found", a.ParentID), nil)
 		}
 	}
-	cp := &Checkpoint{Tenant: c.Tenant, Thread: a.Thread, ID: a.ID, ParentID: a.ParentID, Data: a.Data,
-		Metadata: a.Metadata, Seq: ctx.nextSeq(), CreatedAt: ctx.now}
-	f.st.Put(cpKey(c.Tenant, a.Thread, a.ID), encode(cp))
+	if len(a.Chunks) > 0 {
+		if len(a.Data) > 0 {
+			return fail(CodeInvalidArgument, "a checkpoint has data or data chunks, not both", nil)
+		}
+		if r := f.holdCheckpointChunks(c.Tenant, a.Chunks); r != nil {
+			return r
+		}
+	}
+	cp := &Checkpoint{Tenant: c.Tenant, Thread: a.Thread, NS: a.NS, ID: a.ID, ParentID: a.ParentID, Data: a.Data,
+		Metadata: a.Metadata, Chunks: a.Chunks, Seq: ctx.nextSeq(), CreatedAt: ctx.now}
+	f.markCheckpoints4(a.Thread, a.NS, len(a.Chunks) > 0)
+	f.st.Put(cpKey(c.Tenant, a.Thread, a.NS, a.ID), encode(cp))
 	f.st.Put(cpOrderKey(cp), nil)
-	f.st.Put(cpHeadKey(c.Tenant, a.Thread), []byte(a.ID))
+	f.st.Put(cpHeadKey(c.Tenant, a.Thread, a.NS), []byte(a.ID))
 	v := CheckpointView{Checkpoint: cp}
-	f.emit(c.Tenant, ResourceCheckpoints, a.Thread+"/"+a.ID, a.Thread, EventPut, v)
+	f.emit(c.Tenant, ResourceCheckpoints, cpEventKey(a.Thread, a.NS, a.ID), a.Thread, EventPut, v)
 	return okValue(OutcomeCreated, v)
+}
+
+// nsText names a namespace in a message ("" for the default one).
+func nsText(ns string) string {
+	if ns == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (namespace %q)", ns)
+}
+
+// holdCheckpointChunks checks that the tenant holds every chunk, with the
+// size given, and counts the checkpoint as a reference of each: a
+// referenced chunk is out of chunk GC's reach (referenceChunk) until
+// releaseCheckpointChunks.
+func (f *FSM) holdCheckpointChunks(tenant string, chunks []ChunkRef) *Result {
+	var missing []string
+	for i, ch := range chunks {
+		h, ok := getRecord[chunkHold](f.st, chunkHoldKey(tenant, ch.Digest))
+		switch {
+		case !ok:
+			missing = append(missing, ch.Digest)
+		case h.Size != ch.Size:
+			return fail(CodeInvalidArgument, fmt.Sprintf("data_chunks[%d] has size %d, the held chunk %d", i, ch.Size, h.Size), nil)
+		}
+	}
+	if len(missing) > 0 {
+		return fail(CodeMissingChunks, fmt.Sprintf("%d chunks are not held by this tenant", len(missing)),
+			map[string]any{"missing": missing})
+	}
+	for _, ch := range chunks {
+		f.referenceChunk(tenant, ch.Digest)
+	}
+	return nil
+}
+
+// releaseCheckpointChunks drops a deleted checkpoint's references. A chunk
+// nothing references any more goes back into the GC index as if held
+// now, so a client that was told the tenant holds it has the whole grace
+// period to name it again.
+func (f *FSM) releaseCheckpointChunks(ctx *applyCtx, tenant string, chunks []ChunkRef) {
+	for _, ch := range chunks {
+		h, ok := getRecord[chunkHold](f.st, chunkHoldKey(tenant, ch.Digest))
+		if !ok || h.Refs == 0 {
+			continue
+		}
+		h.Refs--
+		if h.Refs == 0 {
+			h.HeldAt = ctx.now
+			f.st.Put(chunkGCKey(h.HeldAt, tenant, ch.Digest), nil)
+		}
+		f.st.Put(chunkHoldKey(tenant, ch.Digest), encode(h))
+	}
 }
 
 func applyCheckpointWrites(f *FSM, _ *applyCtx, c *Command) *Result {
@@ -158,10 +332,10 @@ func applyCheckpointWrites(f *FSM, _ *applyCtx, c *Command) *Result {
 	if r := checkFence(f.st, c.Tenant, a.Fence); r != nil {
 		return r
 	}
-	if _, ok := getCheckpoint(f.st, c.Tenant, a.Thread, a.ID); !ok {
-		return fail(CodeNotFound, fmt.Sprintf("checkpoint %q not found in thread %q", a.ID, a.Thread), nil)
+	if _, ok := getCheckpoint(f.st, c.Tenant, a.Thread, a.NS, a.ID); !ok {
+		return fail(CodeNotFound, fmt.Sprintf("checkpoint %q not found in thread %q%s", a.ID, a.Thread, nsText(a.NS)), nil)
 	}
-	key := cpWritesPrefix(c.Tenant, a.Thread, a.ID) + a.TaskID
+	key := cpWritesPrefix(c.Tenant, a.Thread, a.NS, a.ID) + a.TaskID
 	pw := PendingWrites{TaskID: a.TaskID, Writes: a.Writes}
 	if cur, ok := f.st.Get(key); ok {
 		if bytes.Equal(cur, a.Writes) {
@@ -170,11 +344,11 @@ func applyCheckpointWrites(f *FSM, _ *applyCtx, c *Command) *Result {
 		return fail(CodeAlreadyExists, fmt.Sprintf("task %q already recorded other writes for checkpoint %q", a.TaskID, a.ID), nil)
 	}
 	f.st.Put(key, a.Writes)
-	f.emit(c.Tenant, ResourceCheckpoints, a.Thread+"/"+a.ID+"/writes/"+a.TaskID, a.Thread, EventPut, pw)
+	f.emit(c.Tenant, ResourceCheckpoints, cpEventKey(a.Thread, a.NS, a.ID)+"/writes/"+a.TaskID, a.Thread, EventPut, pw)
 	return okValue(OutcomeCreated, pw)
 }
 
-func applyThreadDelete(f *FSM, _ *applyCtx, c *Command) *Result {
+func applyThreadDelete(f *FSM, ctx *applyCtx, c *Command) *Result {
 	var a ThreadDeleteArgs
 	if r := decodeArgs(c, &a); r != nil {
 		return r
@@ -182,32 +356,55 @@ func applyThreadDelete(f *FSM, _ *applyCtx, c *Command) *Result {
 	if r := checkFence(f.st, c.Tenant, a.Fence); r != nil {
 		return r
 	}
+	// Every namespace of the thread is under its prefix.
 	prefix := threadPrefix(c.Tenant, a.Thread)
 	var keys []string
-	f.st.Scan(prefix, "", func(k string, _ []byte) bool { keys = append(keys, k); return true })
+	var records []*Checkpoint
+	f.st.Scan(prefix, "", func(k string, v []byte) bool {
+		keys = append(keys, k)
+		if isCheckpointRecordKey(k[len(prefix):]) {
+			var cp Checkpoint
+			if decode(v, &cp) == nil {
+				records = append(records, &cp)
+			}
+		}
+		return true
+	})
 	if len(keys) == 0 {
 		return fail(CodeNotFound, fmt.Sprintf("thread %q not found", a.Thread), nil)
 	}
 	for _, k := range keys {
 		f.st.Delete(k)
-		if id, ok := strings.CutPrefix(k, prefix+"c/"); ok {
-			f.emit(c.Tenant, ResourceCheckpoints, a.Thread+"/"+id, a.Thread, EventDelete, nil)
-		}
+	}
+	for _, cp := range records {
+		f.releaseCheckpointChunks(ctx, c.Tenant, cp.Chunks)
+		f.emit(c.Tenant, ResourceCheckpoints, cpEventKey(a.Thread, cp.NS, cp.ID), a.Thread, EventDelete, nil)
 	}
 	return okValue(OutcomeNoContent, nil)
 }
 
-// GetCheckpoint returns a checkpoint with its pending writes; id "latest"
-// is not special here (the server resolves it with ThreadHead).
-func (f *FSM) GetCheckpoint(tenant, thread, id string) (*CheckpointView, uint64, bool) {
+// isCheckpointRecordKey reports whether rest, a key after its thread's
+// prefix, is a checkpoint record: c/<id>, or n/<ns>/c/<id> (an escaped ns
+// has no "/").
+func isCheckpointRecordKey(rest string) bool {
+	if after, ok := strings.CutPrefix(rest, "n/"); ok {
+		_, rest, _ = strings.Cut(after, "/")
+	}
+	return strings.HasPrefix(rest, "c/")
+}
+
+// GetCheckpoint returns a checkpoint of a thread's namespace with its
+// pending writes; id "latest" is not special here (the server resolves it
+// with ThreadHead).
+func (f *FSM) GetCheckpoint(tenant, thread, ns, id string) (*CheckpointView, uint64, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	c, ok := getCheckpoint(f.st, tenant, thread, id)
+	c, ok := getCheckpoint(f.st, tenant, thread, ns, id)
 	if !ok {
 		return nil, f.applied, false
 	}
 	v := &CheckpointView{Checkpoint: c, Pending: []PendingWrites{}}
-	prefix := cpWritesPrefix(tenant, thread, id)
+	prefix := cpWritesPrefix(tenant, thread, ns, id)
 	f.st.Scan(prefix, "", func(k string, val []byte) bool {
 		v.Pending = append(v.Pending, PendingWrites{TaskID: k[len(prefix):], Writes: val})
 		return true
@@ -215,22 +412,36 @@ func (f *FSM) GetCheckpoint(tenant, thread, id string) (*CheckpointView, uint64,
 	return v, f.applied, true
 }
 
-// ThreadHead is the id of a thread's newest checkpoint ("" if none).
-func (f *FSM) ThreadHead(tenant, thread string) string {
+// ThreadHead is the id of the newest checkpoint of a thread's namespace
+// ("" if none).
+func (f *FSM) ThreadHead(tenant, thread, ns string) string {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return threadHead(f.st, tenant, thread)
+	return threadHead(f.st, tenant, thread, ns)
 }
 
-// ListCheckpoints lists a thread's checkpoints newest first, older than
-// before (a checkpoint id) when given, at most limit.
-func (f *FSM) ListCheckpoints(tenant, thread, before string, limit int) ([]CheckpointView, uint64, bool) {
+// CheckpointChunks is the chunks of a checkpoint's data (nil when it has
+// none, or there is no such checkpoint).
+func (f *FSM) CheckpointChunks(tenant, thread, ns, id string) []ChunkRef {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	prefix := threadPrefix(tenant, thread) + "o/"
+	if c, ok := getCheckpoint(f.st, tenant, thread, ns, id); ok {
+		return c.Chunks
+	}
+	return nil
+}
+
+// ListCheckpoints lists the checkpoints of a thread's namespace newest
+// first, older than before (a checkpoint id) when given, at most limit of
+// those whose metadata match accepts (nil: all). It reads every older
+// checkpoint of the namespace that match refuses.
+func (f *FSM) ListCheckpoints(tenant, thread, ns, before string, limit int, match func(metadata []byte) bool) ([]CheckpointView, uint64, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	prefix := nsPrefix(tenant, thread, ns) + "o/"
 	from := ""
 	if before != "" {
-		c, ok := getCheckpoint(f.st, tenant, thread, before)
+		c, ok := getCheckpoint(f.st, tenant, thread, ns, before)
 		if !ok {
 			return nil, f.applied, false
 		}
@@ -239,7 +450,7 @@ func (f *FSM) ListCheckpoints(tenant, thread, before string, limit int) ([]Check
 	out := []CheckpointView{}
 	f.st.Scan(prefix, from, func(k string, _ []byte) bool {
 		id := k[strings.LastIndexByte(k, '/')+1:]
-		if c, ok := getCheckpoint(f.st, tenant, thread, id); ok {
+		if c, ok := getCheckpoint(f.st, tenant, thread, ns, id); ok && (match == nil || match(c.Metadata)) {
 			out = append(out, CheckpointView{Checkpoint: c})
 		}
 		return len(out) < limit

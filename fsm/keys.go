@@ -13,6 +13,7 @@ package fsm
 //	ih/<tenant>/<principal>              newest key time whose record is gone
 //	cfg/limits                           replicated limits (limits.go)
 //	cfg/lifecycle                        present once a task uses lifecycle fields (lifecycle.go)
+//	cfg/checkpoints4                     present once a checkpoint uses a namespace, chunks or an escaped thread id (checkpoints.go)
 //	t/<tenant>/qp/<queue>                a queue's lifecycle defaults (lifecycle.go)
 //	tx/<expiry ms, 16 hex>/<tenant>/<id> a retained task's expiry (retention.go)
 //	cfg/retention                        present once a task had an expiry (retention.go)

@@ -65,6 +65,18 @@ type genArtifact struct{ tenant, id string }
 
 func (g *logGen) name(prefix string, n int) string { return fmt.Sprintf("%s%d", prefix, g.rng.IntN(n)) }
 
+// thread is one of a few thread ids: names of the old grammar, and ids
+// that are escaped in keys (an e-mail address, one with a slash that
+// would read as another thread's keys unescaped).
+func (g *logGen) thread() string {
+	return []string{"th0", "th1", "u@example.com", "th0/c/x"}[g.rng.IntN(4)]
+}
+
+// checkpointNS is the default namespace, mostly, or one of two others.
+func (g *logGen) checkpointNS() string {
+	return []string{"", "", "sub:1", "sub|a/b"}[g.rng.IntN(4)]
+}
+
 // genChunk is one of a few chunks; a digest has always the same size.
 func (g *logGen) genChunk() ChunkRef {
 	i := g.rng.IntN(3)
@@ -225,22 +237,35 @@ func (g *logGen) command(index uint64, first bool) *Command {
 		}
 
 	case 24, 25:
-		c = &Command{Kind: KindCheckpointPut, Now: now, Tenant: tenant}
-		fc, th := g.fence(c), g.name("th", 2)
-		a := &CheckpointPutArgs{Thread: th, ID: g.name("cp", 30), ParentID: g.heads[c.Tenant+"/"+th],
+		// Threads of the old grammar and e-mail-like ones, in the default
+		// namespace or another; data inline or in held chunks.
+		c = &Command{Kind: KindCheckpointPut, Now: now}
+		fc, th, ns := g.fence(c), g.thread(), g.checkpointNS()
+		if c.Tenant == "" {
+			c.Tenant = tenant
+		}
+		key := c.Tenant + "/" + th + "\x00" + ns
+		a := &CheckpointPutArgs{Thread: th, NS: ns, ID: g.name("cp", 30), ParentID: g.heads[key],
 			Data: []byte(`{"s":1}`), Fence: fc}
 		if rng.IntN(4) == 0 {
 			a.Fork, a.ParentID = true, g.name("cp", 30)
 		}
-		g.heads[c.Tenant+"/"+th] = a.ID
-		c.Args = encode(a)
+		if rng.IntN(3) == 0 {
+			a.Data, a.Chunks = nil, []ChunkRef{g.genChunk()}
+		}
+		g.heads[key] = a.ID
+		c = NewCommand(KindCheckpointPut, now, c.Tenant, "", a)
 	case 26:
-		th := g.name("th", 2)
-		c = NewCommand(KindCheckpointWrites, now, tenant, "", &CheckpointWritesArgs{Thread: th,
-			ID: g.state.ThreadHead(tenant, th), TaskID: g.name("task", 5), Writes: []byte(fmt.Sprintf("[%d]", rng.IntN(2)))})
+		th, ns := g.thread(), g.checkpointNS()
+		c = NewCommand(KindCheckpointWrites, now, tenant, "", &CheckpointWritesArgs{Thread: th, NS: ns,
+			ID: g.state.ThreadHead(tenant, th, ns), TaskID: g.name("task", 5), Writes: []byte(fmt.Sprintf("[%d]", rng.IntN(2)))})
 	case 27:
-		c = &Command{Kind: KindThreadDelete, Now: now, Tenant: tenant}
-		c.Args = encode(&ThreadDeleteArgs{Thread: g.name("th", 2), Fence: g.fence(c)})
+		c = &Command{Kind: KindThreadDelete, Now: now}
+		a := &ThreadDeleteArgs{Thread: g.thread(), Fence: g.fence(c)}
+		if c.Tenant == "" {
+			c.Tenant = tenant
+		}
+		c = NewCommand(KindThreadDelete, now, c.Tenant, "", a)
 
 	case 28:
 		c = &Command{Kind: KindOpBegin, Now: now, Tenant: tenant}

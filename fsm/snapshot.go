@@ -38,6 +38,7 @@ var snapshotMarkers = []struct {
 	{lifecycleMarkerKey, snapshotFormat2},
 	{artifactPolicyMarkerKey, snapshotFormat3},
 	{retentionMarkerKey, snapshotFormat3}, // task records with an expiry (retention.go)
+	{checkpointMarkerKey, snapshotFormat3},
 }
 
 // snapshotFormatOf is the format a snapshot of st is written in.

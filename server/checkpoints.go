@@ -1,19 +1,25 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
+	"reflect"
+	"strconv"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/baton-dev/baton/client/wire"
 	"github.com/baton-dev/baton/fsm"
 )
 
 type checkpointPutRequest struct {
-	ParentID *string         `json:"parent_id"`
-	Data     json.RawMessage `json:"data"`
-	Metadata json.RawMessage `json:"metadata"`
-	Fork     bool            `json:"fork"`
-	Fence    *wire.Fence     `json:"fence"`
+	ParentID   *string         `json:"parent_id"`
+	Data       json.RawMessage `json:"data"`
+	DataChunks []fsm.ChunkRef  `json:"data_chunks"`
+	Metadata   json.RawMessage `json:"metadata"`
+	Fork       bool            `json:"fork"`
+	Fence      *wire.Fence     `json:"fence"`
 }
 
 type checkpointWritesRequest struct {
@@ -25,6 +31,15 @@ type threadDeleteRequest struct {
 	Fence *wire.Fence `json:"fence"`
 }
 
+// Bounds of the checkpoint API (docs/api.md "Checkpoints").
+const (
+	maxThreadIDBytes      = 256  // a thread id, in bytes of UTF-8
+	maxCheckpointNSBytes  = 512  // a checkpoint namespace
+	maxCheckpointFilter   = 4096 // the filter query parameter, in bytes
+	maxCheckpointChunks   = 1024 // data_chunks of one checkpoint
+	checkpointNSParameter = "checkpoint_ns"
+)
+
 func (s *Server) checkpointRoutes(add func(string, string, routeKind, handlerFunc)) {
 	base := "/v1/tenants/{tenant}/threads/{thread}"
 	add("PUT", base+"/checkpoints/{id}", routeWrite, s.handleCheckpointPut)
@@ -34,13 +49,52 @@ func (s *Server) checkpointRoutes(add func(string, string, routeKind, handlerFun
 	add("DELETE", base, routeWrite, s.handleThreadDelete)
 }
 
-// threadAccess validates the thread name and authorizes action on it.
-func (s *Server) threadAccess(id *identity, r *http.Request, action string) (tenant, thread string, err error) {
-	tenant, thread = r.PathValue("tenant"), r.PathValue("thread")
-	if err := validName("thread", thread); err != nil {
-		return "", "", err
+// validText checks a thread id or checkpoint namespace: valid UTF-8
+// without control characters, min to max bytes. Such ids are escaped in
+// the state's keys (fsm.escapeKeySegment) and percent-encoded in paths.
+func validText(what, s string, min, max int) error {
+	if len(s) < min || len(s) > max {
+		return badRequest("%s must be %d to %d bytes of UTF-8, not %d", what, min, max, len(s))
 	}
-	return tenant, thread, s.tenantAccess(id, tenant, resCheckpoints, thread, action)
+	if !utf8.ValidString(s) {
+		return badRequest("%s %q is not valid UTF-8", what, s)
+	}
+	for i, r := range s {
+		if unicode.IsControl(r) {
+			return badRequest("%s %q has a control character (U+%04X) at byte %d", what, s, r, i)
+		}
+	}
+	return nil
+}
+
+// checkpointNS is the request's checkpoint_ns query parameter: "" (the
+// default namespace) when absent; given twice it is refused.
+func checkpointNS(r *http.Request) (string, error) {
+	vals := r.URL.Query()[checkpointNSParameter]
+	switch len(vals) {
+	case 0:
+		return "", nil
+	case 1:
+		return vals[0], validText(checkpointNSParameter, vals[0], 0, maxCheckpointNSBytes)
+	}
+	return "", badRequest("%s is given %d times; give it once", checkpointNSParameter, len(vals))
+}
+
+// cpScope is the thread namespace a checkpoint request is about.
+type cpScope struct{ tenant, thread, ns string }
+
+// threadAccess validates the thread id and namespace and authorizes action
+// on the thread (grants name threads, whatever the namespace).
+func (s *Server) threadAccess(id *identity, r *http.Request, action string) (cpScope, error) {
+	sc := cpScope{tenant: r.PathValue("tenant"), thread: r.PathValue("thread")}
+	if err := validText("thread id", sc.thread, 1, maxThreadIDBytes); err != nil {
+		return sc, err
+	}
+	var err error
+	if sc.ns, err = checkpointNS(r); err != nil {
+		return sc, err
+	}
+	return sc, s.tenantAccess(id, sc.tenant, resCheckpoints, sc.thread, action)
 }
 
 func (s *Server) handleCheckpointPut(w http.ResponseWriter, r *http.Request, id *identity) error {
@@ -51,7 +105,7 @@ func (s *Server) handleCheckpointPut(w http.ResponseWriter, r *http.Request, id 
 	if cpID == "latest" {
 		return badRequest(`"latest" is reserved and cannot be a checkpoint id`)
 	}
-	tenant, thread, err := s.threadAccess(id, r, actWrite)
+	sc, err := s.threadAccess(id, r, actWrite)
 	if err != nil {
 		return err
 	}
@@ -60,17 +114,25 @@ func (s *Server) handleCheckpointPut(w http.ResponseWriter, r *http.Request, id 
 	if err != nil {
 		return err
 	}
-	args, err := req.args(cpID)
+	args, err := req.args(cpID, s.cfg.MaxCheckpointBytes)
 	if err != nil {
 		return err
 	}
-	args.Thread = thread
-	return s.proposeAndReply(w, r, id, tenant, fsm.KindCheckpointPut, args, body)
+	args.Thread, args.NS = sc.thread, sc.ns
+	if len(args.Chunks) > 0 {
+		if err := s.checkCheckpointChunks(r, id, sc, args); err != nil {
+			return err
+		}
+	}
+	return s.proposeAndReply(w, r, id, sc.tenant, fsm.KindCheckpointPut, args, body)
 }
 
-func (req *checkpointPutRequest) args(cpID string) (*fsm.CheckpointPutArgs, error) {
-	if len(req.Data) == 0 {
-		return nil, badRequest("data is required (any JSON value)")
+func (req *checkpointPutRequest) args(cpID string, maxBytes int64) (*fsm.CheckpointPutArgs, error) {
+	switch {
+	case len(req.Data) == 0 && req.DataChunks == nil:
+		return nil, badRequest("data is required (any JSON value), or data_chunks for data held in chunks")
+	case len(req.Data) > 0 && req.DataChunks != nil:
+		return nil, badRequest("give data or data_chunks, not both")
 	}
 	a := &fsm.CheckpointPutArgs{ID: cpID, Fork: req.Fork}
 	if req.ParentID != nil {
@@ -80,6 +142,9 @@ func (req *checkpointPutRequest) args(cpID string) (*fsm.CheckpointPutArgs, erro
 		a.ParentID = *req.ParentID
 	}
 	var err error
+	if a.Chunks, err = checkpointChunks(req.DataChunks, maxBytes); err != nil {
+		return nil, err
+	}
 	if a.Data, err = compactJSON("data", req.Data); err != nil {
 		return nil, err
 	}
@@ -90,28 +155,186 @@ func (req *checkpointPutRequest) args(cpID string) (*fsm.CheckpointPutArgs, erro
 	return a, err
 }
 
+// checkpointChunks validates data_chunks: 1 to maxCheckpointChunks chunks
+// of 1 byte to 4 MiB, maxBytes in all.
+func checkpointChunks(chunks []fsm.ChunkRef, maxBytes int64) ([]fsm.ChunkRef, error) {
+	if chunks == nil {
+		return nil, nil
+	}
+	if len(chunks) == 0 || len(chunks) > maxCheckpointChunks {
+		return nil, badRequest("data_chunks must hold 1 to %d chunks, not %d", maxCheckpointChunks, len(chunks))
+	}
+	var total int64
+	for i, c := range chunks {
+		if err := validDigest("data_chunks["+strconv.Itoa(i)+"].digest", c.Digest); err != nil {
+			return nil, err
+		}
+		if c.Size < 1 || c.Size > 4<<20 {
+			return nil, badRequest("data_chunks[%d].size must be 1 byte to 4 MiB, not %d", i, c.Size)
+		}
+		total += c.Size
+	}
+	if total > maxBytes {
+		return nil, errorf(codeTooLarge, "data_chunks add up to %d bytes, over the %d byte limit of a checkpoint", total, maxBytes)
+	}
+	return chunks, nil
+}
+
+// checkCheckpointChunks checks, before proposing, that the tenant holds
+// every chunk, that the caller may read each (naming a chunk in a
+// checkpoint would let it read the chunk back), and that the chunks'
+// bytes, in order, are one JSON text: what a GET answers as data.
+func (s *Server) checkCheckpointChunks(r *http.Request, id *identity, sc cpScope, a *fsm.CheckpointPutArgs) error {
+	if missing, _ := s.fsm.ChunksHeld(sc.tenant, chunkDigests(a.Chunks)); len(missing) > 0 {
+		return &apiError{Code: fsm.CodeMissingChunks, Message: strconv.Itoa(len(missing)) + " chunks are not held by this tenant",
+			Details: map[string]any{"missing": missing}}
+	}
+	if err := s.mayNameCheckpointChunks(id, sc, a); err != nil {
+		return err
+	}
+	var data []byte
+	for _, c := range a.Chunks {
+		body, err := s.readChunk(r.Context(), c.Digest)
+		if err != nil {
+			return err
+		}
+		data = append(data, body...)
+	}
+	if err := checkJSONText(data); err != nil {
+		return badRequest("data_chunks: the content is not a JSON text: %v", err)
+	}
+	if !json.Valid(data) {
+		return badRequest("data_chunks: the content is not valid JSON")
+	}
+	return nil
+}
+
+// mayNameCheckpointChunks: a checkpoint may name a chunk that nothing
+// names yet (an upload on its way), a chunk of its parent or of its
+// namespace's head when the caller may read the thread (consecutive
+// checkpoints share most chunks), or a chunk the caller could read
+// through an artifact (mayReadChunks). Otherwise a narrow grant could
+// read any chunk of the tenant by naming its digest.
+func (s *Server) mayNameCheckpointChunks(id *identity, sc cpScope, a *fsm.CheckpointPutArgs) error {
+	var need []fsm.ChunkRef
+	for _, c := range a.Chunks {
+		if s.fsm.ChunkReferenced(sc.tenant, c.Digest) {
+			need = append(need, c)
+		}
+	}
+	if len(need) == 0 {
+		return nil
+	}
+	if id.allow(sc.tenant, resCheckpoints, sc.thread, actRead) == nil {
+		near := map[string]bool{}
+		for _, cp := range []string{a.ParentID, s.fsm.ThreadHead(sc.tenant, sc.thread, sc.ns)} {
+			for _, c := range s.fsm.CheckpointChunks(sc.tenant, sc.thread, sc.ns, cp) {
+				near[c.Digest] = true
+			}
+		}
+		rest := need[:0]
+		for _, c := range need {
+			if !near[c.Digest] {
+				rest = append(rest, c)
+			}
+		}
+		if need = rest; len(need) == 0 {
+			return nil
+		}
+	}
+	if s.mayReadChunks(id, sc.tenant, need) != nil {
+		return errorf(fsm.CodeForbidden, "principal %q may not read chunk %s: a checkpoint may name chunks nothing names yet, "+
+			"chunks of its parent or its namespace's head (with a read grant on the thread), or chunks of artifacts the caller may read",
+			id.principal, need[0].Digest)
+	}
+	return nil
+}
+
 func (s *Server) handleCheckpointGet(w http.ResponseWriter, r *http.Request, id *identity) error {
-	tenant, thread, err := s.threadAccess(id, r, actRead)
+	sc, err := s.threadAccess(id, r, actRead)
 	if err != nil {
 		return err
 	}
 	cpID := r.PathValue("id")
 	if cpID == "latest" {
-		if cpID = s.fsm.ThreadHead(tenant, thread); cpID == "" {
-			return errorf(fsm.CodeNotFound, "thread %q has no checkpoint", thread)
+		if cpID = s.fsm.ThreadHead(sc.tenant, sc.thread, sc.ns); cpID == "" {
+			return errorf(fsm.CodeNotFound, "thread %q%s has no checkpoint", sc.thread, nsText(sc.ns))
 		}
 	} else if err := validName("checkpoint id", cpID); err != nil {
 		return err
 	}
-	v, index, ok := s.fsm.GetCheckpoint(tenant, thread, cpID)
+	v, index, ok := s.fsm.GetCheckpoint(sc.tenant, sc.thread, sc.ns, cpID)
 	if !ok {
-		return errorf(fsm.CodeNotFound, "checkpoint %q not found in thread %q", cpID, thread)
+		return errorf(fsm.CodeNotFound, "checkpoint %q not found in thread %q%s", cpID, sc.thread, nsText(sc.ns))
+	}
+	if len(v.Chunks) > 0 {
+		return s.writeCheckpointStreamed(w, r, v, index)
 	}
 	return s.readReply(w, index, v)
 }
 
+// nsText names a namespace in a message ("" for the default one).
+func nsText(ns string) string {
+	if ns == "" {
+		return ""
+	}
+	return " (" + checkpointNSParameter + " " + strconv.Quote(ns) + ")"
+}
+
+// writeCheckpointStreamed answers a checkpoint whose data is held in
+// chunks with the data in place, read one chunk at a time: the JSON of
+// the checkpoint with data null, split at the data member, around the
+// chunks' bytes (checked to be one JSON text when the checkpoint was put).
+// Every member before data is a string, so the first `,"data":null` is
+// that member (a string holds its quotes escaped).
+func (s *Server) writeCheckpointStreamed(w http.ResponseWriter, r *http.Request, v *fsm.CheckpointView, index uint64) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	const member = `,"data":null`
+	at := bytes.Index(b, []byte(member))
+	if at < 0 {
+		return errorf("internal", "checkpoint JSON without a data member")
+	}
+	head, tail := b[:at+len(member)-len("null")], b[at+len(member):]
+	var size int64
+	for _, c := range v.Chunks {
+		size += c.Size
+	}
+	first, err := s.readChunk(r.Context(), v.Chunks[0].Digest) // fail cleanly before the headers go out
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.FormatInt(int64(len(head)+len(tail)+1)+size, 10))
+	setIndex(w, index)
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return nil
+	}
+	if _, err := w.Write(head); err != nil {
+		return nil
+	}
+	for i, c := range v.Chunks {
+		body := first
+		if i > 0 {
+			if body, err = s.readChunk(r.Context(), c.Digest); err != nil {
+				s.log.Warn("checkpoint read cut short", "thread", v.Thread, "checkpoint", v.ID, "chunk", c.Digest, "err", err)
+				panic(http.ErrAbortHandler) // the client sees a truncated body, never wrong bytes
+			}
+		}
+		if _, err := w.Write(body); err != nil {
+			return nil
+		}
+	}
+	w.Write(tail)
+	w.Write([]byte("\n"))
+	return nil
+}
+
 func (s *Server) handleCheckpointList(w http.ResponseWriter, r *http.Request, id *identity) error {
-	tenant, thread, err := s.threadAccess(id, r, actRead)
+	sc, err := s.threadAccess(id, r, actRead)
 	if err != nil {
 		return err
 	}
@@ -125,11 +348,58 @@ func (s *Server) handleCheckpointList(w http.ResponseWriter, r *http.Request, id
 			return err
 		}
 	}
-	list, index, ok := s.fsm.ListCheckpoints(tenant, thread, before, limit)
+	match, err := metadataFilter(r)
+	if err != nil {
+		return err
+	}
+	list, index, ok := s.fsm.ListCheckpoints(sc.tenant, sc.thread, sc.ns, before, limit, match)
 	if !ok {
-		return errorf(fsm.CodeNotFound, "checkpoint %q (before) not found in thread %q", before, thread)
+		return errorf(fsm.CodeNotFound, "checkpoint %q (before) not found in thread %q%s", before, sc.thread, nsText(sc.ns))
 	}
 	return s.readReply(w, index, map[string]any{"checkpoints": list})
+}
+
+// metadataFilter reads the filter query parameter: a JSON object whose
+// every member the metadata must have, with an equal value (LangGraph's
+// list(filter=...)). Values compare as JSON values: objects by members,
+// arrays by elements, numbers by value. nil when there is no filter.
+func metadataFilter(r *http.Request) (func([]byte) bool, error) {
+	vals := r.URL.Query()["filter"]
+	switch {
+	case len(vals) == 0:
+		return nil, nil
+	case len(vals) > 1:
+		return nil, badRequest("filter is given %d times; give one JSON object", len(vals))
+	case len(vals[0]) > maxCheckpointFilter:
+		return nil, badRequest("filter is over %d bytes", maxCheckpointFilter)
+	}
+	var raw map[string]json.RawMessage
+	if err := decodeStrict([]byte(vals[0]), &raw); err != nil || raw == nil {
+		return nil, badRequest(`filter must be a JSON object of metadata members to match, such as {"source":"loop"}, not %q`, vals[0])
+	}
+	want := make(map[string]any, len(raw))
+	for k, v := range raw {
+		var x any
+		if err := json.Unmarshal(v, &x); err != nil {
+			return nil, badRequest("filter member %q: %v", k, err)
+		}
+		want[k] = x
+	}
+	if len(want) == 0 {
+		return nil, nil
+	}
+	return func(metadata []byte) bool {
+		var md map[string]any
+		if json.Unmarshal(metadata, &md) != nil {
+			return false // not an object: it has no members
+		}
+		for k, x := range want {
+			if v, ok := md[k]; !ok || !reflect.DeepEqual(v, x) {
+				return false
+			}
+		}
+		return true
+	}, nil
 }
 
 func (s *Server) handleCheckpointWrites(w http.ResponseWriter, r *http.Request, id *identity) error {
@@ -140,7 +410,7 @@ func (s *Server) handleCheckpointWrites(w http.ResponseWriter, r *http.Request, 
 	if err := validName("task_id", taskID); err != nil {
 		return err
 	}
-	tenant, thread, err := s.threadAccess(id, r, actWrite)
+	sc, err := s.threadAccess(id, r, actWrite)
 	if err != nil {
 		return err
 	}
@@ -160,11 +430,14 @@ func (s *Server) handleCheckpointWrites(w http.ResponseWriter, r *http.Request, 
 	if err != nil {
 		return err
 	}
-	args := &fsm.CheckpointWritesArgs{Thread: thread, ID: cpID, TaskID: taskID, Writes: writes, Fence: fence}
-	return s.proposeAndReply(w, r, id, tenant, fsm.KindCheckpointWrites, args, body)
+	args := &fsm.CheckpointWritesArgs{Thread: sc.thread, NS: sc.ns, ID: cpID, TaskID: taskID, Writes: writes, Fence: fence}
+	return s.proposeAndReply(w, r, id, sc.tenant, fsm.KindCheckpointWrites, args, body)
 }
 
 func (s *Server) handleThreadDelete(w http.ResponseWriter, r *http.Request, id *identity) error {
+	if r.URL.Query().Has(checkpointNSParameter) {
+		return badRequest("deleting a thread deletes every namespace of it: %s is not taken here", checkpointNSParameter)
+	}
 	var req threadDeleteRequest
 	body, err := readBody(w, r, s.cfg.MaxJSONBody)
 	if err != nil {
@@ -179,9 +452,9 @@ func (s *Server) handleThreadDelete(w http.ResponseWriter, r *http.Request, id *
 	if err != nil {
 		return err
 	}
-	tenant, thread, err := s.threadAccess(id, r, actDelete)
+	sc, err := s.threadAccess(id, r, actDelete)
 	if err != nil {
 		return err
 	}
-	return s.proposeAndReply(w, r, id, tenant, fsm.KindThreadDelete, &fsm.ThreadDeleteArgs{Thread: thread, Fence: fence}, body)
+	return s.proposeAndReply(w, r, id, sc.tenant, fsm.KindThreadDelete, &fsm.ThreadDeleteArgs{Thread: sc.thread, Fence: fence}, body)
 }

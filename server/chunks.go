@@ -61,8 +61,10 @@ func mayUpload(id *identity, tenant string) error {
 	if id.tenant != tenant {
 		return errorf(fsm.CodeForbidden, "principal %q belongs to another tenant", id.principal)
 	}
-	if !grantsReach(id.grants, resArtifacts, "", actWrite) {
-		return errorf(fsm.CodeForbidden, "uploading chunks needs an artifacts write grant")
+	// Checkpoint writers upload the chunks of checkpoints too large for
+	// one request (docs/api.md "Checkpoints").
+	if !grantsReach(id.grants, resArtifacts, "", actWrite) && !grantsReach(id.grants, resCheckpoints, "", actWrite) {
+		return errorf(fsm.CodeForbidden, "uploading chunks needs an artifacts or checkpoints write grant")
 	}
 	return nil
 }

@@ -348,6 +348,18 @@ func TestOpenAPIResponses(t *testing.T) {
 	sc.call(t, "GET", th+"/checkpoints/latest", nil, admin, 200, "")
 	sc.call(t, "GET", th+"/checkpoints/c1", nil, admin, 200, "")
 	sc.call(t, "GET", th+"/checkpoints?limit=10", nil, admin, 200, "")
+	sc.call(t, "GET", th+"/checkpoints?filter=%7B%22by%22%3A%22agent-a%22%7D", nil, admin, 200, "")
+	sc.call(t, "GET", th+"/checkpoints?filter=%5B%5D", nil, admin, 400, "invalid_argument")
+	// A namespace of an e-mail-like thread, and data held in a chunk.
+	nth, cpData := T+"/threads/u@example.com", []byte(`{"messages":["a long history"]}`)
+	sc.call(t, "PUT", T+"/chunks/"+digestOf(cpData), cpData, admin, 201, "")
+	sc.call(t, "PUT", nth+"/checkpoints/c1?checkpoint_ns=sub%3A1", fmt.Sprintf(`{"data_chunks":[{"digest":%q,"size":%d}]}`,
+		digestOf(cpData), len(cpData)), admin, 201, "")
+	sc.call(t, "GET", nth+"/checkpoints/c1?checkpoint_ns=sub%3A1", nil, admin, 200, "")
+	sc.call(t, "GET", nth+"/checkpoints/latest?checkpoint_ns=sub%3A1", nil, admin, 200, "")
+	sc.call(t, "GET", nth+"/checkpoints?checkpoint_ns=sub%3A1", nil, admin, 200, "")
+	sc.call(t, "GET", T+"/threads/a%01/checkpoints/latest", nil, admin, 400, "invalid_argument")
+	sc.call(t, "DELETE", nth, nil, admin, 204, "")
 	sc.call(t, "DELETE", th, nil, admin, 204, "")
 
 	// Ops ledger.

@@ -57,11 +57,14 @@ type Cluster interface {
 // Config configures the HTTP layer.
 type Config struct {
 	// Build identifies this binary (GET /v1/cluster, baton_build_info).
-	Build          Build
-	AdminToken     string
-	MaxJSONBody    int64         // default 1 MiB
-	MaxChunkBody   int64         // default 4 MiB
-	IdempotencyTTL time.Duration // default 24h
+	Build        Build
+	AdminToken   string
+	MaxJSONBody  int64 // default 1 MiB
+	MaxChunkBody int64 // default 4 MiB
+	// MaxCheckpointBytes bounds the data of one checkpoint held in chunks
+	// (the server reads it whole to check it is JSON); default 16 MiB.
+	MaxCheckpointBytes int64
+	IdempotencyTTL     time.Duration // default 24h
 	// MaxWatchesPerPrincipal caps the watches one principal holds open on
 	// this node (0: no cap); the admin's are not counted.
 	MaxWatchesPerPrincipal int
@@ -105,6 +108,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxChunkBody == 0 {
 		c.MaxChunkBody = 4 << 20
+	}
+	if c.MaxCheckpointBytes == 0 {
+		c.MaxCheckpointBytes = 16 << 20
 	}
 	if c.IdempotencyTTL == 0 {
 		c.IdempotencyTTL = 24 * time.Hour
@@ -191,10 +197,12 @@ func (s *Server) Close() {
 // Handler is the HTTP handler of the API. A path that is not in clean form
 // ("//", "." or ".." segments) is refused here: ServeMux would otherwise
 // answer with a redirect that keeps the method and body, sending a write
-// meant for kv/ns/a/../b to kv/ns/b.
+// meant for kv/ns/a/../b to kv/ns/b. The form is the escaped path's, as
+// ServeMux sees it: a percent-encoded "/" or "." is part of its segment (a
+// thread id such as "a/../b" or ".."), and handlers validate segments.
 func (s *Server) Handler() http.Handler {
 	return s.metrics.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p := r.URL.Path; !cleanPath(p) {
+		if p := r.URL.EscapedPath(); !cleanPath(p) {
 			writeError(w, badRequest("path %q has an empty, \".\" or \"..\" segment", p))
 			return
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"github.com/spf13/pflag"
 	"io"
@@ -13,20 +14,29 @@ func checkpointCommand() *command {
 	return &command{
 		name:    "checkpoint",
 		summary: "Append, read and list a thread's execution checkpoints",
+		long: `A thread id is any UTF-8 without control characters (an e-mail address,
+a path with slashes). Each thread has namespaces (LangGraph's checkpoint_ns):
+--ns picks one, the default namespace when left out.`,
 		examples: `  baton checkpoint put cp-1 --tenant acme --thread chat-7 --data '{"messages":[]}'
-  baton checkpoint latest --tenant acme --thread chat-7
-  baton checkpoint list --tenant acme --thread chat-7`,
+  baton checkpoint latest --tenant acme --thread user@example.com --ns 'agent:1|tools'
+  baton checkpoint list --tenant acme --thread chat-7 --filter '{"source":"loop"}'`,
 		subs: []*command{checkpointPutCommand(), checkpointGetCommand(), checkpointLatestCommand(),
 			checkpointListCommand(), checkpointWritesCommand(), checkpointDeleteThreadCommand()},
 	}
 }
 
-// threadFlags are the --tenant and --thread every checkpoint command needs.
-type threadFlags struct{ tenant, thread string }
+// threadFlags are the --tenant and --thread every checkpoint command
+// needs, and the --ns of those about one namespace.
+type threadFlags struct{ tenant, thread, ns string }
 
 func (f *threadFlags) declare(fs *pflag.FlagSet) {
 	tenantFlag(fs, &f.tenant)
 	fs.StringVar(&f.thread, "thread", "", "thread id (required)")
+}
+
+func (f *threadFlags) declareNS(fs *pflag.FlagSet) {
+	f.declare(fs)
+	fs.StringVar(&f.ns, "ns", "", "checkpoint namespace (LangGraph's checkpoint_ns; default: the default namespace)")
 }
 
 // checkpointCall connects, runs call and prints the checkpoint it returns.
@@ -51,12 +61,14 @@ func checkpointPutCommand() *command {
 		args:    "ID",
 		long: `Without --fork, --parent must be the thread's head (none for the first
 checkpoint); otherwise the answer is version_mismatch (exit 3), saying which
-checkpoint is the head (-o json: current_head).`,
+checkpoint is the head (-o json: current_head). Data over 512 KiB goes through
+the chunk store, so a checkpoint may be larger than a request.`,
 		examples: `  baton checkpoint put cp-1 --tenant acme --thread chat-7 --data '{"messages":[]}'
   baton checkpoint put cp-2 --tenant acme --thread chat-7 --parent cp-1 --data '{"messages":["hi"]}'
-  baton checkpoint put cp-1b --tenant acme --thread chat-7 --parent cp-1 --fork --data '{"messages":["hey"]}'`,
+  baton checkpoint put cp-1b --tenant acme --thread chat-7 --parent cp-1 --fork --data '{"messages":["hey"]}'
+  baton checkpoint put cp-1 --tenant acme --thread user@example.com --ns 'agent:1' --data '{"messages":[]}'`,
 		flags: func(fs *pflag.FlagSet) {
-			th.declare(fs)
+			th.declareNS(fs)
 			fs.Var(&data, "data", "checkpoint data as JSON (required)")
 			fs.StringVar(&req.ParentID, "parent", "", "parent checkpoint id: the head, or any with --fork")
 			fs.BoolVar(&req.Fork, "fork", false, "branch from --parent even if it is not the head")
@@ -68,7 +80,7 @@ checkpoint is the head (-o json: current_head).`,
 			if err := inv.check([]arg{{"ID", &id}}, "tenant", "thread", "data"); err != nil {
 				return err
 			}
-			req.Data, req.Metadata = data.raw, metadata.raw
+			req.Data, req.Metadata, req.NS = data.raw, metadata.raw, th.ns
 			var err error
 			if req.Fence, err = fence.fence(inv); err != nil {
 				return err
@@ -88,9 +100,9 @@ func checkpointGetCommand() *command {
 		name:     "get",
 		summary:  "Show one checkpoint with its pending writes",
 		args:     "ID",
-		examples: "  baton checkpoint get cp-2 --tenant acme --thread chat-7\n",
+		examples: "  baton checkpoint get cp-2 --tenant acme --thread chat-7\n  baton checkpoint get cp-2 --tenant acme --thread chat-7 --ns agent:1\n",
 		flags: func(fs *pflag.FlagSet) {
-			th.declare(fs)
+			th.declareNS(fs)
 			staleFlag(fs, &stale)
 		},
 		run: func(ctx context.Context, a *app, inv *invocation) error {
@@ -99,7 +111,7 @@ func checkpointGetCommand() *command {
 				return err
 			}
 			return a.checkpointCall(ctx, func(ctx context.Context, c *client.Client) (*client.Checkpoint, error) {
-				return c.GetCheckpoint(ctx, th.tenant, th.thread, id, readOpts(stale)...)
+				return c.GetCheckpointNS(ctx, th.tenant, th.thread, th.ns, id, readOpts(stale)...)
 			})
 		},
 	}
@@ -113,7 +125,7 @@ func checkpointLatestCommand() *command {
 		summary:  "Show the thread's head with its pending writes",
 		examples: "  baton checkpoint latest --tenant acme --thread chat-7\n",
 		flags: func(fs *pflag.FlagSet) {
-			th.declare(fs)
+			th.declareNS(fs)
 			staleFlag(fs, &stale)
 		},
 		run: func(ctx context.Context, a *app, inv *invocation) error {
@@ -121,7 +133,7 @@ func checkpointLatestCommand() *command {
 				return err
 			}
 			return a.checkpointCall(ctx, func(ctx context.Context, c *client.Client) (*client.Checkpoint, error) {
-				return c.LatestCheckpoint(ctx, th.tenant, th.thread, readOpts(stale)...)
+				return c.LatestCheckpointNS(ctx, th.tenant, th.thread, th.ns, readOpts(stale)...)
 			})
 		},
 	}
@@ -132,16 +144,19 @@ func checkpointListCommand() *command {
 	var before string
 	var limit int
 	var stale bool
+	var filter jsonFlag
 	return &command{
 		name:    "list",
 		aliases: listAliases,
 		summary: "List a thread's checkpoints, newest first",
 		examples: `  baton checkpoint list --tenant acme --thread chat-7 --limit 10
   baton checkpoint list --tenant acme --thread chat-7 --before cp-2
+  baton checkpoint list --tenant acme --thread chat-7 --ns agent:1 --filter '{"source":"loop","step":3}'
 `,
 		flags: func(fs *pflag.FlagSet) {
-			th.declare(fs)
+			th.declareNS(fs)
 			fs.StringVar(&before, "before", "", "only checkpoints older than this one")
+			fs.Var(&filter, "filter", "only checkpoints whose metadata has these members, as a JSON object")
 			fs.IntVar(&limit, "limit", 0, "at most this many (default: the server's)")
 			staleFlag(fs, &stale)
 		},
@@ -149,8 +164,14 @@ func checkpointListCommand() *command {
 			if err := inv.check(nil, "tenant", "thread"); err != nil {
 				return err
 			}
+			opts := client.ListCheckpointsOptions{NS: th.ns, Before: before, Limit: limit}
+			if filter.raw != nil {
+				if err := json.Unmarshal(filter.raw, &opts.Filter); err != nil || opts.Filter == nil {
+					return inv.usagef(`--filter must be a JSON object of metadata members, such as '{"source":"loop"}'`)
+				}
+			}
 			return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
-				list, err := c.ListCheckpoints(ctx, th.tenant, th.thread, client.ListCheckpointsOptions{Before: before, Limit: limit}, readOpts(stale)...)
+				list, err := c.ListCheckpoints(ctx, th.tenant, th.thread, opts, readOpts(stale)...)
 				if err != nil {
 					return err
 				}
@@ -172,7 +193,7 @@ func checkpointWritesCommand() *command {
 		long:     "Idempotent per (checkpoint, task): the same writes again are a no-op.",
 		examples: `  baton checkpoint writes cp-2 --tenant acme --thread chat-7 --task step-3 --writes '[["messages","hello"]]'`,
 		flags: func(fs *pflag.FlagSet) {
-			th.declare(fs)
+			th.declareNS(fs)
 			fs.StringVar(&task, "task", "", "id of the task that made the writes (required)")
 			fs.Var(&writes, "writes", "the writes as a JSON array (required)")
 			fence.declare(fs)
@@ -188,7 +209,7 @@ func checkpointWritesCommand() *command {
 			}
 			done := fmt.Sprintf("recorded writes of task %s for checkpoint %s", task, id)
 			return a.write(ctx, done, func(ctx context.Context, c *client.Client, o client.RequestOption) error {
-				return fenceRefusal(c.PutWrites(ctx, th.tenant, th.thread, id, client.PutWritesRequest{TaskID: task, Writes: writes.raw, Fence: f}, o), f, "write")
+				return fenceRefusal(c.PutWrites(ctx, th.tenant, th.thread, id, client.PutWritesRequest{NS: th.ns, TaskID: task, Writes: writes.raw, Fence: f}, o), f, "write")
 			})
 		},
 	}
@@ -199,7 +220,7 @@ func checkpointDeleteThreadCommand() *command {
 	var fence fenceFlags
 	return &command{
 		name:     "delete-thread",
-		summary:  "Delete a thread with all its checkpoints and pending writes",
+		summary:  "Delete a thread with all its checkpoints and pending writes, in every namespace",
 		examples: "  baton checkpoint delete-thread --tenant acme --thread chat-7\n",
 		flags: func(fs *pflag.FlagSet) {
 			th.declare(fs)
@@ -222,7 +243,7 @@ func checkpointDeleteThreadCommand() *command {
 
 func printCheckpoint(w io.Writer, cp *client.Checkpoint) {
 	rows := [][2]string{
-		{"thread", cp.ThreadID}, {"checkpoint", cp.CheckpointID}, {"parent", dash(cp.ParentID)},
+		{"thread", cp.ThreadID}, {"namespace", dash(cp.CheckpointNS)}, {"checkpoint", cp.CheckpointID}, {"parent", dash(cp.ParentID)},
 		{"created", timeText(cp.CreatedAt)}, {"metadata", rawText(cp.Metadata)}, {"data", rawText(cp.Data)},
 	}
 	for _, r := range rows {

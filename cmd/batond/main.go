@@ -118,6 +118,7 @@ type options struct {
 	pprofAddr                                    string
 	gcHeadroom                                   int64
 	chunkGCGrace                                 time.Duration
+	maxCheckpointBytes                           int64
 	tls                                          tlsFlags
 	http                                         httpLimits
 }
@@ -236,6 +237,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.Int64Var(&o.limits.IdemTenantBytes, "idempotency-tenant-bytes", fsm.DefaultIdemTenantBytes, "bytes of Idempotency-Key answers kept per tenant; past it the tenant's oldest are dropped; the leader's value is the cluster's")
 	fs.Int64Var(&o.limits.MaxStateBytes, "max-state-bytes", defaultMaxStateBytes(), "bytes of data the state may hold (as etcd's --quota-backend-bytes); past it writes that grow the state get 507 resource_exhausted; 0: no limit; default a quarter of this machine's memory; the leader's value is the cluster's")
 	fs.IntVar(&o.maxWatches, "max-watches-per-principal", 64, "watches one principal may hold open on this node (0: no cap); more get 429 rate_limited")
+	fs.Int64Var(&o.maxCheckpointBytes, "max-checkpoint-bytes", 16<<20, "largest checkpoint data held in chunks, in bytes (read whole to check it is JSON); more get 413 too_large")
 	fs.DurationVar(&o.chunkGCGrace, "chunk-gc-grace", time.Hour, "how long a chunk no artifact references is kept")
 	fs.Int64Var(&o.watchHistoryBytes, "watch-history-bytes", fsm.DefaultWatchHistoryBytes, "bytes of recent events kept in memory for watchers; a watcher further behind gets 410 compacted")
 	fs.Int64Var(&o.gcHeadroom, "gc-headroom", 64<<20, "bytes the Go heap may grow past its live data between collections (GOGC set from it, at least 25); 0, or GOGC in the environment, leaves Go's default")
@@ -416,7 +418,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger) error {
 	defer chunks.Close()
 	bi := buildinfo.Get()
 	scfg := server.Config{Build: server.Build{Version: bi.Version, Commit: bi.Commit, GoVersion: bi.GoVersion}, AdminToken: token, IdempotencyTTL: o.idemTTL, Limits: o.limits, MaxWatchesPerPrincipal: o.maxWatches, Faults: cfg.Faults,
-		Chunks: chunks, ChunkGCGrace: o.chunkGCGrace, Logger: log, PeerTLS: peer}
+		Chunks: chunks, ChunkGCGrace: o.chunkGCGrace, Logger: log, PeerTLS: peer, MaxCheckpointBytes: o.maxCheckpointBytes}
 	if api != nil {
 		scfg.PeerClientTLS = tlsconf.HTTPClientConfig(peer)
 	}
@@ -583,6 +585,8 @@ func (o *options) validateNode() error {
 		return errors.New("--max-watches-per-principal must not be negative (0: no cap)")
 	case o.chunkGCGrace < 0:
 		return errors.New("--chunk-gc-grace must not be negative")
+	case o.maxCheckpointBytes < 1:
+		return errors.New("--max-checkpoint-bytes must be at least 1")
 	}
 	cfg := o.nodeConfig()
 	return cfg.Validate() // a backstop: every rule it has is checked above, by flag

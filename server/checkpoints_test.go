@@ -1,0 +1,235 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// cpPath is the path of a thread's checkpoints (or one of them), its thread
+// id percent-encoded as one path segment ("." and ".." too, as the SDK
+// writes them).
+func cpPath(thread, rest string) string {
+	th := url.PathEscape(thread)
+	if th == "." || th == ".." {
+		th = strings.ReplaceAll(th, ".", "%2E")
+	}
+	return "/v1/tenants/acme/threads/" + th + rest
+}
+
+// TestCheckpointThreadIDsAndNamespaces: thread ids of any UTF-8 without
+// control characters (e-mail addresses, spaces, slashes, unicode) and
+// namespaces (checkpoint_ns) address checkpoints of their own; the default
+// namespace answers as before namespaces; bad ids and namespaces are
+// invalid_argument, and thread delete takes every namespace.
+func TestCheckpointThreadIDsAndNamespaces(t *testing.T) {
+	fx := newAPIFixture(t)
+	admin := adminAuth()
+	do := func(method, path string, body any) (int, []byte) {
+		t.Helper()
+		st, _, b := fx.c.do(t, 0, method, path, body, admin)
+		return st, b
+	}
+	threads := []string{"user@example.com", "with space/and slash", "ünïcødé 🎉", "a", "a/checkpoints", "a/../b", "..", "x//y/"}
+	for i, th := range threads {
+		if st, b := do("PUT", cpPath(th, "/checkpoints/c1"), fmt.Sprintf(`{"data":%d}`, i)); st != 201 {
+			t.Fatalf("PUT to thread %q: %d %s", th, st, b)
+		}
+		if st, b := do("PUT", cpPath(th, "/checkpoints/c1?checkpoint_ns=sub%3A1%7Cx"), fmt.Sprintf(`{"data":"ns%d"}`, i)); st != 201 {
+			t.Fatalf("PUT to thread %q, namespace sub:1|x: %d %s", th, st, b)
+		}
+	}
+	for i, th := range threads {
+		var cp map[string]any
+		st, b := do("GET", cpPath(th, "/checkpoints/latest"), nil)
+		if json.Unmarshal(b, &cp); st != 200 || cp["thread_id"] != th || cp["data"] != float64(i) {
+			t.Errorf("GET latest of %q: %d %s", th, st, b)
+		}
+		if _, ok := cp["checkpoint_ns"]; ok {
+			t.Errorf("a checkpoint of the default namespace has checkpoint_ns: %s", b)
+		}
+		st, b = do("GET", cpPath(th, "/checkpoints/c1?checkpoint_ns=sub%3A1%7Cx"), nil)
+		if json.Unmarshal(b, &cp); st != 200 || cp["checkpoint_ns"] != "sub:1|x" || cp["data"] != fmt.Sprintf("ns%d", i) {
+			t.Errorf("GET c1 of %q in sub:1|x: %d %s", th, st, b)
+		}
+		if st, b := do("GET", cpPath(th, "/checkpoints?checkpoint_ns=other"), nil); st != 200 || string(b) != `{"checkpoints":[]}`+"\n" {
+			t.Errorf("list of an empty namespace of %q: %d %s", th, st, b)
+		}
+	}
+
+	long := strings.Repeat("x", maxThreadIDBytes+1)
+	for _, tc := range []struct{ name, method, path string }{
+		{"control character in a thread id", "GET", "/v1/tenants/acme/threads/a%01b/checkpoints/latest"},
+		{"invalid UTF-8 in a thread id", "GET", "/v1/tenants/acme/threads/a%FFb/checkpoints/latest"},
+		{"an over-long thread id", "GET", cpPath(long, "/checkpoints/latest")},
+		{"control character in a namespace", "GET", cpPath("a", "/checkpoints/latest?checkpoint_ns=x%0Ay")},
+		{"a namespace given twice", "GET", cpPath("a", "/checkpoints?checkpoint_ns=x&checkpoint_ns=y")},
+		{"a namespace on thread delete", "DELETE", cpPath("a", "?checkpoint_ns=sub")},
+		{"a thread id of a tab on put", "PUT", "/v1/tenants/acme/threads/%09/checkpoints/c1"},
+	} {
+		st, b := do(tc.method, tc.path, `{"data":1}`)
+		if st != 400 || errorCode(b) != "invalid_argument" {
+			t.Errorf("%s: %d %s, want 400 invalid_argument", tc.name, st, b)
+		}
+	}
+
+	// Deleting "a" leaves "a/checkpoints" (its keys would be under a's,
+	// unescaped) and takes a's namespaces.
+	if st, b := do("DELETE", cpPath("a", ""), nil); st != 204 {
+		t.Fatalf("DELETE thread a: %d %s", st, b)
+	}
+	for _, path := range []string{cpPath("a", "/checkpoints/c1"), cpPath("a", "/checkpoints/c1?checkpoint_ns=sub%3A1%7Cx")} {
+		if st, _ := do("GET", path, nil); st != 404 {
+			t.Errorf("GET %s after the thread's delete: %d, want 404", path, st)
+		}
+	}
+	if st, b := do("GET", cpPath("a/checkpoints", "/checkpoints/c1"), nil); st != 200 {
+		t.Errorf("thread a/checkpoints after a's delete: %d %s", st, b)
+	}
+}
+
+// TestCheckpointListFilter: filter is a JSON object matched member by
+// member against the metadata, with before and limit counting matches
+// only; a malformed filter is refused, never ignored.
+func TestCheckpointListFilter(t *testing.T) {
+	fx := newAPIFixture(t)
+	admin := adminAuth()
+	parent := ""
+	for i := range 6 {
+		id := fmt.Sprintf("c%d", i)
+		body := fmt.Sprintf(`{"data":%d,"metadata":{"source":%q,"step":%d,"writes":{"n":[%d]}}}`, i, []string{"input", "loop"}[i%2], i, i%3)
+		if parent != "" {
+			body = fmt.Sprintf(`{"parent_id":%q,%s`, parent, body[1:])
+		}
+		if st, _, b := fx.c.do(t, 0, "PUT", cpPath("u@example.com", "/checkpoints/"+id), body, admin); st != 201 {
+			t.Fatalf("PUT %s: %d %s", id, st, b)
+		}
+		parent = id
+	}
+	list := func(query string) (int, string) {
+		t.Helper()
+		st, _, b := fx.c.do(t, 0, "GET", cpPath("u@example.com", "/checkpoints?"+query), nil, admin)
+		if st != 200 {
+			return st, errorCode(b)
+		}
+		var out struct {
+			Checkpoints []struct {
+				ID string `json:"checkpoint_id"`
+			} `json:"checkpoints"`
+		}
+		decodeBody(t, b, &out)
+		var ids []string
+		for _, c := range out.Checkpoints {
+			ids = append(ids, c.ID)
+		}
+		return st, strings.Join(ids, ",")
+	}
+	q := func(filter string) string { return "filter=" + url.QueryEscape(filter) }
+	for _, tc := range []struct{ query, want string }{
+		{q(`{"source":"loop"}`), "c5,c3,c1"},
+		{q(`{"source":"loop"}`) + "&limit=2", "c5,c3"},
+		{q(`{"source":"loop"}`) + "&before=c3", "c1"},
+		{q(`{"source":"loop","step":3}`), "c3"},
+		{q(`{"step":3.0}`), "c3"},
+		{q(`{"writes":{"n":[0]}}`), "c3,c0"},
+		{q(`{"source":"nope"}`), ""},
+		{q(`{"missing":null}`), ""},
+		{q(`{}`), "c5,c4,c3,c2,c1,c0"},
+	} {
+		if st, got := list(tc.query); st != 200 || got != tc.want {
+			t.Errorf("list ?%s: %d %q, want %q", tc.query, st, got, tc.want)
+		}
+	}
+	for _, query := range []string{q(`{"source":`), q(`["source"]`), q(`"loop"`), q(`null`), q(`{"a":1,"a":2}`),
+		q(`{}`) + "&" + q(`{}`), q(`{"a":"` + strings.Repeat("x", maxCheckpointFilter) + `"}`)} {
+		if st, code := list(query); st != 400 || code != "invalid_argument" {
+			t.Errorf("list ?%.60s: %d %s, want 400 invalid_argument", query, st, code)
+		}
+	}
+}
+
+// TestCheckpointDataChunks: a checkpoint's data may be held in chunks the
+// tenant uploaded (by a principal with a checkpoints write grant only); a
+// GET answers it whole, in place of data; lists and the PUT's answer carry
+// data_chunks instead. The chunks must be held, be JSON together, fit the
+// limit, and be readable by the caller.
+func TestCheckpointDataChunks(t *testing.T) {
+	fx := newAPIFixture(t)
+	writer := bearer(fx.createPrincipal(t, adminAuth(), "acme",
+		`{"name":"graph","grants":[{"resource":"checkpoints","prefix":"u@","actions":["read","write"]}]}`))
+	upload := func(auth map[string]string, content string) string {
+		t.Helper()
+		d := digestOf([]byte(content))
+		if st, _, b := fx.c.do(t, 0, "PUT", "/v1/tenants/acme/chunks/"+d, content, auth); st != 201 && st != 200 {
+			t.Fatalf("chunk upload: %d %s", st, b)
+		}
+		return d
+	}
+	parts := []string{`{"messages":["` + strings.Repeat("a", 3000), strings.Repeat("b", 2000) + `"],"n":1}`}
+	d0, d1 := upload(writer, parts[0]), upload(writer, parts[1])
+	chunks := fmt.Sprintf(`[{"digest":%q,"size":%d},{"digest":%q,"size":%d}]`, d0, len(parts[0]), d1, len(parts[1]))
+	put := func(auth map[string]string, thread, id, body string) (int, []byte) {
+		t.Helper()
+		st, _, b := fx.c.do(t, 0, "PUT", cpPath(thread, "/checkpoints/"+id), body, auth)
+		return st, b
+	}
+	st, b := put(writer, "u@example.com", "c1", `{"data_chunks":`+chunks+`,"metadata":{"big":true}}`)
+	var answer map[string]any
+	if json.Unmarshal(b, &answer); st != 201 || answer["data"] != nil || len(answer["data_chunks"].([]any)) != 2 {
+		t.Fatalf("PUT with data_chunks: %d %s", st, b)
+	}
+	if st, b := put(writer, "u@example.com", "c1", `{"data_chunks":`+chunks+`,"metadata":{"big":true}}`); st != 200 {
+		t.Errorf("retried PUT with data_chunks: %d %s, want 200", st, b)
+	}
+	st, _, b = fx.c.do(t, 0, "GET", cpPath("u@example.com", "/checkpoints/c1"), nil, writer)
+	var got struct {
+		Data       json.RawMessage `json:"data"`
+		DataChunks []any           `json:"data_chunks"`
+		Metadata   map[string]any  `json:"metadata"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil || st != 200 || string(got.Data) != parts[0]+parts[1] ||
+		len(got.DataChunks) != 2 || got.Metadata["big"] != true {
+		t.Fatalf("GET a chunked checkpoint: %d %v %.200s", st, err, b)
+	}
+	st, _, b = fx.c.do(t, 0, "GET", cpPath("u@example.com", "/checkpoints"), nil, writer)
+	if st != 200 || !strings.Contains(string(b), `"data":null`) || !strings.Contains(string(b), d1) {
+		t.Errorf("list with a chunked checkpoint: %d %.300s", st, b)
+	}
+
+	notJSON := upload(writer, `{"unterminated":`)
+	secret := upload(adminAuth(), "the launch codes")
+	if st, _, b := fx.c.do(t, 0, "POST", "/v1/tenants/acme/artifacts/secret/versions",
+		fmt.Sprintf(`{"chunks":[{"digest":%q,"size":16}],"digest":%q,"size":16}`, secret, secret), adminAuth()); st != 201 {
+		t.Fatalf("publish secret: %d %s", st, b)
+	}
+	missing := digestOf([]byte("never uploaded"))
+	for _, tc := range []struct {
+		name, body string
+		status     int
+		code       string
+	}{
+		{"data and data_chunks", `{"data":1,"data_chunks":` + chunks + `}`, 400, "invalid_argument"},
+		{"no chunks", `{"data_chunks":[]}`, 400, "invalid_argument"},
+		{"a bad digest", `{"data_chunks":[{"digest":"sha256:xyz","size":1}]}`, 400, "invalid_argument"},
+		{"an empty chunk", fmt.Sprintf(`{"data_chunks":[{"digest":%q,"size":0}]}`, d0), 400, "invalid_argument"},
+		{"over the limit", fmt.Sprintf(`{"data_chunks":[%s]}`, strings.TrimSuffix(strings.Repeat(fmt.Sprintf(`{"digest":%q,"size":4194304},`, d0), 5), ",")), 413, "too_large"},
+		{"a chunk not held", fmt.Sprintf(`{"data_chunks":[{"digest":%q,"size":5}]}`, missing), 400, "missing_chunks"},
+		{"content that is not JSON", fmt.Sprintf(`{"data_chunks":[{"digest":%q,"size":15}]}`, notJSON), 400, "invalid_argument"},
+		{"a chunk of an artifact it may not read", fmt.Sprintf(`{"data_chunks":[{"digest":%q,"size":16}]}`, secret), 403, "forbidden"},
+	} {
+		st, b := put(writer, "u@example.com", "c9", tc.body)
+		if st != tc.status || errorCode(b) != tc.code {
+			t.Errorf("%s: %d %s, want %d %s", tc.name, st, b, tc.status, tc.code)
+		}
+	}
+	// The next checkpoint may name its parent's chunks again.
+	if st, b := put(writer, "u@example.com", "c2", `{"parent_id":"c1","data_chunks":`+chunks+`}`); st != 201 {
+		t.Errorf("a child naming its parent's chunks: %d %s", st, b)
+	}
+	if st, b := put(bearer(fx.reader), "u@example.com", "c3", `{"parent_id":"c2","data":1}`); st != http.StatusForbidden {
+		t.Errorf("a put without a checkpoints grant: %d %s", st, b)
+	}
+}
