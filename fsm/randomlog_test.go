@@ -28,7 +28,14 @@ func randomLog(seed uint64, entries int) []*raft.Log {
 		g.now += int64(g.rng.IntN(400)) - 50
 		cmds := make([]*Command, 1+g.rng.IntN(4))
 		for i := range cmds {
+			if c := g.resend(); c != nil {
+				cmds[i] = c
+				continue
+			}
 			cmds[i] = g.command(index, i == 0)
+			if cmds[i].Session != 0 {
+				g.sent = append(g.sent[max(0, len(g.sent)-7):], cmds[i])
+			}
 		}
 		logs = append(logs, logOf(index, cmds...))
 		g.state.Apply(logs[len(logs)-1])
@@ -52,6 +59,21 @@ type logGen struct {
 	heads     map[string]string // tenant/thread -> the last checkpoint put in it
 	artifacts []genArtifact     // artifacts published
 	fresh     int               // names made so far that no other command uses
+	sent      []*Command        // the last session writes, for resend
+}
+
+// resend is, now and then, a client's retry of a recent session write:
+// the same command again, stamped with the leader's time of now, which the
+// state machine must answer with the first answer (a replay) while the
+// session remembers it. Drawn from aux, so that the kinds' choices in rng
+// do not depend on it.
+func (g *logGen) resend() *Command {
+	if len(g.sent) == 0 || g.aux.IntN(10) != 0 {
+		return nil
+	}
+	c := *g.sent[g.aux.IntN(len(g.sent))]
+	c.Now = g.now
+	return &c
 }
 
 type genSession struct {
