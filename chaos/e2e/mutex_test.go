@@ -1,14 +1,19 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -394,5 +399,154 @@ func wantLeader(t *testing.T, ctx context.Context, e *client.Election, owner, va
 	li, err := e.Leader(ctx)
 	if err != nil || li.Owner != owner || li.Value != value {
 		t.Fatalf("Leader: %+v, %v; want %s with %q", li, err, owner, value)
+	}
+}
+
+// helperEnv makes the test binary a helper process: TestMutexHelperProcess
+// runs, with the cluster's endpoints, token and CA in the other BATON_E2E_
+// variables.
+const helperEnv = "BATON_E2E_HELPER"
+
+// TestMutexStoppedHolderFenced: the holder is another process, which writes
+// under its hold's Fence in a loop without looking at its lease (the worst
+// case). It is frozen with SIGSTOP; the other agent's Lock takes over when
+// the frozen holder's lease runs out, and writes. Resumed with SIGCONT,
+// the holder's next write reaches the cluster with the old token and is
+// refused as fenced, naming the new holder's token; the value stays the new
+// holder's.
+func TestMutexStoppedHolderFenced(t *testing.T) {
+	c := startCluster(t, 3)
+	ctx := ctxFor(t, 90*time.Second)
+	admin := tasksAdmin(t, ctx, c)
+
+	helper := exec.Command(os.Args[0], "-test.run=^TestMutexHelperProcess$", "-test.count=1", "-test.v")
+	helper.Env = append(os.Environ(), helperEnv+"=1", "BATON_E2E_ENDPOINTS="+strings.Join(c.Endpoints(), ","),
+		"BATON_E2E_TOKEN="+c.AdminToken(), "BATON_E2E_CA="+c.CAFile())
+	out, err := helper.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	helper.Stderr = os.Stderr
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var waitErr error
+	exited := make(chan struct{}) // closed once the helper was waited for
+	lines := make(chan string, 1024)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+		waitErr = helper.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		_ = helper.Process.Signal(syscall.SIGCONT)
+		_ = helper.Process.Kill()
+		for range lines {
+		}
+		<-exited
+	})
+	expect := func(prefix string) string {
+		t.Helper()
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("helper ended before printing %q", prefix)
+				}
+				if rest, found := strings.CutPrefix(l, prefix); found {
+					return rest
+				}
+			case <-ctx.Done():
+				t.Fatalf("no %q from the helper", prefix)
+			}
+		}
+	}
+	helperToken, _ := strconv.ParseUint(expect("locked "), 10, 64)
+	expect("wrote ")
+	if err := syscall.Kill(helper.Process.Pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+
+	m := newMutex(t, agentClient(t, c, nil), "lock.stopped", "agent-b", 2*time.Second)
+	l, err := m.Lock(ctx) // wakes when the frozen holder's lease runs out on the cluster
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Token() <= helperToken {
+		t.Fatalf("new holder's token %d is not above the frozen one's %d", l.Token(), helperToken)
+	}
+	if err := l.Guarded(ctx, func(ctx context.Context, fence client.Fence) error {
+		_, err := admin.PutKV(ctx, lockTenant, "locks", "stopped", client.PutKVRequest{Value: json.RawMessage(`"b"`), Fence: &fence})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := syscall.Kill(helper.Process.Pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if current := expect("fenced "); current != strconv.FormatUint(l.Token(), 10) {
+		t.Errorf("the resumed holder's write was refused with current_token %s, want the new holder's %d", current, l.Token())
+	}
+	select {
+	case <-exited:
+		if waitErr != nil {
+			t.Errorf("helper: %v", waitErr)
+		}
+	case <-ctx.Done():
+		t.Fatal("helper did not exit after being fenced")
+	}
+	e, err := admin.GetKV(ctx, lockTenant, "locks", "stopped")
+	if err != nil || string(e.Value) != `"b"` {
+		t.Fatalf("value after the resumed holder's write: %+v, %v; want the new holder's", e, err)
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestMutexHelperProcess is the holder process of
+// TestMutexStoppedHolderFenced; it skips unless started as one. It locks,
+// then writes under its Fence every 20ms, straight to the cluster, and
+// exits once a write is refused as fenced.
+func TestMutexHelperProcess(t *testing.T) {
+	if os.Getenv(helperEnv) == "" {
+		t.Skip("only run as TestMutexStoppedHolderFenced's helper process")
+	}
+	ctx := ctxFor(t, 60*time.Second)
+	cl, err := client.New(client.Config{Endpoints: strings.Split(os.Getenv("BATON_E2E_ENDPOINTS"), ","),
+		Token: os.Getenv("BATON_E2E_TOKEN"), CAFile: os.Getenv("BATON_E2E_CA"), MaxRetry: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newMutex(t, cl, "lock.stopped", "helper", 2*time.Second)
+	l, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("locked %d\n", l.Token())
+	fence := l.Fence()
+	for i := 0; ; i++ {
+		_, err := cl.PutKV(ctx, lockTenant, "locks", "stopped", client.PutKVRequest{
+			Value: json.RawMessage(strconv.Quote(fmt.Sprintf("helper-%d", i))), Fence: &fence})
+		var e *client.Error
+		switch {
+		case err == nil:
+			fmt.Printf("wrote %d\n", i)
+		case errors.As(err, &e) && errors.Is(err, client.ErrFenced):
+			current, _ := e.DetailUint("current_token")
+			fmt.Printf("fenced %d\n", current)
+			if err := m.Unlock(ctx); !errors.Is(err, client.ErrLeaseLost) {
+				t.Errorf("Unlock after the takeover: %v, want ErrLeaseLost", err)
+			}
+			return
+		default:
+			t.Fatalf("write %d: %v", i, err)
+		}
+		time.Sleep(20 * time.Millisecond) // the holder's pace of work
 	}
 }
