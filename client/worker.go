@@ -187,13 +187,16 @@ func (w *Worker) runOnce(ctx context.Context, fn WorkFunc) (*Task, bool, error) 
 // applied anywhere in it, so the lease is renewed once at once: its send
 // time then bounds the lease tightly. A lease that cannot be confirmed so is
 // released and returned with the error.
-func (w *Worker) claim(ctx context.Context) (*Lease, error) {
+func (w *Worker) claim(ctx context.Context) (*Lease, error) { return w.claimWait(ctx, w.cfg.Wait) }
+
+// claimWait is claim with its own wait (a negative one asks once).
+func (w *Worker) claimWait(ctx context.Context, wait time.Duration) (*Lease, error) {
 	req := QueueClaimRequest{Owner: w.cfg.Owner, Lease: w.cfg.Lease, Statuses: w.cfg.Statuses}
 	if w.cfg.SetStatus != "" {
 		req.SetStatus = &w.cfg.SetStatus
 	}
-	if w.cfg.Wait > 0 {
-		req.Wait = w.cfg.Wait
+	if wait > 0 {
+		req.Wait = wait
 	}
 	sent := time.Now()
 	t, err := w.c.ClaimQueue(ownKeys(ctx), w.cfg.Tenant, w.cfg.Queue, req)
@@ -340,6 +343,41 @@ func (l *Lease) Guarded(ctx context.Context, write func(ctx context.Context, fen
 	}
 	err := write(ctx, l.Fence())
 	l.observe(err, false)
+	return err
+}
+
+// Heartbeat renews the lease now, as the background renewer would, and
+// moves Deadline: for a step that may take longer than the renewal
+// interval, or to learn at once that the lease is gone (the error then
+// matches ErrLeaseLost). With progress (not nil) it first records progress
+// as the task's result under the lease's token, so that whoever claims the
+// task after this lease is lost reads where this one got to in
+// Task().Result; Complete replaces it with the final result.
+func (l *Lease) Heartbeat(ctx context.Context, progress json.RawMessage) error {
+	if err := l.Err(); err != nil {
+		return err
+	}
+	if progress != nil {
+		token := l.task.FencingToken
+		_, err := l.w.c.UpdateTask(ctx, l.w.cfg.Tenant, l.task.TaskID,
+			UpdateTaskRequest{FencingToken: &token, Result: progress})
+		l.observe(err, true)
+		if err != nil {
+			return l.lostOr(fmt.Errorf("record progress of task %q: %w", l.task.TaskID, err))
+		}
+	}
+	if err := l.renew(ctx); err != nil {
+		return l.lostOr(fmt.Errorf("renew the lease of task %q: %w", l.task.TaskID, err))
+	}
+	return nil
+}
+
+// lostOr returns why the lease ended when it is known to have ended, else
+// err: the caller of Heartbeat learns of a loss as ErrLeaseLost.
+func (l *Lease) lostOr(err error) error {
+	if lerr := l.Err(); lerr != nil {
+		return lerr
+	}
 	return err
 }
 
