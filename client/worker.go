@@ -148,6 +148,12 @@ func (w *Worker) RunOnce(ctx context.Context, fn WorkFunc) (claimed bool, err er
 // and do not stop Run. A claim that fails with ErrUnavailable is retried
 // after a backoff (50ms doubling to 1s); any other claim error (forbidden,
 // not found, invalid argument) stops Run and is returned.
+//
+// When ctx ends while a claim is waiting on the server (a long poll), the
+// server may have claimed a task for it whose answer nobody reads: that
+// task stays leased to this Owner until the lease runs out, and the claim
+// counts as one of its attempts. Stop workers with a Wait well below the
+// Lease, or accept that a stop may delay one task by a lease.
 func (w *Worker) Run(ctx context.Context, fn WorkFunc) error {
 	bo := backoff{next: backoffStart}
 	for ctx.Err() == nil {
