@@ -323,6 +323,9 @@ func applyQueuePolicy(f *FSM, _ *applyCtx, c *Command) *Result {
 	if a.Policy.RetentionMs < 0 {
 		return errRetention(a.Policy.RetentionMs)
 	}
+	if a.Policy.RetentionMs > 0 {
+		f.markRetention()
+	}
 	if a.Policy == (QueuePolicy{}) {
 		f.st.Delete(queuePolicyKey(c.Tenant, a.Queue))
 	} else {

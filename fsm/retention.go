@@ -50,7 +50,7 @@ func TerminalStatus(status string) bool {
 // Retention keys:
 //
 //	tx/<expiry ms, 16 hex>/<tenant>/<task id>   a retained task's expiry
-//	cfg/retention                               present once a task had an expiry
+//	cfg/retention                               present once the state held a retention period (markRetention)
 const (
 	taskExpiryPrefix   = "tx/"
 	retentionMarkerKey = "cfg/retention"
@@ -106,6 +106,9 @@ func (t *Task) ownLife() *TaskLife {
 // moveExpiry keeps the expiry index in step with a put or delete of a task
 // (t nil: deleted).
 func (f *FSM) moveExpiry(old, t *Task) {
+	if t != nil && t.Life != nil && t.Life.RetentionMs != 0 {
+		f.markRetention() // a period of its own, with or without an expiry yet
+	}
 	was, is := old.expiresAt(), t.expiresAt() // old and t are the same task
 	if was == is {
 		return
@@ -114,10 +117,18 @@ func (f *FSM) moveExpiry(old, t *Task) {
 		f.st.Delete(taskExpiryKey(was, old.Tenant, old.ID))
 	}
 	if is != 0 {
-		if !f.st.Has(retentionMarkerKey) {
-			f.st.Put(retentionMarkerKey, []byte{1})
-		}
+		f.markRetention()
 		f.st.Put(taskExpiryKey(is, t.Tenant, t.ID), nil)
+	}
+}
+
+// markRetention puts retentionMarkerKey once the state holds a retention
+// period anywhere (a task's own, a queue policy's, an expiry): an older
+// member, which would drop the period from the record it restores, then
+// refuses the snapshot.
+func (f *FSM) markRetention() {
+	if !f.st.Has(retentionMarkerKey) {
+		f.st.Put(retentionMarkerKey, []byte{1})
 	}
 }
 

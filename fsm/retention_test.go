@@ -220,6 +220,23 @@ func TestRetentionSnapshot(t *testing.T) {
 	}
 }
 
+// TestRetentionSnapshotMarkedBeforeAnyExpiry: a state that holds a
+// retention period anywhere (a queue policy's, or a task's own on a task
+// not yet in a terminal status) is a format 3 snapshot, so that an older
+// member refuses it rather than drop the period and later disagree on
+// whether a task expires.
+func TestRetentionSnapshotMarkedBeforeAnyExpiry(t *testing.T) {
+	policy := newLC(t)
+	policy.ok(NewCommand(KindQueuePolicy, 0, "acme", "", &QueuePolicyArgs{Queue: "q", Policy: QueuePolicy{RetentionMs: 500}}))
+	own := newLC(t)
+	own.create(&TaskCreateArgs{ID: "t1", RetentionMs: 500})
+	for name, l := range map[string]*lc{"a queue policy's": policy, "a pending task's own": own} {
+		if hdr := snapshotHeader(t, persist(t, l.f)); hdr.Format != snapshotFormat3 {
+			t.Errorf("%s retention: snapshot format %d, want %d", name, hdr.Format, snapshotFormat3)
+		}
+	}
+}
+
 // TestRetentionEntryVersions: the new kind and fields go in version 4
 // entries only, a plain create or policy stays as it was.
 func TestRetentionEntryVersions(t *testing.T) {

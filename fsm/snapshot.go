@@ -37,7 +37,7 @@ var snapshotMarkers = []struct {
 }{
 	{lifecycleMarkerKey, snapshotFormat2},
 	{artifactPolicyMarkerKey, snapshotFormat3},
-	{retentionMarkerKey, snapshotFormat3}, // task records with an expiry (retention.go)
+	{retentionMarkerKey, snapshotFormat3}, // a retention period anywhere (retention.go)
 	{checkpointMarkerKey, snapshotFormat3},
 }
 
