@@ -223,8 +223,34 @@ func applyTaskRetry(f *FSM, ctx *applyCtx, c *Command) *Result {
 }
 
 // maxDeadPerClaim bounds how many tasks that used their attempts one queue
-// claim moves to dead (the claims after it move the rest).
-const maxDeadPerClaim = 64
+// claim (in an EntryVersion4 entry) moves to dead; the claims after it
+// move the rest. maxExhaustedWalk bounds how many such tasks it walks past
+// looking for a claimable one.
+const (
+	maxDeadPerClaim  = 64
+	maxExhaustedWalk = 1024
+)
+
+// StampQueueClaim sets the entry version of a queue claim the leader is
+// about to propose: EntryVersion4, whose claims make a task released on its
+// last attempt dead (bestClaimable), once the state holds any task with a
+// lifecycle part. Before that no task can have used its attempts, so the
+// claim stays the version 1 command it always was, which older members
+// apply the same way. (A claim proposed before the first lifecycle task was
+// applied cannot meet that task released on its last attempt: the release
+// is proposed after a claim of it was answered, so later, and proposals go
+// into the log in order.)
+func (f *FSM) StampQueueClaim(c *Command) {
+	if c.Kind != KindTaskQueueClaim {
+		return
+	}
+	f.mu.RLock()
+	inUse := f.st.Has(lifecycleMarkerKey)
+	f.mu.RUnlock()
+	if inUse {
+		c.ver = max(c.ver, EntryVersion4)
+	}
+}
 
 // markDead moves t, which used its attempts without failing the last (its
 // lease ran out, or it was released), to dead.

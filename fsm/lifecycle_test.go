@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -48,10 +49,24 @@ func (l *lc) create(a *TaskCreateArgs) *Task {
 	return l.ok(NewCommand(KindTaskCreate, 0, "acme", "", a))
 }
 
-// claim is a queue claim of "q"; nil when nothing is claimable.
+// claim is a queue claim of "q", stamped as the leader stamps it; nil when
+// nothing is claimable.
 func (l *lc) claim(leaseMs int64) *Task {
 	l.t.Helper()
-	return l.ok(NewCommand(KindTaskQueueClaim, 0, "acme", "", &QueueClaimArgs{Queue: "q", Owner: "w", LeaseMs: leaseMs, Statuses: []string{"pending"}}))
+	c := NewCommand(KindTaskQueueClaim, 0, "acme", "", &QueueClaimArgs{Queue: "q", Owner: "w", LeaseMs: leaseMs, Statuses: []string{"pending"}})
+	l.f.StampQueueClaim(c)
+	return l.ok(c)
+}
+
+// claimV1 is a queue claim as a leader from before EntryVersion4 wrote it.
+func (l *lc) claimV1(leaseMs int64) *Task {
+	l.t.Helper()
+	c := NewCommand(KindTaskQueueClaim, 0, "acme", "", &QueueClaimArgs{Queue: "q", Owner: "w", LeaseMs: leaseMs, Statuses: []string{"pending"}})
+	back, err := DecodeEntry(append([]byte{EntryVersion}, EncodeEntry([]*Command{c})[1:]...))
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return l.ok(back[0])
 }
 
 func (l *lc) fail(task *Task, msg string, nonRetryable bool, rnd uint64) *Task {
@@ -264,6 +279,64 @@ func TestReleasedOnLastAttemptGoesDead(t *testing.T) {
 		}
 		if c := l.claim(60_000); c != nil {
 			t.Fatalf("delay %d: a dead task was claimed: %+v", delayMs, c)
+		}
+	}
+}
+
+// TestQueueClaimVersions: a leader writes queue claims in version 4
+// entries once a task has a lifecycle, and only then; a version 1 claim
+// is applied as members before version 4 apply it (a task released on its
+// last attempt is claimed again), so that a log an older leader wrote
+// gives one state on every member.
+func TestQueueClaimVersions(t *testing.T) {
+	l := newLC(t)
+	l.create(&TaskCreateArgs{ID: "plain"})
+	c := NewCommand(KindTaskQueueClaim, 0, "acme", "", &QueueClaimArgs{Queue: "q", Owner: "w", LeaseMs: 1})
+	if l.f.StampQueueClaim(c); EncodeEntry([]*Command{c})[0] != EntryVersion {
+		t.Fatalf("a claim with no lifecycle task in the state: entry version %d, want %d", EncodeEntry([]*Command{c})[0], EntryVersion)
+	}
+	l.create(&TaskCreateArgs{ID: "t1", MaxAttempts: 1, Priority: 9})
+	if l.f.StampQueueClaim(c); EncodeEntry([]*Command{c})[0] != EntryVersion4 {
+		t.Fatalf("a claim once a lifecycle task exists: entry version %d, want %d", EncodeEntry([]*Command{c})[0], EntryVersion4)
+	}
+	got := l.claimV1(60_000)
+	l.ok(NewCommand(KindTaskUpdate, 0, "acme", "", &TaskUpdateArgs{ID: "t1", FencingToken: ptr(got.FencingToken), Release: true}))
+	if again := l.claimV1(60_000); again == nil || again.ID != "t1" || again.Attempt != 2 {
+		t.Fatalf("a version 1 claim after t1's last attempt was released: %+v, want t1 at attempt 2 (as before version 4)", again)
+	}
+}
+
+// TestDeadCapLeavesClaimableWork: a claim that meets more tasks that used
+// their attempts than it makes dead still takes the claimable task behind
+// them; the next claims make the rest dead.
+func TestDeadCapLeavesClaimableWork(t *testing.T) {
+	l := newLC(t)
+	n := maxDeadPerClaim + 6
+	for i := range n { // each claimed by id and released: spent, not yet dead
+		id := fmt.Sprintf("x%03d", i)
+		l.create(&TaskCreateArgs{ID: id, MaxAttempts: 1, Priority: 5})
+		c := l.ok(NewCommand(KindTaskClaim, 0, "acme", "", &TaskClaimArgs{ID: id, Owner: "w", LeaseMs: 60_000}))
+		l.ok(NewCommand(KindTaskUpdate, 0, "acme", "", &TaskUpdateArgs{ID: c.ID, FencingToken: ptr(c.FencingToken), Release: true}))
+	}
+	l.create(&TaskCreateArgs{ID: "work"})
+	if c := l.claim(60_000); c == nil || c.ID != "work" {
+		t.Fatalf("the claim behind %d spent tasks took %+v, want task work", n, c)
+	}
+	dead := 0
+	for i := range n {
+		if l.get(fmt.Sprintf("x%03d", i)).Status == StatusDead {
+			dead++
+		}
+	}
+	if dead != maxDeadPerClaim {
+		t.Fatalf("one claim made %d tasks dead, want %d", dead, maxDeadPerClaim)
+	}
+	if c := l.claim(60_000); c != nil {
+		t.Fatalf("a claim with only spent tasks left took %+v", c)
+	}
+	for i := range n {
+		if s := l.get(fmt.Sprintf("x%03d", i)).Status; s != StatusDead {
+			t.Fatalf("x%03d is %q after the second claim, want dead", i, s)
 		}
 	}
 }

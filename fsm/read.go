@@ -70,7 +70,7 @@ func (f *FSM) Claimable(tenant, queue string, statuses []string, now int64) (ok 
 	defer f.mu.RUnlock()
 	// A lease out on its last attempt counts as claimable: the claim
 	// moves the task to dead (and then finds what else there is).
-	best, exhausted, next := bestClaimable(f.st, tenant, queue, statuses, now)
+	best, exhausted, next := bestClaimable(f.st, tenant, queue, statuses, now, true)
 	if best != nil || len(exhausted) > 0 {
 		return true, 0
 	}

@@ -181,7 +181,7 @@ func applyQueueClaim(f *FSM, ctx *applyCtx, c *Command) *Result {
 	if r := decodeArgs(c, &a); r != nil {
 		return r
 	}
-	t, exhausted, _ := bestClaimable(f.st, c.Tenant, a.Queue, a.Statuses, ctx.now)
+	t, exhausted, _ := bestClaimable(f.st, c.Tenant, a.Queue, a.Statuses, ctx.now, c.ver >= EntryVersion4)
 	for _, x := range exhausted {
 		markDead(f, ctx, x)
 	}
@@ -195,11 +195,19 @@ func applyQueueClaim(f *FSM, ctx *applyCtx, c *Command) *Result {
 // whose status is in statuses, that has no live lease and is due. It reads
 // the first ready entry per status, the expired leases and the due delayed
 // tasks, not the whole queue. exhausted are the tasks met on the way that
-// have used their attempts (an expired lease on the last attempt, or a
-// task released on it): a claim makes them dead, at most maxDeadPerClaim
-// at a time, and takes the best of the others. next is the earliest time
-// at which a lease runs out or a delayed task becomes due (0: none).
-func bestClaimable(st *Store, tenant, queue string, statuses []string, now int64) (best *Task, exhausted []*Task, next int64) {
+// have used their attempts: a claim makes them dead and takes the best of
+// the others. next is the earliest time at which a lease runs out or a
+// delayed task becomes due (0: none).
+//
+// With v4 (a claim in an EntryVersion4 entry, and every read), a task
+// released on its last attempt is exhausted as an expired lease on its
+// last attempt is, at most maxDeadPerClaim of them are returned, and the
+// walk goes on past them (at most maxExhaustedWalk) to the best claimable
+// task. Without it, the claim is applied as members before that change
+// apply it, so that a log written by an older leader gives the same state
+// on every member: released tasks are not looked at, and every expired
+// lease on its last attempt is returned.
+func bestClaimable(st *Store, tenant, queue string, statuses []string, now int64, v4 bool) (best *Task, exhausted []*Task, next int64) {
 	better := func(t *Task) {
 		if best == nil || t.Priority > best.Priority || (t.Priority == best.Priority && t.Seq < best.Seq) {
 			best = t
@@ -210,14 +218,22 @@ func bestClaimable(st *Store, tenant, queue string, statuses []string, now int64
 			next = at
 		}
 	}
-	// spent collects a task that used its attempts; false once there are
-	// as many as one claim makes dead.
+	// spent notes a task that used its attempts and reports whether the
+	// walk goes on.
+	walked := 0
 	spent := func(t *Task) bool {
-		exhausted = append(exhausted, t)
-		return len(exhausted) < maxDeadPerClaim
+		if !v4 {
+			exhausted = append(exhausted, t)
+			return true
+		}
+		walked++
+		if len(exhausted) < maxDeadPerClaim {
+			exhausted = append(exhausted, t)
+		}
+		return walked < maxExhaustedWalk
 	}
 	for _, status := range statuses {
-		if status == StatusDead || len(exhausted) >= maxDeadPerClaim {
+		if status == StatusDead {
 			continue
 		}
 		base := queuePrefix(tenant, queue, status)
@@ -226,7 +242,7 @@ func bestClaimable(st *Store, tenant, queue string, statuses []string, now int64
 			if !ok {
 				return false
 			}
-			if t.exhausted() {
+			if v4 && t.exhausted() {
 				return spent(t) // released on its last attempt: look further
 			}
 			better(t)
@@ -248,7 +264,7 @@ func bestClaimable(st *Store, tenant, queue string, statuses []string, now int64
 			return true
 		})
 		sooner(delayedIndexNext(st, tenant, base, now, func(t *Task) bool {
-			if t.exhausted() {
+			if v4 && t.exhausted() {
 				return spent(t)
 			}
 			better(t)

@@ -247,6 +247,7 @@ func (s *Server) handleQueueClaim(w http.ResponseWriter, r *http.Request, id *id
 	if err != nil {
 		return err
 	}
+	s.fsm.StampQueueClaim(cmd)
 	keyed := retried(cmd)
 	propose := func(final bool) (*fsm.Result, error) {
 		attempt := *args
