@@ -58,7 +58,6 @@ type taskVersion struct {
 //     available_at: the slack is the largest skew of the faults that
 //     started before the claim returned (0 without one).
 //
-//
 // Rules 5 to 8 are retention's (retention.go): expires_at as documented;
 // no task without a period disappears; none is found gone before its
 // expiry, by the state machine's clock and by real time; none comes back.

@@ -51,6 +51,7 @@ type retentionCheck struct {
 	created map[string]int64 // the return of each task's first acknowledged create
 	period  map[string]int64 // each task's retention period, ms
 	gone    map[string][]*history.Op
+	answers map[string][]*history.Op // every acknowledged answer that shows the task
 	// writes are the acknowledged task writes with their command time,
 	// by invocation; minAfter[i] is the least updated_at of writes[i:].
 	writes   []*history.Op
@@ -58,7 +59,8 @@ type retentionCheck struct {
 }
 
 func newRetentionCheck(ops []history.Op, versions map[string]map[uint64]taskVersion) *retentionCheck {
-	r := &retentionCheck{created: map[string]int64{}, period: map[string]int64{}, gone: map[string][]*history.Op{}}
+	r := &retentionCheck{created: map[string]int64{}, period: map[string]int64{}, gone: map[string][]*history.Op{},
+		answers: map[string][]*history.Op{}}
 	for i := range ops {
 		op := &ops[i]
 		if op.Kind == history.TaskCreate && op.Outcome == history.OK {
@@ -71,6 +73,9 @@ func newRetentionCheck(ops []history.Op, versions map[string]map[uint64]taskVers
 		}
 		if writeWithTime(op) {
 			r.writes = append(r.writes, op)
+		}
+		if task, ok := answeredTask(op); ok {
+			r.answers[task] = append(r.answers[task], op)
 		}
 	}
 	for task, vs := range versions {
@@ -237,10 +242,9 @@ func (r *retentionCheck) checkGone(task string, vs map[uint64]taskVersion, order
 			n.GoneJudged++
 		}
 	}
-	for _, num := range order {
-		if v := vs[num]; v.op.Invoke > first.Return {
-			bad(fmt.Sprintf("%s found the task gone; %s, invoked after, shows it again: %s", first.String(), v.op.String(), describeVersion(v)),
-				first.ID, v.op.ID)
+	for _, a := range r.answers[task] {
+		if a.Invoke > first.Return {
+			bad(fmt.Sprintf("%s found the task gone; %s, invoked after, shows it again", first.String(), a.String()), first.ID, a.ID)
 			break
 		}
 	}
