@@ -8,8 +8,10 @@
 // task and then sleep past their lease on purpose before writing with their
 // old token; KV agents read, write and compare-and-set registers and insert
 // into a set; a reader reads everything linearizably. Some tasks have
-// max_attempts, a backoff and a delay; workers fail attempts (sometimes
-// non-retryably) and a supervisor retries dead tasks. Every write carries an
+// max_attempts, a backoff and a delay, most a retention; workers finish
+// tasks (done) and fail attempts (sometimes non-retryably), a supervisor
+// retries dead tasks, reopens and cancels some, and gives a slot whose
+// task was purged a new one under a new id. Every write carries an
 // Idempotency-Key chosen by the agent and recorded, and every client fails
 // over between all endpoints.
 //
@@ -23,6 +25,8 @@
 //     starts no other.
 //   - Every value written is unique in the run, so the checkers can tell
 //     which write produced what a read saw.
+//   - Every task id is created once, and used only once its create was
+//     acknowledged; no task is deleted but by its retention.
 //   - Final reads back everything the checkers compare with what was
 //     acknowledged, and marks those operations Final.
 package workload
