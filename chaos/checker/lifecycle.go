@@ -38,7 +38,8 @@ type taskVersion struct {
 //     retry: a version that is not dead after one that was needs a retry
 //     that may lie between (acknowledged with a version in between, or of
 //     unknown outcome and invoked before the later version was answered).
-//     The workload's updates never set a status, so only a retry revives.
+//     The workload's updates set no status but done and cancelled, so only
+//     a retry revives a dead task.
 //  4. No queue claim takes a task before its available_at (a claim by id
 //     does not wait for it, docs/api.md). Two ways:
 //     - the state machine's clock: the claim's updated_at, which is the
@@ -57,10 +58,14 @@ type taskVersion struct {
 //     available_at: the slack is the largest skew of the faults that
 //     started before the claim returned (0 without one).
 //
+// Rules 5 to 8 are retention's (retention.go): expires_at as documented;
+// no task without a period disappears; none is found gone before its
+// expiry, by the state machine's clock and by real time; none comes back.
+// A purged task's versions end, and the workload creates each id once, so
+// the versions of one id stay one sequence.
+//
 // Histories recorded before tasks' versions were (Version 0) are left
-// alone. Retention, when tasks can carry one, purges a task: a purged
-// task's versions end, and its id is not reused by the workload, so the
-// versions of one id stay one sequence.
+// alone.
 func Lifecycle(h *history.History) []Anomaly {
 	out, _ := lifecycle(h)
 	return out
@@ -75,6 +80,11 @@ type LifeCounts struct {
 	Fails   int // acknowledged failed attempts
 	Dead    int // of which made the task dead
 	Retries int // acknowledged retries
+	// Retention (retention.go).
+	Expiring   int // versions seen with an expires_at
+	Purged     int // tasks an answer found gone
+	Gone       int // answers that found a task gone
+	GoneJudged int // of which judged against an expiry (rule 7)
 }
 
 // Add adds o to c.
@@ -85,6 +95,10 @@ func (c *LifeCounts) Add(o LifeCounts) {
 	c.Fails += o.Fails
 	c.Dead += o.Dead
 	c.Retries += o.Retries
+	c.Expiring += o.Expiring
+	c.Purged += o.Purged
+	c.Gone += o.Gone
+	c.GoneJudged += o.GoneJudged
 }
 
 // LifecycleCounts counts what Lifecycle judges in h.
@@ -163,6 +177,7 @@ func lifecycle(h *history.History) ([]Anomaly, LifeCounts) {
 	for _, task := range tasks {
 		out = append(out, checkVersions(task, versions[task], retries[task], over[task])...)
 	}
+	out = append(out, newRetentionCheck(ops, versions).check(versions, slack, &n)...)
 	return out, n
 }
 
@@ -189,7 +204,7 @@ func answeredTask(op *history.Op) (string, bool) {
 // sameVersion reports two answers that show one version differently.
 func sameVersion(task string, a, b taskVersion) *Anomaly {
 	if a.Status == b.Status && a.Attempt == b.Attempt && a.MaxAttempts == b.MaxAttempts &&
-		a.AvailableAtMS == b.AvailableAtMS && a.UpdatedAtMS == b.UpdatedAtMS {
+		a.AvailableAtMS == b.AvailableAtMS && a.UpdatedAtMS == b.UpdatedAtMS && a.ExpiresAtMS == b.ExpiresAtMS {
 		return nil
 	}
 	return &Anomaly{Checker: NameLifecycle, Key: "task:" + task,
@@ -201,6 +216,9 @@ func describeVersion(v taskVersion) string {
 	s := fmt.Sprintf("v%d %s attempt %d/%d", v.Version, v.Status, v.Attempt, v.MaxAttempts)
 	if v.AvailableAtMS != 0 {
 		s += fmt.Sprintf(" available_at %d", v.AvailableAtMS)
+	}
+	if v.ExpiresAtMS != 0 {
+		s += fmt.Sprintf(" expires_at %d", v.ExpiresAtMS)
 	}
 	return s + fmt.Sprintf(" updated_at %d", v.UpdatedAtMS)
 }

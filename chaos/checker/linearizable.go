@@ -45,8 +45,12 @@ type builder struct {
 	// Tokens observed per task, and those issued by known claims.
 	seen, issued map[string]map[uint64]bool
 	// sweep: the tasks with max_attempts, whose owner may go with no
-	// operation on them (see taskInput.sweep).
-	sweep     map[string]bool
+	// operation on them (see taskInput.sweep); purge: the tasks with a
+	// retention period (taskInput.purge).
+	sweep, purge map[string]bool
+	// createdAt: when the first acknowledged create of each task returned;
+	// a not_found answer to an op invoked after it means the task is gone.
+	createdAt map[string]int64
 	anomalies []Anomaly
 }
 
@@ -59,7 +63,7 @@ var (
 func newBuilder() *builder {
 	return &builder{parts: map[string]*Partition{}, model: map[string]porcupine.Model{},
 		valueOf: map[string]map[uint64]string{}, seen: map[string]map[uint64]bool{}, issued: map[string]map[uint64]bool{},
-		sweep: map[string]bool{}}
+		sweep: map[string]bool{}, purge: map[string]bool{}, createdAt: map[string]int64{}}
 }
 
 func (b *builder) add(key string, m porcupine.Model, op *history.Op, in, out any) {
@@ -137,6 +141,14 @@ func (b *builder) scanTokens(ops []history.Op) {
 		if op.Kind == history.TaskCreate && op.In.MaxAttempts > 0 {
 			b.sweep[op.In.Key] = true
 		}
+		if op.Kind == history.TaskCreate && op.In.RetentionMS > 0 {
+			b.purge[op.In.Key] = true
+		}
+		if op.Kind == history.TaskCreate && op.Outcome == history.OK {
+			if at, ok := b.createdAt[op.In.Key]; !ok || op.Return < at {
+				b.createdAt[op.In.Key] = op.Return
+			}
+		}
 		if op.Out.CurrentToken != nil {
 			switch {
 			case op.In.FenceTask != "":
@@ -154,6 +166,9 @@ func (b *builder) scanTokens(ops []history.Op) {
 		}
 		if op.Out.MaxAttempts > 0 {
 			b.sweep[task] = true
+		}
+		if op.Out.RetentionMS > 0 || op.Out.ExpiresAtMS > 0 {
+			b.purge[task] = true
 		}
 		note(b.seen, task, op.Out.Token)
 		if op.Kind == history.TaskClaim || op.Kind == history.TaskQueueClaim {
@@ -301,6 +316,8 @@ func taskResult(op *history.Op) taskRes {
 		return taskFenced
 	case "lease_held":
 		return taskLeaseHeld
+	case "not_found":
+		return taskNotFound
 	}
 	return taskNoEffect
 }
@@ -308,7 +325,7 @@ func taskResult(op *history.Op) taskRes {
 func taskOut(op *history.Op) taskOutput {
 	out := taskOutput{res: taskResult(op)}
 	if op.Outcome == history.OK && isTaskKind(op.Kind) {
-		out.hasTask, out.token, out.owner, out.result = true, op.Out.Token, op.Out.Owner, op.Out.Value
+		out.hasTask, out.token, out.owner, out.result, out.status = true, op.Out.Token, op.Out.Owner, op.Out.Value, op.Out.Status
 	}
 	if op.Out.CurrentToken != nil {
 		out.currentKnown, out.current = true, *op.Out.CurrentToken
@@ -318,22 +335,28 @@ func taskOut(op *history.Op) taskOutput {
 }
 
 func (b *builder) addTask(op *history.Op, tasks []string) {
-	in := taskInput{owner: op.In.Owner, result: op.In.Value, release: op.In.Release}
+	in := taskInput{owner: op.In.Owner, result: op.In.Value, release: op.In.Release, status: op.In.Status,
+		nonRetryable: op.In.NonRetryable}
 	if op.In.Token != nil {
 		in.token, in.hasToken = *op.In.Token, true
 	}
 	out := taskOut(op)
 	key := op.In.Key
+	if out.res == taskNotFound && op.Kind != history.TaskQueueClaim {
+		if at, ok := b.createdAt[key]; !ok || op.Invoke < at {
+			out.res = taskNoEffect // perhaps before the task existed: it says nothing
+		}
+	}
 	switch op.Kind {
 	case history.TaskGet:
-		if op.Outcome != history.OK {
+		if op.Outcome != history.OK && out.res != taskNotFound {
 			return
 		}
 		in.op = taskRead
 	case history.TaskClaim:
 		in.op = taskClaim
 	case history.TaskQueueClaim:
-		in.op = taskClaim
+		in.op, in.queue = taskClaim, true
 		switch {
 		case op.Outcome == history.OK && op.Out.TaskID == "":
 			return // nothing was claimable
@@ -342,7 +365,7 @@ func (b *builder) addTask(op *history.Op, tasks []string) {
 		case op.Outcome == history.Unknown:
 			// It may have claimed any task: give it to each.
 			for _, t := range tasks {
-				in.candidates, in.sweep = b.candidates(t), b.sweep[t]
+				in.candidates, in.sweep, in.purge = b.candidates(t), b.sweep[t], b.purge[t]
 				b.add("task:"+t, taskPorcupine, op, in, out)
 			}
 			return
@@ -361,7 +384,7 @@ func (b *builder) addTask(op *history.Op, tasks []string) {
 	if in.op == taskClaim && op.Outcome == history.Unknown {
 		in.candidates = b.candidates(key)
 	}
-	in.sweep = b.sweep[key]
+	in.sweep, in.purge = b.sweep[key], b.purge[key]
 	b.add("task:"+key, taskPorcupine, op, in, out)
 }
 
@@ -377,7 +400,7 @@ func (b *builder) addFence(op *history.Op) {
 	if op.Out.CurrentToken != nil {
 		out.currentKnown, out.current = true, *op.Out.CurrentToken
 	}
-	in := taskInput{op: taskFence, token: op.In.FenceToken, hasToken: true, sweep: b.sweep[op.In.FenceTask]}
+	in := taskInput{op: taskFence, token: op.In.FenceToken, hasToken: true, sweep: b.sweep[op.In.FenceTask], purge: b.purge[op.In.FenceTask]}
 	b.add("task:"+op.In.FenceTask, taskPorcupine, op, in, out)
 }
 

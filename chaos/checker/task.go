@@ -24,14 +24,29 @@ import (
 // ends no live lease (lease_held) and keeps the token. A task with
 // max_attempts loses its owner without any operation on it when its lease
 // runs out on its last attempt: the next queue claim, of whatever task,
-// makes it dead. The ops of such a task carry sweep, and the model lets
-// the owner go before each of them.
+// makes it dead (as it does a task released on its last attempt). The ops
+// of such a task carry sweep, and the model lets it go dead, without an
+// owner, before each of them.
+//
+// Retention: a task with a retention period that is in a terminal status
+// (done, dead, cancelled) may be purged with no operation on it; the ops
+// of such a task carry purge, and the model lets it go before each of
+// them while it is terminal, never while it is not (a retry or a claim
+// out of the queue took its expiry away), and never for a task without a
+// period. A purged task is gone for good (the workload creates an id
+// once): every operation on it is answered not_found (a guarded write on
+// another resource: fenced, with current token 0), and a not_found
+// answer is possible only then. When the period ran out is the lifecycle
+// checker's to judge (Retention rules, lifecycle.go); the model judges
+// the order.
 
 type taskState struct {
-	token  uint64
-	hidden bool // the token is one no answer ever showed
-	owner  string
-	result string
+	token    uint64
+	hidden   bool // the token is one no answer ever showed
+	owner    string
+	result   string
+	terminal bool // done, dead or cancelled
+	gone     bool // purged
 }
 
 type taskOp uint8
@@ -54,6 +69,7 @@ const (
 	taskLeaseHeld
 	taskNoEffect // refused for another reason, or aborted with its transaction
 	taskUnknown
+	taskNotFound // the task does not exist
 )
 
 type taskInput struct {
@@ -68,6 +84,16 @@ type taskInput struct {
 	// sweep: the owner may have gone before this op (a lease that ran out
 	// on the last attempt, made dead by a queue claim of another task).
 	sweep bool
+	// queue: a claim from the queue, which takes only a pending or working
+	// task and makes it working.
+	queue bool
+	// status: the status an update sets ("": none).
+	status string
+	// nonRetryable: a fail that makes the task dead.
+	nonRetryable bool
+	// purge: the task has a retention period, so it may be purged before
+	// this op while it is in a terminal status.
+	purge bool
 }
 
 type taskOutput struct {
@@ -78,6 +104,7 @@ type taskOutput struct {
 	token   uint64
 	owner   string
 	result  string
+	status  string // "": not answered
 	// Details of errors, when known.
 	currentKnown bool
 	current      uint64 // fenced: current_token
@@ -85,7 +112,14 @@ type taskOutput struct {
 }
 
 func (o taskOutput) matches(s taskState) bool {
-	return !o.hasTask || (!s.hidden && o.token == s.token && o.owner == s.owner && o.result == s.result)
+	return !o.hasTask || (!s.hidden && o.token == s.token && o.owner == s.owner && o.result == s.result &&
+		(o.status == "" || terminalStatus(o.status) == s.terminal))
+}
+
+// terminalStatus reports whether a retention period counts in status
+// (docs/api.md "Retention").
+func terminalStatus(status string) bool {
+	return status == "done" || status == statusDead || status == "cancelled"
 }
 
 // fencedOK reports whether a fenced answer to token is possible in s.
@@ -100,15 +134,49 @@ func fencedOK(s taskState, token uint64, out taskOutput, ownerNeeded bool) bool 
 }
 
 func taskStep(s taskState, in taskInput, out taskOutput) []taskState {
-	if in.sweep && s.owner != "" {
+	before := []taskState{s}
+	if in.sweep && !s.gone && (s.owner != "" || !s.terminal) {
+		// Dead by a queue claim of any task: its lease ran out on its last
+		// attempt, or it was released on it.
 		swept := s
-		swept.owner = ""
-		return append(taskStep1(s, in, out), taskStep1(swept, in, out)...)
+		swept.owner, swept.terminal = "", true
+		before = append(before, swept)
 	}
-	return taskStep1(s, in, out)
+	if in.purge && !s.gone {
+		for _, b := range before {
+			if b.terminal {
+				before = append(before, taskState{gone: true})
+				break
+			}
+		}
+	}
+	var next []taskState
+	for _, b := range before {
+		next = append(next, taskStep1(b, in, out)...)
+	}
+	return next
+}
+
+// goneStep: every op on a purged task finds it absent.
+func goneStep(s taskState, in taskInput, out taskOutput) []taskState {
+	switch out.res {
+	case taskNotFound, taskUnknown, taskNoEffect:
+		return []taskState{s}
+	case taskFenced: // a guard naming a task that does not exist
+		if in.op == taskFence && (!out.currentKnown || out.current == 0) {
+			return []taskState{s}
+		}
+	}
+	return nil
 }
 
 func taskStep1(s taskState, in taskInput, out taskOutput) []taskState {
+	if s.gone {
+		return goneStep(s, in, out)
+	}
+	if out.res == taskNotFound {
+		return nil // it exists
+	}
 	one := func(n taskState, ok bool) []taskState {
 		if ok {
 			return []taskState{n}
@@ -155,7 +223,10 @@ func claimStep(s taskState, in taskInput, out taskOutput) []taskState {
 		if !s.hidden && out.token <= s.token {
 			return nil // tokens only grow
 		}
-		n := taskState{token: out.token, owner: in.owner, result: s.result}
+		if in.queue && s.terminal {
+			return nil // a queue claim takes pending and working tasks only
+		}
+		n := taskState{token: out.token, owner: in.owner, result: s.result, terminal: s.terminal && !in.queue}
 		if !out.matches(n) {
 			return nil
 		}
@@ -166,10 +237,14 @@ func claimStep(s taskState, in taskInput, out taskOutput) []taskState {
 		}
 		return []taskState{s}
 	case taskUnknown:
-		next := []taskState{s, {hidden: true, owner: in.owner, result: s.result}}
+		if in.queue && s.terminal {
+			return []taskState{s}
+		}
+		terminal := s.terminal && !in.queue
+		next := []taskState{s, {hidden: true, owner: in.owner, result: s.result, terminal: terminal}}
 		for _, t := range in.candidates {
 			if s.hidden || t > s.token {
-				next = append(next, taskState{token: t, owner: in.owner, result: s.result})
+				next = append(next, taskState{token: t, owner: in.owner, result: s.result, terminal: terminal})
 			}
 		}
 		return next
@@ -185,6 +260,9 @@ func updateStep(s taskState, in taskInput, out taskOutput) []taskState {
 		}
 		if in.release {
 			n.owner = ""
+		}
+		if in.status != "" {
+			n.terminal = terminalStatus(in.status)
 		}
 		return n
 	}
@@ -222,12 +300,18 @@ func updateStep(s taskState, in taskInput, out taskOutput) []taskState {
 
 // failStep: a failure is accepted under the current token while the task
 // has an owner, and leaves it without one.
+// It makes the task dead (terminal) when non-retryable or on the last
+// attempt, which the model does not count: an answer says which, and a
+// fail of unknown outcome of a task with max_attempts may do either.
 func failStep(s taskState, in taskInput, out taskOutput) []taskState {
 	holds := !s.hidden && s.token == in.token && s.owner != ""
 	n := s
-	n.owner = ""
+	n.owner, n.terminal = "", in.nonRetryable
 	switch out.res {
 	case taskOK:
+		if out.status != "" {
+			n.terminal = terminalStatus(out.status)
+		}
 		if !holds || !out.matches(n) {
 			return nil
 		}
@@ -238,6 +322,11 @@ func failStep(s taskState, in taskInput, out taskOutput) []taskState {
 		}
 		return []taskState{s}
 	case taskUnknown:
+		if holds && in.sweep && !in.nonRetryable {
+			dead := n
+			dead.terminal = true
+			return []taskState{n, dead}
+		}
 		if holds {
 			return []taskState{n}
 		}
@@ -249,7 +338,7 @@ func failStep(s taskState, in taskInput, out taskOutput) []taskState {
 // refuses it (lease expiry is the leader's: any owner may have expired).
 func retryStep(s taskState, out taskOutput) []taskState {
 	n := s
-	n.owner = ""
+	n.owner, n.terminal = "", false
 	switch out.res {
 	case taskOK:
 		if !out.matches(n) {
@@ -284,7 +373,7 @@ var taskModel = porcupine.NondeterministicModel{
 	Hash: func(state any) uint64 {
 		s := state.(taskState)
 		h := fnv.New64a()
-		fmt.Fprintf(h, "%d/%v/%s/%s", s.token, s.hidden, s.owner, s.result)
+		fmt.Fprintf(h, "%d/%v/%s/%s/%v/%v", s.token, s.hidden, s.owner, s.result, s.terminal, s.gone)
 		return h.Sum64()
 	},
 	DescribeOperation: func(input, output any) string {
@@ -296,7 +385,10 @@ var taskModel = porcupine.NondeterministicModel{
 		if s.hidden {
 			tok = "?"
 		}
-		return fmt.Sprintf("token=%s owner=%q result=%q", tok, s.owner, s.result)
+		if s.gone {
+			return "purged"
+		}
+		return fmt.Sprintf("token=%s owner=%q result=%q terminal=%v", tok, s.owner, s.result, s.terminal)
 	},
 }
 
@@ -318,6 +410,9 @@ func describeTask(in taskInput, out taskOutput) string {
 		if in.release {
 			s += ", release"
 		}
+		if in.status != "" {
+			s += ", " + in.status
+		}
 		s += ")"
 	case taskFence:
 		s = fmt.Sprintf("fenced-write(%d)", in.token)
@@ -328,6 +423,9 @@ func describeTask(in taskInput, out taskOutput) string {
 	}
 	if in.sweep {
 		s = "[owner may lapse] " + s
+	}
+	if in.purge {
+		s = "[purged if terminal] " + s
 	}
 	switch out.res {
 	case taskOK:
@@ -344,6 +442,8 @@ func describeTask(in taskInput, out taskOutput) string {
 		return s + fmt.Sprintf(" -> lease_held by %q", out.leaseOwner)
 	case taskNoEffect:
 		return s + " -> refused"
+	case taskNotFound:
+		return s + " -> not_found"
 	}
 	return s + " -> unknown"
 }

@@ -75,7 +75,7 @@ type Input struct {
 	// artifact id a ref is set to. Values are unique per write.
 	Value string `json:"value,omitempty"`
 	// Conditions.
-	ExpectVersion *uint64 `json:"expect_version,omitempty"` // kv
+	ExpectVersion *uint64 `json:"expect_version,omitempty"` // kv; a task update (cancel)
 	Expect        *string `json:"expect,omitempty"`         // ref: expect_artifact_id; checkpoint: parent_id
 	// Task fields.
 	Owner   string  `json:"owner,omitempty"`
@@ -89,6 +89,10 @@ type Input struct {
 	MaxAttempts   uint64 `json:"max_attempts,omitempty"`
 	DelayMS       int64  `json:"delay_ms,omitempty"`
 	AvailableAtMS int64  `json:"available_at_ms,omitempty"`
+	// Retention: the retention_ms a create asked for; the status an update
+	// set ("" leaves it: done, cancelled).
+	RetentionMS int64  `json:"retention_ms,omitempty"`
+	Status      string `json:"status,omitempty"`
 	// Fence of a guarded write on another resource.
 	FenceTask  string `json:"fence_task,omitempty"`
 	FenceToken uint64 `json:"fence_token,omitempty"`
@@ -117,7 +121,12 @@ type Output struct {
 	MaxAttempts   uint64 `json:"max_attempts,omitempty"`
 	AvailableAtMS int64  `json:"available_at_ms,omitempty"`
 	UpdatedAtMS   int64  `json:"updated_at_ms,omitempty"`
-	ArtifactID    string `json:"artifact_id,omitempty"`
+	// Retention as answered: the task's own retention_ms (0: none) and its
+	// leader-stamped expires_at (Unix ms; 0: none, not terminal or no
+	// period), when the purge may delete it.
+	RetentionMS int64  `json:"retention_ms,omitempty"`
+	ExpiresAtMS int64  `json:"expires_at_ms,omitempty"`
+	ArtifactID  string `json:"artifact_id,omitempty"`
 	// Values of a listing (set keys, checkpoint ids, "version=artifact_id").
 	Values []string `json:"values,omitempty"`
 	// Error details.
@@ -179,6 +188,9 @@ func (o *Op) String() string {
 	if o.In.Release {
 		s += " release"
 	}
+	if o.In.Status != "" {
+		s += " status=" + o.In.Status
+	}
 	if o.In.NonRetryable {
 		s += " non-retryable"
 	}
@@ -203,6 +215,9 @@ func (o *Op) String() string {
 		s += fmt.Sprintf(" {v%d %s attempt %d/%d", o.Out.Version, o.Out.Status, o.Out.Attempt, o.Out.MaxAttempts)
 		if o.Out.AvailableAtMS != 0 {
 			s += fmt.Sprintf(" available_at %d", o.Out.AvailableAtMS)
+		}
+		if o.Out.ExpiresAtMS != 0 {
+			s += fmt.Sprintf(" expires_at %d", o.Out.ExpiresAtMS)
 		}
 		s += fmt.Sprintf(" updated_at %d}", o.Out.UpdatedAtMS)
 	}

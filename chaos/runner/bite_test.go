@@ -279,3 +279,42 @@ func TestBiteSessionRetryReapplied(t *testing.T) {
 	}
 	wantAnomaly(t, r, checker.NameIdempotency)
 }
+
+// TestBiteEarlyPurge: a middlebox that deletes a task as soon as an
+// update finished it (status done), as a server that purged terminal
+// tasks at once instead of after their retention would, makes reads find
+// it gone before its expires_at; the lifecycle checker must report them.
+func TestBiteEarlyPurge(t *testing.T) {
+	m := newMiddlebox(t, func(m *middlebox, req *http.Request, body []byte) (*http.Response, []byte, error) {
+		p := taskPath.FindStringSubmatch(req.URL.Path)
+		var doc struct {
+			Status string `json:"status"`
+		}
+		if p == nil || p[3] != "update" || json.Unmarshal(body, &doc) != nil || doc.Status != "done" {
+			return nil, body, nil
+		}
+		req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		resp, err := m.base.RoundTrip(req)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return resp, nil, err
+		}
+		u := *req.URL
+		u.Path, u.RawPath, u.RawQuery = "/v1/tenants/"+p[1]+"/tasks/"+p[2], "", ""
+		del, _ := http.NewRequestWithContext(req.Context(), http.MethodDelete, u.String(), nil)
+		del.Header.Set("Authorization", req.Header.Get("Authorization"))
+		if r, err := m.base.RoundTrip(del); err == nil {
+			io.Copy(io.Discard, r.Body)
+			r.Body.Close()
+			if r.StatusCode == http.StatusNoContent || r.StatusCode == http.StatusOK {
+				m.hits.Add(1)
+			}
+		}
+		return resp, nil, nil
+	})
+	r := biteRun(t, 106, m, nil)
+	if m.hits.Load() == 0 {
+		t.Fatal("the middlebox deleted no finished task")
+	}
+	t.Logf("%d finished tasks deleted; %d tasks seen gone by %d answers", m.hits.Load(), r.Life.Purged, r.Life.Gone)
+	wantAnomaly(t, r, checker.NameLifecycle)
+}

@@ -267,6 +267,8 @@ func (s *Summary) Table(w io.Writer) {
 	row("task lifecycle", "", "")
 	row("  claims judged", s.Life.Judged, fmt.Sprintf("of %d: the version each claimed was seen; %d queue claims against an available_at", s.Life.Claims, s.Life.Delayed))
 	row("  failed attempts", s.Life.Fails, fmt.Sprintf("of which made the task dead: %d; retries: %d", s.Life.Dead, s.Life.Retries))
+	row("  expiring versions", s.Life.Expiring, "task versions seen with an expires_at (terminal, with a retention period)")
+	row("  purges seen", s.Life.Purged, fmt.Sprintf("tasks found gone, by %d answers (not_found); judged against an expiry: %d", s.Life.Gone, s.Life.GoneJudged))
 	row("run time", s.Elapsed.Round(time.Second), fmt.Sprintf("%.1fs per run", s.perRun()))
 	tw.Flush()
 	for _, r := range s.FailedRuns {

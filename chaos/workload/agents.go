@@ -48,7 +48,13 @@ func (a *agent) between(lo, hi time.Duration) time.Duration {
 	return lo + time.Duration(a.rng.Int64N(int64(hi-lo)+1))
 }
 
-func (a *agent) task() string   { return TaskID(a.rng.IntN(a.w.taskCount())) }
+// task is a random slot's current task; slot also returns the slot.
+func (a *agent) task() string { _, id := a.slot(); return id }
+func (a *agent) slot() (int, string) {
+	i := a.rng.IntN(a.w.taskCount())
+	return i, a.w.current(i)
+}
+
 func (a *agent) regKey() string { return RegNamespace + "/" + RegKey(a.rng.IntN(a.w.cfg.Registers)) }
 
 // RefOf and ThreadOf name the ref and the checkpoint thread of a task.
@@ -100,8 +106,12 @@ func (a *agent) work(task string, token uint64, owner string, lease time.Duratio
 		}
 	}
 	switch r := a.rng.IntN(100); {
-	case r < 30:
-		a.update(task, token, a.next("done"), true)
+	case r < 30: // finished: done, which starts a retention period if it has one
+		if a.w.retains(task) || a.rng.IntN(3) == 0 {
+			a.finish(task, token, a.next("done"), "done")
+		} else {
+			a.update(task, token, a.next("done"), true)
+		}
 	case r < 45: // give it back for later
 		a.updateDelay(task, token, a.next("done"), true, a.between(100*time.Millisecond, 500*time.Millisecond))
 	case r < 60: // it backs off, or is dead after its last attempt
@@ -275,16 +285,27 @@ func (a *agent) kvAgent() {
 
 // supervisor looks at tasks and retries most of the dead ones it finds,
 // half of them at once and half after a delay; the others stay dead for a
-// while, so that claims meet dead tasks.
+// while, so that claims meet dead tasks. It reopens some done and
+// cancelled tasks (a retry takes a retention's expiry away), cancels some
+// waiting ones, and gives a slot whose task was purged its next task.
 func (a *agent) supervisor() {
 	for !a.stopped() {
-		task := a.task()
-		if op := a.taskGet(task); op.Outcome == history.OK && op.Out.Status == client.StatusDead && a.rng.IntN(100) < 60 {
+		slot, task := a.slot()
+		op := a.taskGet(task)
+		ok := op.Outcome == history.OK
+		switch {
+		case ok && op.Out.Status == client.StatusDead && a.rng.IntN(100) < 60:
 			var delay time.Duration
 			if a.rng.IntN(2) == 0 {
 				delay = a.between(100*time.Millisecond, 600*time.Millisecond)
 			}
 			a.retry(task, delay)
+		case ok && (op.Out.Status == "done" || op.Out.Status == "cancelled") && a.rng.IntN(100) < 30:
+			a.retry(task, 0)
+		case ok && op.Out.Status == "pending" && op.Out.Owner == "" && a.rng.IntN(100) < 10:
+			a.cancel(task, op.Out.Version)
+		case op.Code == "not_found" && a.w.retains(task):
+			a.recreate(slot, task)
 		}
 		if !a.sleep(a.between(50*time.Millisecond, 200*time.Millisecond)) {
 			return

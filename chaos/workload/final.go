@@ -43,8 +43,7 @@ func (w *Workload) Final() error {
 	if err != nil {
 		return err
 	}
-	for i := range w.taskCount() {
-		task := TaskID(i)
+	for _, task := range w.createdIDs() {
 		readTwice(func() history.Op { return k.taskGet(task) })
 		readTwice(func() history.Op { return k.kvGet(FencedNamespace + "/" + task) })
 		readTwice(func() history.Op { return k.refGet(RefOf(task)) })

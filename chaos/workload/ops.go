@@ -168,6 +168,10 @@ func taskOutput(t *client.Task) history.Output {
 	if t.AvailableAt != nil {
 		out.AvailableAtMS = t.AvailableAt.UnixMilli()
 	}
+	out.RetentionMS = t.Retention.Milliseconds()
+	if t.ExpiresAt != nil {
+		out.ExpiresAtMS = t.ExpiresAt.UnixMilli()
+	}
 	return out
 }
 
@@ -292,12 +296,32 @@ func (k *caller) update(task string, token uint64, result string, release bool) 
 // from the queue only after it.
 func (k *caller) updateDelay(task string, token uint64, result string, release bool, delay time.Duration) history.Op {
 	in := history.Input{Key: task, Token: &token, Value: result, Release: release, DelayMS: delay.Milliseconds()}
+	req := client.UpdateTaskRequest{FencingToken: &token, Result: jsonValue(result), Delay: delay}
+	if release {
+		req.Release = &release
+	}
+	return k.updateTask(in, req)
+}
+
+// finish releases the task held under token in a terminal status (done):
+// with a retention, the purge deletes it once the period has passed.
+func (k *caller) finish(task string, token uint64, result, status string) history.Op {
+	release := true
+	in := history.Input{Key: task, Token: &token, Value: result, Release: true, Status: status}
+	return k.updateTask(in, client.UpdateTaskRequest{FencingToken: &token, Result: jsonValue(result), Release: &release, Status: &status})
+}
+
+// cancel sets a task's status to cancelled without a fencing token (so a
+// live lease refuses it), if it is still at version.
+func (k *caller) cancel(task string, version uint64) history.Op {
+	status := "cancelled"
+	in := history.Input{Key: task, ExpectVersion: &version, Status: status}
+	return k.updateTask(in, client.UpdateTaskRequest{ExpectVersion: &version, Status: &status})
+}
+
+func (k *caller) updateTask(in history.Input, req client.UpdateTaskRequest) history.Op {
 	return k.call(history.TaskUpdate, in, k.key("update"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
-		req := client.UpdateTaskRequest{FencingToken: &token, Result: jsonValue(result), Delay: delay}
-		if release {
-			req.Release = &release
-		}
-		t, err := k.c.UpdateTask(ctx, k.w.cfg.Tenant, task, req, opts...)
+		t, err := k.c.UpdateTask(ctx, k.w.cfg.Tenant, in.Key, req, opts...)
 		if err != nil {
 			return history.Output{}, err
 		}
@@ -308,7 +332,8 @@ func (k *caller) updateDelay(task string, token uint64, result string, release b
 // createTask creates a task, recorded (the lifecycle checker reads its
 // available_at and max_attempts from the answer).
 func (k *caller) createTask(req client.CreateTaskRequest, key string) history.Op {
-	in := history.Input{Key: req.TaskID, Queue: req.Queue, MaxAttempts: req.MaxAttempts, DelayMS: req.Delay.Milliseconds()}
+	in := history.Input{Key: req.TaskID, Queue: req.Queue, MaxAttempts: req.MaxAttempts, DelayMS: req.Delay.Milliseconds(),
+		RetentionMS: req.Retention.Milliseconds()}
 	if req.AvailableAt != nil {
 		in.AvailableAtMS = req.AvailableAt.UnixMilli()
 	}

@@ -8,8 +8,10 @@
 // task and then sleep past their lease on purpose before writing with their
 // old token; KV agents read, write and compare-and-set registers and insert
 // into a set; a reader reads everything linearizably. Some tasks have
-// max_attempts, a backoff and a delay; workers fail attempts (sometimes
-// non-retryably) and a supervisor retries dead tasks. Every write carries an
+// max_attempts, a backoff and a delay, most a retention; workers finish
+// tasks (done) and fail attempts (sometimes non-retryably), a supervisor
+// retries dead tasks, reopens and cancels some, and gives a slot whose
+// task was purged a new one under a new id. Every write carries an
 // Idempotency-Key chosen by the agent and recorded, and every client fails
 // over between all endpoints.
 //
@@ -23,6 +25,8 @@
 //     starts no other.
 //   - Every value written is unique in the run, so the checkers can tell
 //     which write produced what a read saw.
+//   - Every task id is created once, and used only once its create was
+//     acknowledged; no task is deleted but by its retention.
 //   - Final reads back everything the checkers compare with what was
 //     acknowledged, and marks those operations Final.
 package workload
@@ -33,6 +37,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -139,6 +144,9 @@ type Workload struct {
 	lost atomic.Int64 // answers thrown away by the lossy transport
 
 	mu         sync.Mutex
+	slots      []string        // the current task id of each slot (generations)
+	gens       []int           // the generation of each slot's current id
+	slotOf     map[string]int  // every task id created, to its slot
 	artifacts  map[string]bool // names published to
 	handoffs   map[string]bool // task ids of handoff transactions
 	transports []*http.Transport
@@ -146,14 +154,72 @@ type Workload struct {
 
 // New builds a workload; nothing runs until Setup and Run.
 func New(cfg Config, rec *history.Recorder) *Workload {
-	return &Workload{cfg: cfg.Defaults(), rec: rec, artifacts: map[string]bool{}, handoffs: map[string]bool{}}
+	w := &Workload{cfg: cfg.Defaults(), rec: rec, slotOf: map[string]int{}, artifacts: map[string]bool{}, handoffs: map[string]bool{}}
+	for i := range w.taskCount() {
+		w.slots = append(w.slots, TaskID(i))
+		w.gens = append(w.gens, 1)
+	}
+	return w
 }
 
 // Config returns the workload's configuration, defaults applied.
 func (w *Workload) Config() Config { return w.cfg }
 
-// TaskID is the id of task i.
+// TaskID is the id of task slot i's first task.
 func TaskID(i int) string { return fmt.Sprintf("t%d", i) }
+
+// GenID is the id of generation g of slot i's task. A slot whose task has
+// a retention gets a new task, under a new id, once the purge deleted the
+// old one (Workload.recreate): an id is created once, so the versions of
+// one id stay one sequence and a purged id never comes back.
+func GenID(i, g int) string {
+	if g <= 1 {
+		return TaskID(i)
+	}
+	return fmt.Sprintf("t%d.g%d", i, g)
+}
+
+// current is the id of slot i's current task.
+func (w *Workload) current(i int) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.slots[i]
+}
+
+// retention is the retention of slot i's tasks (0: none).
+func (w *Workload) retention(i int) time.Duration {
+	if i < w.cfg.Tasks {
+		return 0
+	}
+	return lifeTask("", i-w.cfg.Tasks, time.Time{}).Retention
+}
+
+// retains reports whether task has a retention: the purge may delete it.
+func (w *Workload) retains(task string) bool {
+	w.mu.Lock()
+	i, ok := w.slotOf[task]
+	w.mu.Unlock()
+	return ok && w.retention(i) > 0
+}
+
+// created records that task, of slot i, was created (or may have been).
+func (w *Workload) created(i int, task string) {
+	w.mu.Lock()
+	w.slotOf[task] = i
+	w.mu.Unlock()
+}
+
+// createdIDs is every task id created, in order.
+func (w *Workload) createdIDs() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ids := make([]string, 0, len(w.slotOf))
+	for id := range w.slotOf {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
 
 // taskCount is the number of tasks Setup creates: the plain ones, then
 // the lifecycle ones.
@@ -165,21 +231,25 @@ func (w *Workload) taskCount() int { return w.cfg.Tasks + max(w.cfg.LifeTasks, 0
 // so that queue claims must wait for it. The checker (checker.Lifecycle)
 // reads what the server made of these from the create's answer.
 //
-// Retention (issue 17) is not on main yet: when a task can carry one,
-// give some of these a retention here, and see the note in
-// checker/lifecycle.go on what a purged task means to the checkers.
+// Three of four have a retention of 2 to 5 s (docs/api.md "Retention"), so
+// that done, dead and cancelled ones are purged within a run; the fourth
+// has none, and must never disappear. A slot whose task was purged gets a
+// new one (GenID).
 func lifeTask(id string, j int, now time.Time) client.CreateTaskRequest {
 	req := client.CreateTaskRequest{TaskID: id, Queue: Queue}
 	switch j % 4 {
 	case 0:
 		req.MaxAttempts, req.BackoffInitial, req.BackoffMax = 3, 50*time.Millisecond, 400*time.Millisecond
+		req.Retention = 2 * time.Second
 	case 1:
 		req.MaxAttempts, req.BackoffInitial, req.BackoffMax = 2, 100*time.Millisecond, 200*time.Millisecond
 		req.Delay = 1500 * time.Millisecond
+		req.Retention = 3 * time.Second
 	case 2: // unlimited attempts: only a non-retryable failure makes it dead
 		req.BackoffInitial, req.BackoffMax = 50*time.Millisecond, 100*time.Millisecond
 		req.Delay = time.Second
-	case 3:
+		req.Retention = 5 * time.Second
+	case 3: // no retention: dead or done, it stays
 		at := now.Add(2 * time.Second)
 		req.MaxAttempts, req.BackoffInitial, req.BackoffMax = 4, 100*time.Millisecond, 800*time.Millisecond
 		req.AvailableAt = &at
@@ -242,8 +312,39 @@ func (w *Workload) Setup(ctx context.Context) error {
 		if op.Outcome != history.OK {
 			return fmt.Errorf("workload: create task %s: %s %s", id, op.Code, op.Err)
 		}
+		w.created(i, id)
 	}
 	return nil
+}
+
+// recreate gives slot i its next task once its current one, gone, was
+// found purged: the create is recorded like Setup's, retried with its key
+// while its outcome is unknown, and the new id becomes current only once
+// the create is acknowledged (so no agent uses an id before it exists).
+func (a *agent) recreate(i int, gone string) {
+	w := a.w
+	w.mu.Lock()
+	if w.slots[i] != gone {
+		w.mu.Unlock()
+		return
+	}
+	g := w.gens[i] + 1
+	w.mu.Unlock()
+	id := GenID(i, g)
+	req := lifeTask(id, i-w.cfg.Tasks, time.Now())
+	op := a.createTask(req, a.next("create"))
+	for op.Outcome == history.Unknown && !a.stopped() {
+		op = a.createTask(req, op.IdemKey)
+	}
+	if op.Outcome == history.Unknown || op.Outcome == history.OK || op.Code == "already_exists" {
+		w.created(i, id) // it may exist: the read-back reads it
+	}
+	if op.Outcome != history.OK && op.Code != "already_exists" {
+		return
+	}
+	w.mu.Lock()
+	w.slots[i], w.gens[i] = id, g
+	w.mu.Unlock()
 }
 
 // Run runs the agents until stop is closed and returns when all stopped.
