@@ -161,6 +161,24 @@ func TestRequestBodiesUnchanged(t *testing.T) {
 			`{"expect_version":3,"fence":{"task_id":"t0","token":9},"key":"k","namespace":"ns","op":"kv.delete"},` +
 			`{"artifact_id":"a","expect_artifact_id":"","op":"ref.set","ref":"r"}]}`},
 	}
+	// A time encoding/json cannot write is an error, before anything is
+	// sent, as it was when the SDK marshalled time.Time itself.
+	far := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+	calls = append(calls, struct {
+		name string
+		call func() error
+		want string
+	}{"available_at out of range", func() error {
+		_, err := c.CreateTask(ctx, "acme", client.CreateTaskRequest{Queue: "q", AvailableAt: &far})
+		if err == nil {
+			return nil
+		}
+		_, err = c.Txn(ctx, "acme", []client.TxnOp{client.TxnUpdateTask("t1", client.UpdateTaskRequest{AvailableAt: &far})})
+		if err == nil {
+			return nil
+		}
+		return c.PutWrites(ctx, "acme", "th", "c1", client.PutWritesRequest{TaskID: "t1"}) // the one request sent
+	}, `{"writes":null}`})
 	for _, tc := range calls {
 		before := len(rec.requests())
 		if err := tc.call(); err != nil {
