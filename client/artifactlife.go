@@ -101,7 +101,7 @@ func (c *Client) SetArtifactPolicy(ctx context.Context, tenant string, p Artifac
 		return nil, err
 	}
 	var out ArtifactPolicy
-	if _, err := c.Do(ctx, http.MethodPut, tenantPath(tenant, "artifact-policies"), p, &out, opts...); err != nil {
+	if _, err := c.Do(ctx, http.MethodPut, tenantPath(tenant, "artifact-policies"), p.wire(), &out, opts...); err != nil {
 		return nil, err
 	}
 	return &out, nil

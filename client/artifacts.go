@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/baton-dev/baton/client/wire"
 )
 
 // Artifacts are immutable, versioned blobs (docs/api.md "Chunks and artifacts").
@@ -23,10 +25,7 @@ import (
 // a version is a manifest naming the chunks in order.
 
 // ChunkRef is one chunk of an artifact's content, in order.
-type ChunkRef struct {
-	Digest string `json:"digest"`
-	Size   int64  `json:"size"`
-}
+type ChunkRef = wire.ChunkRef
 
 // Manifest is a published artifact version. It never changes.
 type Manifest struct {
@@ -413,7 +412,7 @@ func (c *Client) PublishArtifact(ctx context.Context, tenant, name string, req P
 		req.Chunks = []ChunkRef{}
 	}
 	var out Manifest
-	if _, err := c.Do(ctx, http.MethodPost, tenantPath(tenant, "artifacts", name, "versions"), req, &out, opts...); err != nil {
+	if _, err := c.Do(ctx, http.MethodPost, tenantPath(tenant, "artifacts", name, "versions"), req.wire(), &out, opts...); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -479,12 +478,8 @@ func (c *Client) MissingChunks(ctx context.Context, tenant string, digests []str
 	for len(digests) > 0 {
 		batch := digests[:min(len(digests), missingBatchMax)]
 		digests = digests[len(batch):]
-		var out struct {
-			Missing []string `json:"missing"`
-		}
-		in := struct {
-			Digests []string `json:"digests"`
-		}{batch}
+		var out wire.MissingChunks
+		in := wire.ChunksMissing{Digests: batch}
 		if _, err := c.Do(ctx, http.MethodPost, tenantPath(tenant, "chunks", "missing"), in, &out, opts...); err != nil {
 			return nil, err
 		}

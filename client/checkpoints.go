@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/baton-dev/baton/client/wire"
 )
 
 // Checkpoint is one link of the append-only chain of execution checkpoints
@@ -98,7 +100,7 @@ func (c *Client) PutCheckpoint(ctx context.Context, tenant, thread, id string, r
 		return nil, err
 	}
 	if len(req.Data) <= CheckpointInlineMax || len(req.DataChunks) > 0 {
-		return c.doCheckpoint(ctx, http.MethodPut, checkpointPath(tenant, thread, req.NS, "checkpoints", id), req, opts)
+		return c.doCheckpoint(ctx, http.MethodPut, checkpointPath(tenant, thread, req.NS, "checkpoints", id), req.wire(), opts)
 	}
 	var data bytes.Buffer
 	if err := json.Compact(&data, req.Data); err != nil {
@@ -112,7 +114,7 @@ func (c *Client) PutCheckpoint(ctx context.Context, tenant, thread, id string, r
 	req.Data, req.DataChunks = nil, up.Chunks
 	// The server reads the chunks back to check they are JSON.
 	opts = append(opts, extendTimeout(time.Duration(up.Size/(64<<20))*time.Second))
-	cp, err := c.doCheckpoint(ctx, http.MethodPut, checkpointPath(tenant, thread, req.NS, "checkpoints", id), req, opts)
+	cp, err := c.doCheckpoint(ctx, http.MethodPut, checkpointPath(tenant, thread, req.NS, "checkpoints", id), req.wire(), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +221,7 @@ func (c *Client) PutWrites(ctx context.Context, tenant, thread, checkpoint strin
 		return err
 	}
 	path := checkpointPath(tenant, thread, req.NS, "checkpoints", checkpoint, "writes", req.TaskID)
-	_, err := c.Do(ctx, http.MethodPut, path, req, nil, opts...)
+	_, err := c.Do(ctx, http.MethodPut, path, req.wire(), nil, opts...)
 	return err
 }
 
@@ -231,11 +233,9 @@ func (c *Client) DeleteThread(ctx context.Context, tenant, thread string, fence 
 	if err := required("tenant", tenant, "thread", thread); err != nil {
 		return err
 	}
-	var body any
+	var body any // no body without a fence
 	if fence != nil {
-		body = struct {
-			Fence *Fence `json:"fence"`
-		}{fence}
+		body = wire.ThreadDelete{Fence: fence}
 	}
 	_, err := c.Do(ctx, http.MethodDelete, checkpointPath(tenant, thread, ""), body, nil, opts...)
 	return err

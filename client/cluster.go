@@ -25,18 +25,10 @@ type ClusterStatus struct {
 }
 
 // Build is a node's version, commit and Go version.
-type Build struct {
-	Version   string `json:"version"`
-	Commit    string `json:"commit"`
-	GoVersion string `json:"go_version"`
-}
+type Build = wire.Build
 
 // LeaderInfo identifies the leader.
-type LeaderInfo struct {
-	ID       string `json:"id"`
-	HTTPAddr string `json:"http_addr"`
-	RaftAddr string `json:"raft_addr"`
-}
+type LeaderInfo = wire.LeaderInfo
 
 // Member is one node of the cluster configuration.
 type Member struct {

@@ -2,60 +2,67 @@ package client
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/baton-dev/baton/client/wire"
 )
 
-// The request structs carry durations as time.Duration and expectations
-// as plain fields; the API carries integer milliseconds in *_ms fields and
-// an optional expect_artifact_id. Each struct below is sent as its wire
-// form: the same fields in the same order, with the milliseconds in place
-// of the duration (truncated to whole milliseconds). A new field of a
-// request struct needs its twin here; TestWireFormsHaveEveryField fails
-// until it has one.
+// The request structs carry durations as time.Duration, times as
+// time.Time and expectations as plain fields; the API carries integer
+// milliseconds in *_ms fields, RFC 3339 strings and pointers for what may
+// be absent. Each struct is sent as its wire form, a type of package wire
+// that the server decodes: the same fields in the same order, with the
+// milliseconds in place of the duration (truncated to whole
+// milliseconds). A new field of a request struct needs its twin in the
+// wire type; TestWireFormsHaveEveryField fails until it has one.
 //
 // The Txn* constructors embed the wire forms rather than the request
 // structs, whose MarshalJSON would otherwise be promoted and hide the
 // op's own fields.
 
-type claimWire struct {
-	Owner         string  `json:"owner"`
-	LeaseMS       int64   `json:"lease_ms"`
-	ExpectStatus  *string `json:"expect_status,omitempty"`
-	ExpectVersion *uint64 `json:"expect_version,omitempty"`
-	SetStatus     *string `json:"set_status,omitempty"`
+// rfc3339 is t as the API writes a time: what time.Time's MarshalJSON
+// writes between its quotes, and the same error for a year it cannot
+// write. Nil is "" (left out).
+func rfc3339(t *time.Time) (string, error) {
+	if t == nil {
+		return "", nil
+	}
+	b, err := t.MarshalText()
+	return string(b), err
 }
 
-func (r ClaimRequest) wire() claimWire {
-	return claimWire{r.Owner, r.Lease.Milliseconds(), r.ExpectStatus, r.ExpectVersion, r.SetStatus}
+// availability is the wire form of an AvailableAt and a Delay.
+func availability(at *time.Time, delay time.Duration) (wire.Availability, error) {
+	s, err := rfc3339(at)
+	if err != nil {
+		return wire.Availability{}, fmt.Errorf("available_at: %w", err)
+	}
+	return wire.Availability{AvailableAt: s, DelayMs: delay.Milliseconds()}, nil
+}
+
+func (r ClaimRequest) wire() wire.TaskClaim {
+	return wire.TaskClaim{Owner: r.Owner, LeaseMs: r.Lease.Milliseconds(), ExpectStatus: r.ExpectStatus,
+		ExpectVersion: r.ExpectVersion, SetStatus: r.SetStatus}
 }
 
 // MarshalJSON encodes the request as the API's body, Lease as lease_ms.
 func (r ClaimRequest) MarshalJSON() ([]byte, error) { return json.Marshal(r.wire()) }
 
-type queueClaimWire struct {
-	Owner     string   `json:"owner"`
-	LeaseMS   int64    `json:"lease_ms"`
-	Statuses  []string `json:"statuses,omitempty"`
-	SetStatus *string  `json:"set_status,omitempty"`
-	WaitMS    int64    `json:"wait_ms,omitempty"`
-}
-
 // MarshalJSON encodes the request as the API's body, Lease as lease_ms and
 // Wait as wait_ms (left out when 0).
 func (r QueueClaimRequest) MarshalJSON() ([]byte, error) {
-	return json.Marshal(queueClaimWire{r.Owner, r.Lease.Milliseconds(), r.Statuses, r.SetStatus, r.Wait.Milliseconds()})
-}
-
-type renewWire struct {
-	FencingToken uint64 `json:"fencing_token"`
-	LeaseMS      int64  `json:"lease_ms"`
+	return json.Marshal(wire.QueueClaim{Owner: r.Owner, LeaseMs: r.Lease.Milliseconds(), Statuses: r.Statuses,
+		SetStatus: r.SetStatus, WaitMs: r.Wait.Milliseconds()})
 }
 
 // MarshalJSON encodes the request as the API's body, Lease as lease_ms.
 func (r RenewRequest) MarshalJSON() ([]byte, error) {
-	return json.Marshal(renewWire{r.FencingToken, r.Lease.Milliseconds()})
+	return json.Marshal(wire.TaskRenew{FencingToken: &r.FencingToken, LeaseMs: r.Lease.Milliseconds()})
+}
+
+func (r FailTaskRequest) wire() wire.TaskFail {
+	return wire.TaskFail{FencingToken: &r.FencingToken, Error: r.Error, NonRetryable: r.NonRetryable, Status: r.Status}
 }
 
 func (r PutKVRequest) wire() wire.KVPut {
@@ -66,87 +73,86 @@ func (r PutKVRequest) wire() wire.KVPut {
 // out when 0: no expiry).
 func (r PutKVRequest) MarshalJSON() ([]byte, error) { return json.Marshal(r.wire()) }
 
-type createTaskWire struct {
-	TaskID           string          `json:"task_id,omitempty"`
-	Queue            string          `json:"queue"`
-	Status           string          `json:"status,omitempty"`
-	Priority         *int64          `json:"priority,omitempty"`
-	Payload          json.RawMessage `json:"payload,omitempty"`
-	MaxAttempts      uint64          `json:"max_attempts,omitempty"`
-	BackoffInitialMS int64           `json:"backoff_initial_ms,omitempty"`
-	BackoffMaxMS     int64           `json:"backoff_max_ms,omitempty"`
-	AvailableAt      *time.Time      `json:"available_at,omitempty"`
-	DelayMS          int64           `json:"delay_ms,omitempty"`
-	RetentionMS      int64           `json:"retention_ms,omitempty"`
+func (r CreateTaskRequest) wire() (wire.TaskCreate, error) {
+	av, err := availability(r.AvailableAt, r.Delay)
+	return wire.TaskCreate{TaskID: r.TaskID, Queue: r.Queue, Status: r.Status, Priority: r.Priority, Payload: r.Payload,
+		MaxAttempts: r.MaxAttempts, BackoffInitialMs: r.BackoffInitial.Milliseconds(), BackoffMaxMs: r.BackoffMax.Milliseconds(),
+		Availability: av, RetentionMs: r.Retention.Milliseconds()}, err
 }
 
 // MarshalJSON encodes the request as the API's body, the backoff, the
 // delay and the retention as *_ms (left out when 0).
-func (r CreateTaskRequest) MarshalJSON() ([]byte, error) {
-	return json.Marshal(createTaskWire{r.TaskID, r.Queue, r.Status, r.Priority, r.Payload, r.MaxAttempts,
-		r.BackoffInitial.Milliseconds(), r.BackoffMax.Milliseconds(), r.AvailableAt, r.Delay.Milliseconds(),
-		r.Retention.Milliseconds()})
-}
+func (r CreateTaskRequest) MarshalJSON() ([]byte, error) { return marshalWire(r.wire()) }
 
-type updateTaskWire struct {
-	FencingToken  *uint64         `json:"fencing_token,omitempty"`
-	ExpectVersion *uint64         `json:"expect_version,omitempty"`
-	ExpectStatus  *string         `json:"expect_status,omitempty"`
-	Status        *string         `json:"status,omitempty"`
-	ArtifactID    *string         `json:"artifact_id,omitempty"`
-	Result        json.RawMessage `json:"result,omitempty"`
-	Payload       json.RawMessage `json:"payload,omitempty"`
-	Release       *bool           `json:"release,omitempty"`
-	AvailableAt   *time.Time      `json:"available_at,omitempty"`
-	DelayMS       int64           `json:"delay_ms,omitempty"`
-}
-
-func (r UpdateTaskRequest) wire() updateTaskWire {
-	return updateTaskWire{r.FencingToken, r.ExpectVersion, r.ExpectStatus, r.Status, r.ArtifactID,
-		r.Result, r.Payload, r.Release, r.AvailableAt, r.Delay.Milliseconds()}
+func (r UpdateTaskRequest) wire() (wire.TaskUpdate, error) {
+	av, err := availability(r.AvailableAt, r.Delay)
+	return wire.TaskUpdate{FencingToken: r.FencingToken, ExpectVersion: r.ExpectVersion, ExpectStatus: r.ExpectStatus,
+		Status: r.Status, ArtifactID: r.ArtifactID, Result: r.Result, Payload: r.Payload, Release: r.Release,
+		Availability: av}, err
 }
 
 // MarshalJSON encodes the request as the API's body, Delay as delay_ms
 // (left out when 0).
-func (r UpdateTaskRequest) MarshalJSON() ([]byte, error) { return json.Marshal(r.wire()) }
-
-type retryTaskWire struct {
-	ExpectVersion *uint64    `json:"expect_version,omitempty"`
-	Status        string     `json:"status,omitempty"`
-	AvailableAt   *time.Time `json:"available_at,omitempty"`
-	DelayMS       int64      `json:"delay_ms,omitempty"`
-}
+func (r UpdateTaskRequest) MarshalJSON() ([]byte, error) { return marshalWire(r.wire()) }
 
 // MarshalJSON encodes the request as the API's body, Delay as delay_ms
 // (left out when 0).
 func (r RetryTaskRequest) MarshalJSON() ([]byte, error) {
-	return json.Marshal(retryTaskWire{r.ExpectVersion, r.Status, r.AvailableAt, r.Delay.Milliseconds()})
+	av, err := availability(r.AvailableAt, r.Delay)
+	return marshalWire(wire.TaskRetry{ExpectVersion: r.ExpectVersion, Status: r.Status, Availability: av}, err)
 }
 
-type queuePolicyWire struct {
-	MaxAttempts      uint64 `json:"max_attempts"`
-	BackoffInitialMS int64  `json:"backoff_initial_ms"`
-	BackoffMaxMS     int64  `json:"backoff_max_ms"`
-	RetentionMS      int64  `json:"retention_ms,omitempty"`
+// marshalWire encodes a wire form, or returns the error of its making.
+func marshalWire[W any](w W, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(w)
+}
+
+func (p QueuePolicy) wire() wire.QueuePolicy {
+	return wire.QueuePolicy{MaxAttempts: p.MaxAttempts, BackoffInitialMs: p.BackoffInitial.Milliseconds(),
+		BackoffMaxMs: p.BackoffMax.Milliseconds(), RetentionMs: p.Retention.Milliseconds()}
 }
 
 // MarshalJSON encodes the policy as the API's body, the backoff and the
 // retention as *_ms.
-func (p QueuePolicy) MarshalJSON() ([]byte, error) {
-	return json.Marshal(queuePolicyWire{p.MaxAttempts, p.BackoffInitial.Milliseconds(), p.BackoffMax.Milliseconds(),
-		p.Retention.Milliseconds()})
-}
+func (p QueuePolicy) MarshalJSON() ([]byte, error) { return json.Marshal(p.wire()) }
 
 // UnmarshalJSON reads the API's form of a policy.
 func (p *QueuePolicy) UnmarshalJSON(b []byte) error {
-	var w queuePolicyWire
+	var w wire.QueuePolicy
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*p = QueuePolicy{w.MaxAttempts, time.Duration(w.BackoffInitialMS) * time.Millisecond, time.Duration(w.BackoffMaxMS) * time.Millisecond,
-		time.Duration(w.RetentionMS) * time.Millisecond}
+	*p = QueuePolicy{w.MaxAttempts, time.Duration(w.BackoffInitialMs) * time.Millisecond, time.Duration(w.BackoffMaxMs) * time.Millisecond,
+		time.Duration(w.RetentionMs) * time.Millisecond}
 	return nil
 }
+
+func (r PublishRequest) wire() wire.ArtifactPublish {
+	return wire.ArtifactPublish{Chunks: r.Chunks, Digest: r.Digest, Size: &r.Size, MediaType: r.MediaType,
+		Sources: r.Sources, Metadata: r.Metadata, TaskID: r.TaskID, Fence: r.Fence}
+}
+
+func (p ArtifactPolicy) wire() wire.ArtifactPolicy {
+	return wire.ArtifactPolicy{Prefix: &p.Prefix, KeepLast: &p.KeepLast}
+}
+
+func (r PutCheckpointRequest) wire() wire.CheckpointPut {
+	w := wire.CheckpointPut{Data: r.Data, Metadata: r.Metadata, Fork: r.Fork, Fence: r.Fence, DataChunks: r.DataChunks}
+	if r.ParentID != "" {
+		w.ParentID = &r.ParentID
+	}
+	return w
+}
+
+func (r PutWritesRequest) wire() wire.CheckpointWrites {
+	return wire.CheckpointWrites{Writes: r.Writes, Fence: r.Fence}
+}
+
+// Task responses are records the state machine renders (fsm.Task), read
+// here in their own wire form.
 
 type taskWire struct {
 	TenantID         string          `json:"tenant_id"`
@@ -165,12 +171,12 @@ type taskWire struct {
 	CreatedAt        time.Time       `json:"created_at"`
 	UpdatedAt        time.Time       `json:"updated_at"`
 	MaxAttempts      uint64          `json:"max_attempts"`
-	BackoffInitialMS int64           `json:"backoff_initial_ms"`
-	BackoffMaxMS     int64           `json:"backoff_max_ms"`
+	BackoffInitialMs int64           `json:"backoff_initial_ms"`
+	BackoffMaxMs     int64           `json:"backoff_max_ms"`
 	AvailableAt      *time.Time      `json:"available_at"`
 	LastError        string          `json:"last_error"`
 	FailedAt         *time.Time      `json:"failed_at"`
-	RetentionMS      int64           `json:"retention_ms,omitempty"`
+	RetentionMs      int64           `json:"retention_ms,omitempty"`
 	ExpiresAt        *time.Time      `json:"expires_at,omitempty"`
 }
 
@@ -191,7 +197,7 @@ func (t *Task) UnmarshalJSON(b []byte) error {
 	}
 	*t = Task{w.TenantID, w.TaskID, w.Queue, w.Status, w.Owner, w.LeaseUntil, w.FencingToken, w.Version, w.Attempt,
 		w.Priority, w.ArtifactID, w.Payload, w.Result, w.CreatedAt, w.UpdatedAt, w.MaxAttempts,
-		time.Duration(w.BackoffInitialMS) * time.Millisecond, time.Duration(w.BackoffMaxMS) * time.Millisecond,
-		w.AvailableAt, w.LastError, w.FailedAt, time.Duration(w.RetentionMS) * time.Millisecond, w.ExpiresAt}
+		time.Duration(w.BackoffInitialMs) * time.Millisecond, time.Duration(w.BackoffMaxMs) * time.Millisecond,
+		w.AvailableAt, w.LastError, w.FailedAt, time.Duration(w.RetentionMs) * time.Millisecond, w.ExpiresAt}
 	return nil
 }

@@ -255,7 +255,7 @@ func (c *Client) FailTask(ctx context.Context, tenant, id string, req FailTaskRe
 	if err := required("tenant", tenant, "task id", id); err != nil {
 		return nil, err
 	}
-	return c.doTask(ctx, http.MethodPost, tenantPath(tenant, "tasks", id, "fail"), req, opts)
+	return c.doTask(ctx, http.MethodPost, tenantPath(tenant, "tasks", id, "fail"), req.wire(), opts)
 }
 
 // RetryTask puts a task (typically a dead one) back to a claimable status

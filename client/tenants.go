@@ -28,9 +28,7 @@ func (c *Client) PutTenant(ctx context.Context, name string, opts ...RequestOpti
 
 // ListTenants returns the names of all tenants. Admin only.
 func (c *Client) ListTenants(ctx context.Context, opts ...RequestOption) ([]string, error) {
-	var out struct {
-		Tenants []string `json:"tenants"`
-	}
+	var out wire.TenantList
 	_, err := c.Do(ctx, http.MethodGet, "/v1/tenants", nil, &out, opts...)
 	return out.Tenants, err
 }
@@ -85,9 +83,7 @@ func (c *Client) ListPrincipals(ctx context.Context, tenant string, opts ...Requ
 	if err := required("tenant", tenant); err != nil {
 		return nil, err
 	}
-	var out struct {
-		Principals []PrincipalInfo `json:"principals"`
-	}
+	var out wire.PrincipalList
 	_, err := c.Do(ctx, http.MethodGet, tenantPath(tenant, "principals"), nil, &out, opts...)
 	return out.Principals, err
 }

@@ -56,23 +56,25 @@ func (b invalidBody) MarshalJSON() ([]byte, error) { return nil, b.err }
 
 // TxnCreateTask is a task.create op.
 func TxnCreateTask(req CreateTaskRequest) TxnOp {
-	return TxnOp{Op: "task.create", Body: req}
+	w, err := req.wire()
+	if err != nil {
+		return TxnOp{Op: "task.create", Body: invalidBody{err}}
+	}
+	return TxnOp{Op: "task.create", Body: wire.TxnTaskCreate{TaskCreate: w}}
 }
 
 // TxnUpdateTask is a task.update op.
 func TxnUpdateTask(taskID string, req UpdateTaskRequest) TxnOp {
-	return TxnOp{Op: "task.update", Body: struct {
-		TaskID string `json:"task_id"`
-		updateTaskWire
-	}{taskID, req.wire()}}
+	w, err := req.wire()
+	if err != nil {
+		return TxnOp{Op: "task.update", Body: invalidBody{err}}
+	}
+	return TxnOp{Op: "task.update", Body: wire.TxnTaskUpdate{TaskID: taskID, TaskUpdate: w}}
 }
 
 // TxnClaimTask is a task.claim op.
 func TxnClaimTask(taskID string, req ClaimRequest) TxnOp {
-	return TxnOp{Op: "task.claim", Body: struct {
-		TaskID string `json:"task_id"`
-		claimWire
-	}{taskID, req.wire()}}
+	return TxnOp{Op: "task.claim", Body: wire.TxnTaskClaim{TaskID: taskID, TaskClaim: req.wire()}}
 }
 
 // TxnSetRef is a ref.set op. A request that both expects the ref absent
@@ -101,12 +103,14 @@ func (c *Client) Txn(ctx context.Context, tenant string, ops []TxnOp, opts ...Re
 	if err := required("tenant", tenant); err != nil {
 		return nil, err
 	}
-	if ops == nil {
-		ops = []TxnOp{}
+	in := wire.Txn{Ops: make([]json.RawMessage, len(ops))}
+	for i, op := range ops {
+		b, err := json.Marshal(op)
+		if err != nil {
+			return nil, fmt.Errorf("encode txn op %d: %w", i, err)
+		}
+		in.Ops[i] = b
 	}
-	in := struct {
-		Ops []TxnOp `json:"ops"`
-	}{ops}
 	var out struct {
 		Results []json.RawMessage `json:"results"`
 	}

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/baton-dev/baton/client/wire"
 )
 
 // Artifact command kinds.
@@ -49,11 +51,9 @@ const (
 	chunkGCPrefix     = "chgc/"
 )
 
-// ChunkRef is one chunk of an artifact's content, in order.
-type ChunkRef struct {
-	Digest string `json:"digest"`
-	Size   int64  `json:"size"`
-}
+// ChunkRef is one chunk of an artifact's content, in order. Manifests and
+// checkpoints store it as it is on the wire.
+type ChunkRef = wire.ChunkRef
 
 // Manifest is an immutable artifact version.
 type Manifest struct {

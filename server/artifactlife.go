@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/baton-dev/baton/client/wire"
 	"github.com/baton-dev/baton/fsm"
 )
 
@@ -103,18 +104,12 @@ func (s *Server) handleArtifactDelete(w http.ResponseWriter, r *http.Request, id
 	return s.proposeAndReply(w, r, id, tenant, fsm.KindArtifactDelete, args, nil)
 }
 
-// artifactPolicyRequest is the body of PUT .../artifact-policies.
-type artifactPolicyRequest struct {
-	Prefix   *string `json:"prefix"`
-	KeepLast *uint64 `json:"keep_last"`
-}
-
 // handleArtifactPolicyPut sets a prefix's keep-last policy. Since a policy
 // deletes versions, it takes the admin token or a grant with both write
 // and delete on artifacts that covers every name under the prefix.
 func (s *Server) handleArtifactPolicyPut(w http.ResponseWriter, r *http.Request, id *identity) error {
 	tenant := r.PathValue("tenant")
-	var req artifactPolicyRequest
+	var req wire.ArtifactPolicy
 	body, err := s.readJSON(w, r, &req)
 	if err != nil {
 		return err

@@ -14,17 +14,6 @@ import (
 	"github.com/baton-dev/baton/fsm"
 )
 
-type publishRequest struct {
-	Chunks    []fsm.ChunkRef  `json:"chunks"`
-	Digest    string          `json:"digest"`
-	Size      *int64          `json:"size"`
-	MediaType string          `json:"media_type"`
-	Sources   []string        `json:"sources"`
-	Metadata  json.RawMessage `json:"metadata"`
-	TaskID    string          `json:"task_id"`
-	Fence     *wire.Fence     `json:"fence"`
-}
-
 // artifactRoutes: one pattern serves by-id and the name's versions, since
 // "by-id/{id}" and "{name}/versions" would otherwise both match
 // ".../by-id/versions" and ServeMux refuses ambiguous patterns.
@@ -78,12 +67,12 @@ func (s *Server) handleArtifactPublish(w http.ResponseWriter, r *http.Request, i
 	if ap.byID != "" || ap.version != 0 {
 		return errorf(codeMethodNotAllowed, "POST is only allowed on artifacts/{name}/versions")
 	}
-	var req publishRequest
+	var req wire.ArtifactPublish
 	body, err := s.readJSON(w, r, &req)
 	if err != nil {
 		return err
 	}
-	args, err := req.args(ap.name)
+	args, err := artifactPublishArgs(&req, ap.name)
 	if err != nil {
 		return err
 	}
@@ -150,7 +139,7 @@ func chunkDigests(chunks []fsm.ChunkRef) []string {
 	return out
 }
 
-func (req *publishRequest) args(name string) (*fsm.ArtifactPublishArgs, error) {
+func artifactPublishArgs(req *wire.ArtifactPublish, name string) (*fsm.ArtifactPublishArgs, error) {
 	if err := validDigest("digest", req.Digest); err != nil {
 		return nil, err
 	}

@@ -13,24 +13,6 @@ import (
 	"github.com/baton-dev/baton/fsm"
 )
 
-type checkpointPutRequest struct {
-	ParentID   *string         `json:"parent_id"`
-	Data       json.RawMessage `json:"data"`
-	DataChunks []fsm.ChunkRef  `json:"data_chunks"`
-	Metadata   json.RawMessage `json:"metadata"`
-	Fork       bool            `json:"fork"`
-	Fence      *wire.Fence     `json:"fence"`
-}
-
-type checkpointWritesRequest struct {
-	Writes json.RawMessage `json:"writes"`
-	Fence  *wire.Fence     `json:"fence"`
-}
-
-type threadDeleteRequest struct {
-	Fence *wire.Fence `json:"fence"`
-}
-
 // Bounds of the checkpoint API (docs/api.md "Checkpoints").
 const (
 	maxThreadIDBytes      = 256  // a thread id, in bytes of UTF-8
@@ -109,12 +91,12 @@ func (s *Server) handleCheckpointPut(w http.ResponseWriter, r *http.Request, id 
 	if err != nil {
 		return err
 	}
-	var req checkpointPutRequest
+	var req wire.CheckpointPut
 	body, err := s.readJSON(w, r, &req)
 	if err != nil {
 		return err
 	}
-	args, err := req.args(cpID, s.cfg.MaxCheckpointBytes)
+	args, err := checkpointPutArgs(&req, cpID, s.cfg.MaxCheckpointBytes)
 	if err != nil {
 		return err
 	}
@@ -127,7 +109,7 @@ func (s *Server) handleCheckpointPut(w http.ResponseWriter, r *http.Request, id 
 	return s.proposeAndReply(w, r, id, sc.tenant, fsm.KindCheckpointPut, args, body)
 }
 
-func (req *checkpointPutRequest) args(cpID string, maxBytes int64) (*fsm.CheckpointPutArgs, error) {
+func checkpointPutArgs(req *wire.CheckpointPut, cpID string, maxBytes int64) (*fsm.CheckpointPutArgs, error) {
 	switch {
 	case len(req.Data) == 0 && req.DataChunks == nil:
 		return nil, badRequest("data is required (any JSON value), or data_chunks for data held in chunks")
@@ -414,7 +396,7 @@ func (s *Server) handleCheckpointWrites(w http.ResponseWriter, r *http.Request, 
 	if err != nil {
 		return err
 	}
-	var req checkpointWritesRequest
+	var req wire.CheckpointWrites
 	body, err := s.readJSON(w, r, &req)
 	if err != nil {
 		return err
@@ -438,7 +420,7 @@ func (s *Server) handleThreadDelete(w http.ResponseWriter, r *http.Request, id *
 	if r.URL.Query().Has(checkpointNSParameter) {
 		return badRequest("deleting a thread deletes every namespace of it: %s is not taken here", checkpointNSParameter)
 	}
-	var req threadDeleteRequest
+	var req wire.ThreadDelete
 	body, err := readBody(w, r, s.cfg.MaxJSONBody)
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/baton-dev/baton/client/wire"
 	"github.com/baton-dev/baton/fsm"
 	"github.com/baton-dev/baton/server/core/chunkplane"
 	"github.com/baton-dev/baton/server/core/chunkstore"
@@ -19,14 +20,6 @@ import (
 // log"): the node that receives a chunk verifies it, stores it durably,
 // copies it to its peers, and once a majority holds it commits a small
 // "held" record through the leader. Only then does it answer 201.
-
-type missingRequest struct {
-	Digests []string `json:"digests"`
-}
-
-type heldRequest struct {
-	Size int64 `json:"size"`
-}
 
 const maxMissingDigests = 100_000
 
@@ -71,7 +64,7 @@ func mayUpload(id *identity, tenant string) error {
 
 func (s *Server) handleChunksMissing(w http.ResponseWriter, r *http.Request, id *identity) error {
 	tenant := r.PathValue("tenant")
-	var req missingRequest
+	var req wire.ChunksMissing
 	if _, err := s.readJSON(w, r, &req); err != nil {
 		return err
 	}
@@ -90,7 +83,7 @@ func (s *Server) handleChunksMissing(w http.ResponseWriter, r *http.Request, id 
 		return err
 	}
 	missing, index := s.fsm.ChunksHeld(tenant, req.Digests)
-	return s.readReply(w, index, map[string]any{"missing": missing})
+	return s.readReply(w, index, wire.MissingChunks{Missing: missing})
 }
 
 func (s *Server) handleChunkPut(w http.ResponseWriter, r *http.Request, id *identity) error {
@@ -144,7 +137,7 @@ func (s *Server) commitHeld(w http.ResponseWriter, r *http.Request, tenant, dige
 		}
 		return reply(w, res, nil)
 	}
-	body, _ := json.Marshal(heldRequest{Size: size})
+	body, _ := json.Marshal(wire.ChunkHeld{Size: size})
 	resp, err := s.leaderCall(r.Context(), http.MethodPost, "/v1/internal/tenants/"+tenant+"/chunks/"+digest+"/held", body)
 	if err != nil {
 		return err
@@ -163,7 +156,7 @@ func (s *Server) handleChunkHeld(w http.ResponseWriter, r *http.Request, id *ide
 		return err
 	}
 	tenant, digest := r.PathValue("tenant"), r.PathValue("digest")
-	var req heldRequest
+	var req wire.ChunkHeld
 	body, err := s.readJSON(w, r, &req)
 	if err != nil {
 		return err

@@ -13,18 +13,12 @@ import (
 	"github.com/baton-dev/baton/server/core/node"
 )
 
-type leaderInfo struct {
-	ID       string `json:"id"`
-	HTTPAddr string `json:"http_addr"`
-	RaftAddr string `json:"raft_addr"`
-}
-
 // clusterStatus is GET /v1/cluster (docs/api.md "Cluster"). node_id, state,
 // the snapshot indexes and applied_since_start are Baton's own (docs/api-notes.md).
 type clusterStatus struct {
 	NodeID                string            `json:"node_id"`
 	State                 string            `json:"state"`
-	Leader                leaderInfo        `json:"leader"`
+	Leader                wire.LeaderInfo   `json:"leader"`
 	Term                  uint64            `json:"term"`
 	CommitIndex           uint64            `json:"commit_index"`
 	AppliedIndex          uint64            `json:"applied_index"`
@@ -203,7 +197,7 @@ func (s *Server) handleClusterStatus(w http.ResponseWriter, _ *http.Request, id 
 	}
 	out := clusterStatus{
 		NodeID: s.cluster.ID(), State: state,
-		Leader: leaderInfo{ID: lid, RaftAddr: laddr, HTTPAddr: s.cluster.HTTPAddrOf(lid)},
+		Leader: wire.LeaderInfo{ID: lid, RaftAddr: laddr, HTTPAddr: s.cluster.HTTPAddrOf(lid)},
 		Term:   s.cluster.Term(), CommitIndex: s.cluster.CommitIndex(),
 		AppliedIndex: st.AppliedIndex, StateDigest: st.StateDigest,
 		LastSnapshotIndex: s.cluster.LastSnapshotIndex(), RestoredSnapshotIndex: st.RestoredIndex,

@@ -3,12 +3,9 @@ package server
 import (
 	"net/http"
 	"time"
-)
 
-type failpointState struct {
-	CutRaftTo     []string `json:"cut_raft_to"`
-	ClockOffsetMs int64    `json:"clock_offset_ms"`
-}
+	"github.com/baton-dev/baton/client/wire"
+)
 
 // failpointRoutes exist only on a node started with --failpoints: the chaos
 // harness uses them to cut this node's Raft links and skew its clock.
@@ -17,8 +14,8 @@ func (s *Server) failpointRoutes(add func(string, string, routeKind, handlerFunc
 	add("PUT", "/v1/internal/failpoints", routeLocalAuth, s.handleFailpointsPut)
 }
 
-func (s *Server) failpointState() failpointState {
-	return failpointState{CutRaftTo: s.cfg.Faults.Cut(), ClockOffsetMs: s.cfg.Faults.ClockOffset().Milliseconds()}
+func (s *Server) failpointState() wire.Failpoints {
+	return wire.Failpoints{CutRaftTo: s.cfg.Faults.Cut(), ClockOffsetMs: s.cfg.Faults.ClockOffset().Milliseconds()}
 }
 
 func (s *Server) handleFailpointsGet(w http.ResponseWriter, _ *http.Request, id *identity) error {
@@ -33,7 +30,7 @@ func (s *Server) handleFailpointsPut(w http.ResponseWriter, r *http.Request, id 
 	if err := id.requireAdmin(); err != nil {
 		return err
 	}
-	var req failpointState
+	var req wire.Failpoints
 	if _, err := s.readJSON(w, r, &req); err != nil {
 		return err
 	}

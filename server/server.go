@@ -24,6 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/baton-dev/baton/client/wire"
 	"github.com/baton-dev/baton/fsm"
 	"github.com/baton-dev/baton/server/core/chunkplane"
 	"github.com/baton-dev/baton/server/core/chunkstore"
@@ -96,11 +97,7 @@ type Config struct {
 }
 
 // Build is a binary's version, commit and Go version.
-type Build struct {
-	Version   string `json:"version"`
-	Commit    string `json:"commit"`
-	GoVersion string `json:"go_version"`
-}
+type Build = wire.Build
 
 func (c *Config) setDefaults() {
 	if c.MaxJSONBody == 0 {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/baton-dev/baton/client/wire"
 	"github.com/baton-dev/baton/fsm"
 )
 
@@ -18,7 +19,7 @@ func (s *Server) sessionRoutes(add func(string, string, routeKind, handlerFunc))
 
 func (s *Server) handleSessionOpen(w http.ResponseWriter, r *http.Request, id *identity) error {
 	if r.ContentLength > 0 {
-		var none struct{}
+		var none wire.SessionOpen
 		if _, err := s.readJSON(w, r, &none); err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/baton-dev/baton/client/wire"
 	"github.com/baton-dev/baton/fsm"
 )
 
@@ -14,11 +15,11 @@ func (s *Server) taskRoutes(add func(string, string, routeKind, handlerFunc)) {
 	add("GET", "/v1/tenants/{tenant}/tasks", routeRead, s.handleTaskList)
 	add("GET", "/v1/tenants/{tenant}/tasks/{id}", routeRead, s.handleTaskGet)
 	add("DELETE", "/v1/tenants/{tenant}/tasks/{id}", routeWrite, s.handleTaskDelete)
-	add("POST", "/v1/tenants/{tenant}/tasks/{id}/claim", routeWrite, taskWrite[taskClaimRequest, *fsm.TaskClaimArgs](s, fsm.KindTaskClaim))
-	add("POST", "/v1/tenants/{tenant}/tasks/{id}/renew", routeWrite, taskWrite[taskRenewRequest, *fsm.TaskRenewArgs](s, fsm.KindTaskRenew))
-	add("POST", "/v1/tenants/{tenant}/tasks/{id}/update", routeWrite, taskWrite[taskUpdateRequest, *fsm.TaskUpdateArgs](s, fsm.KindTaskUpdate))
-	add("POST", "/v1/tenants/{tenant}/tasks/{id}/fail", routeWrite, taskWrite[taskFailRequest, *fsm.TaskFailArgs](s, fsm.KindTaskFail))
-	add("POST", "/v1/tenants/{tenant}/tasks/{id}/retry", routeWrite, taskWrite[taskRetryRequest, *fsm.TaskRetryArgs](s, fsm.KindTaskRetry))
+	add("POST", "/v1/tenants/{tenant}/tasks/{id}/claim", routeWrite, taskWrite(s, fsm.KindTaskClaim, taskClaimArgs))
+	add("POST", "/v1/tenants/{tenant}/tasks/{id}/renew", routeWrite, taskWrite(s, fsm.KindTaskRenew, taskRenewArgs))
+	add("POST", "/v1/tenants/{tenant}/tasks/{id}/update", routeWrite, taskWrite(s, fsm.KindTaskUpdate, taskUpdateArgs))
+	add("POST", "/v1/tenants/{tenant}/tasks/{id}/fail", routeWrite, taskWrite(s, fsm.KindTaskFail, taskFailArgs))
+	add("POST", "/v1/tenants/{tenant}/tasks/{id}/retry", routeWrite, taskWrite(s, fsm.KindTaskRetry, taskRetryArgs))
 	add("POST", "/v1/tenants/{tenant}/queues/{queue}/claim", routeLongWrite, s.handleQueueClaim)
 	add("PUT", "/v1/tenants/{tenant}/queues/{queue}/policy", routeWrite, s.handleQueuePolicyPut)
 	add("GET", "/v1/tenants/{tenant}/queues/{queue}/policy", routeRead, s.handleQueuePolicyGet)
@@ -86,12 +87,12 @@ func (s *Server) hideTaken(id *identity, tenant, taskID string, res *fsm.Result)
 
 func (s *Server) handleTaskCreate(w http.ResponseWriter, r *http.Request, id *identity) error {
 	t := r.PathValue("tenant")
-	var req taskCreateRequest
+	var req wire.TaskCreate
 	body, err := s.readJSON(w, r, &req)
 	if err != nil {
 		return err
 	}
-	args, err := req.args()
+	args, err := taskCreateArgs(&req)
 	if err != nil {
 		return err
 	}
@@ -195,29 +196,21 @@ func (s *Server) handleTaskDelete(w http.ResponseWriter, r *http.Request, id *id
 	return s.proposeAndReply(w, r, id, tenant, fsm.KindTaskDelete, args, nil)
 }
 
-// taskArgs is a request body that turns into a command's args for one task.
-type taskArgs[A any] interface {
-	args(taskID string) (A, error)
-}
-
 // taskWrite is the handler of a write on one task named in the path (claim,
-// renew, update): authorize on the task's queue, then decode and validate
-// the body, propose.
-func taskWrite[R any, A any, PR interface {
-	*R
-	taskArgs[A]
-}](s *Server, kind fsm.Kind) handlerFunc {
+// renew, update, fail, retry): authorize on the task's queue, then decode
+// the body (R, a wire type) and validate it into the command's args.
+func taskWrite[R any, A any](s *Server, kind fsm.Kind, argsOf func(req *R, taskID string) (A, error)) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, id *identity) error {
 		tenant, taskID := r.PathValue("tenant"), r.PathValue("id")
 		if _, err := s.authorizeTask(id, tenant, taskID, actWrite); err != nil {
 			return err
 		}
-		req := PR(new(R))
-		body, err := s.readJSON(w, r, req)
+		var req R
+		body, err := s.readJSON(w, r, &req)
 		if err != nil {
 			return err
 		}
-		args, err := req.args(taskID)
+		args, err := argsOf(&req, taskID)
 		if err != nil {
 			return err
 		}
@@ -234,12 +227,12 @@ func (s *Server) handleQueueClaim(w http.ResponseWriter, r *http.Request, id *id
 	if err := s.tenantAccess(id, tenant, resTasks, queue, actWrite); err != nil {
 		return err
 	}
-	var req queueClaimRequest
+	var req wire.QueueClaim
 	body, err := s.readJSON(w, r, &req)
 	if err != nil {
 		return err
 	}
-	args, err := req.args(queue)
+	args, err := queueClaimArgs(&req, queue)
 	if err != nil {
 		return err
 	}
@@ -345,12 +338,12 @@ func (s *Server) handleQueuePolicyPut(w http.ResponseWriter, r *http.Request, id
 	if err := s.inTenant(id, tenant); err != nil {
 		return err
 	}
-	var req queuePolicyRequest
+	var req wire.QueuePolicy
 	body, err := s.readJSON(w, r, &req)
 	if err != nil {
 		return err
 	}
-	args, err := req.args(queue)
+	args, err := queuePolicyArgs(&req, queue)
 	if err != nil {
 		return err
 	}

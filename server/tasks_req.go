@@ -9,35 +9,17 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/baton-dev/baton/client/wire"
 	"github.com/baton-dev/baton/fsm"
 )
 
-// Request bodies of the task endpoints (docs/api.md "Tasks").
-type taskCreateRequest struct {
-	TaskID   string          `json:"task_id"`
-	Queue    string          `json:"queue"`
-	Status   string          `json:"status"`
-	Priority int64           `json:"priority"`
-	Payload  json.RawMessage `json:"payload"`
-	// Lifecycle (docs/api.md "Attempts, backoff and delays").
-	MaxAttempts      uint64 `json:"max_attempts"`
-	BackoffInitialMs int64  `json:"backoff_initial_ms"`
-	BackoffMaxMs     int64  `json:"backoff_max_ms"`
-	availability
-	// Retention (docs/api.md "Retention"): 0 takes the queue's.
-	RetentionMs int64 `json:"retention_ms"`
-}
+// The request bodies of the task endpoints (docs/api.md "Tasks") are
+// wire.TaskCreate, wire.TaskClaim, ...; each function below validates one
+// and turns it into its command's args.
 
-// availability is when a queue claim may take a task: an RFC 3339 time or
-// a delay from the leader's time of the write, not both.
-type availability struct {
-	AvailableAt string `json:"available_at"`
-	DelayMs     int64  `json:"delay_ms"`
-}
-
-// resolve returns the Unix ms time and delay for the FSM (which resolves
-// the delay against the command's time).
-func (a *availability) resolve() (at, delayMs int64, err error) {
+// resolveAvailability returns the Unix ms time and delay for the FSM
+// (which resolves the delay against the command's time).
+func resolveAvailability(a wire.Availability) (at, delayMs int64, err error) {
 	if a.DelayMs < 0 || a.DelayMs > maxDelayMs {
 		return 0, 0, badRequest("delay_ms must be between 0 and %d (1 year), not %d", maxDelayMs, a.DelayMs)
 	}
@@ -54,53 +36,7 @@ func (a *availability) resolve() (at, delayMs int64, err error) {
 	return ts.UnixMilli(), 0, nil
 }
 
-func (a *availability) set() bool { return a.AvailableAt != "" || a.DelayMs != 0 }
-
-type taskClaimRequest struct {
-	Owner         string  `json:"owner"`
-	LeaseMs       int64   `json:"lease_ms"`
-	ExpectStatus  *string `json:"expect_status"`
-	ExpectVersion *uint64 `json:"expect_version"`
-	SetStatus     *string `json:"set_status"`
-}
-
-type queueClaimRequest struct {
-	Owner     string   `json:"owner"`
-	LeaseMs   int64    `json:"lease_ms"`
-	Statuses  []string `json:"statuses"`
-	SetStatus *string  `json:"set_status"`
-	WaitMs    int64    `json:"wait_ms"`
-}
-
-type taskRenewRequest struct {
-	FencingToken *uint64 `json:"fencing_token"`
-	LeaseMs      int64   `json:"lease_ms"`
-}
-
-type taskUpdateRequest struct {
-	FencingToken  *uint64         `json:"fencing_token"`
-	ExpectVersion *uint64         `json:"expect_version"`
-	ExpectStatus  *string         `json:"expect_status"`
-	Status        *string         `json:"status"`
-	ArtifactID    *string         `json:"artifact_id"`
-	Result        json.RawMessage `json:"result"`
-	Payload       json.RawMessage `json:"payload"`
-	Release       bool            `json:"release"`
-	availability
-}
-
-type taskFailRequest struct {
-	FencingToken *uint64 `json:"fencing_token"`
-	Error        string  `json:"error"`
-	NonRetryable bool    `json:"non_retryable"`
-	Status       string  `json:"status"`
-}
-
-type taskRetryRequest struct {
-	ExpectVersion *uint64 `json:"expect_version"`
-	Status        string  `json:"status"`
-	availability
-}
+func availabilitySet(a wire.Availability) bool { return a.AvailableAt != "" || a.DelayMs != 0 }
 
 const (
 	maxLeaseMs = 24 * 60 * 60 * 1000
@@ -166,7 +102,7 @@ func newTaskID() string {
 	return "task-" + hex.EncodeToString(b)
 }
 
-func (req *taskCreateRequest) args() (*fsm.TaskCreateArgs, error) {
+func taskCreateArgs(req *wire.TaskCreate) (*fsm.TaskCreateArgs, error) {
 	if req.TaskID == "" {
 		req.TaskID = newTaskID()
 	}
@@ -188,14 +124,18 @@ func (req *taskCreateRequest) args() (*fsm.TaskCreateArgs, error) {
 	if err := validBackoff(req.MaxAttempts, req.BackoffInitialMs, req.BackoffMaxMs); err != nil {
 		return nil, err
 	}
-	at, delay, err := req.availability.resolve()
+	at, delay, err := resolveAvailability(req.Availability)
 	if err != nil {
 		return nil, err
 	}
 	if err := validRetention(req.RetentionMs); err != nil {
 		return nil, err
 	}
-	return &fsm.TaskCreateArgs{ID: req.TaskID, Queue: req.Queue, Status: req.Status, Priority: req.Priority, Payload: payload,
+	var priority int64
+	if req.Priority != nil {
+		priority = *req.Priority
+	}
+	return &fsm.TaskCreateArgs{ID: req.TaskID, Queue: req.Queue, Status: req.Status, Priority: priority, Payload: payload,
 		MaxAttempts: req.MaxAttempts, BackoffInitialMs: req.BackoffInitialMs, BackoffMaxMs: req.BackoffMaxMs,
 		AvailableAt: at, DelayMs: delay, RetentionMs: req.RetentionMs}, nil
 }
@@ -208,7 +148,7 @@ func notDead(what string, s *string) error {
 	return nil
 }
 
-func (req *taskFailRequest) args(id string) (*fsm.TaskFailArgs, error) {
+func taskFailArgs(req *wire.TaskFail, id string) (*fsm.TaskFailArgs, error) {
 	if req.FencingToken == nil {
 		return nil, badRequest("fencing_token is required")
 	}
@@ -228,7 +168,7 @@ func (req *taskFailRequest) args(id string) (*fsm.TaskFailArgs, error) {
 		Status: req.Status, Rand: mrand.Uint64()}, nil
 }
 
-func (req *taskRetryRequest) args(id string) (*fsm.TaskRetryArgs, error) {
+func taskRetryArgs(req *wire.TaskRetry, id string) (*fsm.TaskRetryArgs, error) {
 	if req.Status != "" {
 		if err := validStatus("status", req.Status); err != nil {
 			return nil, err
@@ -237,14 +177,14 @@ func (req *taskRetryRequest) args(id string) (*fsm.TaskRetryArgs, error) {
 			return nil, err
 		}
 	}
-	at, delay, err := req.availability.resolve()
+	at, delay, err := resolveAvailability(req.Availability)
 	if err != nil {
 		return nil, err
 	}
 	return &fsm.TaskRetryArgs{ID: id, ExpectVersion: req.ExpectVersion, Status: req.Status, AvailableAt: at, DelayMs: delay}, nil
 }
 
-func (req *taskClaimRequest) args(id string) (*fsm.TaskClaimArgs, error) {
+func taskClaimArgs(req *wire.TaskClaim, id string) (*fsm.TaskClaimArgs, error) {
 	if err := validName("owner", req.Owner); err != nil {
 		return nil, err
 	}
@@ -264,7 +204,7 @@ func (req *taskClaimRequest) args(id string) (*fsm.TaskClaimArgs, error) {
 		ExpectVersion: req.ExpectVersion, SetStatus: req.SetStatus}, nil
 }
 
-func (req *queueClaimRequest) args(queue string) (*fsm.QueueClaimArgs, error) {
+func queueClaimArgs(req *wire.QueueClaim, queue string) (*fsm.QueueClaimArgs, error) {
 	if err := validName("queue", queue); err != nil {
 		return nil, err
 	}
@@ -301,7 +241,7 @@ func (req *queueClaimRequest) args(queue string) (*fsm.QueueClaimArgs, error) {
 		SetStatus: req.SetStatus}, nil
 }
 
-func (req *taskRenewRequest) args(id string) (*fsm.TaskRenewArgs, error) {
+func taskRenewArgs(req *wire.TaskRenew, id string) (*fsm.TaskRenewArgs, error) {
 	if req.FencingToken == nil {
 		return nil, badRequest("fencing_token is required")
 	}
@@ -311,7 +251,7 @@ func (req *taskRenewRequest) args(id string) (*fsm.TaskRenewArgs, error) {
 	return &fsm.TaskRenewArgs{ID: id, FencingToken: *req.FencingToken, LeaseMs: req.LeaseMs}, nil
 }
 
-func (req *taskUpdateRequest) args(id string) (*fsm.TaskUpdateArgs, error) {
+func taskUpdateArgs(req *wire.TaskUpdate, id string) (*fsm.TaskUpdateArgs, error) {
 	if err := validOptStatus("status", req.Status); err != nil {
 		return nil, err
 	}
@@ -329,27 +269,20 @@ func (req *taskUpdateRequest) args(id string) (*fsm.TaskUpdateArgs, error) {
 	if err != nil {
 		return nil, err
 	}
-	if req.availability.set() && !req.Release {
+	release := req.Release != nil && *req.Release
+	if availabilitySet(req.Availability) && !release {
 		return nil, badRequest("available_at and delay_ms go with release: true")
 	}
-	at, delay, err := req.availability.resolve()
+	at, delay, err := resolveAvailability(req.Availability)
 	if err != nil {
 		return nil, err
 	}
 	return &fsm.TaskUpdateArgs{AvailableAt: at, DelayMs: delay, ID: id, FencingToken: req.FencingToken, ExpectVersion: req.ExpectVersion,
 		ExpectStatus: req.ExpectStatus, Status: req.Status, ArtifactID: req.ArtifactID, Result: result,
-		Payload: payload, Release: req.Release}, nil
+		Payload: payload, Release: release}, nil
 }
 
-// queuePolicyRequest is the body of PUT .../queues/{queue}/policy.
-type queuePolicyRequest struct {
-	MaxAttempts      uint64 `json:"max_attempts"`
-	BackoffInitialMs int64  `json:"backoff_initial_ms"`
-	BackoffMaxMs     int64  `json:"backoff_max_ms"`
-	RetentionMs      int64  `json:"retention_ms"`
-}
-
-func (req *queuePolicyRequest) args(queue string) (*fsm.QueuePolicyArgs, error) {
+func queuePolicyArgs(req *wire.QueuePolicy, queue string) (*fsm.QueuePolicyArgs, error) {
 	if err := validBackoff(req.MaxAttempts, req.BackoffInitialMs, req.BackoffMaxMs); err != nil {
 		return nil, err
 	}

@@ -47,7 +47,7 @@ func (s *Server) handleTenantList(w http.ResponseWriter, _ *http.Request, id *id
 		return err
 	}
 	index := s.fsm.AppliedIndex()
-	return s.readReply(w, index, map[string]any{"tenants": s.fsm.Tenants()})
+	return s.readReply(w, index, wire.TenantList{Tenants: s.fsm.Tenants()})
 }
 
 // tenantAdmin checks that the tenant exists and the caller may manage its
@@ -167,7 +167,7 @@ func (s *Server) handlePrincipalList(w http.ResponseWriter, r *http.Request, id 
 			out = append(out, wire.PrincipalInfo{Name: p.Name, Grants: p.Grants})
 		}
 	}
-	return s.readReply(w, index, map[string]any{"principals": out})
+	return s.readReply(w, index, wire.PrincipalList{Principals: out})
 }
 
 // principalToken derives a principal's token from the admin secret and the

@@ -9,28 +9,9 @@ import (
 	"github.com/baton-dev/baton/fsm"
 )
 
-type txnRequest struct {
-	Ops []json.RawMessage `json:"ops"`
-}
-
-// The body of each op: {"op": KIND, ...the body of that write...}; writes
-// that name a task in their path take "task_id" in the body instead.
-type txnTaskCreate struct {
-	Op string `json:"op"`
-	taskCreateRequest
-}
-
-type txnTaskClaim struct {
-	Op     string `json:"op"`
-	TaskID string `json:"task_id"`
-	taskClaimRequest
-}
-
-type txnTaskUpdate struct {
-	Op     string `json:"op"`
-	TaskID string `json:"task_id"`
-	taskUpdateRequest
-}
+// The body of each op (wire.TxnTaskCreate, wire.TxnKVPut, ...) is
+// {"op": KIND, ...the body of that write...}; writes that name a task in
+// their path take "task_id" in the body instead.
 
 // txnOpDecoder validates one op and authorizes it; it returns the FSM args.
 type txnOpDecoder func(s *Server, id *identity, tenant string, raw []byte) (any, error)
@@ -42,11 +23,15 @@ var txnOps = map[string]struct {
 	decode txnOpDecoder
 }{
 	"task.create": {fsm.KindTaskCreate, decodeTxnTaskCreate},
-	"task.claim":  {fsm.KindTaskClaim, txnTaskOp[txnTaskClaim, *fsm.TaskClaimArgs]},
-	"task.update": {fsm.KindTaskUpdate, txnTaskOp[txnTaskUpdate, *fsm.TaskUpdateArgs]},
-	"kv.put":      {fsm.KindKVPut, decodeTxnKVPut},
-	"kv.delete":   {fsm.KindKVDelete, decodeTxnKVDelete},
-	"ref.set":     {fsm.KindRefSet, decodeTxnRefSet},
+	"task.claim": {fsm.KindTaskClaim, txnTaskOp(func(op *wire.TxnTaskClaim) (string, *wire.TaskClaim) {
+		return op.TaskID, &op.TaskClaim
+	}, taskClaimArgs)},
+	"task.update": {fsm.KindTaskUpdate, txnTaskOp(func(op *wire.TxnTaskUpdate) (string, *wire.TaskUpdate) {
+		return op.TaskID, &op.TaskUpdate
+	}, taskUpdateArgs)},
+	"kv.put":    {fsm.KindKVPut, decodeTxnKVPut},
+	"kv.delete": {fsm.KindKVDelete, decodeTxnKVDelete},
+	"ref.set":   {fsm.KindRefSet, decodeTxnRefSet},
 }
 
 func decodeTxnRefSet(s *Server, id *identity, tenant string, raw []byte) (any, error) {
@@ -93,38 +78,36 @@ func decodeTxnKVDelete(s *Server, id *identity, tenant string, raw []byte) (any,
 }
 
 func decodeTxnTaskCreate(s *Server, id *identity, tenant string, raw []byte) (any, error) {
-	var op txnTaskCreate
+	var op wire.TxnTaskCreate
 	if err := decodeStrict(raw, &op); err != nil {
 		return nil, err
 	}
-	args, err := op.args()
+	args, err := taskCreateArgs(&op.TaskCreate)
 	if err != nil {
 		return nil, err
 	}
 	return args, id.allow(tenant, resTasks, args.Queue, actWrite)
 }
 
-// txnTaskOp decodes an op on one existing task ("task_id" in the body) and
-// authorizes it on the task's queue.
-func txnTaskOp[R any, A any, PR interface {
-	*R
-	taskArgs[A]
-	taskID() string
-}](s *Server, id *identity, tenant string, raw []byte) (any, error) {
-	op := PR(new(R))
-	if err := decodeStrict(raw, op); err != nil {
-		return nil, err
+// txnTaskOp is the decoder of an op on one existing task: it decodes the
+// op (O, a wire type), splits it into the task id and the body of the
+// equivalent single write, validates that into args and authorizes it on
+// the task's queue.
+func txnTaskOp[O any, R any, A any](split func(*O) (string, *R), argsOf func(*R, string) (A, error)) txnOpDecoder {
+	return func(s *Server, id *identity, tenant string, raw []byte) (any, error) {
+		var op O
+		if err := decodeStrict(raw, &op); err != nil {
+			return nil, err
+		}
+		taskID, req := split(&op)
+		args, err := argsOf(req, taskID)
+		if err != nil {
+			return nil, err
+		}
+		_, err = s.authorizeTask(id, tenant, taskID, actWrite)
+		return args, err
 	}
-	args, err := op.args(op.taskID())
-	if err != nil {
-		return nil, err
-	}
-	_, err = s.authorizeTask(id, tenant, op.taskID(), actWrite)
-	return args, err
 }
-
-func (op *txnTaskClaim) taskID() string  { return op.TaskID }
-func (op *txnTaskUpdate) taskID() string { return op.TaskID }
 
 // handleTxn applies several writes all or nothing. Each op is validated and
 // authorized here; the FSM applies them in one command and rolls all back on
@@ -132,7 +115,7 @@ func (op *txnTaskUpdate) taskID() string { return op.TaskID }
 // in the same transaction is authorized by its queue when the FSM applies it.
 func (s *Server) handleTxn(w http.ResponseWriter, r *http.Request, id *identity) error {
 	tenant := r.PathValue("tenant")
-	var req txnRequest
+	var req wire.Txn
 	body, err := s.readJSON(w, r, &req)
 	if err != nil {
 		return err

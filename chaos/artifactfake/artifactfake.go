@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/client/wire"
 )
 
 // Tenant is the one tenant the node serves.
@@ -174,7 +175,7 @@ func (n *Node) record(r *http.Request, body string) {
 }
 
 func (n *Node) missingChunks(w http.ResponseWriter, body []byte) {
-	var in struct{ Digests []string }
+	var in wire.ChunksMissing
 	if err := json.Unmarshal(body, &in); err != nil {
 		replyError(w, 400, "invalid_argument", err.Error(), nil)
 		return
@@ -186,7 +187,7 @@ func (n *Node) missingChunks(w http.ResponseWriter, body []byte) {
 			missing = append(missing, d)
 		}
 	}
-	reply(w, 200, map[string]any{"missing": missing})
+	reply(w, 200, wire.MissingChunks{Missing: missing})
 }
 
 func (n *Node) putChunk(w http.ResponseWriter, r *http.Request, digest string) {
@@ -436,10 +437,7 @@ func (n *Node) ref(w http.ResponseWriter, r *http.Request, ref string, body []by
 		}
 		reply(w, 200, v)
 	case "PUT":
-		var req struct { // the wire's body
-			ArtifactID       string  `json:"artifact_id"`
-			ExpectArtifactID *string `json:"expect_artifact_id"`
-		}
+		var req wire.RefSet
 		json.Unmarshal(body, &req)
 		cur, ok := n.refs[ref]
 		if ok && cur.ArtifactID == req.ArtifactID {

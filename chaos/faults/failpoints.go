@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/baton-dev/baton/client/wire"
 	"github.com/baton-dev/baton/cmd/batond/cluster"
 )
 
@@ -27,10 +28,7 @@ import (
 type Net struct{ C *cluster.Cluster }
 
 // Failpoints is the body of GET and PUT /v1/internal/failpoints.
-type Failpoints struct {
-	CutRaftTo     []string `json:"cut_raft_to"`
-	ClockOffsetMs int64    `json:"clock_offset_ms"`
-}
+type Failpoints = wire.Failpoints
 
 // GetFailpoints returns node i's failpoints.
 func (n Net) GetFailpoints(ctx context.Context, i int) (*Failpoints, error) {

@@ -116,3 +116,206 @@ type TxnRefSet struct {
 	Ref string `json:"ref"`
 	RefSet
 }
+
+// Tasks (docs/api.md "Tasks"). A time travels as an RFC 3339 string, a
+// duration as integer milliseconds in a *_ms field.
+
+// Availability is when a queue claim may take a task: an RFC 3339 time
+// (AvailableAt) or a delay from the leader's time of the write (DelayMs),
+// not both. It is embedded in the bodies that take it.
+type Availability struct {
+	AvailableAt string `json:"available_at,omitempty"`
+	DelayMs     int64  `json:"delay_ms,omitempty"`
+}
+
+// TaskCreate is the body of POST /v1/tenants/{t}/tasks. TaskID "" is
+// generated; Priority nil is 0; zero lifecycle fields take the queue's
+// policy or the server's defaults.
+type TaskCreate struct {
+	TaskID           string          `json:"task_id,omitempty"`
+	Queue            string          `json:"queue"`
+	Status           string          `json:"status,omitempty"`
+	Priority         *int64          `json:"priority,omitempty"`
+	Payload          json.RawMessage `json:"payload,omitempty"`
+	MaxAttempts      uint64          `json:"max_attempts,omitempty"`
+	BackoffInitialMs int64           `json:"backoff_initial_ms,omitempty"`
+	BackoffMaxMs     int64           `json:"backoff_max_ms,omitempty"`
+	Availability
+	RetentionMs int64 `json:"retention_ms,omitempty"` // 0: the queue's
+}
+
+// TaskClaim is the body of POST /v1/tenants/{t}/tasks/{id}/claim.
+type TaskClaim struct {
+	Owner         string  `json:"owner"`
+	LeaseMs       int64   `json:"lease_ms"`
+	ExpectStatus  *string `json:"expect_status,omitempty"`
+	ExpectVersion *uint64 `json:"expect_version,omitempty"`
+	SetStatus     *string `json:"set_status,omitempty"`
+}
+
+// QueueClaim is the body of POST /v1/tenants/{t}/queues/{queue}/claim.
+// Statuses empty is ["pending"]; WaitMs 0 answers at once.
+type QueueClaim struct {
+	Owner     string   `json:"owner"`
+	LeaseMs   int64    `json:"lease_ms"`
+	Statuses  []string `json:"statuses,omitempty"`
+	SetStatus *string  `json:"set_status,omitempty"`
+	WaitMs    int64    `json:"wait_ms,omitempty"`
+}
+
+// TaskRenew is the body of POST /v1/tenants/{t}/tasks/{id}/renew.
+// FencingToken is required.
+type TaskRenew struct {
+	FencingToken *uint64 `json:"fencing_token"`
+	LeaseMs      int64   `json:"lease_ms"`
+}
+
+// TaskUpdate is the body of POST /v1/tenants/{t}/tasks/{id}/update. Nil
+// fields are left alone; Availability goes with Release true.
+type TaskUpdate struct {
+	FencingToken  *uint64         `json:"fencing_token,omitempty"`
+	ExpectVersion *uint64         `json:"expect_version,omitempty"`
+	ExpectStatus  *string         `json:"expect_status,omitempty"`
+	Status        *string         `json:"status,omitempty"`
+	ArtifactID    *string         `json:"artifact_id,omitempty"`
+	Result        json.RawMessage `json:"result,omitempty"`
+	Payload       json.RawMessage `json:"payload,omitempty"`
+	Release       *bool           `json:"release,omitempty"`
+	Availability
+}
+
+// TaskFail is the body of POST /v1/tenants/{t}/tasks/{id}/fail.
+// FencingToken is required.
+type TaskFail struct {
+	FencingToken *uint64 `json:"fencing_token"`
+	Error        string  `json:"error,omitempty"`
+	NonRetryable bool    `json:"non_retryable,omitempty"`
+	Status       string  `json:"status,omitempty"` // "": pending
+}
+
+// TaskRetry is the body of POST /v1/tenants/{t}/tasks/{id}/retry.
+type TaskRetry struct {
+	ExpectVersion *uint64 `json:"expect_version,omitempty"`
+	Status        string  `json:"status,omitempty"` // "": pending
+	Availability
+}
+
+// QueuePolicy is the body of PUT /v1/tenants/{t}/queues/{queue}/policy,
+// and the shape of the policy the server answers (a record the state
+// machine renders, fsm.QueuePolicy, with the same members).
+type QueuePolicy struct {
+	MaxAttempts      uint64 `json:"max_attempts"`
+	BackoffInitialMs int64  `json:"backoff_initial_ms"`
+	BackoffMaxMs     int64  `json:"backoff_max_ms"`
+	RetentionMs      int64  `json:"retention_ms,omitempty"`
+}
+
+// Txn is the body of POST /v1/tenants/{t}/txn: 1 to fsm.MaxTxnOps ops,
+// each one of the Txn* objects below, told apart by its "op".
+type Txn struct {
+	Ops []json.RawMessage `json:"ops"`
+}
+
+// TxnTaskCreate is a "task.create" op.
+type TxnTaskCreate struct {
+	Op string `json:"op,omitempty"`
+	TaskCreate
+}
+
+// TxnTaskClaim is a "task.claim" op: the task is named by TaskID.
+type TxnTaskClaim struct {
+	Op     string `json:"op,omitempty"`
+	TaskID string `json:"task_id"`
+	TaskClaim
+}
+
+// TxnTaskUpdate is a "task.update" op: the task is named by TaskID.
+type TxnTaskUpdate struct {
+	Op     string `json:"op,omitempty"`
+	TaskID string `json:"task_id"`
+	TaskUpdate
+}
+
+// Artifacts and chunks (docs/api.md "Artifacts").
+
+// ChunkRef names one chunk of content: its digest and size in bytes. It is
+// also the state machine's stored form (fsm.ChunkRef), so its fields and
+// tags are part of the replicated format: never rename them.
+type ChunkRef struct {
+	Digest string `json:"digest"`
+	Size   int64  `json:"size"`
+}
+
+// ArtifactPublish is the body of POST
+// /v1/tenants/{t}/artifacts/{name}/versions. Size is required.
+type ArtifactPublish struct {
+	Chunks    []ChunkRef      `json:"chunks"`
+	Digest    string          `json:"digest"`
+	Size      *int64          `json:"size"`
+	MediaType string          `json:"media_type,omitempty"`
+	Sources   []string        `json:"sources,omitempty"`
+	Metadata  json.RawMessage `json:"metadata,omitempty"`
+	TaskID    string          `json:"task_id,omitempty"`
+	Fence     *Fence          `json:"fence,omitempty"`
+}
+
+// ArtifactPolicy is the body of PUT /v1/tenants/{t}/artifact-policies.
+// Both fields are required; KeepLast 0 clears the prefix's policy.
+type ArtifactPolicy struct {
+	Prefix   *string `json:"prefix"`
+	KeepLast *uint64 `json:"keep_last"`
+}
+
+// ChunksMissing is the body of POST /v1/tenants/{t}/chunks/missing.
+type ChunksMissing struct {
+	Digests []string `json:"digests"`
+}
+
+// ChunkHeld is the body of POST
+// /v1/internal/tenants/{t}/chunks/{digest}/held, which the node that
+// received a chunk sends the leader once a majority holds it.
+type ChunkHeld struct {
+	Size int64 `json:"size"`
+}
+
+// Checkpoints (docs/api.md "Checkpoints").
+
+// CheckpointPut is the body of PUT
+// /v1/tenants/{t}/threads/{thread}/checkpoints/{id}: Data, or DataChunks
+// for data held in chunks, not both. ParentID nil is a namespace's first
+// checkpoint.
+type CheckpointPut struct {
+	ParentID   *string         `json:"parent_id,omitempty"`
+	Data       json.RawMessage `json:"data,omitempty"`
+	Metadata   json.RawMessage `json:"metadata,omitempty"`
+	Fork       bool            `json:"fork,omitempty"`
+	Fence      *Fence          `json:"fence,omitempty"`
+	DataChunks []ChunkRef      `json:"data_chunks,omitempty"`
+}
+
+// CheckpointWrites is the body of PUT
+// /v1/tenants/{t}/threads/{thread}/checkpoints/{id}/writes/{task_id}.
+// Writes is a JSON array.
+type CheckpointWrites struct {
+	Writes json.RawMessage `json:"writes"`
+	Fence  *Fence          `json:"fence,omitempty"`
+}
+
+// ThreadDelete is the body of DELETE /v1/tenants/{t}/threads/{thread}, which
+// may also have none.
+type ThreadDelete struct {
+	Fence *Fence `json:"fence,omitempty"`
+}
+
+// Sessions and internal routes.
+
+// SessionOpen is the body of POST /v1/sessions: an empty object, or no
+// body at all.
+type SessionOpen struct{}
+
+// Failpoints is the body of PUT /v1/internal/failpoints and the answer to
+// it and to GET (nodes started with --failpoints; the chaos suite's).
+type Failpoints struct {
+	CutRaftTo     []string `json:"cut_raft_to"`
+	ClockOffsetMs int64    `json:"clock_offset_ms"`
+}

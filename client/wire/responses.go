@@ -1,8 +1,10 @@
 package wire
 
 // Response bodies that the server writes and the SDK reads as they are.
-// (Most responses are records the state machine renders and the SDK reads
-// into types with time.Time fields; those stay with their owners.)
+// Records the state machine renders (tasks, KV entries, manifests, refs,
+// checkpoints, ops, a transaction's results...) stay with their owners:
+// fsm writes them and the SDK reads them into types of its own, with
+// time.Time and time.Duration fields.
 
 // PrincipalWithToken answers the creation or rotation of a principal: the
 // only time its token is shown.
@@ -16,4 +18,35 @@ type PrincipalWithToken struct {
 type PrincipalInfo struct {
 	Name   string  `json:"name"`
 	Grants []Grant `json:"grants"`
+}
+
+// PrincipalList answers GET /v1/tenants/{t}/principals.
+type PrincipalList struct {
+	Principals []PrincipalInfo `json:"principals"`
+}
+
+// TenantList answers GET /v1/tenants.
+type TenantList struct {
+	Tenants []string `json:"tenants"`
+}
+
+// MissingChunks answers POST /v1/tenants/{t}/chunks/missing: the digests
+// asked for that the tenant does not hold, in the order asked.
+type MissingChunks struct {
+	Missing []string `json:"missing"`
+}
+
+// LeaderInfo identifies the leader in GET /v1/cluster (all "" when no
+// leader is known).
+type LeaderInfo struct {
+	ID       string `json:"id"`
+	HTTPAddr string `json:"http_addr"`
+	RaftAddr string `json:"raft_addr"`
+}
+
+// Build is a binary's version, commit and Go version, in GET /v1/cluster.
+type Build struct {
+	Version   string `json:"version"`
+	Commit    string `json:"commit"`
+	GoVersion string `json:"go_version"`
 }

@@ -1,10 +1,20 @@
 // Package wire is the vocabulary of Baton's HTTP API that the server, the
 // state machine and the SDK share: the error codes of the error object and
-// their HTTP statuses, the format of watch event ids, and request bodies
-// (requests.go) and response bodies (responses.go) that both sides use as
-// they are. It imports no
-// Baton package, so every layer may import it; a code or a format defined
-// here is defined nowhere else.
+// their HTTP statuses, the format of watch event ids, the body of every
+// request a server handler decodes (requests.go), and the response bodies
+// that both sides use as they are (responses.go). Records the state
+// machine renders in answers (tasks, KV entries, manifests, refs,
+// checkpoints, ops) are not here: fsm defines them, and the SDK reads them
+// into types of its own with time.Time and time.Duration fields.
+//
+// Types are named by resource and action (TaskCreate, QueueClaim), each
+// with a comment naming its route, and a field has one spelling
+// everywhere: a duration in milliseconds is XxxMs, as its member is
+// xxx_ms. The SDK sends these types, or converts its own request types to
+// them, so their member order and omitempty are the bytes it sends.
+//
+// It imports no Baton package, so every layer may import it; a code, a
+// format or a body defined here is defined nowhere else.
 package wire
 
 import (
