@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"reflect"
 	"strconv"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -355,10 +356,13 @@ func (s *Server) handleCheckpointList(w http.ResponseWriter, r *http.Request, id
 	if !ok {
 		return errorf(fsm.CodeNotFound, "checkpoint %q (before) not found in thread %q%s", before, sc.thread, nsText(sc.ns))
 	}
+	answer := map[string]any{"checkpoints": list}
 	if next != "" {
-		next = base64.RawURLEncoding.EncodeToString([]byte(next))
+		// Only when more may follow: the answers of a whole list stay
+		// what they were before pages had a bound.
+		answer["next_page_token"] = base64.RawURLEncoding.EncodeToString([]byte(next))
 	}
-	return s.readReply(w, index, map[string]any{"checkpoints": list, "next_page_token": next})
+	return s.readReply(w, index, answer)
 }
 
 // checkpointListFrom is where a checkpoint list starts: before (a
@@ -482,7 +486,7 @@ func (s *Server) handleThreadDelete(w http.ResponseWriter, r *http.Request, id *
 	if err != nil {
 		return err
 	}
-	args := &fsm.ThreadDeleteArgs{Thread: sc.thread, Fence: fence, MaxWork: threadDeleteWork}
+	args := &fsm.ThreadDeleteArgs{Thread: sc.thread, Fence: fence, MaxWork: threadDeleteWork.Load()}
 	res, err := s.propose(r, id, sc.tenant, fsm.KindThreadDelete, args, body)
 	if err != nil {
 		return err
@@ -503,6 +507,10 @@ func (s *Server) handleThreadDelete(w http.ResponseWriter, r *http.Request, id *
 	return reply(w, res, nil)
 }
 
-// threadDeleteWork is the work each command of a thread delete may do;
-// tests lower it to see a delete take several.
-var threadDeleteWork uint64 = fsm.MaxThreadDeleteWork
+// threadDeleteWork is the work each command of a thread delete may do
+// (fsm.MaxThreadDeleteWork); tests lower it to see a delete take several.
+var threadDeleteWork = func() *atomic.Uint64 {
+	var w atomic.Uint64
+	w.Store(fsm.MaxThreadDeleteWork)
+	return &w
+}()
