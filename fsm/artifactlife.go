@@ -298,7 +298,7 @@ func (f *FSM) trimArtifact(ctx *applyCtx, tenant, name string) {
 	f.st.Scan(artifactVersionsPrefix(tenant, name), "", func(_ string, v []byte) bool {
 		walked++
 		var m Manifest
-		if decode(v, &m) == nil && f.st.arts.refCount[tenant+"\x00"+m.ArtifactID] == 0 {
+		if decode(v, &m) == nil && !f.st.arts.pinned(tenant, m.ArtifactID) {
 			doomed = append(doomed, &m)
 		}
 		return walked < old && len(doomed) < artifactTrimPerPublish

@@ -174,6 +174,9 @@ func (x *artIndex) newestWithID(tenant, id string) uint64 {
 // versionCount is how many versions name has.
 func (x *artIndex) versionCount(tenant, name string) int { return x.versions[tenant+"\x00"+name] }
 
+// pinned reports whether a ref points at id.
+func (x *artIndex) pinned(tenant, id string) bool { return x.refCount[tenant+"\x00"+id] > 0 }
+
 // refsTo is how many refs point at id, and the names of the first max of
 // them in name order.
 func (x *artIndex) refsTo(tenant, id string, max int) (int, []string) {
