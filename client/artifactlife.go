@@ -20,7 +20,9 @@ type ArtifactSummary struct {
 // ArtifactList is one page of ListArtifacts.
 type ArtifactList struct {
 	Artifacts []ArtifactSummary `json:"artifacts"`
-	// NextPageToken asks for the next page; "" on the last one.
+	// NextPageToken asks for the next page; "" on the last one. A page
+	// may be empty and still have one (it ended at the server's walk
+	// bound, 10,000 names examined): keep going.
 	NextPageToken string `json:"next_page_token"`
 }
 

@@ -163,7 +163,10 @@ type ListCheckpointsOptions struct {
 // ListCheckpoints returns the checkpoints of a thread's namespace newest
 // first (see ListCheckpointsOptions), each with its whole data: the data
 // of large checkpoints is read one checkpoint at a time. Pending writes are
-// not included.
+// not included. A server page examines a bounded number of checkpoints, so
+// under a filter that few match it may end short, or empty, with a token:
+// ListCheckpoints follows those until it has Limit (100 when 0) matches or
+// the namespace ends.
 func (c *Client) ListCheckpoints(ctx context.Context, tenant, thread string, f ListCheckpointsOptions, opts ...RequestOption) ([]Checkpoint, error) {
 	if err := required("tenant", tenant, "thread", thread); err != nil {
 		return nil, err
@@ -183,14 +186,29 @@ func (c *Client) ListCheckpoints(ctx context.Context, tenant, thread string, f L
 		}
 		q.Set("filter", string(b))
 	}
-	var out struct {
-		Checkpoints []Checkpoint `json:"checkpoints"`
+	want := f.Limit
+	if want <= 0 {
+		want = defaultCheckpointListLimit
 	}
-	if _, err := c.Do(ctx, http.MethodGet, withQuery(checkpointPath(tenant, thread, "", "checkpoints"), q), nil, &out, opts...); err != nil {
-		return nil, err
+	list := []Checkpoint{}
+	for {
+		var out struct {
+			Checkpoints   []Checkpoint `json:"checkpoints"`
+			NextPageToken string       `json:"next_page_token"`
+		}
+		if _, err := c.Do(ctx, http.MethodGet, withQuery(checkpointPath(tenant, thread, "", "checkpoints"), q), nil, &out, opts...); err != nil {
+			return nil, err
+		}
+		list = append(list, out.Checkpoints...)
+		if len(list) >= want || out.NextPageToken == "" {
+			break
+		}
+		q.Del("before")
+		q.Set("page_token", out.NextPageToken)
+		q.Set("limit", strconv.Itoa(want-len(list)))
 	}
-	for i := range out.Checkpoints {
-		cp := &out.Checkpoints[i]
+	for i := range list {
+		cp := &list[i]
 		if len(cp.DataChunks) == 0 {
 			continue
 		}
@@ -200,8 +218,12 @@ func (c *Client) ListCheckpoints(ctx context.Context, tenant, thread string, f L
 		}
 		cp.Data = full.Data
 	}
-	return out.Checkpoints, nil
+	return list, nil
 }
+
+// defaultCheckpointListLimit is the server's page size when a list gives
+// no limit, which ListCheckpoints also takes as its total.
+const defaultCheckpointListLimit = 100
 
 // PutWritesRequest is the body of PutWrites: the pending writes (a JSON
 // array) that task TaskID made in the step after a checkpoint of

@@ -35,7 +35,8 @@ func (s *QueueStats) OldestPendingAge() time.Duration {
 }
 
 // QueueList is one page of ListQueues. NextPageToken is empty on the last
-// page.
+// page; a page that is empty but has one ended at the server's walk bound
+// (10,000 queues examined, visible or not): keep going.
 type QueueList struct {
 	Queues        []QueueStats `json:"queues"`
 	NextPageToken string       `json:"next_page_token"`

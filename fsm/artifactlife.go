@@ -2,6 +2,8 @@ package fsm
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -34,6 +36,9 @@ const (
 	// a policy; a longer backlog (a policy set on a name that already had
 	// many versions) is trimmed over the next publishes.
 	artifactTrimPerPublish = 64
+	// artifactTrimWalk is the most old versions one publish reads to find
+	// those to trim (the others are pinned by refs).
+	artifactTrimWalk = 1024
 	// maxReferencedRefs is the most ref names a referenced error carries.
 	maxReferencedRefs = 100
 )
@@ -85,21 +90,24 @@ func applyArtifactDelete(f *FSM, ctx *applyCtx, c *Command) *Result {
 	if r := decodeArgs(c, &a); r != nil {
 		return r
 	}
-	versions := artifactVersionList(f.st, c.Tenant, a.Name)
 	if a.Version != 0 {
-		return f.deleteOneVersion(ctx, c.Tenant, &a, versions)
+		return f.deleteOneVersion(ctx, c.Tenant, &a)
 	}
-	if len(versions) == 0 {
+	// The checks read the artifact index and one key: the versions are
+	// read and decoded only once the delete is sure to be within bounds.
+	n := f.st.arts.versionCount(c.Tenant, a.Name)
+	if n == 0 {
 		return fail(CodeNotFound, fmt.Sprintf("artifact %q not found", a.Name), nil)
 	}
-	if latest := versions[len(versions)-1].Version; a.ExpectVersion != nil && *a.ExpectVersion != latest {
+	if latest := newestVersion(f.st, c.Tenant, a.Name); a.ExpectVersion != nil && *a.ExpectVersion != latest {
 		return fail(CodeVersionMismatch, fmt.Sprintf("artifact %q is at version %d, not %d", a.Name, latest, *a.ExpectVersion),
 			map[string]any{"current_version": latest})
 	}
-	if len(versions) > MaxArtifactDeleteVersions {
+	if n > MaxArtifactDeleteVersions {
 		return fail(CodeInvalidArgument, fmt.Sprintf("artifact %q has %d versions, more than the %d one delete removes: delete versions one by one or set a keep-last policy",
-			a.Name, len(versions), MaxArtifactDeleteVersions), nil)
+			a.Name, n, MaxArtifactDeleteVersions), nil)
 	}
+	versions := artifactVersionList(f.st, c.Tenant, a.Name)
 	if r := referencedError(f.st, c.Tenant, a.Name, versions); r != nil {
 		return r
 	}
@@ -110,14 +118,20 @@ func applyArtifactDelete(f *FSM, ctx *applyCtx, c *Command) *Result {
 	return okValue(OutcomeNoContent, nil)
 }
 
-func (f *FSM) deleteOneVersion(ctx *applyCtx, tenant string, a *ArtifactDeleteArgs, versions []*Manifest) *Result {
-	var m *Manifest
-	for _, v := range versions {
-		if v.Version == a.Version {
-			m = v
-		}
+// newestVersion is the newest version of name that exists (0: none), read
+// from its greatest key.
+func newestVersion(st *Store, tenant, name string) uint64 {
+	k, ok := st.lastKey(artifactVersionsPrefix(tenant, name))
+	if !ok {
+		return 0
 	}
-	if m == nil {
+	v, _ := strconv.ParseUint(k[len(artifactVersionsPrefix(tenant, name)):], 16, 64)
+	return v
+}
+
+func (f *FSM) deleteOneVersion(ctx *applyCtx, tenant string, a *ArtifactDeleteArgs) *Result {
+	m, ok := getRecord[Manifest](f.st, artifactVersionKey(tenant, a.Name, versionHex(a.Version)))
+	if !ok {
 		return fail(CodeNotFound, fmt.Sprintf("artifact %s version %d not found", a.Name, a.Version), nil)
 	}
 	if a.ExpectArtifactID != nil && *a.ExpectArtifactID != m.ArtifactID {
@@ -128,7 +142,7 @@ func (f *FSM) deleteOneVersion(ctx *applyCtx, tenant string, a *ArtifactDeleteAr
 		return r
 	}
 	f.deleteVersion(ctx, tenant, m)
-	if len(versions) == 1 {
+	if f.st.arts.versionCount(tenant, a.Name) == 0 {
 		// The name is gone: its next publication is version 1 again.
 		f.st.Delete(artifactLatestKey(tenant, a.Name))
 	}
@@ -137,44 +151,34 @@ func (f *FSM) deleteOneVersion(ctx *applyCtx, tenant string, a *ArtifactDeleteAr
 
 // referencedError refuses to delete versions that a ref points at (by
 // artifact id: a ref names an id, and deleting a version of that id could
-// leave it pointing at nothing).
+// leave it pointing at nothing). It reads the artifact index, not the refs.
 func referencedError(st *Store, tenant, name string, versions []*Manifest) *Result {
-	ids := map[string]bool{}
+	seen := map[string]bool{}
+	total := 0
+	var names []string
 	for _, m := range versions {
-		ids[m.ArtifactID] = true
-	}
-	refs := refsTo(st, tenant, ids)
-	if len(refs) == 0 {
-		return nil
-	}
-	names := make([]string, 0, min(len(refs), maxReferencedRefs))
-	for _, r := range refs[:min(len(refs), maxReferencedRefs)] {
-		names = append(names, r.Ref)
-	}
-	return fail(CodeReferenced, fmt.Sprintf("artifact %s is referenced by %d refs (%s): move or delete them first",
-		name, len(refs), strings.Join(names, ", ")), map[string]any{"refs": names})
-}
-
-// refsTo lists, in name order, the tenant's refs that point at one of ids.
-// It reads every ref of the tenant: refs are few next to artifact versions,
-// and an index of them by artifact would be a new record for every ref.set.
-func refsTo(st *Store, tenant string, ids map[string]bool) []*Ref {
-	var out []*Ref
-	if len(ids) == 0 {
-		return nil
-	}
-	st.Scan(refPrefix(tenant), "", func(_ string, v []byte) bool {
-		var r Ref
-		if decode(v, &r) == nil && ids[r.ArtifactID] {
-			out = append(out, &r)
+		if seen[m.ArtifactID] {
+			continue
 		}
-		return true
-	})
-	return out
+		seen[m.ArtifactID] = true
+		n, first := st.arts.refsTo(tenant, m.ArtifactID, maxReferencedRefs)
+		total += n
+		names = append(names, first...)
+	}
+	if total == 0 {
+		return nil
+	}
+	// The first maxReferencedRefs names over all ids are among the first
+	// maxReferencedRefs of each.
+	slices.Sort(names)
+	names = names[:min(len(names), maxReferencedRefs)]
+	return fail(CodeReferenced, fmt.Sprintf("artifact %s is referenced by %d refs (%s): move or delete them first",
+		name, total, strings.Join(names, ", ")), map[string]any{"refs": names})
 }
 
 // deleteVersion removes one version: its manifest, its chunks' references,
-// and its artifact id's entry when it was that id's newest publication.
+// and its artifact id's entry when it was that id's newest publication (the
+// next newest version with the id, from the artifact index, takes it over).
 func (f *FSM) deleteVersion(ctx *applyCtx, tenant string, m *Manifest) {
 	v := versionHex(m.Version)
 	f.st.Delete(artifactVersionKey(tenant, m.Name, v))
@@ -184,13 +188,7 @@ func (f *FSM) deleteVersion(ctx *applyCtx, tenant string, m *Manifest) {
 	if loc, ok := getRecord[artifactLoc](f.st, artifactIDKey(tenant, m.ArtifactID)); ok && loc.Name == m.Name && loc.Version == m.Version {
 		// Another version with the same content (published again after a
 		// different one) takes over the id; else the id is gone.
-		var newest uint64
-		for _, o := range artifactVersionList(f.st, tenant, m.Name) {
-			if o.ArtifactID == m.ArtifactID {
-				newest = o.Version
-			}
-		}
-		if newest == 0 {
+		if newest := f.st.arts.newestWithID(tenant, m.ArtifactID); newest == 0 {
 			f.st.Delete(artifactIDKey(tenant, m.ArtifactID))
 		} else {
 			f.st.Put(artifactIDKey(tenant, m.ArtifactID), encode(&artifactLoc{Name: m.Name, Version: newest}))
@@ -281,34 +279,32 @@ func policyFor(st *Store, tenant, name string) *ArtifactPolicy {
 
 // trimArtifact applies name's policy after a publish: every version older
 // than the newest KeepLast goes, oldest first and at most
-// artifactTrimPerPublish of them, except those a ref points at.
+// artifactTrimPerPublish of them, except those a ref points at. It reads
+// the oldest versions only, at most artifactTrimWalk of them: a name whose
+// oldest versions are that many pinned ones is trimmed no further until
+// refs move.
 func (f *FSM) trimArtifact(ctx *applyCtx, tenant, name string) {
 	p := policyFor(f.st, tenant, name)
 	if p == nil {
 		return
 	}
-	versions := artifactVersionList(f.st, tenant, name)
-	if uint64(len(versions)) <= p.KeepLast {
+	n := uint64(f.st.arts.versionCount(tenant, name))
+	if n <= p.KeepLast {
 		return
 	}
-	old := versions[:uint64(len(versions))-p.KeepLast]
-	ids := map[string]bool{}
-	for _, m := range old {
-		ids[m.ArtifactID] = true
-	}
-	pinned := map[string]bool{}
-	for _, r := range refsTo(f.st, tenant, ids) {
-		pinned[r.ArtifactID] = true
-	}
-	trimmed := 0
-	for _, m := range old {
-		if trimmed == artifactTrimPerPublish {
-			break
+	old := min(n-p.KeepLast, artifactTrimWalk)
+	var doomed []*Manifest
+	walked := uint64(0)
+	f.st.Scan(artifactVersionsPrefix(tenant, name), "", func(_ string, v []byte) bool {
+		walked++
+		var m Manifest
+		if decode(v, &m) == nil && !f.st.arts.pinned(tenant, m.ArtifactID) {
+			doomed = append(doomed, &m)
 		}
-		if !pinned[m.ArtifactID] {
-			f.deleteVersion(ctx, tenant, m)
-			trimmed++
-		}
+		return walked < old && len(doomed) < artifactTrimPerPublish
+	})
+	for _, m := range doomed {
+		f.deleteVersion(ctx, tenant, m)
 	}
 }
 
@@ -319,15 +315,20 @@ func (f *FSM) ArtifactPolicies(tenant string) ([]*ArtifactPolicy, uint64) {
 	return artifactPolicies(f.st, tenant), f.applied
 }
 
-// maxListWalk bounds the keys one ListArtifacts page walks once it has a
-// name to answer: a page ends early, with a next cursor, rather than walk
-// on through many versions.
-const maxListWalk = 100_000
+// MaxListWalk bounds what one page of a list examines under the FSM's
+// read lock, visible or not, matching or not: names for ListArtifacts and
+// ListQueues, checkpoints for ListCheckpoints. A page that reaches it ends
+// there with a next page token, even if it is empty: an empty page with a
+// token means "keep going", never "the end".
+const MaxListWalk = 10_000
 
 // ListArtifacts lists the names starting with prefix that visible allows,
 // after the name after, at most limit, each with its newest version and
-// how many versions it has, in the byte order of "name/". next is the last
-// name answered when there may be more.
+// how many versions it has, in the byte order of "name/". next is the
+// name to continue after when there may be more: the last name answered,
+// or the last one examined when the page ends at MaxListWalk names. Each
+// name costs a few lookups (the artifact index, its greatest key),
+// however many versions it has.
 func (f *FSM) ListArtifacts(tenant, prefix, after string, limit int, visible func(name string) bool) (out []*ArtifactSummary, next string, index uint64) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -337,42 +338,26 @@ func (f *FSM) ListArtifacts(tenant, prefix, after string, limit int, visible fun
 		from = root + after + "/\xff" // past every key of after
 	}
 	out = []*ArtifactSummary{}
-	var cur *ArtifactSummary
-	walked := 0
-	// flush ends the current name; false when the page is full.
-	flush := func() bool {
-		if cur == nil || cur.Versions == 0 || (visible != nil && !visible(cur.Name)) {
-			return true
-		}
-		if len(out) == limit || (len(out) > 0 && walked > maxListWalk) {
-			next = out[len(out)-1].Name
+	for walked := 0; ; walked++ {
+		name, ok := "", false
+		f.st.Scan(root+prefix, from, func(k string, _ []byte) bool {
+			name, _, ok = strings.Cut(k[len(root):], "/")
 			return false
-		}
-		out = append(out, cur)
-		return true
-	}
-	done := false
-	f.st.Scan(root+prefix, from, func(k string, _ []byte) bool {
-		name, rest, ok := strings.Cut(k[len(root):], "/")
+		})
 		if !ok {
-			return true
+			return out, "", f.applied
 		}
-		if cur == nil || cur.Name != name {
-			if !flush() {
-				done = true
-				return false
-			}
-			cur = &ArtifactSummary{Name: name}
+		if walked == MaxListWalk {
+			return out, after, f.applied
 		}
-		walked++
-		if v, ok := strings.CutPrefix(rest, "v/"); ok {
-			cur.Versions++
-			fmt.Sscanf(v, "%x", &cur.LatestVersion)
+		from, after = root+name+"/\xff", name
+		n := f.st.arts.versionCount(tenant, name)
+		if n == 0 || (visible != nil && !visible(name)) {
+			continue
 		}
-		return true
-	})
-	if !done {
-		flush()
+		if len(out) == limit {
+			return out, out[len(out)-1].Name, f.applied
+		}
+		out = append(out, &ArtifactSummary{Name: name, Versions: n, LatestVersion: newestVersion(f.st, tenant, name)})
 	}
-	return out, next, f.applied
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -97,10 +98,26 @@ type CheckpointWritesArgs struct {
 	NS                 string `codec:",omitempty"`
 }
 
-// ThreadDeleteArgs deletes a whole thread: every namespace of it.
+// ThreadDeleteArgs deletes a whole thread: every namespace of it. With
+// MaxWork (EntryVersion4) the command does at most that much of it
+// (threadDeleteStep); without, all of it at once, as entries written
+// before MaxWork did.
 type ThreadDeleteArgs struct {
-	Thread string
-	Fence  *Fence
+	Thread  string
+	Fence   *Fence
+	MaxWork uint64 `codec:",omitempty"`
+}
+
+// MaxThreadDeleteWork bounds one thread.delete's work: the keys it deletes
+// plus the chunk references it releases (a checkpoint of 1,024 chunks
+// counts 1,025). A larger thread is deleted over several commands, which
+// the server proposes one after the other (docs/api.md "Checkpoints").
+const MaxThreadDeleteWork = 65_536
+
+// ThreadDeleteProgress answers a bounded thread.delete that left part of
+// the thread for the next one.
+type ThreadDeleteProgress struct {
+	Remaining bool `json:"remaining"`
 }
 
 // The checkpoint args' entry versions: a namespace, chunked data, or a
@@ -111,7 +128,12 @@ func (a *CheckpointPutArgs) entryVersion() byte {
 	return cpVersion(a.Thread, a.NS, len(a.Chunks) > 0)
 }
 func (a *CheckpointWritesArgs) entryVersion() byte { return cpVersion(a.Thread, a.NS, false) }
-func (a *ThreadDeleteArgs) entryVersion() byte     { return cpVersion(a.Thread, "", false) }
+func (a *ThreadDeleteArgs) entryVersion() byte {
+	if a.MaxWork > 0 {
+		return EntryVersion4 // an older member would delete the whole thread
+	}
+	return cpVersion(a.Thread, "", false)
+}
 
 func cpVersion(thread, ns string, chunks bool) byte {
 	if ns != "" || chunks || escapeKeySegment(thread) != thread {
@@ -356,17 +378,37 @@ func applyThreadDelete(f *FSM, ctx *applyCtx, c *Command) *Result {
 	if r := checkFence(f.st, c.Tenant, a.Fence); r != nil {
 		return r
 	}
-	// Every namespace of the thread is under its prefix.
+	budget := uint64(math.MaxUint64) // the unbounded delete of older entries
+	if a.MaxWork > 0 {
+		budget = min(a.MaxWork, MaxThreadDeleteWork)
+	}
+	// Every namespace of the thread is under its prefix. Its keys go in key
+	// order; a bounded step that stops midway leaves the rest to the next,
+	// and readers in between may see part of the thread (fewer checkpoints,
+	// a head whose checkpoint is gone).
 	prefix := threadPrefix(c.Tenant, a.Thread)
 	var keys []string
-	var records []*Checkpoint
+	var records []*cpRefs
+	work, remaining := uint64(0), false
 	f.st.Scan(prefix, "", func(k string, v []byte) bool {
-		keys = append(keys, k)
+		cost := uint64(1)
+		var cp *cpRefs
 		if isCheckpointRecordKey(k[len(prefix):]) {
-			var cp Checkpoint
-			if decode(v, &cp) == nil {
-				records = append(records, &cp)
+			cp = &cpRefs{}
+			if decode(v, cp) != nil {
+				cp = nil
+			} else {
+				cost += uint64(len(cp.Chunks))
 			}
+		}
+		if len(keys) > 0 && work+cost > budget {
+			remaining = true
+			return false
+		}
+		work += cost
+		keys = append(keys, k)
+		if cp != nil {
+			records = append(records, cp)
 		}
 		return true
 	})
@@ -380,7 +422,17 @@ func applyThreadDelete(f *FSM, ctx *applyCtx, c *Command) *Result {
 		f.releaseCheckpointChunks(ctx, c.Tenant, cp.Chunks)
 		f.emit(c.Tenant, ResourceCheckpoints, cpEventKey(a.Thread, cp.NS, cp.ID), a.Thread, EventDelete, nil)
 	}
+	if remaining {
+		return okValue(OutcomeOK, ThreadDeleteProgress{Remaining: true})
+	}
 	return okValue(OutcomeNoContent, nil)
+}
+
+// cpRefs is what deleting a checkpoint needs of its record: decoding it
+// leaves the data, which may be large, where it is.
+type cpRefs struct {
+	ID, NS string
+	Chunks []ChunkRef
 }
 
 // isCheckpointRecordKey reports whether rest, a key after its thread's
@@ -431,11 +483,17 @@ func (f *FSM) CheckpointChunks(tenant, thread, ns, id string) []ChunkRef {
 	return nil
 }
 
+// maxListWalkBytes bounds the bytes of checkpoint records one page of
+// ListCheckpoints examines, besides MaxListWalk records (artifactlife.go).
+const maxListWalkBytes = 64 << 20
+
 // ListCheckpoints lists the checkpoints of a thread's namespace newest
 // first, older than before (a checkpoint id) when given, at most limit of
-// those whose metadata match accepts (nil: all). It reads every older
-// checkpoint of the namespace that match refuses.
-func (f *FSM) ListCheckpoints(tenant, thread, ns, before string, limit int, match func(metadata []byte) bool) ([]CheckpointView, uint64, bool) {
+// those whose metadata match accepts (nil: all). A page examines at most
+// MaxListWalk checkpoints and maxListWalkBytes of them, matching or not;
+// next is the id of the last one examined when more may follow (to pass as
+// before), even when the page is empty.
+func (f *FSM) ListCheckpoints(tenant, thread, ns, before string, limit int, match func(metadata []byte) bool) (out []CheckpointView, next string, index uint64, ok bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	prefix := nsPrefix(tenant, thread, ns) + "o/"
@@ -443,19 +501,39 @@ func (f *FSM) ListCheckpoints(tenant, thread, ns, before string, limit int, matc
 	if before != "" {
 		c, ok := getCheckpoint(f.st, tenant, thread, ns, before)
 		if !ok {
-			return nil, f.applied, false
+			return nil, "", f.applied, false
 		}
 		from = cpOrderKey(c) + "\x00"
 	}
-	out := []CheckpointView{}
+	out = []CheckpointView{}
+	walked, size, last := 0, 0, ""
 	f.st.Scan(prefix, from, func(k string, _ []byte) bool {
-		id := k[strings.LastIndexByte(k, '/')+1:]
-		if c, ok := getCheckpoint(f.st, tenant, thread, ns, id); ok && (match == nil || match(c.Metadata)) {
-			out = append(out, CheckpointView{Checkpoint: c})
+		if len(out) == limit || walked == MaxListWalk || size >= maxListWalkBytes {
+			next = last // another follows
+			return false
 		}
-		return len(out) < limit
+		id := k[strings.LastIndexByte(k, '/')+1:]
+		walked, last = walked+1, id
+		raw, ok := f.st.Get(cpKey(tenant, thread, ns, id))
+		if !ok {
+			return true
+		}
+		size += len(raw)
+		if match != nil {
+			// The metadata alone, without copying the data, for the
+			// many a filter may refuse.
+			var md struct{ Metadata []byte }
+			if decode(raw, &md) != nil || !match(md.Metadata) {
+				return true
+			}
+		}
+		var c Checkpoint
+		if decode(raw, &c) == nil {
+			out = append(out, CheckpointView{Checkpoint: &c})
+		}
+		return true
 	})
-	return out, f.applied, true
+	return out, next, f.applied, true
 }
 
 func (a *CheckpointPutArgs) jsonFields() [][]byte    { return [][]byte{a.Data, a.Metadata} }

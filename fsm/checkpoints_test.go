@@ -51,15 +51,15 @@ func TestCheckpointChain(t *testing.T) {
 	}
 	w.ok(KindCheckpointPut, "acme", cpPut("th", "c4", "root2", `4`))
 
-	all, _, ok := w.f.ListCheckpoints("acme", "th", "", "", 10, nil)
+	all, _, _, ok := w.f.ListCheckpoints("acme", "th", "", "", 10, nil)
 	if want := []string{"c4", "root2", "f1", "c2", "c1"}; !ok || !slices.Equal(cpIDs(all), want) {
 		t.Errorf("ListCheckpoints: %v, want newest first %v", cpIDs(all), want)
 	}
-	page, _, _ := w.f.ListCheckpoints("acme", "th", "", "f1", 1, nil)
+	page, _, _, _ := w.f.ListCheckpoints("acme", "th", "", "f1", 1, nil)
 	if !slices.Equal(cpIDs(page), []string{"c2"}) {
 		t.Errorf("ListCheckpoints before f1, limit 1: %v, want [c2]", cpIDs(page))
 	}
-	if _, _, ok := w.f.ListCheckpoints("acme", "th", "", "nope", 1, nil); ok {
+	if _, _, _, ok := w.f.ListCheckpoints("acme", "th", "", "nope", 1, nil); ok {
 		t.Errorf("ListCheckpoints before an unknown checkpoint: ok")
 	}
 	v, _, ok := w.f.GetCheckpoint("acme", "th", "", "f1")
@@ -156,10 +156,10 @@ func TestCheckpointNamespaces(t *testing.T) {
 	if v, _, _ := w.f.GetCheckpoint("acme", "th", "", "c1"); len(v.Pending) != 0 {
 		t.Errorf("writes of sub:1's c1 show on the default namespace's: %v", v.Pending)
 	}
-	if l, _, _ := w.f.ListCheckpoints("acme", "th", "sub:1", "", 10, nil); !slices.Equal(cpIDs(l), []string{"s2", "c1"}) {
+	if l, _, _, _ := w.f.ListCheckpoints("acme", "th", "sub:1", "", 10, nil); !slices.Equal(cpIDs(l), []string{"s2", "c1"}) {
 		t.Errorf("list of sub:1: %v", cpIDs(l))
 	}
-	if l, _, _ := w.f.ListCheckpoints("acme", "th", "", "", 10, nil); !slices.Equal(cpIDs(l), []string{"c2", "c1"}) {
+	if l, _, _, _ := w.f.ListCheckpoints("acme", "th", "", "", 10, nil); !slices.Equal(cpIDs(l), []string{"c2", "c1"}) {
 		t.Errorf("list of the default namespace: %v", cpIDs(l))
 	}
 	// The default namespace's keys are the ones of before namespaces.
@@ -219,7 +219,7 @@ func TestCheckpointThreadIDsEscaped(t *testing.T) {
 			if !ok || string(v.Data) != strconv.Itoa(i) || v.Thread != th {
 				t.Errorf("thread %q: %+v %v, want data %d", th, v, ok, i)
 			}
-			if l, _, _ := w.f.ListCheckpoints("acme", th, "", "", 10, nil); len(l) != 1 {
+			if l, _, _, _ := w.f.ListCheckpoints("acme", th, "", "", 10, nil); len(l) != 1 {
 				t.Errorf("thread %q lists %v", th, cpIDs(l))
 			}
 		}
@@ -368,10 +368,10 @@ func TestCheckpointListFilter(t *testing.T) {
 		parent = id
 	}
 	odd := func(md []byte) bool { return string(md) == `{"step":1}` }
-	if l, _, _ := w.f.ListCheckpoints("acme", "th", "", "", 2, odd); !slices.Equal(cpIDs(l), []string{"c5", "c3"}) {
+	if l, _, _, _ := w.f.ListCheckpoints("acme", "th", "", "", 2, odd); !slices.Equal(cpIDs(l), []string{"c5", "c3"}) {
 		t.Errorf("filter, limit 2: %v", cpIDs(l))
 	}
-	if l, _, _ := w.f.ListCheckpoints("acme", "th", "", "c3", 10, odd); !slices.Equal(cpIDs(l), []string{"c1"}) {
+	if l, _, _, _ := w.f.ListCheckpoints("acme", "th", "", "c3", 10, odd); !slices.Equal(cpIDs(l), []string{"c1"}) {
 		t.Errorf("filter, before c3: %v", cpIDs(l))
 	}
 }

@@ -318,8 +318,9 @@ func (f *FSM) QueueStats(tenant, queue string) (QueueStats, uint64) {
 
 // ListQueues returns, in name order, the figures of the tenant's queues
 // that hold at least one task, after the queue named after (""; from the
-// first), at most limit of those visible allows; next is the last name
-// returned when more may follow.
+// first), at most limit of those visible allows; next is the name to
+// continue after when more may follow: the last name returned, or the last
+// one examined when the page ends at MaxListWalk names (artifactlife.go).
 func (f *FSM) ListQueues(tenant, after string, limit int, visible func(queue string) bool) (out []QueueStats, next string, index uint64) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -328,7 +329,14 @@ func (f *FSM) ListQueues(tenant, after string, limit int, visible func(queue str
 	if tq == nil {
 		return out, "", f.applied
 	}
+	walked := 0
 	tq.names.AscendGreaterOrEqual(after+"\x00", func(name string) bool {
+		if walked == MaxListWalk {
+			next = after
+			return false
+		}
+		walked++
+		after = name
 		if visible != nil && !visible(name) {
 			return true
 		}

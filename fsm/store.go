@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"strings"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/google/btree"
@@ -141,6 +142,12 @@ type Store struct {
 	// kept up to date by Put and Delete (an abort's writes included), not
 	// copied into clones.
 	use usage
+	// arts is the artifact life's index (artindex.go): derived from the
+	// keys like use, kept by put and Delete, nil in clones.
+	arts *artIndex
+	// reads, when a test sets it, counts the keys Get, Has and Scan read:
+	// tests of bounded work (bounds_test.go) count with it. Nil otherwise.
+	reads *atomic.Int64
 }
 
 // undoOp restores key to val, a stored form (or deletes it when
@@ -158,11 +165,19 @@ type kv struct {
 }
 
 func newStore() *Store {
-	return &Store{tree: btree.NewG(32, itemLess), hashed: newHashed()}
+	return &Store{tree: btree.NewG(32, itemLess), hashed: newHashed(), arts: newArtIndex()}
+}
+
+// read counts one key read, for tests (reads).
+func (s *Store) read() {
+	if s.reads != nil {
+		s.reads.Add(1)
+	}
 }
 
 // Get returns the value at key.
 func (s *Store) Get(key string) ([]byte, bool) {
+	s.read()
 	if isHashed(key) {
 		v, ok := s.hashed.get(key)
 		return unpackVal(v), ok
@@ -173,6 +188,7 @@ func (s *Store) Get(key string) ([]byte, bool) {
 
 // Has reports whether key is set.
 func (s *Store) Has(key string) bool {
+	s.read()
 	if isHashed(key) {
 		_, ok := s.hashed.get(key)
 		return ok
@@ -211,7 +227,19 @@ func (s *Store) put(key string, val []byte, it item, made bool) {
 		s.use.add(key, int64(len(key)+len(val)), 1)
 	}
 	s.sum.add(pairHashStored(&s.hashBuf, key, val, true))
+	s.noteArts(key, old, existed, val, true)
 	s.record(key, old, existed)
+}
+
+// noteArts passes a write of an artifact version or ref key to the
+// artifact index (values in stored form).
+func (s *Store) noteArts(key string, old []byte, existed bool, val []byte, exists bool) {
+	if s.arts == nil {
+		return
+	}
+	if kind, _, _, _ := artKeyKind(key); kind != 0 {
+		s.arts.note(key, unpackVal(old), existed, unpackVal(val), exists)
+	}
 }
 
 // Delete removes key; it reports whether it existed.
@@ -228,6 +256,7 @@ func (s *Store) Delete(key string) bool {
 	if ok {
 		s.sum.sub(pairHashStored(&s.hashBuf, key, old, true))
 		s.use.add(key, -int64(len(key)+len(old)), -1)
+		s.noteArts(key, old, true, nil, false)
 		s.record(key, old, true)
 	}
 	return ok
@@ -260,15 +289,18 @@ func (s *Store) Scan(prefix, from string, fn func(key string, val []byte) bool) 
 			return false
 		}
 		for len(hashed) > 0 && hashed[0].key < key && more {
+			s.read()
 			more = fn(hashed[0].key, unpackVal(hashed[0].val))
 			hashed = hashed[1:]
 		}
 		if more {
+			s.read()
 			more = fn(key, unpackVal(it.stored()))
 		}
 		return more
 	})
 	for len(hashed) > 0 && more {
+		s.read()
 		more = fn(hashed[0].key, unpackVal(hashed[0].val))
 		hashed = hashed[1:]
 	}
@@ -304,4 +336,30 @@ func (s *Store) abort() {
 // clone returns an independent Store sharing structure copy-on-write.
 func (s *Store) clone() *Store {
 	return &Store{tree: s.tree.Clone(), hashed: s.hashed.clone(), sum: s.sum}
+}
+
+// lastKey is the greatest key with prefix, read in O(log n). prefix must
+// end in a byte below 0xff and hold no hashed key.
+func (s *Store) lastKey(prefix string) (string, bool) {
+	if prefix == "" || prefix[len(prefix)-1] == 0xff || mayHoldHashed(prefix) {
+		panic("fsm: lastKey of " + prefix)
+	}
+	// Every key with the prefix is below the prefix with its last byte
+	// one higher, which itself has not the prefix.
+	bound := prefix[:len(prefix)-1] + string([]byte{prefix[len(prefix)-1] + 1})
+	key, ok := "", false
+	s.tree.DescendLessOrEqual(searchItem(bound), func(it item) bool {
+		k := it.key()
+		if k == bound {
+			return true // the bound itself: look below it
+		}
+		if strings.HasPrefix(k, prefix) {
+			key, ok = k, true
+		}
+		return false
+	})
+	if ok {
+		s.read()
+	}
+	return key, ok
 }

@@ -2,10 +2,12 @@ package server
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"reflect"
 	"strconv"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -324,21 +326,49 @@ func (s *Server) handleCheckpointList(w http.ResponseWriter, r *http.Request, id
 	if err != nil {
 		return err
 	}
-	before := r.URL.Query().Get("before")
-	if before != "" {
-		if err := validName("before", before); err != nil {
-			return err
-		}
+	before, err := checkpointListFrom(r)
+	if err != nil {
+		return err
 	}
 	match, err := metadataFilter(r)
 	if err != nil {
 		return err
 	}
-	list, index, ok := s.fsm.ListCheckpoints(sc.tenant, sc.thread, sc.ns, before, limit, match)
+	list, next, index, ok := s.fsm.ListCheckpoints(sc.tenant, sc.thread, sc.ns, before, limit, match)
 	if !ok {
 		return errorf(fsm.CodeNotFound, "checkpoint %q (before) not found in thread %q%s", before, sc.thread, nsText(sc.ns))
 	}
-	return s.readReply(w, index, map[string]any{"checkpoints": list})
+	answer := map[string]any{"checkpoints": list}
+	if next != "" {
+		// Only when more may follow: the answers of a whole list stay
+		// what they were before pages had a bound.
+		answer["next_page_token"] = base64.RawURLEncoding.EncodeToString([]byte(next))
+	}
+	return s.readReply(w, index, answer)
+}
+
+// checkpointListFrom is where a checkpoint list starts: before (a
+// checkpoint id), or page_token, a previous page's next_page_token (the id
+// of the last checkpoint it examined, encoded), not both.
+func checkpointListFrom(r *http.Request) (string, error) {
+	q := r.URL.Query()
+	before := q.Get("before")
+	if q.Get("page_token") != "" {
+		if before != "" {
+			return "", badRequest("give before or page_token, not both")
+		}
+		b, err := base64.RawURLEncoding.DecodeString(q.Get("page_token"))
+		if err != nil || validName("page_token", string(b)) != nil {
+			return "", badRequest("page_token is not one this server returned")
+		}
+		return string(b), nil
+	}
+	if before != "" {
+		if err := validName("before", before); err != nil {
+			return "", err
+		}
+	}
+	return before, nil
 }
 
 // metadataFilter reads the filter query parameter: a JSON object whose
@@ -438,5 +468,31 @@ func (s *Server) handleThreadDelete(w http.ResponseWriter, r *http.Request, id *
 	if err != nil {
 		return err
 	}
-	return s.proposeAndReply(w, r, id, sc.tenant, fsm.KindThreadDelete, &fsm.ThreadDeleteArgs{Thread: sc.thread, Fence: fence}, body)
+	args := &fsm.ThreadDeleteArgs{Thread: sc.thread, Fence: fence, MaxWork: threadDeleteWork.Load()}
+	res, err := s.propose(r, id, sc.tenant, fsm.KindThreadDelete, args, body)
+	if err != nil {
+		return err
+	}
+	// A thread larger than one command's work (fsm.MaxThreadDeleteWork)
+	// is deleted over several: the request's own command first (with what
+	// identifies its retries: a replayed "remaining" carries on here), then
+	// plain ones until it is gone, each checking the fence again.
+	for res.OK() && res.Outcome == fsm.OutcomeOK {
+		if res, err = s.apply(r, fsm.NewCommand(fsm.KindThreadDelete, s.now(), sc.tenant, id.principalName(), args)); err != nil {
+			return err
+		}
+		if res.Code == fsm.CodeNotFound {
+			// Another delete of the thread finished it.
+			res = &fsm.Result{Outcome: fsm.OutcomeNoContent, Index: res.Index}
+		}
+	}
+	return reply(w, res, nil)
 }
+
+// threadDeleteWork is the work each command of a thread delete may do
+// (fsm.MaxThreadDeleteWork); tests lower it to see a delete take several.
+var threadDeleteWork = func() *atomic.Uint64 {
+	var w atomic.Uint64
+	w.Store(fsm.MaxThreadDeleteWork)
+	return &w
+}()

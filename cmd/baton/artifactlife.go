@@ -35,7 +35,14 @@ func artifactListCommand() *command {
 				return err
 			}
 			return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
-				list, err := c.ListArtifacts(ctx, tenant, f, readOpts(stale)...)
+				page := f
+				list, err := c.ListArtifacts(ctx, tenant, page, readOpts(stale)...)
+				// An empty page with a token ended at the server's walk
+				// bound: the next one may hold names.
+				for err == nil && len(list.Artifacts) == 0 && list.NextPageToken != "" {
+					page.PageToken = list.NextPageToken
+					list, err = c.ListArtifacts(ctx, tenant, page, readOpts(stale)...)
+				}
 				if err != nil {
 					return err
 				}

@@ -62,7 +62,14 @@ func queueListCommand() *command {
 				return err
 			}
 			return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
-				list, err := c.ListQueues(ctx, tenant, o, readOpts(stale)...)
+				page := o
+				list, err := c.ListQueues(ctx, tenant, page, readOpts(stale)...)
+				// An empty page with a token ended at the server's walk
+				// bound: the next one may hold queues.
+				for err == nil && len(list.Queues) == 0 && list.NextPageToken != "" {
+					page.PageToken = list.NextPageToken
+					list, err = c.ListQueues(ctx, tenant, page, readOpts(stale)...)
+				}
 				if err != nil {
 					return err
 				}

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestListsFollowEmptyPages: an empty page with a next token ended at the
+// server's walk bound, not at the end; baton queue ls and baton artifact ls
+// ask for the next page until one has rows or no token.
+func TestListsFollowEmptyPages(t *testing.T) {
+	for _, tc := range []struct{ args, path, rows, want string }{
+		{"queue ls", "/v1/tenants/acme/queues", `{"queues": [` + sampleQueueStats + `], "next_page_token": "cQ"}`, "\nq "},
+		{"artifact ls", "/v1/tenants/acme/artifacts", `{"artifacts": [{"name": "a", "latest_version": 2, "versions": 2}], "next_page_token": ""}`, "\na "},
+	} {
+		var mu sync.Mutex
+		var queries []string
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			if r.URL.Path != tc.path {
+				w.WriteHeader(404)
+				return
+			}
+			queries = append(queries, r.URL.RawQuery)
+			w.Header().Set("X-Baton-Index", "9")
+			switch r.URL.Query().Get("page_token") {
+			case "":
+				io.WriteString(w, tc.rows[:strings.Index(tc.rows, "[")+1]+`], "next_page_token": "p1"}`)
+			case "p1":
+				io.WriteString(w, tc.rows[:strings.Index(tc.rows, "[")+1]+`], "next_page_token": "p2"}`)
+			default:
+				io.WriteString(w, tc.rows)
+			}
+		}))
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), append([]string{"--endpoints", srv.URL, "--timeout", "5s"}, append(strings.Fields(tc.args), "--tenant", "acme")...), &out, &errOut)
+		srv.Close()
+		if code != 0 || strings.Join(queries, " ") != " page_token=p1 page_token=p2" || !strings.Contains(out.String(), tc.want) {
+			t.Errorf("%s: exit %d %s, queries %q, output:\n%s", tc.args, code, errOut.String(), queries, out.String())
+		}
+	}
+}

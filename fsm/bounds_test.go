@@ -1,0 +1,279 @@
+package fsm
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// Bounded work: these tests count the keys a command or a read reads
+// (Store.reads), never time, and hold each to a bound that does not grow
+// with what the command leaves alone.
+
+// readsOf is how many keys fn made the store read.
+func (w *world) readsOf(fn func()) int64 {
+	var n atomic.Int64
+	w.f.st.reads = &n
+	defer func() { w.f.st.reads = nil }()
+	fn()
+	w.t.Logf("%d keys read", n.Load())
+	return n.Load()
+}
+
+// publishN publishes n versions of name, each naming chunks.
+func (w *world) publishN(name string, n int, chunks ...ChunkRef) {
+	w.t.Helper()
+	for _, c := range chunks {
+		w.ok(KindChunkHeld, "acme", &ChunkHeldArgs{Digest: c.Digest, Size: c.Size})
+	}
+	for v := range n {
+		w.ok(KindArtifactPublish, "acme", publishArgs(name, fmt.Sprintf("sha256:%032x%032x", len(name), v+1), chunks...))
+	}
+}
+
+func TestArtifactWholeDeleteReadsEachVersionOnce(t *testing.T) {
+	w := newWorld(t)
+	var chunks []ChunkRef
+	for i := range 10 {
+		chunks = append(chunks, chunkOf(i+1, 10))
+	}
+	const versions = 300
+	w.publishN("a", versions, chunks...)
+	reads := w.readsOf(func() { w.ok(KindArtifactDelete, "acme", &ArtifactDeleteArgs{Name: "a"}) })
+	// Each version: its manifest, its chunks' holds, its id's entry.
+	if bound := int64(versions*(len(chunks)+4) + 100); reads > bound {
+		t.Errorf("a whole-name delete of %d versions read %d keys, more than %d: some are read again per version", versions, reads, bound)
+	}
+	for _, c := range chunks {
+		if h, _ := getRecord[chunkHold](w.f.st, chunkHoldKey("acme", c.Digest)); h == nil || h.Refs != 0 {
+			t.Fatalf("chunk %s after the delete: %+v, want held without references", c.Digest, h)
+		}
+	}
+	if vs, _ := w.f.ArtifactVersions("acme", "a"); len(vs) != 0 {
+		t.Errorf("versions of a deleted name: %d", len(vs))
+	}
+}
+
+func TestArtifactDeleteCapReadsNoVersion(t *testing.T) {
+	w := newWorld(t)
+	w.publishN("big", MaxArtifactDeleteVersions+1, chunkOf(1, 10))
+	reads := w.readsOf(func() { w.refused(CodeInvalidArgument, KindArtifactDelete, "acme", &ArtifactDeleteArgs{Name: "big"}) })
+	if reads > 50 {
+		t.Errorf("refusing a delete of %d versions read %d keys: the cap must be checked before reading versions", MaxArtifactDeleteVersions+1, reads)
+	}
+}
+
+func TestArtifactVersionDeleteReadsNoOtherVersionOrRef(t *testing.T) {
+	w := newWorld(t)
+	c := chunkOf(1, 10)
+	w.publishN("a", 2000, c)
+	newest, _, _ := w.f.ArtifactVersion("acme", "a", 0)
+	for i := range 500 {
+		w.ok(KindRefSet, "acme", &RefSetArgs{Ref: fmt.Sprintf("r/%d", i), ArtifactID: newest.ArtifactID})
+	}
+	reads := w.readsOf(func() { w.ok(KindArtifactDelete, "acme", &ArtifactDeleteArgs{Name: "a", Version: 1}) })
+	if reads > 50 {
+		t.Errorf("deleting one version of 2,000 in a tenant of 500 refs read %d keys", reads)
+	}
+	// The refs still pin the newest: refused, with their count and the
+	// first names in name order.
+	d := w.refused(CodeReferenced, KindArtifactDelete, "acme", &ArtifactDeleteArgs{Name: "a", Version: newest.Version})
+	refs := d["refs"].([]any)
+	if len(refs) != maxReferencedRefs || refs[0] != "r/0" || refs[1] != "r/1" || refs[2] != "r/10" {
+		t.Errorf("referenced refs: %d, first %v", len(refs), refs[:3])
+	}
+}
+
+func TestArtifactIDMovesToTheNextNewestVersion(t *testing.T) {
+	w := newWorld(t)
+	c := chunkOf(1, 10)
+	w.ok(KindChunkHeld, "acme", &ChunkHeldArgs{Digest: c.Digest, Size: c.Size})
+	a := publishArgs("a", "sha256:"+strings.Repeat("a", 64), c)
+	b := publishArgs("a", "sha256:"+strings.Repeat("b", 64), c)
+	m1 := w.ok(KindArtifactPublish, "acme", a).Obj.(*Manifest)
+	w.ok(KindArtifactPublish, "acme", b)
+	w.ok(KindArtifactPublish, "acme", a) // version 3, the id of version 1
+	w.ok(KindArtifactDelete, "acme", &ArtifactDeleteArgs{Name: "a", Version: 3})
+	if m, _, ok := w.f.ArtifactByID("acme", m1.ArtifactID); !ok || m.Version != 1 {
+		t.Fatalf("id after deleting its newest version: %+v, want version 1", m)
+	}
+	w.ok(KindArtifactDelete, "acme", &ArtifactDeleteArgs{Name: "a", Version: 1})
+	if _, _, ok := w.f.ArtifactByID("acme", m1.ArtifactID); ok {
+		t.Fatal("id after deleting its last version: still found")
+	}
+}
+
+func TestTrimReadsTheOldestVersionsOnly(t *testing.T) {
+	w := newWorld(t)
+	c := chunkOf(1, 10)
+	const versions = 3000
+	w.publishN("a", versions, c)
+	newest, _, _ := w.f.ArtifactVersion("acme", "a", 0)
+	for i := range 500 {
+		w.ok(KindRefSet, "acme", &RefSetArgs{Ref: fmt.Sprintf("r/%d", i), ArtifactID: newest.ArtifactID})
+	}
+	w.ok(KindArtifactPolicy, "acme", &ArtifactPolicyArgs{Prefix: "a", KeepLast: 1})
+	reads := w.readsOf(func() { w.ok(KindArtifactPublish, "acme", publishArgs("a", "sha256:"+strings.Repeat("f", 64), c)) })
+	if bound := int64(artifactTrimPerPublish*8 + 100); reads > bound {
+		t.Errorf("a publish trimming %d of %d versions read %d keys, more than %d", artifactTrimPerPublish, versions, reads, bound)
+	}
+	if vs, _ := w.f.ArtifactVersions("acme", "a"); len(vs) != versions+1-artifactTrimPerPublish {
+		t.Errorf("versions after one trim: %d, want %d", len(vs), versions+1-artifactTrimPerPublish)
+	}
+	if _, _, ok := w.f.ArtifactVersion("acme", "a", artifactTrimPerPublish); ok {
+		t.Errorf("version %d (among the oldest) survived the trim", artifactTrimPerPublish)
+	}
+	if _, _, ok := w.f.ArtifactVersion("acme", "a", artifactTrimPerPublish+1); !ok {
+		t.Errorf("version %d was trimmed: more than %d in one publish", artifactTrimPerPublish+1, artifactTrimPerPublish)
+	}
+}
+
+func TestThreadDeleteStepsAreBounded(t *testing.T) {
+	w := newWorld(t)
+	var chunks []ChunkRef
+	for i := range 40 {
+		c := chunkOf(i+1, 10)
+		w.ok(KindChunkHeld, "acme", &ChunkHeldArgs{Digest: c.Digest, Size: c.Size})
+		chunks = append(chunks, c)
+	}
+	parent := ""
+	for i := range 30 {
+		id := fmt.Sprintf("c%02d", i)
+		w.ok(KindCheckpointPut, "acme", &CheckpointPutArgs{Thread: "th", NS: "ns", ID: id, ParentID: parent, Chunks: chunks})
+		parent = id
+	}
+	const step = 200 // 30 checkpoints of 40 chunks: about 1,300 in all
+	steps := 0
+	for {
+		var r *Result
+		reads := w.readsOf(func() { r = w.ok(KindThreadDelete, "acme", &ThreadDeleteArgs{Thread: "th", MaxWork: step}) })
+		// A key read per unit of work, a hold per chunk, and the next key.
+		if reads > 2*step+20 {
+			t.Fatalf("step %d read %d keys, more than its work of %d allows", steps, reads, step)
+		}
+		steps++
+		if r.Outcome == OutcomeNoContent {
+			break
+		}
+		if p, ok := r.Obj.(ThreadDeleteProgress); !ok || !p.Remaining || steps > 100 {
+			t.Fatalf("step %d: %+v", steps, r.Obj)
+		}
+	}
+	if steps < 6 {
+		t.Errorf("the delete took %d steps of %d work: some did more", steps, step)
+	}
+	w.refused(CodeNotFound, KindThreadDelete, "acme", &ThreadDeleteArgs{Thread: "th", MaxWork: step})
+	for _, c := range chunks {
+		if h, _ := getRecord[chunkHold](w.f.st, chunkHoldKey("acme", c.Digest)); h == nil || h.Refs != 0 {
+			t.Fatalf("chunk %s after the delete: %+v, want held without references", c.Digest, h)
+		}
+	}
+	w.f.st.Scan(threadPrefix("acme", "th"), "", func(k string, _ []byte) bool {
+		t.Errorf("key left after the delete: %s", k)
+		return true
+	})
+}
+
+func TestListCheckpointsBoundsItsWalk(t *testing.T) {
+	w := newWorld(t)
+	parent := ""
+	for i := range MaxListWalk + 5 {
+		id := fmt.Sprintf("c%06d", i)
+		w.ok(KindCheckpointPut, "acme", &CheckpointPutArgs{Thread: "th", ID: id, ParentID: parent, Data: []byte(`1`)})
+		parent = id
+	}
+	examined := 0
+	none := func([]byte) bool { examined++; return false }
+	out, next, _, _ := w.f.ListCheckpoints("acme", "th", "", "", 10, none)
+	if len(out) != 0 || next == "" || examined != MaxListWalk {
+		t.Fatalf("a filter that matches nothing: %d answered, next %q, %d examined; want none, a next, %d examined", len(out), next, examined, MaxListWalk)
+	}
+	out, next, _, _ = w.f.ListCheckpoints("acme", "th", "", next, 10, none)
+	if len(out) != 0 || next != "" || examined != MaxListWalk+5 {
+		t.Fatalf("the next page: %d answered, next %q, %d examined in all; want the last 5 examined and no next", len(out), next, examined)
+	}
+	// Without a filter, limit ends the page as before, with a next.
+	out, next, _, _ = w.f.ListCheckpoints("acme", "th", "", "", 3, nil)
+	if len(out) != 3 || next != out[2].ID {
+		t.Errorf("limit 3: %d, next %q", len(out), next)
+	}
+}
+
+func TestListArtifactsBoundsItsWalk(t *testing.T) {
+	w := newWorld(t)
+	c := chunkOf(1, 10)
+	w.publishN("many", 5000, c)
+	var out []*ArtifactSummary
+	reads := w.readsOf(func() { out, _, _ = w.f.ListArtifacts("acme", "", "", 10, nil) })
+	if len(out) != 1 || out[0].Versions != 5000 || out[0].LatestVersion != 5000 {
+		t.Fatalf("list: %+v", out)
+	}
+	if reads > 10 {
+		t.Errorf("listing one name of 5,000 versions read %d keys", reads)
+	}
+	for i := range MaxListWalk + 5 {
+		w.ok(KindArtifactPublish, "acme", publishArgs(fmt.Sprintf("n%05d", i), "sha256:"+strings.Repeat("e", 64), c))
+	}
+	examined := 0
+	hidden := func(string) bool { examined++; return false }
+	out, next, _ := w.f.ListArtifacts("acme", "n", "", 10, hidden)
+	if len(out) != 0 || next == "" || examined != MaxListWalk {
+		t.Fatalf("nothing visible: %d answered, next %q, %d examined; want none, a next, %d examined", len(out), next, examined, MaxListWalk)
+	}
+	out, next, _ = w.f.ListArtifacts("acme", "n", next, 10, hidden)
+	if len(out) != 0 || next != "" || examined != MaxListWalk+5 {
+		t.Fatalf("the next page: %d answered, next %q, %d examined in all", len(out), next, examined)
+	}
+}
+
+func TestListQueuesBoundsItsWalk(t *testing.T) {
+	w := newWorld(t)
+	for i := range MaxListWalk + 5 {
+		w.ok(KindTaskCreate, "acme", &TaskCreateArgs{ID: fmt.Sprintf("t%05d", i), Queue: fmt.Sprintf("q%05d", i)})
+	}
+	examined := 0
+	hidden := func(string) bool { examined++; return false }
+	out, next, _ := w.f.ListQueues("acme", "", 10, hidden)
+	if len(out) != 0 || next == "" || examined != MaxListWalk {
+		t.Fatalf("nothing visible: %d answered, next %q, %d examined; want none, a next, %d examined", len(out), next, examined, MaxListWalk)
+	}
+	out, next, _ = w.f.ListQueues("acme", next, 10, hidden)
+	if len(out) != 0 || next != "" || examined != MaxListWalk+5 {
+		t.Fatalf("the next page: %d answered, next %q, %d examined in all", len(out), next, examined)
+	}
+}
+
+// TestArtIndexMatchesState holds the artifact index the store keeps
+// through commands, failed ones and transactions included, to one rebuilt
+// from its keys, as a restore does.
+func TestArtIndexMatchesState(t *testing.T) {
+	refs, versions := 0, 0
+	for seed := range uint64(8) {
+		f := New()
+		for _, l := range randomLog(seed, 400) {
+			f.Apply(l)
+		}
+		rebuilt := newStore()
+		f.st.ascend(func(k string, v []byte) bool {
+			rebuilt.Put(k, v)
+			return true
+		})
+		if got, want := dumpArtIndex(f.st.arts), dumpArtIndex(rebuilt.arts); !reflect.DeepEqual(got, want) {
+			t.Fatalf("seed %d: kept index\n%v\nrebuilt from the keys\n%v", seed, got, want)
+		}
+		refs += f.st.arts.refs.Len()
+		versions += len(f.st.arts.versions)
+	}
+	if refs == 0 || versions == 0 {
+		t.Fatalf("the logs left %d refs and %d names: they exercise too little", refs, versions)
+	}
+}
+
+func dumpArtIndex(x *artIndex) map[string]any {
+	var ids, refs []string
+	x.ids.Ascend(func(k string) bool { ids = append(ids, k); return true })
+	x.refs.Ascend(func(k string) bool { refs = append(refs, k); return true })
+	return map[string]any{"versions": x.versions, "ids": ids, "refs": refs, "refCount": x.refCount}
+}
