@@ -35,11 +35,13 @@ type taskVersion struct {
 //     fewer attempts than an earlier one unless a retry may lie between.
 //  3. A dead task (failed non-retryably or on its last attempt, or its
 //     lease ran out on it) is not claimed, and leaves dead only by a
-//     retry: a version that is not dead after one that was needs a retry
-//     that may lie between (acknowledged with a version in between, or of
-//     unknown outcome and invoked before the later version was answered).
-//     The workload's updates set no status but done and cancelled, so only
-//     a retry revives a dead task.
+//     retry or by an update that sets a status: a version that is not dead
+//     after one that was needs such a write that may lie between
+//     (acknowledged with a version in between, or of unknown outcome and
+//     invoked before the later version was answered). docs/api.md lets an
+//     update under the current fencing token (the one of the last claim:
+//     a slow worker finishing after its last attempt was declared dead),
+//     or one without a token while no lease is live, set any status.
 //  4. No queue claim takes a task before its available_at (a claim by id
 //     does not wait for it, docs/api.md). Two ways:
 //     - the state machine's clock: the claim's updated_at, which is the
@@ -112,12 +114,16 @@ func lifecycle(h *history.History) ([]Anomaly, LifeCounts) {
 	ops := Logical(history.Flatten(h.Ops))
 	versions := map[string]map[uint64]taskVersion{}
 	retries := map[string][]*history.Op{}
+	statusSets := map[string][]*history.Op{} // updates that set a status
 	var claims []*history.Op
 	var out []Anomaly
 	for i := range ops {
 		op := &ops[i]
 		if op.Kind == history.TaskRetry {
 			retries[op.In.Key] = append(retries[op.In.Key], op)
+		}
+		if op.Kind == history.TaskUpdate && op.In.Status != "" {
+			statusSets[op.In.Key] = append(statusSets[op.In.Key], op)
 		}
 		task, ok := answeredTask(op)
 		if !ok {
@@ -175,7 +181,7 @@ func lifecycle(h *history.History) ([]Anomaly, LifeCounts) {
 	}
 	sort.Strings(tasks)
 	for _, task := range tasks {
-		out = append(out, checkVersions(task, versions[task], retries[task], over[task])...)
+		out = append(out, checkVersions(task, versions[task], retries[task], statusSets[task], over[task])...)
 	}
 	out = append(out, newRetentionCheck(ops, versions).check(versions, slack, &n)...)
 	return out, n
@@ -265,7 +271,7 @@ func checkClaim(task string, c *history.Op, prev taskVersion, known bool, slack 
 // checkVersions judges the seen versions of one task in order: rules 1
 // (every version; not again for an attempt a claim was reported for, in
 // over), 2 and 3.
-func checkVersions(task string, versions map[uint64]taskVersion, retries []*history.Op, over map[uint64]bool) []Anomaly {
+func checkVersions(task string, versions map[uint64]taskVersion, retries, statusSets []*history.Op, over map[uint64]bool) []Anomaly {
 	order := make([]uint64, 0, len(versions))
 	for v := range versions {
 		order = append(order, v)
@@ -291,8 +297,8 @@ func checkVersions(task string, versions map[uint64]taskVersion, retries []*hist
 			bad(fmt.Sprintf("attempts went back from %d (%s) to %d (%s) with no retry between",
 				prev.Attempt, describeVersion(prev), cur.Attempt, describeVersion(cur)), prev.op.ID, cur.op.ID)
 		}
-		if prev.Status == statusDead && cur.Status != statusDead {
-			bad(fmt.Sprintf("dead at %s, %q at %s with no retry between (%s)",
+		if prev.Status == statusDead && cur.Status != statusDead && !retried(statusSets, prev.Version, cur) {
+			bad(fmt.Sprintf("dead at %s, %q at %s with no retry or status update between (%s)",
 				describeVersion(prev), cur.Status, describeVersion(cur), cur.op.String()), prev.op.ID, cur.op.ID)
 		}
 	}

@@ -145,6 +145,20 @@ func TestLifecycleDead(t *testing.T) {
 		b.add(2, history.TaskRetry, "t", 370, 380, history.Unknown, nil)
 		want(t, Lifecycle(&b.h), NameLifecycle, 0)
 	})
+	t.Run("an update that sets a status takes a dead task out of dead", func(t *testing.T) {
+		// docs/api.md: an update under the current token (the slow worker
+		// of the last attempt, finishing late) may set any status.
+		b := lifeBase()
+		b.add(3, history.TaskGet, "t", 400, 401, history.OK, then(lifeAnswer("t", 7, "done", 2, 2, -1, 390),
+			func(op *history.Op) { op.Out.Token = 5 << 16 }))
+		want(t, Lifecycle(&b.h), NameLifecycle, 1)
+		// An update that sets no status explains nothing.
+		b.add(1, history.TaskUpdate, "t", 370, 380, history.OK, then(lifeAnswer("t", 8, "dead", 2, 2, -1, 375)))
+		want(t, Lifecycle(&b.h), NameLifecycle, 1)
+		b.add(1, history.TaskUpdate, "t", 385, 388, history.OK, then(lifeAnswer("t", 7, "done", 2, 2, -1, 390),
+			func(op *history.Op) { op.In.Status = "done"; op.Out.Token = 5 << 16 }))
+		want(t, Lifecycle(&b.h), NameLifecycle, 0)
+	})
 	t.Run("a non-retryable failure must leave it dead", func(t *testing.T) {
 		b := lifeBase()
 		b.h.Ops[2].In.NonRetryable = true
