@@ -240,7 +240,6 @@ func (s *Server) handleQueueClaim(w http.ResponseWriter, r *http.Request, id *id
 	if err != nil {
 		return err
 	}
-	s.fsm.StampQueueClaim(cmd)
 	keyed := retried(cmd)
 	propose := func(final bool) (*fsm.Result, error) {
 		attempt := *args
@@ -251,6 +250,9 @@ func (s *Server) handleQueueClaim(w http.ResponseWriter, r *http.Request, id *id
 		// or a lease that ran out, while the request waited is claimable
 		// at the time Claimable saw, not at the request's arrival.
 		c.Now = s.now()
+		// And stamped at its own time: the first lifecycle task may have
+		// come while the request waited (fsm.StampQueueClaim).
+		s.fsm.StampQueueClaim(&c)
 		return s.apply(r, &c)
 	}
 	deadline := time.Now().Add(time.Duration(req.WaitMs) * time.Millisecond)

@@ -173,3 +173,40 @@ func TestQueuePolicyHTTP(t *testing.T) {
 		t.Fatalf("PUT policy of a missing tenant: %d %s, want 404", status, body)
 	}
 }
+
+// TestLongPollClaimStampedEachRound: a long-poll queue claim that began
+// before the state held any lifecycle task is stamped again for each
+// proposal, so that a task created meanwhile with max_attempts 1, claimed
+// by another worker and released on that last attempt, is made dead by it,
+// not claimed a second time (found in review: the stamp was taken once,
+// when the request came).
+func TestLongPollClaimStampedEachRound(t *testing.T) {
+	fx := newAPIFixture(t)
+	admin := adminAuth()
+	type answer struct {
+		status int
+		body   []byte
+	}
+	done := make(chan answer, 1)
+	go func() {
+		status, _, body := fx.c.do(t, 0, "POST", "/v1/tenants/acme/queues/q/claim",
+			`{"owner":"a","lease_ms":60000,"statuses":["retry"],"wait_ms":3000}`, admin)
+		done <- answer{status, body}
+	}()
+	// Give A's request time to be waiting before the first lifecycle task
+	// exists. Were it not yet waiting, its claim would be stamped after the
+	// create and the test would pass without testing the rounds: this
+	// pause can hide the bug, never invent it.
+	time.Sleep(300 * time.Millisecond)
+	fx.mustTask(t, "POST", "/v1/tenants/acme/tasks", `{"task_id":"T","queue":"q","max_attempts":1}`, admin, 201)
+	b := fx.mustTask(t, "POST", "/v1/tenants/acme/queues/q/claim", `{"owner":"b","lease_ms":60000}`, admin, 200)
+	fx.mustTask(t, "POST", "/v1/tenants/acme/tasks/T/update",
+		fmt.Sprintf(`{"fencing_token":%d,"release":true,"status":"retry"}`, b.FencingToken), admin, 200)
+	a := <-done
+	if a.status != http.StatusNoContent {
+		t.Fatalf("A's long-poll claim after T's only attempt was released: %d %s, want 204", a.status, a.body)
+	}
+	if got := fx.mustTask(t, "GET", "/v1/tenants/acme/tasks/T", "", admin, 200); got.Status != "dead" || got.Attempt != 1 {
+		t.Fatalf("T after A's claim: status %q attempt %d, want dead at attempt 1", got.Status, got.Attempt)
+	}
+}
