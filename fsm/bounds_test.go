@@ -130,41 +130,38 @@ func TestTrimReadsTheOldestVersionsOnly(t *testing.T) {
 	}
 }
 
-func TestThreadDeleteStepsAreBounded(t *testing.T) {
+// TestThreadChunkRefsCapped: the checkpoints of one thread hold at most
+// MaxThreadChunkRefs chunk references together, so the one command that
+// deletes the thread releases at most that many; a put past it is refused
+// and changes nothing, and the delete frees the thread for more.
+func TestThreadChunkRefsCapped(t *testing.T) {
 	w := newWorld(t)
+	const per = 1024
 	var chunks []ChunkRef
-	for i := range 40 {
+	for i := range per {
 		c := chunkOf(i+1, 10)
 		w.ok(KindChunkHeld, "acme", &ChunkHeldArgs{Digest: c.Digest, Size: c.Size})
 		chunks = append(chunks, c)
 	}
-	parent := ""
-	for i := range 30 {
-		id := fmt.Sprintf("c%02d", i)
-		w.ok(KindCheckpointPut, "acme", &CheckpointPutArgs{Thread: "th", NS: "ns", ID: id, ParentID: parent, Chunks: chunks})
-		parent = id
+	put := func(i int) *Result {
+		ns := fmt.Sprintf("ns%d", i%3) // the count is the thread's, over its namespaces
+		return w.do(KindCheckpointPut, "acme", &CheckpointPutArgs{Thread: "th", NS: ns, ID: fmt.Sprintf("c%03d", i), ParentID: "", Fork: true, Chunks: chunks})
 	}
-	const step = 200 // 30 checkpoints of 40 chunks: about 1,300 in all
-	steps := 0
-	for {
-		var r *Result
-		reads := w.readsOf(func() { r = w.ok(KindThreadDelete, "acme", &ThreadDeleteArgs{Thread: "th", MaxWork: step}) })
-		// A key read per unit of work, a hold per chunk, and the next key.
-		if reads > 2*step+20 {
-			t.Fatalf("step %d read %d keys, more than its work of %d allows", steps, reads, step)
-		}
-		steps++
-		if r.Outcome == OutcomeNoContent {
-			break
-		}
-		if p, ok := r.Obj.(ThreadDeleteProgress); !ok || !p.Remaining || steps > 100 {
-			t.Fatalf("step %d: %+v", steps, r.Obj)
+	n := MaxThreadChunkRefs / per
+	for i := range n {
+		if r := put(i); !r.OK() {
+			t.Fatalf("put %d of %d chunks: %s %s", i, per, r.Code, r.Message)
 		}
 	}
-	if steps < 6 {
-		t.Errorf("the delete took %d steps of %d work: some did more", steps, step)
+	w.refused(CodeResourceExhausted, KindCheckpointPut, "acme", &CheckpointPutArgs{Thread: "th", NS: "ns0", ID: "over", Fork: true, Chunks: chunks})
+	var r *Result
+	reads := w.readsOf(func() { r = w.ok(KindThreadDelete, "acme", &ThreadDeleteArgs{Thread: "th"}) })
+	if bound := int64(2*MaxThreadChunkRefs + 20*n + 64); reads > bound {
+		t.Errorf("the thread delete read %d keys, more than %d", reads, bound)
 	}
-	w.refused(CodeNotFound, KindThreadDelete, "acme", &ThreadDeleteArgs{Thread: "th", MaxWork: step})
+	if r.Outcome != OutcomeNoContent {
+		t.Fatalf("thread delete: %+v", r)
+	}
 	for _, c := range chunks {
 		if h, _ := getRecord[chunkHold](w.f.st, chunkHoldKey("acme", c.Digest)); h == nil || h.Refs != 0 {
 			t.Fatalf("chunk %s after the delete: %+v, want held without references", c.Digest, h)
@@ -174,6 +171,9 @@ func TestThreadDeleteStepsAreBounded(t *testing.T) {
 		t.Errorf("key left after the delete: %s", k)
 		return true
 	})
+	if r := put(0); !r.OK() {
+		t.Fatalf("a put after the delete: %s %s", r.Code, r.Message)
+	}
 }
 
 func TestListCheckpointsBoundsItsWalk(t *testing.T) {

@@ -2,9 +2,9 @@ package fsm
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 )
@@ -98,27 +98,19 @@ type CheckpointWritesArgs struct {
 	NS                 string `codec:",omitempty"`
 }
 
-// ThreadDeleteArgs deletes a whole thread: every namespace of it. With
-// MaxWork (EntryVersion4) the command does at most that much of it
-// (threadDeleteStep); without, all of it at once, as entries written
-// before MaxWork did.
+// ThreadDeleteArgs deletes a whole thread: every namespace of it, in one
+// command.
 type ThreadDeleteArgs struct {
-	Thread  string
-	Fence   *Fence
-	MaxWork uint64 `codec:",omitempty"`
+	Thread string
+	Fence  *Fence
 }
 
-// MaxThreadDeleteWork bounds one thread.delete's work: the keys it deletes
-// plus the chunk references it releases (a checkpoint of 1,024 chunks
-// counts 1,025). A larger thread is deleted over several commands, which
-// the server proposes one after the other (docs/api.md "Checkpoints").
-const MaxThreadDeleteWork = 65_536
-
-// ThreadDeleteProgress answers a bounded thread.delete that left part of
-// the thread for the next one.
-type ThreadDeleteProgress struct {
-	Remaining bool `json:"remaining"`
-}
+// MaxThreadChunkRefs bounds the chunk references the checkpoints of one
+// thread hold together (their data_chunks, every namespace counted): a
+// thread delete releases them all in one command, so this bounds its work.
+// A put past it is refused with resource_exhausted. Kept at
+// threadRefsKey.
+const MaxThreadChunkRefs = 65_536
 
 // The checkpoint args' entry versions: a namespace, chunked data, or a
 // thread id outside the name grammar of older members (which stored it
@@ -128,12 +120,7 @@ func (a *CheckpointPutArgs) entryVersion() byte {
 	return cpVersion(a.Thread, a.NS, len(a.Chunks) > 0)
 }
 func (a *CheckpointWritesArgs) entryVersion() byte { return cpVersion(a.Thread, a.NS, false) }
-func (a *ThreadDeleteArgs) entryVersion() byte {
-	if a.MaxWork > 0 {
-		return EntryVersion4 // an older member would delete the whole thread
-	}
-	return cpVersion(a.Thread, "", false)
-}
+func (a *ThreadDeleteArgs) entryVersion() byte     { return cpVersion(a.Thread, "", false) }
 
 func cpVersion(thread, ns string, chunks bool) byte {
 	if ns != "" || chunks || escapeKeySegment(thread) != thread {
@@ -166,6 +153,9 @@ func (f *FSM) markCheckpoints4(thread, ns string, chunks bool) {
 //	<nsp>o/<^seq>/<id>           newest-first order
 //	<nsp>w/<id>/<task id>        pending writes
 //
+// and t/<tenant>/th/<thread>/r, the thread's chunk references
+// (threadRefsKey).
+//
 // <thread> and <ns> are escaped (escapeKeySegment): any UTF-8, "/"
 // included, without colliding with another thread or namespace. A name of
 // the old grammar ([A-Za-z0-9._:-]) escapes to itself, so existing threads
@@ -173,6 +163,19 @@ func (f *FSM) markCheckpoints4(thread, ns string, chunks bool) {
 func threadPrefix(tenant, thread string) string {
 	return "t/" + tenant + "/th/" + escapeKeySegment(thread) + "/"
 }
+
+// threadRefsKey holds the chunk references of a thread's checkpoints, a
+// big-endian uint64 (absent: none). It sits under the thread's prefix, so
+// a thread delete removes it with the rest.
+func threadRefsKey(tenant, thread string) string { return threadPrefix(tenant, thread) + "r" }
+
+func threadChunkRefs(st *Store, tenant, thread string) uint64 {
+	if v, ok := st.Get(threadRefsKey(tenant, thread)); ok && len(v) == 8 {
+		return binary.BigEndian.Uint64(v)
+	}
+	return 0
+}
+
 func nsPrefix(tenant, thread, ns string) string {
 	if ns == "" {
 		return threadPrefix(tenant, thread)
@@ -279,6 +282,12 @@ func applyCheckpointPut(f *FSM, ctx *applyCtx, c *Command) *Result {
 		if len(a.Data) > 0 {
 			return fail(CodeInvalidArgument, "a checkpoint has data or data chunks, not both", nil)
 		}
+		refs := threadChunkRefs(f.st, c.Tenant, a.Thread)
+		if refs+uint64(len(a.Chunks)) > MaxThreadChunkRefs {
+			return fail(CodeResourceExhausted, fmt.Sprintf("thread %q holds %d chunk references; %d more would pass the %d a thread may hold (delete it, or use another thread)",
+				a.Thread, refs, len(a.Chunks), MaxThreadChunkRefs), nil)
+		}
+		f.st.Put(threadRefsKey(c.Tenant, a.Thread), binary.BigEndian.AppendUint64(nil, refs+uint64(len(a.Chunks))))
 		if r := f.holdCheckpointChunks(c.Tenant, a.Chunks); r != nil {
 			return r
 		}
@@ -378,37 +387,18 @@ func applyThreadDelete(f *FSM, ctx *applyCtx, c *Command) *Result {
 	if r := checkFence(f.st, c.Tenant, a.Fence); r != nil {
 		return r
 	}
-	budget := uint64(math.MaxUint64) // the unbounded delete of older entries
-	if a.MaxWork > 0 {
-		budget = min(a.MaxWork, MaxThreadDeleteWork)
-	}
-	// Every namespace of the thread is under its prefix. Its keys go in key
-	// order; a bounded step that stops midway leaves the rest to the next,
-	// and readers in between may see part of the thread (fewer checkpoints,
-	// a head whose checkpoint is gone).
+	// Every namespace of the thread is under its prefix, and so is its
+	// chunk reference count (at most MaxThreadChunkRefs to release here).
 	prefix := threadPrefix(c.Tenant, a.Thread)
 	var keys []string
 	var records []*cpRefs
-	work, remaining := uint64(0), false
 	f.st.Scan(prefix, "", func(k string, v []byte) bool {
-		cost := uint64(1)
-		var cp *cpRefs
-		if isCheckpointRecordKey(k[len(prefix):]) {
-			cp = &cpRefs{}
-			if decode(v, cp) != nil {
-				cp = nil
-			} else {
-				cost += uint64(len(cp.Chunks))
-			}
-		}
-		if len(keys) > 0 && work+cost > budget {
-			remaining = true
-			return false
-		}
-		work += cost
 		keys = append(keys, k)
-		if cp != nil {
-			records = append(records, cp)
+		if isCheckpointRecordKey(k[len(prefix):]) {
+			cp := &cpRefs{}
+			if decode(v, cp) == nil {
+				records = append(records, cp)
+			}
 		}
 		return true
 	})
@@ -421,9 +411,6 @@ func applyThreadDelete(f *FSM, ctx *applyCtx, c *Command) *Result {
 	for _, cp := range records {
 		f.releaseCheckpointChunks(ctx, c.Tenant, cp.Chunks)
 		f.emit(c.Tenant, ResourceCheckpoints, cpEventKey(a.Thread, cp.NS, cp.ID), a.Thread, EventDelete, nil)
-	}
-	if remaining {
-		return okValue(OutcomeOK, ThreadDeleteProgress{Remaining: true})
 	}
 	return okValue(OutcomeNoContent, nil)
 }

@@ -287,9 +287,6 @@ func (g *logGen) command(index uint64, first bool) *Command {
 	case 27:
 		c = &Command{Kind: KindThreadDelete, Now: now}
 		a := &ThreadDeleteArgs{Thread: g.thread(), Fence: g.fence(c)}
-		if index%2 == 0 { // from the index, not rng, so the rest of the log stays as it was
-			a.MaxWork = 1 + index%6 // a bounded step, often a partial one
-		}
 		if c.Tenant == "" {
 			c.Tenant = tenant
 		}

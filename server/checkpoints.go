@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"reflect"
 	"strconv"
-	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -468,31 +467,10 @@ func (s *Server) handleThreadDelete(w http.ResponseWriter, r *http.Request, id *
 	if err != nil {
 		return err
 	}
-	args := &fsm.ThreadDeleteArgs{Thread: sc.thread, Fence: fence, MaxWork: threadDeleteWork.Load()}
+	args := &fsm.ThreadDeleteArgs{Thread: sc.thread, Fence: fence}
 	res, err := s.propose(r, id, sc.tenant, fsm.KindThreadDelete, args, body)
 	if err != nil {
 		return err
 	}
-	// A thread larger than one command's work (fsm.MaxThreadDeleteWork)
-	// is deleted over several: the request's own command first (with what
-	// identifies its retries: a replayed "remaining" carries on here), then
-	// plain ones until it is gone, each checking the fence again.
-	for res.OK() && res.Outcome == fsm.OutcomeOK {
-		if res, err = s.apply(r, fsm.NewCommand(fsm.KindThreadDelete, s.now(), sc.tenant, id.principalName(), args)); err != nil {
-			return err
-		}
-		if res.Code == fsm.CodeNotFound {
-			// Another delete of the thread finished it.
-			res = &fsm.Result{Outcome: fsm.OutcomeNoContent, Index: res.Index}
-		}
-	}
 	return reply(w, res, nil)
 }
-
-// threadDeleteWork is the work each command of a thread delete may do
-// (fsm.MaxThreadDeleteWork); tests lower it to see a delete take several.
-var threadDeleteWork = func() *atomic.Uint64 {
-	var w atomic.Uint64
-	w.Store(fsm.MaxThreadDeleteWork)
-	return &w
-}()
