@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/base64"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -53,6 +54,49 @@ func (s *Server) authorizeTask(id *identity, tenant, taskID, action string) (*fs
 		return nil, taskForbidden(id, taskID, action)
 	}
 	return t, nil
+}
+
+// replayGone answers a retried write on a task that authorizeTask cannot
+// find (refused with refusal) with the first attempt's answer, replayed,
+// when its Idempotency-Key or session place has one: the task may be gone
+// because of that very write (a delete), or since (a retention purge, a
+// delete), and the write was authorized when it was applied. Without a
+// remembered answer, the refusal stands. The body, at most MaxJSONBody,
+// is read for the request's fingerprint only from an authenticated caller
+// of the tenant with a key or a session place.
+func (s *Server) replayGone(w http.ResponseWriter, r *http.Request, id *identity, tenant string, kind fsm.Kind, refusal error) error {
+	if !replayable(r, refusal) || s.inTenantOnly(id, tenant) != nil {
+		return refusal
+	}
+	body, err := readBody(w, r, s.cfg.MaxJSONBody)
+	if err != nil {
+		return refusal
+	}
+	if res, ok := s.replayKnown(r, id, tenant, kind, body, refusal); ok {
+		return reply(w, res, nil)
+	}
+	return refusal
+}
+
+// replayable: a refusal a replay may stand in for (the task is not found,
+// or not visible), of a request that identifies its retries.
+func replayable(r *http.Request, refusal error) bool {
+	var e *apiError
+	return errors.As(refusal, &e) && (e.Code == fsm.CodeNotFound || e.Code == fsm.CodeForbidden) &&
+		(r.Header.Get(headerIdempotencyKey) != "" || r.Header.Get(headerSession) != "")
+}
+
+// replayKnown returns the answer remembered for the request (its key or
+// session place, and body), if refusal is one a replay may stand in for.
+func (s *Server) replayKnown(r *http.Request, id *identity, tenant string, kind fsm.Kind, body []byte, refusal error) (*fsm.Result, bool) {
+	if !replayable(r, refusal) {
+		return nil, false
+	}
+	cmd, err := s.command(r, id, tenant, kind, struct{}{}, body)
+	if err != nil {
+		return nil, false
+	}
+	return s.fsm.ReplayAnswer(cmd, s.now())
 }
 
 // taskForbidden is the one answer for a task outside the caller's grants,
@@ -183,7 +227,7 @@ func (s *Server) handleTaskList(w http.ResponseWriter, r *http.Request, id *iden
 func (s *Server) handleTaskDelete(w http.ResponseWriter, r *http.Request, id *identity) error {
 	tenant, taskID := r.PathValue("tenant"), r.PathValue("id")
 	if _, err := s.authorizeTask(id, tenant, taskID, actDelete); err != nil {
-		return err
+		return s.replayGone(w, r, id, tenant, fsm.KindTaskDelete, err)
 	}
 	args := &fsm.TaskDeleteArgs{ID: taskID}
 	if v := r.URL.Query().Get("expect_version"); v != "" {
@@ -203,7 +247,7 @@ func taskWrite[R any, A any](s *Server, kind fsm.Kind, argsOf func(req *R, taskI
 	return func(w http.ResponseWriter, r *http.Request, id *identity) error {
 		tenant, taskID := r.PathValue("tenant"), r.PathValue("id")
 		if _, err := s.authorizeTask(id, tenant, taskID, actWrite); err != nil {
-			return err
+			return s.replayGone(w, r, id, tenant, kind, err)
 		}
 		var req R
 		body, err := s.readJSON(w, r, &req)

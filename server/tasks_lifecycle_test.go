@@ -210,3 +210,54 @@ func TestLongPollClaimStampedEachRound(t *testing.T) {
 		t.Fatalf("T after A's claim: status %q attempt %d, want dead at attempt 1", got.Status, got.Attempt)
 	}
 }
+
+// TestRetryOfWriteToGoneTaskReplays: a write whose first attempt was
+// applied and whose answer was lost is retried under the same
+// Idempotency-Key; when the task is gone by then (retention purged it, or
+// a delete), the retry still gets the first answer, replayed, not a 404
+// from the task lookup that authorizes writes (make chaos seed 9356: an
+// update acknowledged with not_found although it was applied).
+func TestRetryOfWriteToGoneTaskReplays(t *testing.T) {
+	fx := newAPIFixture(t)
+	admin := adminAuth()
+	c := fx.mustTask(t, "POST", "/v1/tenants/acme/tasks", `{"task_id":"T","queue":"q"}`, admin, 201)
+	c = fx.mustTask(t, "POST", "/v1/tenants/acme/tasks/T/claim", `{"owner":"w","lease_ms":60000}`, admin, 200)
+	update := fmt.Sprintf(`{"fencing_token":%d,"status":"done","release":true}`, c.FencingToken)
+	key := with(admin, "Idempotency-Key", "upd-1")
+	first := fx.mustTask(t, "POST", "/v1/tenants/acme/tasks/T/update", update, key, 200)
+	del := with(admin, "Idempotency-Key", "del-1")
+	if st, _, b := fx.c.do(t, 0, "DELETE", "/v1/tenants/acme/tasks/T", nil, del); st != 204 {
+		t.Fatalf("DELETE: %d %s", st, b)
+	}
+	st, h, b := fx.c.do(t, 0, "POST", "/v1/tenants/acme/tasks/T/update", update, key)
+	if st != 200 || h.Get("Idempotent-Replay") != "true" {
+		t.Fatalf("the update again under its key, the task gone: %d (replay %q) %s, want the first answer replayed", st, h.Get("Idempotent-Replay"), b)
+	}
+	var again lifecycleTask
+	decodeBody(t, b, &again)
+	if again.Version != first.Version || again.Status != "done" {
+		t.Fatalf("replayed %+v, want %+v", again, first)
+	}
+	if st, h, b := fx.c.do(t, 0, "DELETE", "/v1/tenants/acme/tasks/T", nil, del); st != 204 || h.Get("Idempotent-Replay") != "true" {
+		t.Fatalf("the DELETE again under its key: %d (replay %q) %s, want a replayed 204", st, h.Get("Idempotent-Replay"), b)
+	}
+	// A transaction on a task gone since it was applied: the same.
+	fx.mustTask(t, "POST", "/v1/tenants/acme/tasks", `{"task_id":"U","queue":"q"}`, admin, 201)
+	txn := `{"ops":[{"op":"task.update","task_id":"U","status":"done"}]}`
+	tkey := with(admin, "Idempotency-Key", "txn-1")
+	if st, _, b := fx.c.do(t, 0, "POST", "/v1/tenants/acme/txn", txn, tkey); st != 200 {
+		t.Fatalf("txn: %d %s", st, b)
+	}
+	fx.c.do(t, 0, "DELETE", "/v1/tenants/acme/tasks/U", nil, admin)
+	if st, h, b := fx.c.do(t, 0, "POST", "/v1/tenants/acme/txn", txn, tkey); st != 200 || h.Get("Idempotent-Replay") != "true" {
+		t.Fatalf("the txn again under its key, its task gone: %d (replay %q) %s, want the first answer replayed", st, h.Get("Idempotent-Replay"), b)
+	}
+	// Another request under the key is still refused, and a fresh write
+	// to the gone task is still 404.
+	if st, _, b := fx.c.do(t, 0, "POST", "/v1/tenants/acme/tasks/T/update", `{"status":"x"}`, key); st != 409 && st != 422 {
+		t.Fatalf("another body under the key: %d %s, want idempotency_mismatch", st, b)
+	}
+	if st, _, b := fx.c.do(t, 0, "POST", "/v1/tenants/acme/tasks/T/update", `{"status":"x"}`, admin); st != 404 {
+		t.Fatalf("a fresh write to the gone task: %d %s, want 404", st, b)
+	}
+}

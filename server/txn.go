@@ -131,6 +131,11 @@ func (s *Server) handleTxn(w http.ResponseWriter, r *http.Request, id *identity)
 	for i, raw := range req.Ops {
 		op, a, err := s.decodeTxnOp(id, tenant, raw)
 		if err != nil {
+			// A retry of a transaction that was applied, whose task is
+			// gone since, gets the first answer (see replayGone).
+			if res, ok := s.replayKnown(r, id, tenant, fsm.KindTxn, body, err); ok {
+				return reply(w, res, nil)
+			}
 			return opIndexed(err, i)
 		}
 		if tc, ok := a.(*fsm.TaskCreateArgs); ok {

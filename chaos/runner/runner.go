@@ -458,18 +458,31 @@ func converge(ctx context.Context, env *environment) []history.NodeState {
 	defer cancel()
 	if env.c != nil {
 		// Whether it converges or not, record what each node says: the
-		// convergence checker judges it.
-		env.c.WaitConverged(cctx)
-		var out []history.NodeState
-		for i := range env.c.Size() {
-			st, err := env.c.Status(cctx, i)
-			if err != nil {
-				out = append(out, history.NodeState{ID: env.c.ID(i), Err: err.Error()})
-				continue
+		// convergence checker judges it. The nodes are asked one after
+		// the other, and the leader may still commit meanwhile (a
+		// retention purge falls due after the workload stopped), so the
+		// reading is taken again until one finds them agreeing, or time
+		// is up.
+		for {
+			env.c.WaitConverged(cctx)
+			var out []history.NodeState
+			for i := range env.c.Size() {
+				st, err := env.c.Status(cctx, i)
+				if err != nil {
+					out = append(out, history.NodeState{ID: env.c.ID(i), Err: err.Error()})
+					continue
+				}
+				out = append(out, history.NodeState{ID: st.NodeID, AppliedIndex: st.AppliedIndex, StateDigest: st.StateDigest})
 			}
-			out = append(out, history.NodeState{ID: st.NodeID, AppliedIndex: st.AppliedIndex, StateDigest: st.StateDigest})
+			if len(checker.Converged(out)) == 0 {
+				return out
+			}
+			select {
+			case <-cctx.Done():
+				return out
+			case <-time.After(100 * time.Millisecond):
+			}
 		}
-		return out
 	}
 	return externalStates(cctx, env)
 }
