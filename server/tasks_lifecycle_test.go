@@ -252,6 +252,26 @@ func TestRetryOfWriteToGoneTaskReplays(t *testing.T) {
 	if st, h, b := fx.c.do(t, 0, "POST", "/v1/tenants/acme/txn", txn, tkey); st != 200 || h.Get("Idempotent-Replay") != "true" {
 		t.Fatalf("the txn again under its key, its task gone: %d (replay %q) %s, want the first answer replayed", st, h.Get("Idempotent-Replay"), b)
 	}
+	// A principal whose grants cover the queue only gets 403 for a task
+	// that does not exist (it may not learn which ids do); its retry of a
+	// transaction on a task gone since gets the first answer too.
+	tok := fx.createPrincipal(t, admin, "acme", `{"name":"qworker","grants":[{"resource":"tasks","prefix":"q","actions":["read","write","delete"]}]}`)
+	narrow := bearer(tok)
+	fx.mustTask(t, "POST", "/v1/tenants/acme/tasks", `{"task_id":"V","queue":"q"}`, narrow, 201)
+	ntxn := `{"ops":[{"op":"task.update","task_id":"V","status":"done"}]}`
+	nkey := with(narrow, "Idempotency-Key", "txn-2")
+	if st, _, b := fx.c.do(t, 0, "POST", "/v1/tenants/acme/txn", ntxn, nkey); st != 200 {
+		t.Fatalf("narrow txn: %d %s", st, b)
+	}
+	if st, _, b := fx.c.do(t, 0, "DELETE", "/v1/tenants/acme/tasks/V", nil, admin); st != 204 {
+		t.Fatalf("DELETE V: %d %s", st, b)
+	}
+	if st, h, b := fx.c.do(t, 0, "POST", "/v1/tenants/acme/txn", ntxn, nkey); st != 200 || h.Get("Idempotent-Replay") != "true" {
+		t.Fatalf("the narrow principal's txn again, its task gone: %d (replay %q) %s, want the first answer replayed", st, h.Get("Idempotent-Replay"), b)
+	}
+	if st, _, b := fx.c.do(t, 0, "POST", "/v1/tenants/acme/txn", ntxn, narrow); st != 403 {
+		t.Fatalf("the narrow principal's txn without a key, its task gone: %d %s, want 403", st, b)
+	}
 	// Another request under the key is still refused, and a fresh write
 	// to the gone task is still 404.
 	if st, _, b := fx.c.do(t, 0, "POST", "/v1/tenants/acme/tasks/T/update", `{"status":"x"}`, key); st != 409 && st != 422 {
