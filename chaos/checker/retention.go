@@ -45,6 +45,13 @@ import (
 //     skew slack (rule 4's) is not before L.
 //  8. Gone for good: no answer shows the task from an op invoked after an
 //     answer found it gone.
+//  9. Only a terminal task is purged: a gone answer whose latest version
+//     seen before it is not terminal and has attempts left (so no queue
+//     claim could have made it dead unseen) needs a write of unknown
+//     outcome that may have ended it (a write by id on it, or any queue
+//     claim). The task model lets a task with max_attempts become dead
+//     unseen, since it counts no attempts; this rule closes what that
+//     leaves open.
 
 // retentionCheck holds what the retention rules need of a history.
 type retentionCheck struct {
@@ -56,6 +63,9 @@ type retentionCheck struct {
 	// by invocation; minAfter[i] is the least updated_at of writes[i:].
 	writes   []*history.Op
 	minAfter []int64
+	// uncertain are the task writes of unknown outcome that may change a
+	// task's status: by id, or queue claims (of any task).
+	uncertain []*history.Op
 }
 
 func newRetentionCheck(ops []history.Op, versions map[string]map[uint64]taskVersion) *retentionCheck {
@@ -73,6 +83,12 @@ func newRetentionCheck(ops []history.Op, versions map[string]map[uint64]taskVers
 		}
 		if writeWithTime(op) {
 			r.writes = append(r.writes, op)
+		}
+		if op.Outcome == history.Unknown {
+			switch op.Kind {
+			case history.TaskClaim, history.TaskUpdate, history.TaskFail, history.TaskRetry, history.TaskQueueClaim:
+				r.uncertain = append(r.uncertain, op)
+			}
 		}
 		if task, ok := answeredTask(op); ok {
 			r.answers[task] = append(r.answers[task], op)
@@ -235,6 +251,13 @@ func (r *retentionCheck) checkGone(task string, vs map[uint64]taskVersion, order
 		if g.Return < first.Return {
 			first = g
 		}
+		if v, ok := latestBefore(vs, order, g); ok && !terminalStatus(v.Status) &&
+			(v.MaxAttempts == 0 || v.Attempt < v.MaxAttempts) && !r.mayHaveEnded(task, g.Return) {
+			// Rule 9: only a terminal task is purged, and this one could
+			// not have become terminal without a write.
+			bad(fmt.Sprintf("%s found the task gone, whose latest version %s is not terminal and has attempts left, and no write of unknown outcome could have ended it",
+				g.String(), describeVersion(v)), v.op.ID, g.ID)
+		}
 		if a := r.judgeGone(task, g, vs, order, period, slack); a != nil {
 			out = append(out, *a)
 		}
@@ -249,6 +272,17 @@ func (r *retentionCheck) checkGone(task string, vs map[uint64]taskVersion, order
 		}
 	}
 	return out
+}
+
+// mayHaveEnded reports whether a task write of unknown outcome, invoked
+// before t, may have moved task to a terminal status unseen.
+func (r *retentionCheck) mayHaveEnded(task string, t int64) bool {
+	for _, op := range r.uncertain {
+		if op.Invoke < t && (op.Kind == history.TaskQueueClaim || op.In.Key == task) {
+			return true
+		}
+	}
+	return false
 }
 
 // latestBefore is the latest version of vs seen by an op invoked before
