@@ -144,7 +144,7 @@ func TestRetentionGone(t *testing.T) {
 		for i := range b.h.Ops {
 			b.h.Ops[i].ID = i
 		}
-		want(t, Lifecycle(&b.h), NameLifecycle, 0) // 15 + period is long past
+		want(t, Lifecycle(&b.h), NameLifecycle, 1) // rule 9 (15 + period is long past: not rule 7)
 		want(t, lin(&b.h), NameLinearizable, 1)
 	})
 	t.Run("a not_found before the task was created says nothing", func(t *testing.T) {
