@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"encoding/base64"
 	"fmt"
 	"reflect"
 	"strings"
@@ -276,4 +277,90 @@ func dumpArtIndex(x *artIndex) map[string]any {
 	x.ids.Ascend(func(k string) bool { ids = append(ids, k); return true })
 	x.refs.Ascend(func(k string) bool { refs = append(refs, k); return true })
 	return map[string]any{"versions": x.versions, "ids": ids, "refs": refs, "refCount": x.refCount}
+}
+
+// TestListTasksBoundsItsWalk: a filter or grants that refuse every task
+// end a page after MaxListWalk tasks examined, empty, with a token that
+// carries on from there.
+func TestListTasksBoundsItsWalk(t *testing.T) {
+	w := newWorld(t)
+	const n = MaxListWalk + 100
+	for i := range n {
+		q := "a"
+		if i >= n-2 {
+			q = "b" // the last two ids
+		}
+		w.ok(KindTaskCreate, "acme", &TaskCreateArgs{ID: fmt.Sprintf("t%05d", i), Queue: q})
+	}
+	for _, tc := range []struct {
+		name string
+		flt  TaskFilter
+	}{
+		{"queue filter", TaskFilter{Queue: "b", Limit: 10}},
+		{"status filter", TaskFilter{Status: "done", Limit: 10}},
+		{"owner filter", TaskFilter{Owner: "w", Limit: 10}},
+		{"no grant", TaskFilter{Limit: 10, Visible: func(t *Task) bool { return t.Queue == "b" }}},
+	} {
+		var out []*Task
+		var next string
+		reads := w.readsOf(func() { out, next, _ = w.f.ListTasks("acme", tc.flt) })
+		if len(out) != 0 || next == "" || reads > MaxListWalk+10 {
+			t.Fatalf("%s: %d answered, next %q, %d keys read; want none, a next, at most %d read", tc.name, len(out), next, reads, MaxListWalk+10)
+		}
+		flt := tc.flt
+		flt.PageToken = next
+		out, next, _ = w.f.ListTasks("acme", flt)
+		if tc.flt.Queue == "b" || tc.flt.Visible != nil {
+			if len(out) != 2 || out[0].ID != fmt.Sprintf("t%05d", n-2) || next != "" {
+				t.Errorf("%s, the next page: %d answered, next %q; want the last two and no next", tc.name, len(out), next)
+			}
+		} else if len(out) != 0 || next != "" {
+			t.Errorf("%s, the next page: %d answered, next %q; want none and no next", tc.name, len(out), next)
+		}
+	}
+	// A page full at its limit has a token only when another task matches.
+	out, next, _ := w.f.ListTasks("acme", TaskFilter{Queue: "b", Limit: 1, PageToken: base64.RawURLEncoding.EncodeToString([]byte(fmt.Sprintf("t%05d", n-3)))})
+	if len(out) != 1 || next == "" {
+		t.Fatalf("limit 1 of 2: %d answered, next %q", len(out), next)
+	}
+	out, next, _ = w.f.ListTasks("acme", TaskFilter{Queue: "b", Limit: 1, PageToken: next})
+	if len(out) != 1 || out[0].ID != fmt.Sprintf("t%05d", n-1) || next != "" {
+		t.Errorf("the second of 2: %d answered, next %q", len(out), next)
+	}
+}
+
+// TestListKVBoundsItsWalk: grants that refuse every entry, or entries past
+// their TTL, end a page after MaxListWalk entries examined, empty, with a
+// key that carries on from there.
+func TestListKVBoundsItsWalk(t *testing.T) {
+	w := newWorld(t)
+	const n = MaxListWalk + 100
+	for i := range n {
+		a := &KVPutArgs{Namespace: "ns", Key: fmt.Sprintf("k%05d", i), Value: []byte(`1`)}
+		if i < MaxListWalk {
+			a.TTLMs = 1000 // expired below, not yet purged
+		}
+		w.ok(KindKVPut, "acme", a)
+	}
+	hidden := func(*KVEntry) bool { return false }
+	for _, tc := range []struct {
+		name    string
+		now     int64
+		visible func(*KVEntry) bool
+		want    int // on the next page
+	}{
+		{"nothing visible", w.now, hidden, 0},
+		{"expired entries", w.now + 2000, nil, 100},
+	} {
+		var out []*KVEntry
+		var next string
+		reads := w.readsOf(func() { out, next, _ = w.f.ListKV("acme", "ns", "", "", 10, tc.now, tc.visible) })
+		if len(out) != 0 || next == "" || reads > MaxListWalk+10 {
+			t.Fatalf("%s: %d answered, next %q, %d keys read; want none, a next, at most %d read", tc.name, len(out), next, reads, MaxListWalk+10)
+		}
+		out, next, _ = w.f.ListKV("acme", "ns", "", next, 1000, tc.now, tc.visible)
+		if len(out) != tc.want || next != "" {
+			t.Errorf("%s, the next page: %d answered, next %q; want %d and no next", tc.name, len(out), next, tc.want)
+		}
+	}
 }

@@ -12,12 +12,14 @@ import (
 )
 
 // TestListsFollowEmptyPages: an empty page with a next token ended at the
-// server's walk bound, not at the end; baton queue ls and baton artifact ls
-// ask for the next page until one has rows or no token.
+// server's walk bound, not at the end; baton queue ls, artifact ls, task ls
+// and kv ls ask for the next page until one has rows or no token.
 func TestListsFollowEmptyPages(t *testing.T) {
 	for _, tc := range []struct{ args, path, rows, want string }{
 		{"queue ls", "/v1/tenants/acme/queues", `{"queues": [` + sampleQueueStats + `], "next_page_token": "cQ"}`, "\nq "},
 		{"artifact ls", "/v1/tenants/acme/artifacts", `{"artifacts": [{"name": "a", "latest_version": 2, "versions": 2}], "next_page_token": ""}`, "\na "},
+		{"task ls", "/v1/tenants/acme/tasks", `{"tasks": [` + sampleTask + `], "next_page_token": ""}`, "\nt1 "},
+		{"kv ls research", "/v1/tenants/acme/kv/research", `{"entries": [` + sampleEntry + `], "next_page_token": ""}`, "\nsources/raft "},
 	} {
 		var mu sync.Mutex
 		var queries []string
