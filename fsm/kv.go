@@ -228,8 +228,7 @@ func (f *FSM) ListKV(tenant, ns, prefix, after string, limit int, now int64, vis
 			return true
 		}
 		if len(out) == limit {
-			// Every entry between last and this one was refused.
-			next = last
+			next = out[len(out)-1].Key // as before: not a key the caller may not read
 			return false
 		}
 		out = append(out, &e)

@@ -29,7 +29,7 @@ type TaskFilter struct {
 // A page examines at most MaxListWalk tasks (artifactlife.go), matching
 // the filter and Visible or not: one that stops there has a next token,
 // the last id examined, even when it is empty. A page that ends at Limit
-// has one when another task matches, as before.
+// has one, its last id, when another task matches, as before.
 func (f *FSM) ListTasks(tenant string, flt TaskFilter) (tasks []*Task, next string, index uint64) {
 	after := ""
 	if b, err := base64.RawURLEncoding.DecodeString(flt.PageToken); err == nil {
@@ -56,8 +56,9 @@ func (f *FSM) ListTasks(tenant string, flt TaskFilter) (tasks []*Task, next stri
 			return true
 		}
 		if len(tasks) == flt.Limit {
-			// Every task between last and this one was refused.
-			next = base64.RawURLEncoding.EncodeToString([]byte(last))
+			// The last task answered, as before: a token past it could
+			// name a task the caller may not read.
+			next = base64.RawURLEncoding.EncodeToString([]byte(tasks[len(tasks)-1].ID))
 			return false
 		}
 		tasks = append(tasks, &t)
