@@ -364,3 +364,59 @@ func TestListKVBoundsItsWalk(t *testing.T) {
 		}
 	}
 }
+
+// TestArtifactWholeDeleteChunkRefsCapped: a whole-name delete that would
+// release more than MaxArtifactDeleteChunkRefs chunk references is refused
+// before any version is deleted, from the front of each manifest, with the
+// detail that sends the SDK to delete version by version; under the cap
+// the name goes in one command.
+func TestArtifactWholeDeleteChunkRefsCapped(t *testing.T) {
+	w := newWorld(t)
+	const per = 10_000 // about what a manifest within the 1 MiB request limit names
+	chunks := make([]ChunkRef, per)
+	for i := range chunks {
+		chunks[i] = chunkOf(i+1, 10)
+	}
+	versions := 65_536/per + 1 // past MaxArtifactDeleteChunkRefs
+	w.publishN("big", versions, chunks...)
+	var d map[string]any
+	reads := w.readsOf(func() {
+		d = w.refused(CodeInvalidArgument, KindArtifactDelete, "acme", &ArtifactDeleteArgs{Name: "big"})
+	})
+	if bound := int64(versions + 20); reads > bound {
+		t.Errorf("refusing a delete of %d chunk references read %d keys, more than %d: the count must come from the manifests' fronts", versions*per, reads, bound)
+	}
+	if d["delete_by_version"] != true || d["chunk_refs"] != float64(versions*per) || d["versions"] != float64(versions) {
+		t.Errorf("details %v, want delete_by_version, chunk_refs %d, versions %d", d, versions*per, versions)
+	}
+	// A ref is the first refusal: deleting version by version would stop at it.
+	oldest, _, _ := w.f.ArtifactVersion("acme", "big", 1)
+	w.ok(KindRefSet, "acme", &RefSetArgs{Ref: "pin", ArtifactID: oldest.ArtifactID})
+	w.refused(CodeReferenced, KindArtifactDelete, "acme", &ArtifactDeleteArgs{Name: "big"})
+	w.ok(KindRefDelete, "acme", &RefDeleteArgs{Ref: "pin"})
+	// One version fewer is within the cap: one command deletes the rest.
+	w.ok(KindArtifactDelete, "acme", &ArtifactDeleteArgs{Name: "big", Version: 1})
+	w.ok(KindArtifactDelete, "acme", &ArtifactDeleteArgs{Name: "big"})
+	if h, _ := getRecord[chunkHold](w.f.st, chunkHoldKey("acme", chunks[0].Digest)); h == nil || h.Refs != 0 {
+		t.Fatalf("a chunk after the delete: %+v, want held without references", h)
+	}
+}
+
+// TestManifestHead: the id and chunk count read from a manifest's front
+// are those of the decoded manifest, for every array header the codec
+// writes (nil, fixarray, array 16, array 32).
+func TestManifestHead(t *testing.T) {
+	for _, n := range []int{-1, 0, 1, 15, 16, 65_535, 65_536, 70_000} {
+		m := &Manifest{ArtifactID: "sha256:" + strings.Repeat("a", 64), Name: "n", Version: 3}
+		if n >= 0 {
+			m.Chunks = make([]ChunkRef, n)
+			for i := range m.Chunks {
+				m.Chunks[i] = chunkOf(i, 1)
+			}
+		}
+		id, chunks, ok := manifestHead(encode(m))
+		if !ok || id != m.ArtifactID || chunks != len(m.Chunks) {
+			t.Errorf("%d chunks: head %q %d %v", n, id, chunks, ok)
+		}
+	}
+}
