@@ -2,9 +2,15 @@ package client
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
+
+	"github.com/baton-dev/baton/client/wire"
 )
 
 // Listing artifact names, deleting versions and keep-last policies
@@ -75,6 +81,13 @@ func (c *Client) DeleteArtifactVersion(ctx context.Context, tenant, name string,
 // DeleteArtifact deletes every version of an artifact; with expectVersion,
 // only while its newest version is that one (else ErrVersionMismatch).
 // ErrReferenced while a ref points at any version.
+//
+// The server deletes a name in one step only up to a bound of chunk
+// references (65,536, every version's chunks counted); past it, it says so
+// and DeleteArtifact deletes the versions one by one, oldest first, each
+// only while it has the artifact id it was listed with. Versions published
+// meanwhile stay; an error midway leaves the newer versions, and calling
+// again carries on.
 func (c *Client) DeleteArtifact(ctx context.Context, tenant, name string, expectVersion *uint64, opts ...RequestOption) error {
 	if err := required("tenant", tenant, "artifact name", name); err != nil {
 		return err
@@ -84,7 +97,38 @@ func (c *Client) DeleteArtifact(ctx context.Context, tenant, name string, expect
 		q.Set("expect_version", strconv.FormatUint(*expectVersion, 10))
 	}
 	_, err := c.Do(ctx, http.MethodDelete, withQuery(tenantPath(tenant, "artifacts", name), q), nil, nil, opts...)
+	var e *Error
+	if errors.As(err, &e) && e.Code == wire.CodeInvalidArgument && e.Details["delete_by_version"] == true {
+		return c.deleteByVersion(ctx, tenant, name, expectVersion, opts)
+	}
 	return err
+}
+
+// deleteByVersion deletes every version of name one by one, oldest first,
+// for DeleteArtifact. Each delete is its own write: a key the caller gave
+// for the whole delete is not reused for them (the same key with another
+// request is refused), and the artifact id guard makes each safe to retry.
+func (c *Client) deleteByVersion(ctx context.Context, tenant, name string, expectVersion *uint64, opts []RequestOption) error {
+	versions, err := c.ListVersions(ctx, tenant, name, opts...)
+	if err != nil {
+		return err
+	}
+	if len(versions) == 0 {
+		return nil // another delete took them
+	}
+	if newest := versions[len(versions)-1].Version; expectVersion != nil && *expectVersion != newest {
+		return &Error{Status: http.StatusConflict, Code: wire.CodeVersionMismatch,
+			Message: fmt.Sprintf("artifact %q is at version %d, not %d", name, newest, *expectVersion),
+			Details: map[string]any{"current_version": json.Number(strconv.FormatUint(newest, 10))}}
+	}
+	each := append(slices.Clip(opts), func(o *requestOptions) { o.idempotencyKey = "" })
+	for _, m := range versions {
+		err := c.DeleteArtifactVersion(ctx, tenant, name, m.Version, m.ArtifactID, each...)
+		if err != nil && !errors.Is(err, ErrNotFound) { // gone already: by another delete, or a policy
+			return err
+		}
+	}
+	return nil
 }
 
 // ArtifactPolicy keeps the newest KeepLast versions of every artifact name

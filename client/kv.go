@@ -31,7 +31,9 @@ type ListKVOptions struct {
 }
 
 // KVList is one page of ListKV, in key order. NextPageToken is empty on the
-// last page.
+// last page; a page that is empty but has one ended at the server's walk
+// bound (10,000 entries examined, readable by the caller and live or not):
+// keep going.
 type KVList struct {
 	Entries       []KVEntry `json:"entries"`
 	NextPageToken string    `json:"next_page_token"`

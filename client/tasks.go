@@ -102,7 +102,10 @@ type ListTasksOptions struct {
 	PageToken string
 }
 
-// TaskList is one page of ListTasks. NextPageToken is empty on the last page.
+// TaskList is one page of ListTasks. NextPageToken is empty on the last
+// page; a page that is empty but has one ended at the server's walk bound
+// (10,000 tasks examined, matching the filters and the caller's grants or
+// not): keep going.
 type TaskList struct {
 	Tasks         []Task `json:"tasks"`
 	NextPageToken string `json:"next_page_token"`

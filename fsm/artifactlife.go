@@ -30,6 +30,13 @@ const (
 	// removes; a name with more is refused (delete versions one by one, or
 	// let a policy trim it).
 	MaxArtifactDeleteVersions = 1000
+	// MaxArtifactDeleteChunkRefs is the most chunk references one
+	// whole-name delete releases, every version's chunks counted (a 1 MiB
+	// manifest names about 11,000): 1,000 versions alone would let one
+	// Apply release 11 million. A name holding more is refused before any
+	// version is deleted, with the detail delete_by_version, and the Go
+	// SDK's DeleteArtifact then deletes its versions one by one.
+	MaxArtifactDeleteChunkRefs = 65_536
 	// MaxArtifactPolicies is the most policies a tenant may have.
 	MaxArtifactPolicies = 100
 	// artifactTrimPerPublish is the most versions one publish trims under
@@ -107,10 +114,17 @@ func applyArtifactDelete(f *FSM, ctx *applyCtx, c *Command) *Result {
 		return fail(CodeInvalidArgument, fmt.Sprintf("artifact %q has %d versions, more than the %d one delete removes: delete versions one by one or set a keep-last policy",
 			a.Name, n, MaxArtifactDeleteVersions), nil)
 	}
-	versions := artifactVersionList(f.st, c.Tenant, a.Name)
-	if r := referencedError(f.st, c.Tenant, a.Name, versions); r != nil {
+	// Each version's id and chunk count come from the front of its
+	// manifest: the chunks are decoded only once the delete is sure.
+	ids, refs := versionHeads(f.st, c.Tenant, a.Name)
+	if r := referencedError(f.st, c.Tenant, a.Name, ids); r != nil {
 		return r
 	}
+	if refs > MaxArtifactDeleteChunkRefs {
+		return fail(CodeInvalidArgument, fmt.Sprintf("artifact %q holds %d chunk references over its %d versions, more than the %d one delete releases: delete its versions one by one (the Go SDK's DeleteArtifact and baton artifact rm do)",
+			a.Name, refs, n, MaxArtifactDeleteChunkRefs), map[string]any{"delete_by_version": true, "versions": n, "chunk_refs": refs})
+	}
+	versions := artifactVersionList(f.st, c.Tenant, a.Name)
 	for _, m := range versions {
 		f.deleteVersion(ctx, c.Tenant, m)
 	}
@@ -138,7 +152,7 @@ func (f *FSM) deleteOneVersion(ctx *applyCtx, tenant string, a *ArtifactDeleteAr
 		return fail(CodeVersionMismatch, fmt.Sprintf("artifact %s version %d is %s, not %s", a.Name, a.Version, m.ArtifactID, *a.ExpectArtifactID),
 			map[string]any{"artifact_id": m.ArtifactID})
 	}
-	if r := referencedError(f.st, tenant, a.Name, []*Manifest{m}); r != nil {
+	if r := referencedError(f.st, tenant, a.Name, []string{m.ArtifactID}); r != nil {
 		return r
 	}
 	f.deleteVersion(ctx, tenant, m)
@@ -152,16 +166,16 @@ func (f *FSM) deleteOneVersion(ctx *applyCtx, tenant string, a *ArtifactDeleteAr
 // referencedError refuses to delete versions that a ref points at (by
 // artifact id: a ref names an id, and deleting a version of that id could
 // leave it pointing at nothing). It reads the artifact index, not the refs.
-func referencedError(st *Store, tenant, name string, versions []*Manifest) *Result {
+func referencedError(st *Store, tenant, name string, ids []string) *Result {
 	seen := map[string]bool{}
 	total := 0
 	var names []string
-	for _, m := range versions {
-		if seen[m.ArtifactID] {
+	for _, id := range ids {
+		if seen[id] {
 			continue
 		}
-		seen[m.ArtifactID] = true
-		n, first := st.arts.refsTo(tenant, m.ArtifactID, maxReferencedRefs)
+		seen[id] = true
+		n, first := st.arts.refsTo(tenant, id, maxReferencedRefs)
 		total += n
 		names = append(names, first...)
 	}
@@ -214,6 +228,20 @@ func (f *FSM) unreferenceChunk(ctx *applyCtx, tenant, digest string) {
 		f.st.Put(chunkGCKey(h.HeldAt, tenant, digest), nil)
 	}
 	f.st.Put(chunkHoldKey(tenant, digest), encode(h))
+}
+
+// versionHeads is the artifact id of every version of name and the chunk
+// references they hold together, read from the front of each manifest
+// (manifestHead) without decoding its chunks.
+func versionHeads(st *Store, tenant, name string) (ids []string, refs int) {
+	st.Scan(artifactVersionsPrefix(tenant, name), "", func(_ string, v []byte) bool {
+		if id, chunks, ok := manifestHead(v); ok {
+			ids = append(ids, id)
+			refs += chunks
+		}
+		return true
+	})
+	return ids, refs
 }
 
 // artifactVersionList is every version of a name, oldest first.

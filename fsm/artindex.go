@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"encoding/binary"
 	"strconv"
 	"strings"
 
@@ -100,6 +101,47 @@ func (x *artIndex) note(key string, old []byte, existed bool, val []byte, exists
 // first: read straight from the bytes, a version's id costs nothing however
 // many chunks follow it. Any other shape is decoded whole.
 func manifestID(v []byte) (string, bool) {
+	if id, _, ok := manifestIDFront(v); ok {
+		return id, true
+	}
+	var m Manifest
+	if decode(v, &m) != nil {
+		return "", false
+	}
+	return m.ArtifactID, true
+}
+
+// manifestHead is the artifact id of an encoded Manifest and how many
+// chunks it names, read from its front like manifestID: chunks is the
+// name after artifact_id, and its array header says how many follow.
+// Any other shape is decoded whole.
+func manifestHead(v []byte) (id string, chunks int, ok bool) {
+	if id, p, ok := manifestIDFront(v); ok {
+		const key = "\xa6chunks" // the name as a fixstr of 6 bytes
+		if p, ok := bytes.CutPrefix(p, []byte(key)); ok && len(p) > 0 {
+			switch {
+			case p[0] == 0xc0: // nil
+				return id, 0, true
+			case p[0]&0xf0 == 0x90: // fixarray
+				return id, int(p[0] & 0x0f), true
+			case p[0] == 0xdc && len(p) >= 3: // array 16
+				return id, int(binary.BigEndian.Uint16(p[1:3])), true
+			case p[0] == 0xdd && len(p) >= 5: // array 32
+				return id, int(binary.BigEndian.Uint32(p[1:5])), true
+			}
+		}
+	}
+	var m Manifest
+	if decode(v, &m) != nil {
+		return "", 0, false
+	}
+	return m.ArtifactID, len(m.Chunks), true
+}
+
+// manifestIDFront reads artifact_id, the first name of an encoded
+// Manifest, and returns it with the bytes after it; false when the shape
+// is not the expected one.
+func manifestIDFront(v []byte) (string, []byte, bool) {
 	const key = "\xabartifact_id" // the name as a fixstr of 11 bytes
 	var p []byte
 	switch {
@@ -117,14 +159,10 @@ func manifestID(v []byte) (string, bool) {
 			n, at = int(p[1]), 2
 		}
 		if at > 0 && len(p) >= at+n {
-			return string(p[at : at+n]), true
+			return string(p[at : at+n]), p[at+n:], true
 		}
 	}
-	var m Manifest
-	if decode(v, &m) != nil {
-		return "", false
-	}
-	return m.ArtifactID, true
+	return "", nil, false
 }
 
 func refArtifactID(v []byte) (string, bool) {

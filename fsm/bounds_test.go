@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"encoding/base64"
 	"fmt"
 	"reflect"
 	"strings"
@@ -276,4 +277,146 @@ func dumpArtIndex(x *artIndex) map[string]any {
 	x.ids.Ascend(func(k string) bool { ids = append(ids, k); return true })
 	x.refs.Ascend(func(k string) bool { refs = append(refs, k); return true })
 	return map[string]any{"versions": x.versions, "ids": ids, "refs": refs, "refCount": x.refCount}
+}
+
+// TestListTasksBoundsItsWalk: a filter or grants that refuse every task
+// end a page after MaxListWalk tasks examined, empty, with a token that
+// carries on from there.
+func TestListTasksBoundsItsWalk(t *testing.T) {
+	w := newWorld(t)
+	const n = MaxListWalk + 100
+	for i := range n {
+		q := "a"
+		if i >= n-2 {
+			q = "b" // the last two ids
+		}
+		w.ok(KindTaskCreate, "acme", &TaskCreateArgs{ID: fmt.Sprintf("t%05d", i), Queue: q})
+	}
+	for _, tc := range []struct {
+		name string
+		flt  TaskFilter
+	}{
+		{"queue filter", TaskFilter{Queue: "b", Limit: 10}},
+		{"status filter", TaskFilter{Status: "done", Limit: 10}},
+		{"owner filter", TaskFilter{Owner: "w", Limit: 10}},
+		{"no grant", TaskFilter{Limit: 10, Visible: func(t *Task) bool { return t.Queue == "b" }}},
+	} {
+		var out []*Task
+		var next string
+		reads := w.readsOf(func() { out, next, _ = w.f.ListTasks("acme", tc.flt) })
+		if len(out) != 0 || next == "" || reads > MaxListWalk+10 {
+			t.Fatalf("%s: %d answered, next %q, %d keys read; want none, a next, at most %d read", tc.name, len(out), next, reads, MaxListWalk+10)
+		}
+		flt := tc.flt
+		flt.PageToken = next
+		out, next, _ = w.f.ListTasks("acme", flt)
+		if tc.flt.Queue == "b" || tc.flt.Visible != nil {
+			if len(out) != 2 || out[0].ID != fmt.Sprintf("t%05d", n-2) || next != "" {
+				t.Errorf("%s, the next page: %d answered, next %q; want the last two and no next", tc.name, len(out), next)
+			}
+		} else if len(out) != 0 || next != "" {
+			t.Errorf("%s, the next page: %d answered, next %q; want none and no next", tc.name, len(out), next)
+		}
+	}
+	// A page full at its limit has a token only when another task matches.
+	out, next, _ := w.f.ListTasks("acme", TaskFilter{Queue: "b", Limit: 1, PageToken: base64.RawURLEncoding.EncodeToString([]byte(fmt.Sprintf("t%05d", n-3)))})
+	if len(out) != 1 || next == "" {
+		t.Fatalf("limit 1 of 2: %d answered, next %q", len(out), next)
+	}
+	out, next, _ = w.f.ListTasks("acme", TaskFilter{Queue: "b", Limit: 1, PageToken: next})
+	if len(out) != 1 || out[0].ID != fmt.Sprintf("t%05d", n-1) || next != "" {
+		t.Errorf("the second of 2: %d answered, next %q", len(out), next)
+	}
+}
+
+// TestListKVBoundsItsWalk: grants that refuse every entry, or entries past
+// their TTL, end a page after MaxListWalk entries examined, empty, with a
+// key that carries on from there.
+func TestListKVBoundsItsWalk(t *testing.T) {
+	w := newWorld(t)
+	const n = MaxListWalk + 100
+	for i := range n {
+		a := &KVPutArgs{Namespace: "ns", Key: fmt.Sprintf("k%05d", i), Value: []byte(`1`)}
+		if i < MaxListWalk {
+			a.TTLMs = 1000 // expired below, not yet purged
+		}
+		w.ok(KindKVPut, "acme", a)
+	}
+	hidden := func(*KVEntry) bool { return false }
+	for _, tc := range []struct {
+		name    string
+		now     int64
+		visible func(*KVEntry) bool
+		want    int // on the next page
+	}{
+		{"nothing visible", w.now, hidden, 0},
+		{"expired entries", w.now + 2000, nil, 100},
+	} {
+		var out []*KVEntry
+		var next string
+		reads := w.readsOf(func() { out, next, _ = w.f.ListKV("acme", "ns", "", "", 10, tc.now, tc.visible) })
+		if len(out) != 0 || next == "" || reads > MaxListWalk+10 {
+			t.Fatalf("%s: %d answered, next %q, %d keys read; want none, a next, at most %d read", tc.name, len(out), next, reads, MaxListWalk+10)
+		}
+		out, next, _ = w.f.ListKV("acme", "ns", "", next, 1000, tc.now, tc.visible)
+		if len(out) != tc.want || next != "" {
+			t.Errorf("%s, the next page: %d answered, next %q; want %d and no next", tc.name, len(out), next, tc.want)
+		}
+	}
+}
+
+// TestArtifactWholeDeleteChunkRefsCapped: a whole-name delete that would
+// release more than MaxArtifactDeleteChunkRefs chunk references is refused
+// before any version is deleted, from the front of each manifest, with the
+// detail that sends the SDK to delete version by version; under the cap
+// the name goes in one command.
+func TestArtifactWholeDeleteChunkRefsCapped(t *testing.T) {
+	w := newWorld(t)
+	const per = 10_000 // about what a manifest within the 1 MiB request limit names
+	chunks := make([]ChunkRef, per)
+	for i := range chunks {
+		chunks[i] = chunkOf(i+1, 10)
+	}
+	versions := 65_536/per + 1 // past MaxArtifactDeleteChunkRefs
+	w.publishN("big", versions, chunks...)
+	var d map[string]any
+	reads := w.readsOf(func() {
+		d = w.refused(CodeInvalidArgument, KindArtifactDelete, "acme", &ArtifactDeleteArgs{Name: "big"})
+	})
+	if bound := int64(versions + 20); reads > bound {
+		t.Errorf("refusing a delete of %d chunk references read %d keys, more than %d: the count must come from the manifests' fronts", versions*per, reads, bound)
+	}
+	if d["delete_by_version"] != true || d["chunk_refs"] != float64(versions*per) || d["versions"] != float64(versions) {
+		t.Errorf("details %v, want delete_by_version, chunk_refs %d, versions %d", d, versions*per, versions)
+	}
+	// A ref is the first refusal: deleting version by version would stop at it.
+	oldest, _, _ := w.f.ArtifactVersion("acme", "big", 1)
+	w.ok(KindRefSet, "acme", &RefSetArgs{Ref: "pin", ArtifactID: oldest.ArtifactID})
+	w.refused(CodeReferenced, KindArtifactDelete, "acme", &ArtifactDeleteArgs{Name: "big"})
+	w.ok(KindRefDelete, "acme", &RefDeleteArgs{Ref: "pin"})
+	// One version fewer is within the cap: one command deletes the rest.
+	w.ok(KindArtifactDelete, "acme", &ArtifactDeleteArgs{Name: "big", Version: 1})
+	w.ok(KindArtifactDelete, "acme", &ArtifactDeleteArgs{Name: "big"})
+	if h, _ := getRecord[chunkHold](w.f.st, chunkHoldKey("acme", chunks[0].Digest)); h == nil || h.Refs != 0 {
+		t.Fatalf("a chunk after the delete: %+v, want held without references", h)
+	}
+}
+
+// TestManifestHead: the id and chunk count read from a manifest's front
+// are those of the decoded manifest, for every array header the codec
+// writes (nil, fixarray, array 16, array 32).
+func TestManifestHead(t *testing.T) {
+	for _, n := range []int{-1, 0, 1, 15, 16, 65_535, 65_536, 70_000} {
+		m := &Manifest{ArtifactID: "sha256:" + strings.Repeat("a", 64), Name: "n", Version: 3}
+		if n >= 0 {
+			m.Chunks = make([]ChunkRef, n)
+			for i := range m.Chunks {
+				m.Chunks[i] = chunkOf(i, 1)
+			}
+		}
+		id, chunks, ok := manifestHead(encode(m))
+		if !ok || id != m.ArtifactID || chunks != len(m.Chunks) {
+			t.Errorf("%d chunks: head %q %d %v", n, id, chunks, ok)
+		}
+	}
 }

@@ -202,7 +202,10 @@ func (f *FSM) GetKV(tenant, ns, key string, now int64) (*KVEntry, uint64, bool) 
 }
 
 // ListKV lists live entries of a namespace whose key has the prefix, in key
-// order, after the key in pageToken (opaque to clients), at most limit.
+// order, after the key after, at most limit. next is the key to continue
+// after when more may follow. A page examines at most MaxListWalk entries
+// (artifactlife.go), live and visible or not: one that stops there has
+// next, the last key examined, even when it is empty.
 func (f *FSM) ListKV(tenant, ns, prefix, after string, limit int, now int64, visible func(*KVEntry) bool) (out []*KVEntry, next string, index uint64) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -212,16 +215,24 @@ func (f *FSM) ListKV(tenant, ns, prefix, after string, limit int, now int64, vis
 		from = base + after + "\x00"
 	}
 	out = []*KVEntry{}
-	f.st.Scan(base+prefix, from, func(_ string, v []byte) bool {
+	walked, last := 0, ""
+	f.st.Scan(base+prefix, from, func(k string, v []byte) bool {
+		if walked == MaxListWalk {
+			next = last
+			return false
+		}
+		walked++
 		var e KVEntry
 		if decode(v, &e) != nil || !e.Live(now) || (visible != nil && !visible(&e)) {
+			last = k[len(base):]
 			return true
 		}
 		if len(out) == limit {
-			next = out[len(out)-1].Key
+			next = out[len(out)-1].Key // as before: not a key the caller may not read
 			return false
 		}
 		out = append(out, &e)
+		last = e.Key
 		return true
 	})
 	return out, next, f.applied

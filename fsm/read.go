@@ -25,7 +25,11 @@ type TaskFilter struct {
 }
 
 // ListTasks lists a tenant's tasks in id order, filtered, one page at a time.
-// The page token is opaque to clients: the last id returned, encoded.
+// The page token is opaque to clients: the id to continue after, encoded.
+// A page examines at most MaxListWalk tasks (artifactlife.go), matching
+// the filter and Visible or not: one that stops there has a next token,
+// the last id examined, even when it is empty. A page that ends at Limit
+// has one, its last id, when another task matches, as before.
 func (f *FSM) ListTasks(tenant string, flt TaskFilter) (tasks []*Task, next string, index uint64) {
 	after := ""
 	if b, err := base64.RawURLEncoding.DecodeString(flt.PageToken); err == nil {
@@ -39,14 +43,22 @@ func (f *FSM) ListTasks(tenant string, flt TaskFilter) (tasks []*Task, next stri
 		from = prefix + after + "\x00"
 	}
 	tasks = []*Task{}
-	last := ""
+	walked, last := 0, ""
 	f.st.Scan(prefix, from, func(k string, v []byte) bool {
+		if walked == MaxListWalk {
+			next = base64.RawURLEncoding.EncodeToString([]byte(last))
+			return false
+		}
+		walked++
 		var t Task
 		if decode(v, &t) != nil || !matches(&t, flt) || (flt.Visible != nil && !flt.Visible(&t)) {
+			last = k[len(prefix):]
 			return true
 		}
 		if len(tasks) == flt.Limit {
-			next = base64.RawURLEncoding.EncodeToString([]byte(last))
+			// The last task answered, as before: a token past it could
+			// name a task the caller may not read.
+			next = base64.RawURLEncoding.EncodeToString([]byte(tasks[len(tasks)-1].ID))
 			return false
 		}
 		tasks = append(tasks, &t)

@@ -199,7 +199,14 @@ func kvListCommand() *command {
 				return err
 			}
 			return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
-				list, err := c.ListKV(ctx, tenant, ns, f, readOpts(stale)...)
+				page := f
+				list, err := c.ListKV(ctx, tenant, ns, page, readOpts(stale)...)
+				// An empty page with a token ended at the server's walk
+				// bound: the next one may hold entries.
+				for err == nil && len(list.Entries) == 0 && list.NextPageToken != "" {
+					page.PageToken = list.NextPageToken
+					list, err = c.ListKV(ctx, tenant, ns, page, readOpts(stale)...)
+				}
 				if err != nil {
 					return err
 				}

@@ -142,7 +142,14 @@ func taskListCommand() *command {
 				return err
 			}
 			return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
-				list, err := c.ListTasks(ctx, tenant, f, readOpts(stale)...)
+				page := f
+				list, err := c.ListTasks(ctx, tenant, page, readOpts(stale)...)
+				// An empty page with a token ended at the server's walk
+				// bound: the next one may hold tasks.
+				for err == nil && len(list.Tasks) == 0 && list.NextPageToken != "" {
+					page.PageToken = list.NextPageToken
+					list, err = c.ListTasks(ctx, tenant, page, readOpts(stale)...)
+				}
 				if err != nil {
 					return err
 				}
