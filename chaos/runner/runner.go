@@ -461,40 +461,31 @@ func converge(ctx context.Context, env *environment) []history.NodeState {
 		// convergence checker judges it. The nodes are asked one after
 		// the other, and the leader may still commit meanwhile (a
 		// retention purge falls due after the workload stopped), so the
-		// reading is taken again until one finds them agreeing, or time
-		// is up.
-		for {
-			env.c.WaitConverged(cctx)
-			var out []history.NodeState
-			for i := range env.c.Size() {
-				st, err := env.c.Status(cctx, i)
-				if err != nil {
-					out = append(out, history.NodeState{ID: env.c.ID(i), Err: err.Error()})
-					continue
-				}
-				out = append(out, history.NodeState{ID: st.NodeID, AppliedIndex: st.AppliedIndex, StateDigest: st.StateDigest})
+		// reading is taken again until one finds them agreeing.
+		return untilAgreed(cctx, env.c.Size(), func(i int) (string, *client.ClusterStatus, error) {
+			if i == 0 {
+				env.c.WaitConverged(cctx)
 			}
-			if len(checker.Converged(out)) == 0 {
-				return out
-			}
-			select {
-			case <-cctx.Done():
-				return out
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
+			st, err := env.c.Status(cctx, i)
+			return env.c.ID(i), st, err
+		})
 	}
-	return externalStates(cctx, env)
+	return untilAgreed(cctx, len(env.endpoints), func(i int) (string, *client.ClusterStatus, error) {
+		st, err := env.admin.ClusterAt(cctx, env.endpoints[i])
+		return env.endpoints[i], st, err
+	})
 }
 
-// externalStates polls every endpoint until they agree or ctx ends.
-func externalStates(ctx context.Context, env *environment) []history.NodeState {
+// untilAgreed reads the n nodes' states (status of node i: its name, for
+// an error, and its status) until one reading finds them agreeing, or ctx
+// ends; it returns the last reading.
+func untilAgreed(ctx context.Context, n int, status func(i int) (string, *client.ClusterStatus, error)) []history.NodeState {
 	for {
 		var out []history.NodeState
-		for _, ep := range env.endpoints {
-			st, err := env.admin.ClusterAt(ctx, ep)
+		for i := range n {
+			name, st, err := status(i)
 			if err != nil {
-				out = append(out, history.NodeState{ID: ep, Err: err.Error()})
+				out = append(out, history.NodeState{ID: name, Err: err.Error()})
 				continue
 			}
 			out = append(out, history.NodeState{ID: st.NodeID, AppliedIndex: st.AppliedIndex, StateDigest: st.StateDigest})
