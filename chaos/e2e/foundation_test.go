@@ -633,9 +633,12 @@ func TestFoundationSnapshotRestartReplaysTail(t *testing.T) {
 	// holds (a snapshot keeps 32 trailing entries; 8 more for the
 	// entries f may hold beyond its applied index).
 	// A node snapshots once its log holds --snapshot-threshold entries
-	// since its last snapshot; how many entries 200 creates make depends on
-	// group commit (a busy machine batches more), so write more until
-	// every node has snapshotted past f.
+	// since its last snapshot, when its snapshot timer (--snapshot-interval,
+	// 1 to 2 s) next fires; how many entries 200 creates make depends on
+	// group commit (a busy machine batches more), and how many writes fit
+	// before the timer on how fast the machine is, so write more until
+	// every node has snapshotted past f, for as long as a deadline allows
+	// (a count of writes ran out before the timer on a quiet machine).
 	compacted := func() bool {
 		for _, i := range foundationOthers(c, f) {
 			if st, err := c.Status(ctx, i); err != nil || st.LastSnapshotIndex <= missedFrom+32+8 {
@@ -644,9 +647,10 @@ func TestFoundationSnapshotRestartReplaysTail(t *testing.T) {
 		}
 		return true
 	}
+	padUntil := time.Now().Add(30 * time.Second)
 	for pad := 0; !compacted(); pad++ {
-		if pad == 400 {
-			t.Fatalf("the survivors did not snapshot past index %d after %d more writes", missedFrom+32+8, pad)
+		if time.Now().After(padUntil) {
+			t.Fatalf("the survivors did not snapshot past index %d after %d more writes in 30 s", missedFrom+32+8, pad)
 		}
 		if _, err := admin.PutKV(ctx, tenant, "pad", strconv.Itoa(pad), client.PutKVRequest{Value: json.RawMessage(`1`)}); err != nil {
 			t.Fatal(err)
