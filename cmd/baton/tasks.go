@@ -220,11 +220,7 @@ func taskRenewCommand() *command {
 			fs.DurationVar(&lease, "lease", 0, "new lease duration from now, e.g. 30s (required)")
 		},
 		run: func(ctx context.Context, a *app, inv *invocation) error {
-			var id string
-			if err := inv.check([]arg{{"ID", &id}}, "tenant"); err != nil {
-				return err
-			}
-			t, err := token.resolve(a, inv, true)
+			id, t, err := token.withTaskID(a, inv)
 			if err != nil {
 				return err
 			}
@@ -307,11 +303,7 @@ func taskReleaseCommand() *command {
 			when.declare(fs, "release")
 		},
 		run: func(ctx context.Context, a *app, inv *invocation) error {
-			var id string
-			if err := inv.check([]arg{{"ID", &id}}, "tenant"); err != nil {
-				return err
-			}
-			t, err := token.resolve(a, inv, true)
+			id, t, err := token.withTaskID(a, inv)
 			if err != nil {
 				return err
 			}
@@ -351,11 +343,7 @@ takes (see baton task retry; list them with baton task list --status dead).`,
 			fs.StringVar(&req.Status, "status", "", "status to go back to when retried (default pending)")
 		},
 		run: func(ctx context.Context, a *app, inv *invocation) error {
-			var id string
-			if err := inv.check([]arg{{"ID", &id}}, "tenant"); err != nil {
-				return err
-			}
-			t, err := token.resolve(a, inv, true)
+			id, t, err := token.withTaskID(a, inv)
 			if err != nil {
 				return err
 			}
@@ -677,6 +665,16 @@ func (f *fencingToken) declare(fs *pflag.FlagSet, usage string) {
 // resolve returns the fencing token (nil when not given and not
 // required), and takes a --token that is not a fencing token as the
 // bearer token.
+// withTaskID reads a command's ID argument (with --tenant required) and
+// its required fencing token: what renew, release and fail take.
+func (f *fencingToken) withTaskID(a *app, inv *invocation) (id string, token *uint64, err error) {
+	if err := inv.check([]arg{{"ID", &id}}, "tenant"); err != nil {
+		return "", nil, err
+	}
+	token, err = f.resolve(a, inv, true)
+	return id, token, err
+}
+
 func (f *fencingToken) resolve(a *app, inv *invocation, required bool) (*uint64, error) {
 	given := inv.isSet("fencing-token")
 	if inv.isSet("token") {
