@@ -11,7 +11,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -23,6 +22,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/cmd/batond/cluster"
 )
 
 // stack is one compose project of the deploy files.
@@ -89,20 +89,13 @@ func composeCommand() []string {
 	return []string{"docker", "compose"}
 }
 
-// freePorts picks n free ports on 127.0.0.1.
+// freePorts picks n free ports on 127.0.0.1, below the kernel's ephemeral
+// range so that no outgoing connection takes one while its container is
+// killed and restarted (see cluster.FreePorts).
 func freePorts(t *testing.T, n int) []int {
-	var ls []net.Listener
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		l.Close()
+	ports, err := cluster.FreePorts(n)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return ports
 }

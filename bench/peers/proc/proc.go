@@ -7,7 +7,7 @@ package proc
 import (
 	"errors"
 	"fmt"
-	"net"
+	"github.com/baton-dev/baton/cmd/batond/cluster"
 	"os"
 	"os/exec"
 	"syscall"
@@ -91,22 +91,6 @@ func (p *Proc) Stop(timeout time.Duration) error {
 	}
 }
 
-// FreePorts returns n distinct free TCP ports on 127.0.0.1.
-func FreePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	ports := make([]int, n)
-	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports[i] = l.Addr().(*net.TCPAddr).Port
-	}
-	return ports, nil
-}
+// FreePorts returns n distinct free TCP ports on 127.0.0.1, below the
+// kernel's ephemeral range; see cluster.FreePorts.
+func FreePorts(n int) ([]int, error) { return cluster.FreePorts(n) }

@@ -202,6 +202,26 @@ func TestFreePortsAreDistinctAndBindable(t *testing.T) {
 	}
 }
 
+// A node's ports must not be ones the kernel hands out as ephemeral source
+// ports: a chaos run restarts a SIGKILLed node on the same ports, and an
+// outgoing connection that took one meanwhile made the restart fail with
+// "address already in use" (CI, chaos/runner seed 2).
+func TestFreePortsAvoidTheEphemeralRange(t *testing.T) {
+	low := ephemeralLow()
+	if low-10000 < 1024 {
+		t.Skipf("ephemeral range starts at %d: too little room below it, FreePorts falls back to kernel-picked ports", low)
+	}
+	ports, err := FreePorts(50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ports {
+		if p < 10000 || p >= low {
+			t.Errorf("FreePorts gave %d, want one in [10000, %d) outside the ephemeral range", p, low)
+		}
+	}
+}
+
 func TestCheckPortFreeNamesABusyPort(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
