@@ -20,7 +20,9 @@ func TestWatchHistoryBoundedByBytes(t *testing.T) {
 	var before runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	const writes = 200
+	// 80 puts hold 72 MB, over twice the 32 MiB default budget: without
+	// the bound the heap would grow past the 48 MB allowed below.
+	const writes = 80
 	for i := 0; i < writes; i++ {
 		c := NewCommand(KindKVPut, int64(2+i), "big", "", &KVPutArgs{Namespace: "ns", Key: "k", Value: value})
 		if r := applyOne(t, f, uint64(2+i), c); !r.OK() {
