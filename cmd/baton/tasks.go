@@ -662,9 +662,6 @@ func (f *fencingToken) declare(fs *pflag.FlagSet, usage string) {
 	fs.StringVar(&f.compat, "token", "", "bearer token (env BATON_TOKEN); a number here without --fencing-token is read as --fencing-token, as in older releases")
 }
 
-// resolve returns the fencing token (nil when not given and not
-// required), and takes a --token that is not a fencing token as the
-// bearer token.
 // withTaskID reads a command's ID argument (with --tenant required) and
 // its required fencing token: what renew, release and fail take.
 func (f *fencingToken) withTaskID(a *app, inv *invocation) (id string, token *uint64, err error) {
@@ -675,6 +672,9 @@ func (f *fencingToken) withTaskID(a *app, inv *invocation) (id string, token *ui
 	return id, token, err
 }
 
+// resolve returns the fencing token (nil when not given and not
+// required), and takes a --token that is not a fencing token as the
+// bearer token.
 func (f *fencingToken) resolve(a *app, inv *invocation, required bool) (*uint64, error) {
 	given := inv.isSet("fencing-token")
 	if inv.isSet("token") {
