@@ -46,8 +46,12 @@ run: build
 ## test: everything CI checks; the deploy suite too when a Docker engine answers
 test: fmt-check vet build test-manifests unit fuzz test-deploy-maybe
 
+## unit: every package under -race; then fsm again without it, where its
+## long random loops run in full and its heap measurements run at all
+## (fsm/race_test.go: under -race they run a tenth of their rounds)
 unit:
 	$(GO) test -race -timeout 20m -count=1 $(PKGS)
+	$(GO) test -timeout 10m -count=1 ./fsm/
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeEntry$$' -fuzztime=$(FUZZTIME) ./fsm/

@@ -136,6 +136,7 @@ func TestTrimReadsTheOldestVersionsOnly(t *testing.T) {
 // deletes the thread releases at most that many; a put past it is refused
 // and changes nothing, and the delete frees the thread for more.
 func TestThreadChunkRefsCapped(t *testing.T) {
+	skipUnderRace(t)
 	w := newWorld(t)
 	const per = 1024
 	var chunks []ChunkRef
@@ -371,6 +372,7 @@ func TestListKVBoundsItsWalk(t *testing.T) {
 // detail that sends the SDK to delete version by version; under the cap
 // the name goes in one command.
 func TestArtifactWholeDeleteChunkRefsCapped(t *testing.T) {
+	skipUnderRace(t)
 	w := newWorld(t)
 	const per = 10_000 // about what a manifest within the 1 MiB request limit names
 	chunks := make([]ChunkRef, per)

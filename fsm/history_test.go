@@ -14,6 +14,7 @@ import (
 // (With a history bounded by a count of 100,000 events, 200 such writes
 // held about 180 MB.)
 func TestWatchHistoryBoundedByBytes(t *testing.T) {
+	skipUnderRace(t)
 	f := New()
 	applyOne(t, f, 1, tenantPut(1, "big"))
 	value := append(append([]byte(`"`), bytes.Repeat([]byte("x"), 900_000)...), '"')

@@ -233,6 +233,7 @@ func TestTaskMemory(t *testing.T) {
 // the stored form and 16-byte items; 488 with the first, 312 with two,
 // 253 with all three).
 func TestTaskMemoryBound(t *testing.T) {
+	skipUnderRace(t)
 	const n, maxBytesPerTask = 100_000, 360
 	rep := measureTaskMemory(t, n, memShapes[0])
 	if got := rep.perTask(int(rep.heap - rep.history)); got > maxBytesPerTask {

@@ -120,7 +120,7 @@ func checkArgsDecoder[T any](t *testing.T, b []byte, read func([]byte, *T) error
 
 func TestArgsCodec(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 9))
-	for i := range 1000 {
+	for i := range rounds(1000) {
 		u, q := randArgs(rng)
 		if i == 0 {
 			u, q = &TaskUpdateArgs{}, &QueueClaimArgs{}
@@ -164,7 +164,7 @@ func TestArgsCodec(t *testing.T) {
 func TestTaskCodec(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	tasks := []*Task{{}}
-	for range 1000 {
+	for range rounds(1000) {
 		tasks = append(tasks, randTask(rng))
 	}
 	for _, tk := range tasks {
@@ -259,7 +259,7 @@ func reflectDecodeCommands(b []byte) ([]*Command, error) {
 func TestCommandCodec(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 9))
 	for _, n := range []int{1, 2, 15, 16, 17, 255, MaxCommandsPerEntry} {
-		for range max(2, 40/n) {
+		for range max(2, rounds(40)/n) {
 			cmds := make([]*Command, n)
 			for i := range cmds {
 				cmds[i] = randCommand(rng)
@@ -308,7 +308,7 @@ func randIdemRecord(rng *rand.Rand) *idemRecord {
 
 func TestIdemRecordCodec(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
-	for range 1000 {
+	for range rounds(1000) {
 		rec := randIdemRecord(rng)
 		want := reflectEncode(t, rec)
 		got := encode(rec)

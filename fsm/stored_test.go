@@ -30,7 +30,7 @@ func checkStored(t *testing.T, v []byte) []byte {
 // as it was.
 func TestStoredForm(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
-	for range 2000 {
+	for range rounds(2000) {
 		v := encode(randTask(rng))
 		s := checkStored(t, v)
 		if len(s) < 2 || s[0] != storedTag || s[1] != storedTask || len(s) != len(v)-taskNamesLen+2 || cap(s) != len(s) {
@@ -70,7 +70,7 @@ func TestStoreStoredValues(t *testing.T) {
 	}
 	keys := []string{"t/a/task/1", "t/a/task/2", "t/a/q/x", "i/a/p/k1", "i/a/p/k2", "z"}
 	s, m := newStore(), storeModel{}
-	for step := range 3000 {
+	for step := range rounds(3000) {
 		k := keys[rng.IntN(len(keys))]
 		abort := rng.IntN(4) == 0
 		s.begin()

@@ -1,0 +1,5 @@
+//go:build race
+
+package fsm
+
+const raceEnabled = true
