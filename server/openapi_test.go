@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/baton-dev/baton/server/core/node"
@@ -18,22 +19,30 @@ import (
 // openAPIFile is the API contract these tests hold the server to.
 const openAPIFile = "../docs/openapi.yaml"
 
-// loadOpenAPI loads and validates docs/openapi.yaml.
+// loadOpenAPI loads and validates docs/openapi.yaml, once for the whole
+// package (about a second under -race); the tests only read the document.
 func loadOpenAPI(t testing.TB) *openapi3.T {
 	t.Helper()
-	loader := openapi3.NewLoader()
-	doc, err := loader.LoadFromFile(openAPIFile)
+	doc, err := openAPIDoc()
 	if err != nil {
-		t.Fatalf("loading %s: %v", openAPIFile, err)
-	}
-	if err := doc.Validate(context.Background()); err != nil {
-		t.Fatalf("%s is not a valid OpenAPI document: %v", openAPIFile, err)
-	}
-	if !doc.IsOpenAPI31OrLater() {
-		t.Fatalf("%s declares openapi %q, want 3.1", openAPIFile, doc.OpenAPI)
+		t.Fatal(err)
 	}
 	return doc
 }
+
+var openAPIDoc = sync.OnceValues(func() (*openapi3.T, error) {
+	doc, err := openapi3.NewLoader().LoadFromFile(openAPIFile)
+	if err != nil {
+		return nil, fmt.Errorf("loading %s: %v", openAPIFile, err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		return nil, fmt.Errorf("%s is not a valid OpenAPI document: %v", openAPIFile, err)
+	}
+	if !doc.IsOpenAPI31OrLater() {
+		return nil, fmt.Errorf("%s declares openapi %q, want 3.1", openAPIFile, doc.OpenAPI)
+	}
+	return doc, nil
+})
 
 // servedRoutes is every "METHOD pattern" the server registers, the
 // failpoint routes included (they exist on a node started with
