@@ -222,6 +222,33 @@ func TestFreePortsAvoidTheEphemeralRange(t *testing.T) {
 	}
 }
 
+// Two calls in one process never give the same port: concurrent tests
+// (the deploy suite's parallel compose projects) each get ports of their
+// own. With 500 ports each drawn from about 22,000, independent draws would
+// share about eleven.
+func TestFreePortsNotGivenTwice(t *testing.T) {
+	if low := ephemeralLow(); low-10000 < 4096 {
+		t.Skipf("ephemeral range starts at %d: too little room below it for 1,000 ports", low)
+	}
+	a, err := FreePorts(500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := FreePorts(500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := map[int]bool{}
+	for _, p := range a {
+		first[p] = true
+	}
+	for _, p := range b {
+		if first[p] {
+			t.Fatalf("FreePorts gave %d to two calls", p)
+		}
+	}
+}
+
 func TestCheckPortFreeNamesABusyPort(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // FreePorts returns n distinct loopback ports that were free a moment ago,
@@ -23,10 +24,18 @@ import (
 // take it.
 //
 // Each port is probed by listening on it, and every listener is held until
-// all n are open, so the n ports are distinct. When the space below the range
-// is too small (under 1,024 ports) it falls back to ports the kernel picks.
+// all n are open, so the n ports are distinct. A port this process was given
+// before is not given again (until half the range has been given), so that
+// concurrent tests of one package never share one. When the space below the
+// range is too small (under 1,024 ports) it falls back to ports the kernel
+// picks.
 func FreePorts(n int) ([]int, error) {
 	lo, hi := pickRange()
+	givenMu.Lock()
+	defer givenMu.Unlock()
+	if len(given) > (hi-lo)/2 {
+		clear(given)
+	}
 	ports := make([]int, 0, n)
 	listeners := make([]net.Listener, 0, n)
 	defer func() {
@@ -37,7 +46,11 @@ func FreePorts(n int) ([]int, error) {
 	for tries := 0; len(ports) < n; tries++ {
 		addr := Host + ":0"
 		if hi > lo && tries < 100*n {
-			addr = hostPort(lo + rand.IntN(hi-lo))
+			p := lo + rand.IntN(hi-lo)
+			if given[p] {
+				continue
+			}
+			addr = hostPort(p)
 		}
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
@@ -47,10 +60,18 @@ func FreePorts(n int) ([]int, error) {
 			return nil, fmt.Errorf("cluster: pick a free port: %w", err)
 		}
 		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		port := l.Addr().(*net.TCPAddr).Port
+		ports = append(ports, port)
+		given[port] = true
 	}
 	return ports, nil
 }
+
+// given is the ports FreePorts has returned in this process.
+var (
+	givenMu sync.Mutex
+	given   = map[int]bool{}
+)
 
 // pickRange is the port range FreePorts draws from: [10000, the first
 // ephemeral port), or an empty range when that holds under 1,024 ports.
