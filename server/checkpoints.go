@@ -450,7 +450,7 @@ func (s *Server) handleThreadDelete(w http.ResponseWriter, r *http.Request, id *
 		return badRequest("deleting a thread deletes every namespace of it: %s is not taken here", checkpointNSParameter)
 	}
 	var req wire.ThreadDelete
-	body, err := readBody(w, r, s.cfg.MaxJSONBody)
+	body, err := readBody(w, r, s.cfg.MaxJSONBody, s.cfg.BodyTimeout)
 	if err != nil {
 		return err
 	}

@@ -101,7 +101,7 @@ func (s *Server) handleChunkPut(w http.ResponseWriter, r *http.Request, id *iden
 	if err != nil {
 		return err
 	}
-	body, err := readBody(w, r, s.cfg.MaxChunkBody)
+	body, err := readBody(w, r, s.cfg.MaxChunkBody, s.cfg.BodyTimeout)
 	if err != nil {
 		return err
 	}
@@ -222,7 +222,7 @@ func (s *Server) handlePeerChunkPut(w http.ResponseWriter, r *http.Request, id *
 	if err != nil {
 		return err
 	}
-	body, err := readBody(w, r, s.cfg.MaxChunkBody)
+	body, err := readBody(w, r, s.cfg.MaxChunkBody, s.cfg.BodyTimeout)
 	if err != nil {
 		return err
 	}

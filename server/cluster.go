@@ -324,7 +324,7 @@ func (s *Server) handleTransfer(w http.ResponseWriter, r *http.Request, id *iden
 		return err
 	}
 	var req wire.Transfer
-	b, err := readBody(w, r, s.cfg.MaxJSONBody)
+	b, err := readBody(w, r, s.cfg.MaxJSONBody, s.cfg.BodyTimeout)
 	if err != nil {
 		return err
 	}

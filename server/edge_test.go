@@ -32,9 +32,9 @@ type edgeFixture struct {
 	research, otherToken string
 }
 
-func newEdgeFixture(t *testing.T) *edgeFixture {
+func newEdgeFixture(t *testing.T, configure ...func(*testCluster)) *edgeFixture {
 	t.Helper()
-	c := newCluster(t, 3)
+	c := newCluster(t, 3, configure...)
 	fx := &edgeFixture{c: c}
 	fx.leader = c.WaitForLeader(t)
 	fx.follower = c.Followers(fx.leader)[0]
@@ -465,13 +465,12 @@ func TestEdgeNarrowGrantsLearnNothing(t *testing.T) {
 	}
 }
 
-// A body that stops arriving is given up on after bodyReadTimeout: the
+// A body that stops arriving is given up on after Config.BodyTimeout: the
 // request is answered 400 and its goroutine and buffer are freed, instead
 // of waiting for the client forever.
 func TestEdgeSlowBodyTimesOut(t *testing.T) {
-	defer func(d time.Duration) { bodyReadTimeout = d }(bodyReadTimeout)
-	bodyReadTimeout = 300 * time.Millisecond
-	fx := newEdgeFixture(t)
+	const bodyTimeout = 300 * time.Millisecond
+	fx := newEdgeFixture(t, func(c *testCluster) { c.bodyTimeout = bodyTimeout })
 	for _, i := range []int{fx.leader, fx.follower} {
 		conn, err := net.Dial("tcp", fx.c.nodes[i].httpAddr)
 		if err != nil {
@@ -487,7 +486,7 @@ func TestEdgeSlowBodyTimesOut(t *testing.T) {
 		}
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusBadRequest || time.Since(start) > 3*time.Second {
-			t.Errorf("%s: stalled body answered %d after %v, want 400 after about %v", fx.c.nodes[i].id, resp.StatusCode, time.Since(start), bodyReadTimeout)
+			t.Errorf("%s: stalled body answered %d after %v, want 400 after about %v", fx.c.nodes[i].id, resp.StatusCode, time.Since(start), bodyTimeout)
 		}
 	}
 }

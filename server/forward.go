@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -42,7 +43,10 @@ type forwarder struct {
 	transport *http.Transport
 	proxy     *httputil.ReverseProxy
 	holdMax   time.Duration // the longest one request is held
-	scheme    string        // of the peers' API: http, or https (useTLS)
+	// bodyTimeout bounds the read of a body to be forwarded (readBody);
+	// zero means the server's default.
+	bodyTimeout time.Duration
+	scheme      string // of the peers' API: http, or https (useTLS)
 	// peerOf names the member that made a request on a peer route, or ""
 	// (see Server.peerOf); a forwarded request carries it in headerPeer.
 	peerOf func(*http.Request) string
@@ -148,7 +152,7 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, limit int64)
 	replayable := false
 	if limit >= 0 {
 		var err error
-		if body, err = readBody(w, r, limit); err != nil {
+		if body, err = readBody(w, r, limit, cmp.Or(f.bodyTimeout, time.Minute)); err != nil {
 			writeError(w, err)
 			return true
 		}

@@ -61,16 +61,22 @@ type testCluster struct {
 	log    *slog.Logger
 	// requestTimeout is the servers' RequestTimeout.
 	requestTimeout time.Duration
+	// bodyTimeout is the servers' BodyTimeout (0: its default).
+	bodyTimeout time.Duration
 }
 
 // newCluster starts n bootstrapped nodes and waits until they have a leader
-// and every node knows every node's HTTP address.
-func newCluster(t testing.TB, n int) *testCluster {
+// and every node knows every node's HTTP address. configure, if given, sets
+// the cluster's fields before any node starts.
+func newCluster(t testing.TB, n int, configure ...func(*testCluster)) *testCluster {
 	t.Helper()
 	c := &testCluster{t: t, log: testLogger(t), requestTimeout: testRequestTimeout,
 		client: &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second,
 			// Show redirects to the test instead of following them.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	for _, f := range configure {
+		f(c)
+	}
 	ports := freePorts(t, 2*n)
 	var peers []raft.Server
 	for i := range n {
@@ -135,7 +141,7 @@ func (c *testCluster) startNode(i int) {
 		c.t.Fatalf("chunk store of %s: %v", tn.id, err)
 	}
 	tn.chunks = chunks
-	tn.srv = New(Config{AdminToken: testAdminToken, RequestTimeout: c.requestTimeout, Chunks: chunks,
+	tn.srv = New(Config{AdminToken: testAdminToken, RequestTimeout: c.requestTimeout, BodyTimeout: c.bodyTimeout, Chunks: chunks,
 		Logger: tn.cfg.Logger}, nd, tn.fsm)
 	tn.srv.Start()
 	tn.hs = httptest.NewUnstartedServer(tn.srv.Handler())

@@ -73,6 +73,10 @@ type Config struct {
 	// when it leads (zero fields: fsm's defaults).
 	Limits         fsm.Limits
 	RequestTimeout time.Duration // bound on one request's wait for Raft; default 10s
+	// BodyTimeout bounds how long the server waits for a request body it
+	// reads whole, from when it starts reading; default 1m (batond
+	// --http-body-timeout, which also bounds bodies streamed elsewhere).
+	BodyTimeout time.Duration
 	// Faults, when set (batond --failpoints), enables the internal
 	// failpoint endpoint: cut Raft links, skew the clock this node stamps.
 	Faults *node.Faults
@@ -114,6 +118,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = 10 * time.Second
+	}
+	if c.BodyTimeout == 0 {
+		c.BodyTimeout = time.Minute
 	}
 	if c.ChunkGCGrace == 0 {
 		c.ChunkGCGrace = time.Hour
@@ -161,6 +168,7 @@ func New(cfg Config, c Cluster, f *fsm.FSM) *Server {
 		s.proxy.useTLS(cfg.PeerClientTLS)
 	}
 	s.proxy.peerOf = s.peerOf
+	s.proxy.bodyTimeout = s.cfg.BodyTimeout
 	s.metrics = newMetrics(c, f)
 	s.metrics.buildInfo(s.cfg.Build)
 	s.limits = newLimiter(s.cfg.MaxWatchesPerPrincipal)

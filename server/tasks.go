@@ -68,7 +68,7 @@ func (s *Server) replayGone(w http.ResponseWriter, r *http.Request, id *identity
 	if !replayable(r, refusal) || s.inTenantOnly(id, tenant) != nil {
 		return refusal
 	}
-	body, err := readBody(w, r, s.cfg.MaxJSONBody)
+	body, err := readBody(w, r, s.cfg.MaxJSONBody, s.cfg.BodyTimeout)
 	if err != nil {
 		return refusal
 	}

@@ -31,7 +31,7 @@ func (s *Server) handleTenantPut(w http.ResponseWriter, r *http.Request, id *ide
 	if err := validName("tenant", t); err != nil {
 		return err
 	}
-	body, err := readBody(w, r, s.cfg.MaxJSONBody)
+	body, err := readBody(w, r, s.cfg.MaxJSONBody, s.cfg.BodyTimeout)
 	if err != nil {
 		return err
 	}
@@ -128,7 +128,7 @@ func (s *Server) handlePrincipalRotate(w http.ResponseWriter, r *http.Request, i
 	if err := s.tenantAdmin(id, t, name, actWrite); err != nil {
 		return err
 	}
-	body, err := readBody(w, r, s.cfg.MaxJSONBody)
+	body, err := readBody(w, r, s.cfg.MaxJSONBody, s.cfg.BodyTimeout)
 	if err != nil {
 		return err
 	}

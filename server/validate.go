@@ -51,15 +51,11 @@ func nameChars(s string) bool {
 	return true
 }
 
-// bodyReadTimeout bounds how long reading one request body may take: a
-// client that declares a body and sends it slowly holds a connection and a
-// goroutine, never more than this.
-var bodyReadTimeout = 10 * time.Second
-
-// readBody reads at most limit bytes of the request body, within
-// bodyReadTimeout. A declared length over the limit is refused before
-// anything is read.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+// readBody reads at most limit bytes of the request body, within timeout
+// (Config.BodyTimeout): a client that declares a body and sends it slowly
+// holds a connection and a goroutine, never longer. A declared length over
+// the limit is refused before anything is read.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.Duration) ([]byte, error) {
 	if r.ContentLength > limit {
 		return nil, errorf(codeTooLarge, "request body is over the %d byte limit", limit)
 	}
@@ -72,7 +68,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	// it stays, so that the server's attempt to drain what is left of the
 	// body before answering fails fast too, and the connection is closed.
 	rc := http.NewResponseController(w)
-	deadline := rc.SetReadDeadline(time.Now().Add(bodyReadTimeout)) == nil
+	deadline := rc.SetReadDeadline(time.Now().Add(timeout)) == nil
 	if n := r.ContentLength; n >= 0 {
 		// The length is known (the server's body reader holds the client to
 		// it): one buffer of that size, no growing.

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The grammar of docs/api.md, as the regular expressions it is written in.
@@ -83,7 +84,7 @@ func TestReadBody(t *testing.T) {
 	read := func(body string, length int64, limit int64) ([]byte, error) {
 		r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
 		r.ContentLength = length
-		return readBody(httptest.NewRecorder(), r, limit)
+		return readBody(httptest.NewRecorder(), r, limit, time.Minute)
 	}
 	for _, known := range []bool{true, false} {
 		length := func(n int64) int64 {

@@ -22,7 +22,7 @@ const (
 // readJSON reads the body (bounded by MaxJSONBody) and decodes it strictly
 // into v. It returns the raw bytes for the idempotency fingerprint.
 func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, v any) ([]byte, error) {
-	b, err := readBody(w, r, s.cfg.MaxJSONBody)
+	b, err := readBody(w, r, s.cfg.MaxJSONBody, s.cfg.BodyTimeout)
 	if err != nil {
 		return nil, err
 	}

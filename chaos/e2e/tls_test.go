@@ -282,7 +282,13 @@ func TestHTTPServerBounds(t *testing.T) {
 		} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
 			t.Fatalf("the request was still open after %v", time.Since(start))
 		}
-		t.Logf("cut after %v: %v %v", time.Since(start).Round(time.Millisecond), resp, err)
+		took := time.Since(start)
+		t.Logf("cut after %v: %v %v", took.Round(time.Millisecond), resp, err)
+		// --http-body-timeout=1s: the server's own body read must not
+		// replace that deadline with a longer one (it once set 10 s).
+		if took > 5*time.Second {
+			t.Fatalf("the trickled body was cut after %v, want about --http-body-timeout=1s", took.Round(time.Millisecond))
+		}
 		if err := rc.closedWithin(5 * time.Second); err != nil {
 			t.Fatalf("the connection of the trickled body: %v", err)
 		}
@@ -332,13 +338,14 @@ func TestHTTPMaxConnections(t *testing.T) {
 	}
 	addr := c.HTTPAddr(0)
 	get := "GET /healthz HTTP/1.1\r\nHost: " + addr + "\r\n\r\n"
-	// The harness's own observer may hold kept-alive connections too:
-	// fill up to the cap, whatever it holds.
+	// The harness's kept-alive connections would count against the cap
+	// (and a fourth connection here would then wait out its timeout).
+	c.CloseIdleConnections()
 	var held []*rawConn
 	for range 4 {
 		rc := dialRaw(t, addr)
 		if _, err := rc.roundTrip(get, 10*time.Second); err != nil {
-			break // the cap is reached (with the harness's connections)
+			t.Fatalf("connection %d of --max-connections=4: %v", len(held)+1, err)
 		}
 		held = append(held, rc)
 	}

@@ -324,6 +324,11 @@ func (c *Cluster) Stop() error {
 	return errors.Join(errs...)
 }
 
+// CloseIdleConnections closes the kept-alive connections of the harness's
+// own HTTP client (Status, WaitReady and the like), for a test that counts
+// the connections a node holds.
+func (c *Cluster) CloseIdleConnections() { c.client.CloseIdleConnections() }
+
 // Close stops every node (as Stop) and releases the harness's resources.
 // It is idempotent; later calls return the first result. The data and logs
 // stay in BaseDir.
