@@ -361,7 +361,10 @@ func artWaitMembers(t *testing.T, c *cluster.Cluster, i int, ids []string) {
 // TestArtifactFollowerCatchUp: a follower that was down while an artifact
 // was uploaded fetches every body once restarted and serves the content
 // from its own state; so does a member that joins afterwards.
-func TestArtifactFollowerCatchUp(t *testing.T) { testArtifactFollowerCatchUp(t, false) }
+func TestArtifactFollowerCatchUp(t *testing.T) {
+	t.Parallel() // see doc.go: no timing asserted
+	testArtifactFollowerCatchUp(t, false)
+}
 
 // testArtifactFollowerCatchUp is TestArtifactFollowerCatchUp, with TLS
 // everywhere when tls is set: chunk copies, repair, forwarding and the
@@ -525,6 +528,7 @@ func checkAPIError(t *testing.T, what string, err error, want error, status int)
 // again), while a chunk another version names stays; a whole name goes
 // under its expect_version guard.
 func TestArtifactListDeleteGC(t *testing.T) {
+	t.Parallel() // see doc.go: no timing asserted
 	c, admin, ctx := artSetupWith(t, cluster.Config{Nodes: 3, ExtraArgs: []string{"--chunk-gc-grace", "3s"}})
 	publish := func(name string, seed uint64) *client.Manifest {
 		t.Helper()

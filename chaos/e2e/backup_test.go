@@ -121,6 +121,7 @@ func startSeeded(t *testing.T, base, token string, httpPorts, raftPorts []int) *
 // ports, and checks the state and every artifact's bytes on every node.
 // (docs/operations.md "Backup and restore".)
 func TestBackupRestoreIntoNewCluster(t *testing.T) {
+	t.Parallel() // see doc.go: no timing asserted
 	bin := buildBatonCLI(t)
 	old, admin, ctx := artSetup(t, 3)
 	kv, manifests := backupWrite(t, ctx, admin)

@@ -24,6 +24,7 @@ import (
 // limit: the SDK stores it through the chunk store, every node then
 // answers it whole, and get_tuple and list return every byte.
 func TestCheckpointLangGraphSaver(t *testing.T) {
+	t.Parallel() // see doc.go: no timing asserted
 	c := startCluster(t, 3)
 	ctx := ctxFor(t, 90*time.Second)
 	admin := adminClient(t, c)

@@ -176,6 +176,7 @@ func TestSessionRetryAfterLeaderKillAppliedOnce(t *testing.T) {
 // sessions: the least recently used are dropped, and a retry on one of
 // them is refused, not applied again.
 func TestSessionStateBoundedUnderWrites(t *testing.T) {
+	t.Parallel() // see doc.go: no timing asserted
 	const budget = 1 << 20
 	c := startCluster(t, 3, fmt.Sprintf("--session-bytes=%d", budget))
 	ctx := ctxFor(t, 120*time.Second)

@@ -23,7 +23,10 @@ import (
 // between members, and the internal routes they use accept no admin token
 // (TestTLSRefusesStrangers), so they work only if members know each other
 // by their certificates.
-func TestTLSArtifactFollowerCatchUp(t *testing.T) { testArtifactFollowerCatchUp(t, true) }
+func TestTLSArtifactFollowerCatchUp(t *testing.T) {
+	t.Parallel() // see doc.go: no timing asserted
+	testArtifactFollowerCatchUp(t, true)
+}
 
 // tlsStream is a raft.StreamLayer that dials over TLS with cfg.
 type tlsStream struct {
