@@ -102,6 +102,7 @@ func artVersions(t *testing.T, ctx context.Context, cl *client.Client, name stri
 // with the task's update. The stale owner can then neither publish nor
 // move the ref, and no other version is ever referenced.
 func TestArtifactHandoff(t *testing.T) {
+	t.Parallel() // see doc.go: no timing asserted
 	_, admin, ctx := artSetup(t, 3)
 	const task, name, approved = "report-42", "report-42-draft", "report-42/approved"
 	if _, err := admin.CreateTask(ctx, artTenant, client.CreateTaskRequest{TaskID: task, Queue: "research",

@@ -232,6 +232,7 @@ func TestBackupRestoreIntoNewCluster(t *testing.T) {
 // serves writes as a one-node cluster. (docs/operations.md "Losing quorum
 // for good".)
 func TestRecoverLastSurvivor(t *testing.T) {
+	t.Parallel() // see doc.go: no timing asserted
 	c, admin, ctx := artSetup(t, 3)
 	kv, manifests := backupWrite(t, ctx, admin)
 	st := convergedStatus(t, ctx, c)

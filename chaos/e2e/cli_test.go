@@ -534,6 +534,7 @@ func TestCLIFriction(t *testing.T) {
 // SIGKILLed, the new leader's status lists it as not answering (not as a
 // healthy follower), and the others as answering with their lag.
 func TestCLIStatusShowsADeadMember(t *testing.T) {
+	t.Parallel() // see doc.go: no timing asserted
 	bin := buildBatonCLI(t)
 	c := startCluster(t, 3)
 	ctx := ctxFor(t, 90*time.Second)
