@@ -35,14 +35,11 @@ func artifactListCommand() *command {
 				return err
 			}
 			return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
-				page := f
-				list, err := c.ListArtifacts(ctx, tenant, page, readOpts(stale)...)
-				// An empty page with a token ended at the server's walk
-				// bound: the next one may hold names.
-				for err == nil && len(list.Artifacts) == 0 && list.NextPageToken != "" {
-					page.PageToken = list.NextPageToken
-					list, err = c.ListArtifacts(ctx, tenant, page, readOpts(stale)...)
-				}
+				list, err := firstFilledPage(f.PageToken, func(token string) (*client.ArtifactList, error) {
+					page := f
+					page.PageToken = token
+					return c.ListArtifacts(ctx, tenant, page, readOpts(stale)...)
+				}, func(l *client.ArtifactList) (int, string) { return len(l.Artifacts), l.NextPageToken })
 				if err != nil {
 					return err
 				}

@@ -199,14 +199,11 @@ func kvListCommand() *command {
 				return err
 			}
 			return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
-				page := f
-				list, err := c.ListKV(ctx, tenant, ns, page, readOpts(stale)...)
-				// An empty page with a token ended at the server's walk
-				// bound: the next one may hold entries.
-				for err == nil && len(list.Entries) == 0 && list.NextPageToken != "" {
-					page.PageToken = list.NextPageToken
-					list, err = c.ListKV(ctx, tenant, ns, page, readOpts(stale)...)
-				}
+				list, err := firstFilledPage(f.PageToken, func(token string) (*client.KVList, error) {
+					page := f
+					page.PageToken = token
+					return c.ListKV(ctx, tenant, ns, page, readOpts(stale)...)
+				}, func(l *client.KVList) (int, string) { return len(l.Entries), l.NextPageToken })
 				if err != nil {
 					return err
 				}

@@ -62,14 +62,11 @@ func queueListCommand() *command {
 				return err
 			}
 			return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
-				page := o
-				list, err := c.ListQueues(ctx, tenant, page, readOpts(stale)...)
-				// An empty page with a token ended at the server's walk
-				// bound: the next one may hold queues.
-				for err == nil && len(list.Queues) == 0 && list.NextPageToken != "" {
-					page.PageToken = list.NextPageToken
-					list, err = c.ListQueues(ctx, tenant, page, readOpts(stale)...)
-				}
+				list, err := firstFilledPage(o.PageToken, func(token string) (*client.QueueList, error) {
+					page := o
+					page.PageToken = token
+					return c.ListQueues(ctx, tenant, page, readOpts(stale)...)
+				}, func(l *client.QueueList) (int, string) { return len(l.Queues), l.NextPageToken })
 				if err != nil {
 					return err
 				}

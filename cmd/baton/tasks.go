@@ -142,14 +142,11 @@ func taskListCommand() *command {
 				return err
 			}
 			return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
-				page := f
-				list, err := c.ListTasks(ctx, tenant, page, readOpts(stale)...)
-				// An empty page with a token ended at the server's walk
-				// bound: the next one may hold tasks.
-				for err == nil && len(list.Tasks) == 0 && list.NextPageToken != "" {
-					page.PageToken = list.NextPageToken
-					list, err = c.ListTasks(ctx, tenant, page, readOpts(stale)...)
-				}
+				list, err := firstFilledPage(f.PageToken, func(token string) (*client.TaskList, error) {
+					page := f
+					page.PageToken = token
+					return c.ListTasks(ctx, tenant, page, readOpts(stale)...)
+				}, func(l *client.TaskList) (int, string) { return len(l.Tasks), l.NextPageToken })
 				if err != nil {
 					return err
 				}
@@ -595,6 +592,26 @@ func printQueuePolicy(w io.Writer, queue string, p *client.QueuePolicy) {
 	}
 	fmt.Fprintf(w, "queue:\t%s\nmax attempts:\t%s\nbackoff initial:\t%s\nbackoff max:\t%s\nretention:\t%s\n", queue, attempts,
 		ms(p.BackoffInitial), ms(p.BackoffMax), ms(p.Retention))
+}
+
+// firstFilledPage is the page get gives for token or, while that page is
+// empty but names a next one (the server's walk bound ended it before it
+// found anything), the first page after it that holds items or ends the
+// list. filled reads a page's item count and next-page token. The list
+// commands use it so that a page the server cut short is never shown as
+// the end.
+func firstFilledPage[P any](token string, get func(token string) (P, error), filled func(P) (int, string)) (P, error) {
+	for {
+		page, err := get(token)
+		if err != nil {
+			return page, err
+		}
+		n, next := filled(page)
+		if n > 0 || next == "" {
+			return page, nil
+		}
+		token = next
+	}
 }
 
 func readOpts(stale bool) []client.RequestOption {
