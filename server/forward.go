@@ -152,7 +152,7 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, limit int64)
 	replayable := false
 	if limit >= 0 {
 		var err error
-		if body, err = readBody(w, r, limit, cmp.Or(f.bodyTimeout, time.Minute)); err != nil {
+		if body, err = readBody(w, r, limit, cmp.Or(f.bodyTimeout, defaultBodyTimeout)); err != nil {
 			writeError(w, err)
 			return true
 		}

@@ -20,7 +20,8 @@ import (
 const openAPIFile = "../docs/openapi.yaml"
 
 // loadOpenAPI loads and validates docs/openapi.yaml, once for the whole
-// package (about a second under -race); the tests only read the document.
+// package (about a second under -race). The document is shared: a test
+// that changes it (newSpecChecker) loads a copy of its own.
 func loadOpenAPI(t testing.TB) *openapi3.T {
 	t.Helper()
 	doc, err := openAPIDoc()

@@ -119,8 +119,8 @@ func (c *Config) setDefaults() {
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = 10 * time.Second
 	}
-	if c.BodyTimeout == 0 {
-		c.BodyTimeout = time.Minute
+	if c.BodyTimeout <= 0 {
+		c.BodyTimeout = defaultBodyTimeout
 	}
 	if c.ChunkGCGrace == 0 {
 		c.ChunkGCGrace = time.Hour

@@ -51,6 +51,10 @@ func nameChars(s string) bool {
 	return true
 }
 
+// defaultBodyTimeout is Config.BodyTimeout's default, batond's
+// --http-body-timeout default.
+const defaultBodyTimeout = time.Minute
+
 // readBody reads at most limit bytes of the request body, within timeout
 // (Config.BodyTimeout): a client that declares a body and sends it slowly
 // holds a connection and a goroutine, never longer. A declared length over

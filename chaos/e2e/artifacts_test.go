@@ -529,7 +529,6 @@ func checkAPIError(t *testing.T, what string, err error, want error, status int)
 // again), while a chunk another version names stays; a whole name goes
 // under its expect_version guard.
 func TestArtifactListDeleteGC(t *testing.T) {
-	t.Parallel() // see doc.go: no timing asserted
 	c, admin, ctx := artSetupWith(t, cluster.Config{Nodes: 3, ExtraArgs: []string{"--chunk-gc-grace", "3s"}})
 	publish := func(name string, seed uint64) *client.Manifest {
 		t.Helper()

@@ -236,6 +236,11 @@ func TestRecoverLastSurvivor(t *testing.T) {
 	c, admin, ctx := artSetup(t, 3)
 	kv, manifests := backupWrite(t, ctx, admin)
 	st := convergedStatus(t, ctx, c)
+	// An upload returns once a majority holds each chunk; the survivor
+	// must hold every body before its peers go for good.
+	for _, m := range manifests {
+		artWaitHolds(t, c, 0, m)
+	}
 	for i := range 3 {
 		if err := c.StopNode(i); err != nil {
 			t.Fatal(err)

@@ -122,7 +122,6 @@ func (cr cliRunner) ok(t *testing.T, token string, args []string, patterns ...st
 // then create, claim and finish a task with the principal's token, with
 // --output json parsed where a value is needed, and the error cases.
 func TestCLITour(t *testing.T) {
-	t.Parallel() // see doc.go: no timing asserted
 	bin := buildBatonCLI(t)
 	c := startCluster(t, 3)
 	ctx := ctxFor(t, 60*time.Second)
@@ -332,7 +331,6 @@ func apiError(t *testing.T, r cliRun) map[string]any {
 // everywhere, help for a command, artifact get without a file, refusals in
 // words, and a newline at the end of every output.
 func TestCLIFriction(t *testing.T) {
-	t.Parallel() // see doc.go: no timing asserted
 	bin := buildBatonCLI(t)
 	c := startCluster(t, 3)
 	admin := c.AdminToken()
@@ -534,7 +532,6 @@ func TestCLIFriction(t *testing.T) {
 // SIGKILLed, the new leader's status lists it as not answering (not as a
 // healthy follower), and the others as answering with their lag.
 func TestCLIStatusShowsADeadMember(t *testing.T) {
-	t.Parallel() // see doc.go: no timing asserted
 	bin := buildBatonCLI(t)
 	c := startCluster(t, 3)
 	ctx := ctxFor(t, 90*time.Second)

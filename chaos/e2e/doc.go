@@ -6,6 +6,7 @@
 // process is given (cluster.FreePorts). The long tests that assert no
 // timing (only outcomes, each wait with a generous deadline) call
 // t.Parallel, so that they overlap with each other after the rest have
-// run; a test that measures how fast something happens (a failover, a
-// lease, a rate) stays serial and runs alone.
+// run. A test stays serial and runs alone when it measures how fast
+// something happens (a failover, a rate), holds a lease or a grace period
+// across several steps, or gives a member a short time to answer.
 package e2e

@@ -554,7 +554,6 @@ func waitStatus(t *testing.T, c *cluster.Cluster, i int, d time.Duration, what s
 // only the log tail after it; a follower that falls behind the leader's
 // compacted log is brought back by an installed snapshot; digests converge.
 func TestFoundationSnapshotRestartReplaysTail(t *testing.T) {
-	t.Parallel() // see doc.go: no timing asserted
 	c := startCluster(t, 3, "--snapshot-threshold=64", "--snapshot-interval=1s", "--trailing-logs=32")
 	ctx := ctxFor(t, 60*time.Second)
 	admin := adminClient(t, c)

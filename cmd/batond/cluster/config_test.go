@@ -223,8 +223,7 @@ func TestFreePortsAvoidTheEphemeralRange(t *testing.T) {
 }
 
 // Two calls in one process never give the same port: concurrent tests
-// (the deploy suite's parallel compose projects) each get ports of their
-// own. With 500 ports each drawn from about 22,000, independent draws would
+// (chaos/e2e's parallel tests) each get ports of their own. With 500 ports each drawn from about 22,000, independent draws would
 // share about eleven.
 func TestFreePortsNotGivenTwice(t *testing.T) {
 	if low := ephemeralLow(); low-10000 < 4096 {

@@ -27,8 +27,9 @@ import (
 // all n are open, so the n ports are distinct. A port this process was given
 // before is not given again (until half the range has been given), so that
 // concurrent tests of one package never share one. When the space below the
-// range is too small (under 1,024 ports) it falls back to ports the kernel
-// picks.
+// range is too small (under 1,024 ports), or no free port was found in 100
+// tries per port, it falls back to ports the kernel picks, which may repeat
+// an earlier call's.
 func FreePorts(n int) ([]int, error) {
 	lo, hi := pickRange()
 	givenMu.Lock()
