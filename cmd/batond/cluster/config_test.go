@@ -223,8 +223,9 @@ func TestFreePortsAvoidTheEphemeralRange(t *testing.T) {
 }
 
 // Two calls in one process never give the same port: concurrent tests
-// (chaos/e2e's parallel tests) each get ports of their own. With 500 ports each drawn from about 22,000, independent draws would
-// share about eleven.
+// (chaos/e2e's parallel tests) each get ports of their own. With 500
+// ports each drawn from about 22,000, independent draws would share about
+// eleven.
 func TestFreePortsNotGivenTwice(t *testing.T) {
 	if low := ephemeralLow(); low-10000 < 4096 {
 		t.Skipf("ephemeral range starts at %d: too little room below it for 1,000 ports", low)
