@@ -140,7 +140,16 @@ func decodeBody(res result, out any) error {
 		*raw = res.body
 		return nil
 	}
-	if err := json.Unmarshal(res.body, out); err != nil {
+	// A type with its own UnmarshalJSON (Task) decodes the body with
+	// json.Unmarshal itself, which checks the whole body before decoding
+	// it: json.Unmarshal(body, out) would check it once more first.
+	var err error
+	if u, ok := out.(json.Unmarshaler); ok {
+		err = u.UnmarshalJSON(res.body)
+	} else {
+		err = json.Unmarshal(res.body, out)
+	}
+	if err != nil {
 		return fmt.Errorf("decode response: %w", err)
 	}
 	return nil

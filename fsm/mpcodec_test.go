@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"math"
@@ -423,5 +424,44 @@ func TestDecodeEmptyInput(t *testing.T) {
 		if err := decode(in, &b); !errors.Is(err, io.EOF) {
 			t.Errorf("decode(%#v): got %v, want io.EOF", in, err)
 		}
+	}
+}
+
+// mustJSON encodes a task with Task.MarshalJSON directly; the bytes must
+// be json.Marshal's, HTML escaping, invalid UTF-8 and whitespace in the
+// payload included: every replica keeps them as a session's answer.
+func TestMustJSONTask(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	odd := []string{"", "<a>&b", "\u2028\u2029", "\xff\xfe", "tab\tnl\n\"q\"\\", "\x00\x1f\x7f", "é日本"}
+	oddJSON := []string{`{ "a" : [1, 2] ,"b":"<&>"}`, "\n\"\u2028\" ", `null`, `[ ]`, `{"k":"\u003c"}`}
+	str := func() string { return odd[rng.IntN(len(odd))] }
+	tasks := []*Task{{}, {Life: &TaskLife{}}}
+	for range rounds(2000) {
+		tk := randTask(rng)
+		tk.Tenant, tk.Owner, tk.Status = str(), str(), str()
+		if rng.IntN(2) == 0 {
+			tk.Payload = []byte(oddJSON[rng.IntN(len(oddJSON))])
+		}
+		if rng.IntN(2) == 0 {
+			tk.Result = []byte(oddJSON[rng.IntN(len(oddJSON))])
+		}
+		if rng.IntN(3) == 0 {
+			tk.Life = &TaskLife{MaxAttempts: uint64(rng.IntN(5)), BackoffInitialMs: edgeInts[rng.IntN(len(edgeInts))],
+				AvailableAt: edgeInts[rng.IntN(len(edgeInts))], LastError: str(), FailedAt: edgeInts[rng.IntN(len(edgeInts))],
+				RetentionMs: int64(rng.IntN(2)) * 1000, ExpiresAt: int64(rng.IntN(2)) * 1_700_000_000_000}
+		}
+		tasks = append(tasks, tk)
+	}
+	for _, tk := range tasks {
+		want, err := json.Marshal(tk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := mustJSON(tk); !bytes.Equal(got, want) {
+			t.Fatalf("mustJSON(%+v):\n got %s\nwant %s", tk, got, want)
+		}
+	}
+	if got := mustJSON((*Task)(nil)); string(got) != "null" {
+		t.Fatalf("mustJSON(nil task) = %s", got)
 	}
 }
