@@ -12,20 +12,21 @@ import (
 )
 
 // directTransport is the default client's transport for http:// endpoints
-// when Config.DirectHTTP is set (net/http's Transport otherwise). It runs each request on the caller's goroutine: it writes the request on
-// a kept-alive connection and reads the response from it, and the
+// (net/http's Transport with Config.StdHTTPTransport). It runs each
+// request on the caller's goroutine: it writes the request on a
+// kept-alive connection and reads the response from it, and the
 // connection goes back to the pool once the body has been read to its end.
 // net/http's Transport hands every request to a writer goroutine and every
 // response from a reader goroutine of the connection: two goroutine
 // wake-ups per request, which under load were a fifth of the SDK's CPU.
 //
-// End to end it is worth little, which is why it is not the default.
-// Measured with `go run ./bench/cmd/bench --workloads cas --systems baton
-// --pinned=false --cas-clients 1,64 --rounds 1 --duration 10s` without and
-// with --sdk-direct-http, twice each, interleaved, on a 2-core machine at
-// load average 20 from other work: cas C=64 876 and 826 ops/s with the
-// Transport, 916 and 889 with this one (+5-8%); C=1 p50 8.1 and 10.6 ms
-// against 9.2 and 10.0 ms (no difference).
+// Measured end to end with `go run ./bench/cmd/bench --workloads cas
+// --systems baton --pinned=false --rounds 1 --cas-clients 64 --duration
+// 10s`, without and with --sdk-std-transport, interleaved, on the 2-core
+// benchmark machine (3 nodes and the load generator on it) at default
+// GOMAXPROCS: cas C=64 4,535 against 4,039 ops/s (+12%, mean of 4 pairs),
+// and in a second set of 4 pairs 4,417 against 4,233 (+4%). An earlier
+// measurement at load average 20 from other work gave +5-8%.
 // The wire format is the standard library's (Request.Write,
 // http.ReadResponse).
 //
@@ -56,6 +57,7 @@ type directConn struct {
 	conn net.Conn
 	br   *bufio.Reader
 	bw   *bufio.Writer
+	idle time.Time // when it went back to the pool
 }
 
 // RoundTrip implements http.RoundTripper.
@@ -140,17 +142,42 @@ func closeBody(req *http.Request) {
 	}
 }
 
-// get returns an idle connection to host, or dials one.
+// get returns an idle connection to host, or dials one. Connections idle
+// for longer than the fallback's IdleConnTimeout (90 s by default, less
+// than batond's --http-idle-timeout) are closed instead, as net/http's
+// Transport closes them, so that a request is not sent on a connection
+// the server is closing.
 func (t *directTransport) get(ctx context.Context, host string) (*directConn, bool, error) {
+	var stale []*directConn
 	t.mu.Lock()
-	if conns := t.idle[host]; len(conns) > 0 {
-		dc := conns[len(conns)-1]
+	conns := t.idle[host]
+	if timeout := t.fallback.IdleConnTimeout; timeout > 0 {
+		cut := time.Now().Add(-timeout)
+		n := 0 // the pool is oldest first
+		for n < len(conns) && conns[n].idle.Before(cut) {
+			n++
+		}
+		if n > 0 {
+			stale = append(stale, conns[:n]...)
+			rest := copy(conns, conns[n:])
+			clear(conns[rest:])
+			conns = conns[:rest]
+			t.idle[host] = conns
+		}
+	}
+	var dc *directConn
+	if len(conns) > 0 {
+		dc = conns[len(conns)-1]
 		conns[len(conns)-1] = nil
 		t.idle[host] = conns[:len(conns)-1]
-		t.mu.Unlock()
-		return dc, true, nil
 	}
 	t.mu.Unlock()
+	for _, s := range stale {
+		s.conn.Close()
+	}
+	if dc != nil {
+		return dc, true, nil
+	}
 	conn, err := t.dialer.DialContext(ctx, "tcp", host)
 	if err != nil {
 		return nil, false, err
@@ -164,6 +191,7 @@ func (t *directTransport) get(ctx context.Context, host string) (*directConn, bo
 func (t *directTransport) put(dc *directConn) {
 	t.mu.Lock()
 	if conns := t.idle[dc.host]; len(conns) < t.maxIdle {
+		dc.idle = time.Now()
 		t.idle[dc.host] = append(conns, dc)
 		t.mu.Unlock()
 		return

@@ -18,7 +18,8 @@ import (
 // connServer is a test server that counts the connections it accepted.
 type connServer struct {
 	*httptest.Server
-	conns atomic.Int64
+	conns  atomic.Int64
+	closed atomic.Int64
 }
 
 func newConnServer(t *testing.T, h http.HandlerFunc) *connServer {
@@ -26,8 +27,11 @@ func newConnServer(t *testing.T, h http.HandlerFunc) *connServer {
 	s := &connServer{}
 	s.Server = httptest.NewUnstartedServer(h)
 	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
-		if st == http.StateNew {
+		switch st {
+		case http.StateNew:
 			s.conns.Add(1)
+		case http.StateClosed:
+			s.closed.Add(1)
 		}
 	}
 	s.Start()
@@ -95,6 +99,33 @@ func TestDirectTransportReuse(t *testing.T) {
 	}
 	if n := srv.conns.Load(); n != 1 {
 		t.Errorf("%d connections for requests in turn, want 1", n)
+	}
+}
+
+// A connection idle for longer than IdleConnTimeout is closed, not used:
+// the server may be closing it (batond's --http-idle-timeout).
+func TestDirectTransportIdleTimeout(t *testing.T) {
+	srv := newConnServer(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	fallback := http.DefaultTransport.(*http.Transport).Clone()
+	fallback.IdleConnTimeout = 200 * time.Millisecond
+	tr := newDirectTransport(fallback, 4)
+	hc := &http.Client{Transport: tr}
+	get(t, hc, srv.URL)
+	get(t, hc, srv.URL) // at once: the same connection
+	if n := srv.conns.Load(); n != 1 {
+		t.Fatalf("%d connections for two requests in turn, want 1", n)
+	}
+	time.Sleep(300 * time.Millisecond)
+	get(t, hc, srv.URL)
+	if n := srv.conns.Load(); n != 2 {
+		t.Fatalf("%d connections after the first was idle past IdleConnTimeout, want 2", n)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for srv.closed.Load() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server saw %d connections closed, want the idle one closed by the client", srv.closed.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
