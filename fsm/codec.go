@@ -85,6 +85,8 @@ func encode(v any) []byte {
 		return appendTaskUpdateArgs(make([]byte, 0, 128+len(x.ID)+len(x.Payload)+len(x.Result)), x)
 	case *QueueClaimArgs:
 		return appendQueueClaimArgs(make([]byte, 0, 96+len(x.Queue)+len(x.Owner)+16*len(x.Statuses)), x)
+	case *sessionRecord:
+		return appendSessionRecord(make([]byte, 0, 80), x)
 	}
 	pe := encoders.Get().(*pooledEncoder)
 	pe.buf = pe.buf[:0]
@@ -115,6 +117,8 @@ func decode(b []byte, v any) error {
 		done = readFast(b, x, decodeTaskUpdateArgs)
 	case *QueueClaimArgs:
 		done = readFast(b, x, decodeQueueClaimArgs)
+	case *sessionRecord:
+		done = readFast(b, x, decodeSessionRecord)
 	}
 	if done {
 		return nil

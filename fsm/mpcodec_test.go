@@ -329,6 +329,37 @@ func TestIdemRecordCodec(t *testing.T) {
 	}
 }
 
+func randSessionRecord(rng *rand.Rand) *sessionRecord {
+	i := func() int64 { return edgeInts[rng.IntN(len(edgeInts))] }
+	u := func() uint64 { return edgeUints[rng.IntN(len(edgeUints))] }
+	return &sessionRecord{ID: u(), Floor: u(), Expires: i(), TTL: i(), Answers: i(), Bytes: i()}
+}
+
+func TestSessionRecordCodec(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 6))
+	recs := []*sessionRecord{{}}
+	for range rounds(1000) {
+		recs = append(recs, randSessionRecord(rng))
+	}
+	for _, rec := range recs {
+		want := reflectEncode(t, rec)
+		got := encode(rec)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("encode(%+v):\n got %x\nwant %x", rec, got, want)
+		}
+		var back, ref sessionRecord
+		if err := decodeSessionRecord(got, &back); err != nil {
+			t.Fatalf("decodeSessionRecord: %v", err)
+		}
+		if err := codec.NewDecoderBytes(got, mh).Decode(&ref); err != nil {
+			t.Fatal(err)
+		}
+		if back != ref || back != *rec {
+			t.Fatalf("decodeSessionRecord gave\n %+v\nthe reflection codec\n %+v\nfrom %+v", back, ref, *rec)
+		}
+	}
+}
+
 // FuzzCodecs: whatever the bytes, each hand-written reader (task record,
 // log entry, idempotency record) either refuses them or reads what the
 // reflection codec reads, and what it read encodes back to the reflection
@@ -339,6 +370,7 @@ func FuzzCodecs(f *testing.F) {
 	for n := range 10 {
 		f.Add(encode(randTask(rng)))
 		f.Add(encode(randIdemRecord(rng)))
+		f.Add(encode(randSessionRecord(rng)))
 		cmds := []*Command{randCommand(rng)}
 		for range n * 2 {
 			cmds = append(cmds, randCommand(rng))
@@ -381,6 +413,15 @@ func FuzzCodecs(f *testing.F) {
 			}
 			if got, want := EncodeEntry(cmds), reflectEntry(t, cmds); !bytes.Equal(got, want) {
 				t.Fatalf("EncodeEntry:\n got %x\nwant %x", got, want)
+			}
+		}
+		var sr, sref sessionRecord
+		if decodeSessionRecord(b, &sr) == nil {
+			if err := codec.NewDecoderBytes(b, mh).Decode(&sref); err != nil || sr != sref {
+				t.Fatalf("session record %x: fast %+v, reflection %+v (%v)", b, sr, sref, err)
+			}
+			if got, want := encode(&sr), reflectEncode(t, &sr); !bytes.Equal(got, want) {
+				t.Fatalf("encode(%+v):\n got %x\nwant %x", sr, got, want)
 			}
 		}
 		var rec, ref idemRecord
