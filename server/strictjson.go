@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -95,10 +96,37 @@ func hex4(b []byte, i int) (rune, bool) {
 func checkMembers(b []byte, t reflect.Type) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
-	return walkValue(dec, t, "")
+	return walkValue(dec, t, nil)
 }
 
-func walkValue(dec *json.Decoder, t reflect.Type, at string) error {
+// jsonPath is where a value is in the body, for error messages: its
+// member name or array index within its parent. It is spelled out only
+// for an error, not for every value walked.
+type jsonPath struct {
+	parent *jsonPath
+	member string
+	index  int // when member is ""
+}
+
+func (p *jsonPath) String() string {
+	if p == nil {
+		return ""
+	}
+	at := p.parent.String()
+	if p.member == "" {
+		return fmt.Sprintf("%s[%d]", at, p.index)
+	}
+	if at == "" {
+		return p.member
+	}
+	return at + "." + p.member
+}
+
+// maxLinearMembers: an object with up to this many members is checked for
+// duplicates by comparing names, a larger one through a map.
+const maxLinearMembers = 16
+
+func walkValue(dec *json.Decoder, t reflect.Type, path *jsonPath) error {
 	tok, err := dec.Token()
 	if err != nil {
 		return err
@@ -120,26 +148,39 @@ func walkValue(dec *json.Decoder, t reflect.Type, at string) error {
 				elem = t.Elem()
 			}
 		}
-		seen := map[string]bool{}
+		var names []string
+		var seen map[string]bool
 		for dec.More() {
 			kt, err := dec.Token()
 			if err != nil {
 				return err
 			}
 			k, _ := kt.(string)
-			if seen[k] {
-				return fmt.Errorf("duplicate member %q%s", k, where(at))
+			dup := false
+			if seen != nil {
+				dup = seen[k]
+				seen[k] = true
+			} else {
+				dup = slices.Contains(names, k)
+				if names = append(names, k); len(names) > maxLinearMembers {
+					seen = make(map[string]bool, 2*len(names))
+					for _, n := range names {
+						seen[n] = true
+					}
+				}
 			}
-			seen[k] = true
+			if dup {
+				return fmt.Errorf("duplicate member %q%s", k, where(path))
+			}
 			vt := elem
 			if fields != nil {
 				ft, ok := fields[k]
 				if !ok {
-					return fmt.Errorf("unknown member %q%s (names are case-sensitive)", k, where(at))
+					return fmt.Errorf("unknown member %q%s (names are case-sensitive)", k, where(path))
 				}
 				vt = ft
 			}
-			if err := walkValue(dec, vt, joinPath(at, k)); err != nil {
+			if err := walkValue(dec, vt, &jsonPath{parent: path, member: k}); err != nil {
 				return err
 			}
 		}
@@ -149,7 +190,7 @@ func walkValue(dec *json.Decoder, t reflect.Type, at string) error {
 			elem = t.Elem()
 		}
 		for i := 0; dec.More(); i++ {
-			if err := walkValue(dec, elem, fmt.Sprintf("%s[%d]", at, i)); err != nil {
+			if err := walkValue(dec, elem, &jsonPath{parent: path, index: i}); err != nil {
 				return err
 			}
 		}
@@ -158,18 +199,12 @@ func walkValue(dec *json.Decoder, t reflect.Type, at string) error {
 	return err
 }
 
-func where(at string) string {
+func where(path *jsonPath) string {
+	at := path.String()
 	if at == "" {
 		return ""
 	}
 	return " in " + at
-}
-
-func joinPath(at, k string) string {
-	if at == "" {
-		return k
-	}
-	return at + "." + k
 }
 
 var (

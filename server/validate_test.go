@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -146,6 +147,10 @@ func TestDecodeStrictRefusesAmbiguousJSON(t *testing.T) {
 		{`{"a":1,"r":"\ud83d\ude00"}`, true},
 		{`{"a":1,"r":"\\ud800"}`, true}, // a backslash, then text
 		{`{"a":1,"r":"\u00e9"}`, true},
+		{`{"a":1,"m":` + manyMembers(40, "") + `}`, true},
+		{`{"a":1,"m":` + manyMembers(40, "k7") + `}`, false}, // past maxLinearMembers
+		{`{"a":1,"m":` + manyMembers(40, "k39") + `}`, false},
+		{`{"a":1,"m":` + manyMembers(5, "k0") + `}`, false},
 	} {
 		var v obj
 		err := decodeStrict([]byte(c.body), &v)
@@ -155,6 +160,44 @@ func TestDecodeStrictRefusesAmbiguousJSON(t *testing.T) {
 		var ae *apiError
 		if err != nil && (!errors.As(err, &ae) || ae.Code != "invalid_argument") {
 			t.Errorf("decodeStrict(%q) = %v, want invalid_argument", c.body, err)
+		}
+	}
+}
+
+// manyMembers is an object of n members k0..k(n-1), then dup again when
+// it is not empty.
+func manyMembers(n int, dup string) string {
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range n {
+		fmt.Fprintf(&b, `"k%d":%d,`, i, i)
+	}
+	if dup != "" {
+		fmt.Fprintf(&b, `%q:0,`, dup)
+	}
+	return strings.TrimSuffix(b.String(), ",") + "}"
+}
+
+// A refusal says where the member is.
+func TestDecodeStrictSaysWhere(t *testing.T) {
+	type inner struct {
+		B string          `json:"b"`
+		R json.RawMessage `json:"r"`
+	}
+	type obj struct {
+		In *inner  `json:"in"`
+		L  []inner `json:"l"`
+	}
+	for body, want := range map[string]string{
+		`{"In":{}}`:                                  `unknown member "In" (names`,
+		`{"in":{"b":"x","B":"y"}}`:                   `unknown member "B" in in (names`,
+		`{"l":[{"b":"x"},{"b":"x","b":"y"}]}`:        `duplicate member "b" in l[1]`,
+		`{"l":[{},{"r":[0,{"z":[{"q":1,"q":2}]}]}]}`: `duplicate member "q" in l[1].r[1].z[0]`,
+	} {
+		var v obj
+		err := decodeStrict([]byte(body), &v)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("decodeStrict(%s) = %v, want %q in it", body, err, want)
 		}
 	}
 }
