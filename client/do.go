@@ -140,12 +140,14 @@ func decodeBody(res result, out any) error {
 		*raw = res.body
 		return nil
 	}
-	// A type with its own UnmarshalJSON (Task) decodes the body with
-	// json.Unmarshal itself, which checks the whole body before decoding
-	// it: json.Unmarshal(body, out) would check it once more first.
+	// A task, the answer to most calls, decodes the body with
+	// json.Unmarshal itself (Task.UnmarshalJSON), which checks the whole
+	// body before decoding it: json.Unmarshal(body, out) would check it
+	// once more first. Only the SDK's own type: a caller's Unmarshaler,
+	// given to Do, gets what json.Unmarshal gives it.
 	var err error
-	if u, ok := out.(json.Unmarshaler); ok {
-		err = u.UnmarshalJSON(res.body)
+	if t, ok := out.(*Task); ok && t != nil {
+		err = t.UnmarshalJSON(res.body)
 	} else {
 		err = json.Unmarshal(res.body, out)
 	}

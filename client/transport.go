@@ -12,8 +12,8 @@ import (
 )
 
 // directTransport is the default client's transport for http:// endpoints
-// (net/http's Transport with Config.StdHTTPTransport). It runs each
-// request on the caller's goroutine: it writes the request on a
+// when Config.DirectHTTP is set (net/http's Transport otherwise). It runs
+// each request on the caller's goroutine: it writes the request on a
 // kept-alive connection and reads the response from it, and the
 // connection goes back to the pool once the body has been read to its end.
 // net/http's Transport hands every request to a writer goroutine and every
@@ -22,11 +22,19 @@ import (
 //
 // Measured end to end with `go run ./bench/cmd/bench --workloads cas
 // --systems baton --pinned=false --rounds 1 --cas-clients 64 --duration
-// 10s`, without and with --sdk-std-transport, interleaved, on the 2-core
+// 10s`, without and with --sdk-direct-http, interleaved, on the 2-core
 // benchmark machine (3 nodes and the load generator on it) at default
 // GOMAXPROCS: cas C=64 4,535 against 4,039 ops/s (+12%, mean of 4 pairs),
 // and in a second set of 4 pairs 4,417 against 4,233 (+4%). An earlier
 // measurement at load average 20 from other work gave +5-8%.
+//
+// It is not the default because it does less than net/http's Transport
+// where a user would notice: nothing reads a connection while it is idle
+// or while a request is being written, so a connection the server closed
+// (a restarted node) is found dead only by the request sent on it, which
+// then fails unless it may be sent again (a write in a client session may
+// not), and an answer the server gives before reading a large body (401,
+// 413) is lost when the server then resets the connection mid-write.
 // The wire format is the standard library's (Request.Write,
 // http.ReadResponse).
 //
@@ -52,12 +60,12 @@ func newDirectTransport(fallback *http.Transport, maxIdlePerHost int) *directTra
 
 // directConn is one connection to a host.
 type directConn struct {
-	t    *directTransport
-	host string // host:port
-	conn net.Conn
-	br   *bufio.Reader
-	bw   *bufio.Writer
-	idle time.Time // when it went back to the pool
+	t         *directTransport
+	host      string // host:port
+	conn      net.Conn
+	br        *bufio.Reader
+	bw        *bufio.Writer
+	idleSince time.Time // when it went back to the pool
 }
 
 // RoundTrip implements http.RoundTripper.
@@ -154,7 +162,7 @@ func (t *directTransport) get(ctx context.Context, host string) (*directConn, bo
 	if timeout := t.fallback.IdleConnTimeout; timeout > 0 {
 		cut := time.Now().Add(-timeout)
 		n := 0 // the pool is oldest first
-		for n < len(conns) && conns[n].idle.Before(cut) {
+		for n < len(conns) && conns[n].idleSince.Before(cut) {
 			n++
 		}
 		if n > 0 {
@@ -191,7 +199,7 @@ func (t *directTransport) get(ctx context.Context, host string) (*directConn, bo
 func (t *directTransport) put(dc *directConn) {
 	t.mu.Lock()
 	if conns := t.idle[dc.host]; len(conns) < t.maxIdle {
-		dc.idle = time.Now()
+		dc.idleSince = time.Now()
 		t.idle[dc.host] = append(conns, dc)
 		t.mu.Unlock()
 		return

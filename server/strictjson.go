@@ -103,9 +103,10 @@ func checkMembers(b []byte, t reflect.Type) error {
 // member name or array index within its parent. It is spelled out only
 // for an error, not for every value walked.
 type jsonPath struct {
-	parent *jsonPath
-	member string
-	index  int // when member is ""
+	parent  *jsonPath
+	member  string
+	index   int
+	element bool // an array element (index), not a member
 }
 
 func (p *jsonPath) String() string {
@@ -113,7 +114,7 @@ func (p *jsonPath) String() string {
 		return ""
 	}
 	at := p.parent.String()
-	if p.member == "" {
+	if p.element {
 		return fmt.Sprintf("%s[%d]", at, p.index)
 	}
 	if at == "" {
@@ -190,7 +191,7 @@ func walkValue(dec *json.Decoder, t reflect.Type, path *jsonPath) error {
 			elem = t.Elem()
 		}
 		for i := 0; dec.More(); i++ {
-			if err := walkValue(dec, elem, &jsonPath{parent: path, index: i}); err != nil {
+			if err := walkValue(dec, elem, &jsonPath{parent: path, index: i, element: true}); err != nil {
 				return err
 			}
 		}

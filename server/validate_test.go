@@ -193,6 +193,7 @@ func TestDecodeStrictSaysWhere(t *testing.T) {
 		`{"in":{"b":"x","B":"y"}}`:                   `unknown member "B" in in (names`,
 		`{"l":[{"b":"x"},{"b":"x","b":"y"}]}`:        `duplicate member "b" in l[1]`,
 		`{"l":[{},{"r":[0,{"z":[{"q":1,"q":2}]}]}]}`: `duplicate member "q" in l[1].r[1].z[0]`,
+		`{"in":{"r":{"":{"a":1,"a":2}}}}`:            `duplicate member "a" in in.r.`,
 	} {
 		var v obj
 		err := decodeStrict([]byte(body), &v)
