@@ -107,15 +107,16 @@ func TestDirectTransportReuse(t *testing.T) {
 func TestDirectTransportIdleTimeout(t *testing.T) {
 	srv := newConnServer(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
 	fallback := http.DefaultTransport.(*http.Transport).Clone()
-	fallback.IdleConnTimeout = 200 * time.Millisecond
+	fallback.IdleConnTimeout = time.Hour
 	tr := newDirectTransport(fallback, 4)
 	hc := &http.Client{Transport: tr}
 	get(t, hc, srv.URL)
-	get(t, hc, srv.URL) // at once: the same connection
+	get(t, hc, srv.URL) // within the timeout: the same connection
 	if n := srv.conns.Load(); n != 1 {
 		t.Fatalf("%d connections for two requests in turn, want 1", n)
 	}
-	time.Sleep(300 * time.Millisecond)
+	// get reads the timeout on every request: a nanosecond has passed.
+	fallback.IdleConnTimeout = time.Nanosecond
 	get(t, hc, srv.URL)
 	if n := srv.conns.Load(); n != 2 {
 		t.Fatalf("%d connections after the first was idle past IdleConnTimeout, want 2", n)
