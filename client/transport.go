@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -20,21 +21,23 @@ import (
 // response from a reader goroutine of the connection: two goroutine
 // wake-ups per request, which under load were a fifth of the SDK's CPU.
 //
-// Measured end to end with `go run ./bench/cmd/bench --workloads cas
-// --systems baton --pinned=false --rounds 1 --cas-clients 64 --duration
-// 10s`, without and with --sdk-direct-http, interleaved, on the 2-core
-// benchmark machine (3 nodes and the load generator on it) at default
-// GOMAXPROCS: cas C=64 4,535 against 4,039 ops/s (+12%, mean of 4 pairs),
-// and in a second set of 4 pairs 4,417 against 4,233 (+4%). An earlier
-// measurement at load average 20 from other work gave +5-8%.
+// Before it looked at idle connections (connUsable), it was measured end
+// to end with `go run ./bench/cmd/bench --workloads cas --systems baton
+// --pinned=false --rounds 1 --cas-clients 64 --duration 10s`, without and
+// with --sdk-direct-http, interleaved, on the 2-core benchmark machine (3
+// nodes and the load generator on it) at default GOMAXPROCS: cas C=64
+// 4,535 against 4,039 ops/s (+12%, mean of 4 pairs), and in a second set
+// of 4 pairs 4,417 against 4,233 (+4%). With connUsable's peek before each
+// reuse: 4,782 against 4,664 (+2.5%, 4 pairs), within this machine's
+// noise. That is why it is not the default.
 //
-// It is not the default because it does less than net/http's Transport
-// where a user would notice: nothing reads a connection while it is idle
-// or while a request is being written, so a connection the server closed
-// (a restarted node) is found dead only by the request sent on it, which
-// then fails unless it may be sent again (a write in a client session may
-// not), and an answer the server gives before reading a large body (401,
-// 413) is lost when the server then resets the connection mid-write.
+// Where net/http's reader goroutine would notice something, this
+// transport looks itself: before it reuses a connection it peeks at it
+// without blocking (connUsable), so a connection the server closed while
+// idle (a restarted node) is not used; and when writing a request fails,
+// it still reads an answer the server gave before closing (a 401 or 413
+// sent without reading a large body). A request that fails after it may
+// have reached the server is sent again only when replayable says so.
 // The wire format is the standard library's (Request.Write,
 // http.ReadResponse).
 //
@@ -184,7 +187,11 @@ func (t *directTransport) get(ctx context.Context, host string) (*directConn, bo
 		s.conn.Close()
 	}
 	if dc != nil {
-		return dc, true, nil
+		if connUsable(dc.conn) {
+			return dc, true, nil
+		}
+		dc.conn.Close()
+		return t.get(ctx, host) // the next idle one, or a new one
 	}
 	conn, err := t.dialer.DialContext(ctx, "tcp", host)
 	if err != nil {
@@ -239,31 +246,52 @@ func (dc *directConn) roundTrip(req *http.Request) (resp *http.Response, sent bo
 		return nil, sent, err
 	}
 	sent = true
-	if err := req.Write(dc.bw); err != nil {
+	werr := req.Write(dc.bw)
+	if werr == nil {
+		werr = dc.bw.Flush()
+	}
+	if werr != nil {
+		// The server may have answered without reading the body (401,
+		// 413) and then reset the connection under the write: its
+		// answer, already received, is the request's.
+		dc.conn.SetReadDeadline(time.Now().Add(earlyAnswerWait))
+		if resp, err = readAnswer(dc.br, req); err != nil {
+			return fail(werr)
+		}
+		resp.Close = true // the connection is not reused
+	} else if resp, err = readAnswer(dc.br, req); err != nil {
 		return fail(err)
 	}
-	if err := dc.bw.Flush(); err != nil {
-		return fail(err)
-	}
-	for {
-		resp, err = http.ReadResponse(dc.br, req)
-		if err != nil {
-			return fail(err)
-		}
-		// An informational answer (100 Continue, 103 Early Hints)
-		// precedes the real one.
-		if resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
-			continue
-		}
-		break
-	}
-	body := &directBody{dc: dc, rc: resp.Body, ctx: ctx, stop: stop, reuse: !resp.Close && !req.Close}
+	reuse := !resp.Close && !req.Close && resp.StatusCode != http.StatusSwitchingProtocols
+	body := &directBody{dc: dc, rc: resp.Body, ctx: ctx, stop: stop, reuse: reuse}
 	if resp.Body == http.NoBody {
 		body.finish(true)
 		return resp, sent, nil
 	}
 	resp.Body = body
 	return resp, sent, nil
+}
+
+// earlyAnswerWait bounds the wait for an answer after the request's write
+// failed: one the server gave before it closed is already received.
+const earlyAnswerWait = 500 * time.Millisecond
+
+// maxInformational bounds the informational answers (100 Continue, 103
+// Early Hints) read before the real one, as net/http's Transport does.
+const maxInformational = 5
+
+// readAnswer reads the answer to req, after its informational ones.
+func readAnswer(br *bufio.Reader, req *http.Request) (*http.Response, error) {
+	for range maxInformational + 1 {
+		resp, err := http.ReadResponse(br, req)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
+			return resp, nil
+		}
+	}
+	return nil, fmt.Errorf("client: more than %d informational answers", maxInformational)
 }
 
 // directBody is a response body that gives its connection back once read

@@ -163,8 +163,8 @@ func TestDirectTransportUnreadBody(t *testing.T) {
 }
 
 // The server closing a kept-alive connection while it is idle costs the
-// caller nothing for a request that may be sent again; one that may not
-// fails.
+// caller nothing: the pool sees the close before it sends on the
+// connection (connUsable), and sends on a new one instead.
 func TestDirectTransportServerClosedIdle(t *testing.T) {
 	var hits atomic.Int64
 	srv := newConnServer(t, func(w http.ResponseWriter, r *http.Request) {
@@ -172,21 +172,21 @@ func TestDirectTransportServerClosedIdle(t *testing.T) {
 		b, _ := io.ReadAll(r.Body)
 		fmt.Fprintf(w, "%s:%s", r.Method, b)
 	})
-	tr := newTestTransport()
-	hc := &http.Client{Transport: tr}
+	hc := &http.Client{Transport: newTestTransport()}
 	closeIdle := func() {
 		// The server ends its idle connections, as on a restart or an
-		// idle timeout; the client still holds them.
-		// The request that follows fails on it, in the write or in the
-		// read, whether or not the FIN has arrived by then.
+		// idle timeout; the client still holds them. Once the server
+		// has seen them closed, their FIN is on the client's sockets.
+		closed := srv.closed.Load()
 		srv.CloseClientConnections()
+		deadline := time.Now().Add(5 * time.Second)
+		for srv.closed.Load() == closed {
+			if time.Now().After(deadline) {
+				t.Fatal("the server did not close its idle connection")
+			}
+			time.Sleep(time.Millisecond)
+		}
 	}
-	get(t, hc, srv.URL)
-	closeIdle()
-	if code, body := get(t, hc, srv.URL); code != 200 || body != "GET:" {
-		t.Fatalf("GET on a closed idle connection: %d %q", code, body)
-	}
-
 	post := func(key string) (string, error) {
 		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader("payload"))
 		if key != "" {
@@ -200,20 +200,66 @@ func TestDirectTransportServerClosedIdle(t *testing.T) {
 		b, err := io.ReadAll(resp.Body)
 		return string(b), err
 	}
+	get(t, hc, srv.URL)
 	closeIdle()
-	if body, err := post("k"); err != nil || body != "POST:payload" {
-		t.Fatalf("POST with an Idempotency-Key on a closed idle connection: %q, %v; want it sent again whole", body, err)
+	if code, body := get(t, hc, srv.URL); code != 200 || body != "GET:" {
+		t.Fatalf("GET after the server closed the idle connection: %d %q", code, body)
 	}
 	closeIdle()
 	before := hits.Load()
-	if _, err := post(""); err == nil {
-		t.Fatal("POST without an Idempotency-Key on a closed idle connection succeeded; it must not be sent twice")
+	if body, err := post(""); err != nil || body != "POST:payload" {
+		t.Fatalf("POST without an Idempotency-Key after the server closed the idle connection: %q, %v", body, err)
 	}
-	if hits.Load() != before {
-		t.Error("the failed POST reached the server")
+	if n := hits.Load() - before; n != 1 {
+		t.Errorf("the POST reached the server %d times, want 1", n)
 	}
 	if n := srv.conns.Load(); n != 3 {
-		t.Errorf("%d connections, want 3 (the first, and one for each request sent again)", n)
+		t.Errorf("%d connections, want 3 (a new one after each close)", n)
+	}
+}
+
+// A request that fails on a kept-alive connection after it may have
+// reached the server is sent again only when that is safe: a POST
+// without an Idempotency-Key is not.
+func TestDirectTransportNoUnsafeResend(t *testing.T) {
+	var hits atomic.Int64
+	srv := newConnServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/drop" {
+			io.WriteString(w, "ok")
+			return
+		}
+		hits.Add(1)
+		io.ReadAll(r.Body)
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close() // no answer
+		}
+	})
+	hc := &http.Client{Transport: newTestTransport()}
+	send := func(key string) error {
+		get(t, hc, srv.URL) // a kept-alive connection in the pool
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/drop", strings.NewReader("payload"))
+		if key != "" {
+			req.Header.Set("Idempotency-Key", key)
+		}
+		resp, err := hc.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	if err := send(""); err == nil {
+		t.Fatal("a POST whose connection was dropped without an answer succeeded")
+	}
+	if n := hits.Load(); n != 1 {
+		t.Errorf("the POST without an Idempotency-Key reached the server %d times, want 1", n)
+	}
+	hits.Store(0)
+	if err := send("k"); err == nil {
+		t.Fatal("a POST the server never answers succeeded")
+	}
+	if n := hits.Load(); n != 2 {
+		t.Errorf("the POST with an Idempotency-Key reached the server %d times, want 2 (sent once more on a new connection)", n)
 	}
 }
 
@@ -316,5 +362,27 @@ func TestDirectTransportConcurrent(t *testing.T) {
 	tr.mu.Unlock()
 	if idle != 0 {
 		t.Errorf("%d idle connections after CloseIdleConnections", idle)
+	}
+}
+
+// An answer the server gives without reading a large body (401, 413) is
+// the request's answer, even when the server resets the connection while
+// the body is still being written.
+func TestDirectTransportEarlyAnswer(t *testing.T) {
+	srv := newConnServer(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "too large", http.StatusRequestEntityTooLarge)
+	})
+	hc := &http.Client{Transport: newTestTransport()}
+	for _, size := range []int{1 << 10, 8 << 20} {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(strings.Repeat("x", size)))
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatalf("POST of %d bytes: %v; want the server's 413", size, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(b), "too large") {
+			t.Fatalf("POST of %d bytes: %d %q, want 413", size, resp.StatusCode, b)
+		}
 	}
 }
