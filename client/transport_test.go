@@ -39,6 +39,19 @@ func newConnServer(t *testing.T, h http.HandlerFunc) *connServer {
 	return s
 }
 
+// waitClosed waits, at most 5 s, until the server has seen n of its
+// connections closed.
+func (s *connServer) waitClosed(t *testing.T, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for s.closed.Load() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server saw %d connections closed, want %d", s.closed.Load(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func newTestTransport() *directTransport {
 	return newDirectTransport(http.DefaultTransport.(*http.Transport).Clone(), 4)
 }
@@ -121,12 +134,9 @@ func TestDirectTransportIdleTimeout(t *testing.T) {
 	if n := srv.conns.Load(); n != 2 {
 		t.Fatalf("%d connections after the first was idle past IdleConnTimeout, want 2", n)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for srv.closed.Load() != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the server saw %d connections closed, want the idle one closed by the client", srv.closed.Load())
-		}
-		time.Sleep(10 * time.Millisecond)
+	srv.waitClosed(t, 1) // the idle one, closed by the client
+	if n := srv.closed.Load(); n != 1 {
+		t.Fatalf("the server saw %d connections closed, want the idle one closed by the client", n)
 	}
 }
 
@@ -179,13 +189,7 @@ func TestDirectTransportServerClosedIdle(t *testing.T) {
 		// has seen them closed, their FIN is on the client's sockets.
 		closed := srv.closed.Load()
 		srv.CloseClientConnections()
-		deadline := time.Now().Add(5 * time.Second)
-		for srv.closed.Load() == closed {
-			if time.Now().After(deadline) {
-				t.Fatal("the server did not close its idle connection")
-			}
-			time.Sleep(time.Millisecond)
-		}
+		srv.waitClosed(t, closed+1)
 	}
 	post := func(key string) (string, error) {
 		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader("payload"))
