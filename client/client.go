@@ -34,19 +34,18 @@ type Config struct {
 	Endpoints []string
 	// Token is sent as "Authorization: Bearer <Token>" when not empty.
 	Token string
-	// HTTPClient is used for every request; nil means a net/http
-	// Transport with a connection pool sized for many concurrent callers
-	// (and DirectHTTP's choice). Its Timeout, if any, applies on top of
+	// HTTPClient is used for every request; nil means the default: plain
+	// http:// requests are written and answered on the caller's goroutine
+	// over a pool of kept-alive connections (transport.go), https and
+	// proxied ones go through a net/http Transport; both pools are sized
+	// for many concurrent callers. Its Timeout, if any, applies on top of
 	// Config.Timeout.
 	HTTPClient *http.Client
-	// DirectHTTP has the default HTTP client run each plain-HTTP request
-	// on the calling goroutine, writing it on a kept-alive connection and
-	// reading the answer from it, instead of net/http's Transport, which
-	// hands every request to a connection's writer goroutine and every
-	// answer from its reader goroutine. https and proxied requests still
-	// go through the Transport. See the package's transport.go for what
-	// it measured end to end. Not used with HTTPClient.
-	DirectHTTP bool
+	// StdHTTPTransport has the default HTTP client send plain-HTTP
+	// requests through net/http's Transport too, which hands every
+	// request to a connection's writer goroutine and every answer from
+	// its reader goroutine. Not used with HTTPClient.
+	StdHTTPTransport bool
 	// Timeout bounds one attempt against one endpoint (default 10s).
 	Timeout time.Duration
 	// MaxRetry bounds the time spent retrying one call (default 15s).
@@ -91,8 +90,8 @@ func (c Config) Validate() error {
 	if (c.CertFile == "") != (c.KeyFile == "") {
 		return errors.New("client: give both CertFile and KeyFile, or neither")
 	}
-	if c.HTTPClient != nil && (c.TLS != nil || c.CAFile != "" || c.CertFile != "" || c.DirectHTTP) {
-		return errors.New("client: TLS settings and DirectHTTP apply to the default HTTP client: configure HTTPClient's Transport instead")
+	if c.HTTPClient != nil && (c.TLS != nil || c.CAFile != "" || c.CertFile != "" || c.StdHTTPTransport) {
+		return errors.New("client: TLS settings and StdHTTPTransport apply to the default HTTP client: configure HTTPClient's Transport instead")
 	}
 	return nil
 }
@@ -135,7 +134,7 @@ func New(cfg Config) (*Client, error) {
 		if err != nil {
 			return nil, err
 		}
-		c.hc = defaultHTTPClient(tc, cfg.DirectHTTP)
+		c.hc = defaultHTTPClient(tc, !cfg.StdHTTPTransport)
 	}
 	if c.timeout == 0 {
 		c.timeout = DefaultTimeout

@@ -12,24 +12,28 @@ import (
 	"time"
 )
 
-// directTransport is the default client's transport for http:// endpoints
-// when Config.DirectHTTP is set (net/http's Transport otherwise). It runs
-// each request on the caller's goroutine: it writes the request on a
-// kept-alive connection and reads the response from it, and the
-// connection goes back to the pool once the body has been read to its end.
-// net/http's Transport hands every request to a writer goroutine and every
-// response from a reader goroutine of the connection: two goroutine
-// wake-ups per request, which under load were a fifth of the SDK's CPU.
+// directTransport is the default client's transport for http://
+// endpoints (Config.StdHTTPTransport opts out). It runs each request on
+// the caller's goroutine: it writes the request on a kept-alive connection
+// and reads the response from it, and the connection goes back to the
+// pool once the body has been read to its end. net/http's Transport hands
+// every request to a writer goroutine and every response from a reader
+// goroutine of the connection: two goroutine wake-ups per request.
 //
-// Before it looked at idle connections (connUsable), it was measured end
-// to end with `go run ./bench/cmd/bench --workloads cas --systems baton
-// --pinned=false --rounds 1 --cas-clients 64 --duration 10s`, without and
-// with --sdk-direct-http, interleaved, on the 2-core benchmark machine (3
-// nodes and the load generator on it) at default GOMAXPROCS: cas C=64
-// 4,535 against 4,039 ops/s (+12%, mean of 4 pairs), and in a second set
-// of 4 pairs 4,417 against 4,233 (+4%). With connUsable's peek before each
-// reuse: 4,782 against 4,664 (+2.5%, 4 pairs), within this machine's
-// noise. That is why it is not the default.
+// What it gains, measured end to end on the 2-core benchmark machine (3
+// nodes and the load generator on it, default GOMAXPROCS) with
+// `go run ./bench/cmd/bench --workloads cas --systems baton --pinned=false
+// --rounds 1 --cas-clients 64 --duration 10s`, with and without the SDK
+// on net/http's Transport, interleaved, 6 pairs, with connUsable's peek
+// before each reuse: the load generator's CPU per fenced update fell by
+// 11-36% (from /proc/<pid>/stat over 6 s of each run: 71/76/95/99/76/103
+// µs on net/http's Transport, 55/62/68/84/68/66 µs direct), 18% less
+// relative to the leader's CPU per update in the same run, which is how
+// the machine's speed, which drifts by ±25% between runs here, cancels
+// out. Throughput moved by -2% to +32% per pair (mean +13%): a single
+// pair's throughput is within this machine's noise, the CPU split is not.
+// Earlier sets of 4 pairs, measuring throughput alone: +12%, +4%, and
+// +2.5% with the peek.
 //
 // Where net/http's reader goroutine would notice something, this
 // transport looks itself: before it reuses a connection it peeks at it
@@ -66,10 +70,38 @@ type directConn struct {
 	t         *directTransport
 	host      string // host:port
 	conn      net.Conn
+	lr        *limitedReader // conn, as br reads it
 	br        *bufio.Reader
 	bw        *bufio.Writer
 	idleSince time.Time // when it went back to the pool
 }
+
+// limitedReader reads from a connection; while left is not negative, at
+// most left more bytes.
+type limitedReader struct {
+	conn net.Conn
+	left int64
+}
+
+func (r *limitedReader) Read(p []byte) (int, error) {
+	if r.left < 0 {
+		return r.conn.Read(p)
+	}
+	if r.left == 0 {
+		return 0, errHeaderTooLarge
+	}
+	if int64(len(p)) > r.left {
+		p = p[:r.left]
+	}
+	n, err := r.conn.Read(p)
+	r.left -= int64(n)
+	return n, err
+}
+
+// errHeaderTooLarge is the error for an answer whose head is larger than
+// the fallback Transport's MaxResponseHeaderBytes (net/http's default
+// when unset: 10 MiB).
+var errHeaderTooLarge = errors.New("client: the server's response headers are too large")
 
 // RoundTrip implements http.RoundTripper.
 func (t *directTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -197,8 +229,9 @@ func (t *directTransport) get(ctx context.Context, host string) (*directConn, bo
 	if err != nil {
 		return nil, false, err
 	}
-	return &directConn{t: t, host: host, conn: conn,
-		br: bufio.NewReaderSize(conn, 4096), bw: bufio.NewWriterSize(conn, 4096)}, false, nil
+	lr := &limitedReader{conn: conn, left: -1}
+	return &directConn{t: t, host: host, conn: conn, lr: lr,
+		br: bufio.NewReaderSize(lr, 4096), bw: bufio.NewWriterSize(conn, 4096)}, false, nil
 }
 
 // put keeps dc for the next request to its host, or closes it when the
@@ -255,11 +288,11 @@ func (dc *directConn) roundTrip(req *http.Request) (resp *http.Response, sent bo
 		// 413) and then reset the connection under the write: its
 		// answer, already received, is the request's.
 		dc.conn.SetReadDeadline(time.Now().Add(earlyAnswerWait))
-		if resp, err = readAnswer(dc.br, req); err != nil {
+		if resp, err = dc.readAnswer(req); err != nil {
 			return fail(werr)
 		}
 		resp.Close = true // the connection is not reused
-	} else if resp, err = readAnswer(dc.br, req); err != nil {
+	} else if resp, err = dc.readAnswer(req); err != nil {
 		return fail(err)
 	}
 	reuse := !resp.Close && !req.Close && resp.StatusCode != http.StatusSwitchingProtocols
@@ -276,14 +309,27 @@ func (dc *directConn) roundTrip(req *http.Request) (resp *http.Response, sent bo
 // failed: one the server gave before it closed is already received.
 const earlyAnswerWait = 500 * time.Millisecond
 
+// defaultMaxHeaderBytes is net/http's Transport's bound on a response's
+// head when MaxResponseHeaderBytes is unset.
+const defaultMaxHeaderBytes = 10 << 20
+
 // maxInformational bounds the informational answers (100 Continue, 103
 // Early Hints) read before the real one, as net/http's Transport does.
 const maxInformational = 5
 
-// readAnswer reads the answer to req, after its informational ones.
-func readAnswer(br *bufio.Reader, req *http.Request) (*http.Response, error) {
+// readAnswer reads the answer to req, after its informational ones. Its
+// head, as read from the connection, may be at most the fallback's
+// MaxResponseHeaderBytes, as net/http's Transport bounds it (bytes of the
+// body read along with the head count too, as they do there).
+func (dc *directConn) readAnswer(req *http.Request) (*http.Response, error) {
+	limit := dc.t.fallback.MaxResponseHeaderBytes
+	if limit <= 0 {
+		limit = defaultMaxHeaderBytes
+	}
+	dc.lr.left = limit - int64(dc.br.Buffered())
+	defer func() { dc.lr.left = -1 }()
 	for range maxInformational + 1 {
-		resp, err := http.ReadResponse(br, req)
+		resp, err := http.ReadResponse(dc.br, req)
 		if err != nil {
 			return nil, err
 		}

@@ -390,3 +390,55 @@ func TestDirectTransportEarlyAnswer(t *testing.T) {
 		}
 	}
 }
+
+// An answer's head larger than the fallback's MaxResponseHeaderBytes is
+// refused, as net/http's Transport refuses it; the bound covers only the
+// head, and the next request on the connection has it afresh.
+func TestDirectTransportHeaderLimit(t *testing.T) {
+	srv := newConnServer(t, func(w http.ResponseWriter, r *http.Request) {
+		size := 2 << 10
+		if r.URL.Path == "/big" {
+			size = 64 << 10
+		}
+		w.Header().Set("X-Filler", strings.Repeat("h", size))
+		io.WriteString(w, strings.Repeat("b", 256<<10)) // a body larger than the bound
+	})
+	fallback := http.DefaultTransport.(*http.Transport).Clone()
+	fallback.MaxResponseHeaderBytes = 16 << 10
+	hc := &http.Client{Transport: newDirectTransport(fallback, 4)}
+	for i := 0; i < 3; i++ {
+		if code, body := get(t, hc, srv.URL+"/small"); code != 200 || len(body) != 256<<10 {
+			t.Fatalf("small head, round %d: %d, %d body bytes", i, code, len(body))
+		}
+	}
+	if n := srv.conns.Load(); n != 1 {
+		t.Errorf("%d connections for small heads in turn, want 1", n)
+	}
+	resp, err := hc.Get(srv.URL + "/big")
+	if err == nil {
+		resp.Body.Close()
+		t.Fatalf("a 64 KiB head with a 16 KiB bound: %d, want an error", resp.StatusCode)
+	}
+	if !errors.Is(err, errHeaderTooLarge) {
+		t.Fatalf("a 64 KiB head: %v, want %v", err, errHeaderTooLarge)
+	}
+}
+
+// The default HTTP client sends plain-HTTP requests itself;
+// StdHTTPTransport leaves them to net/http's Transport.
+func TestDefaultHTTPClientTransport(t *testing.T) {
+	for _, std := range []bool{false, true} {
+		c, err := New(Config{Endpoints: []string{"http://127.0.0.1:1"}, StdHTTPTransport: std})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, direct := c.hc.Transport.(*directTransport)
+		if direct == std {
+			t.Errorf("StdHTTPTransport %v: the default client's transport is %T", std, c.hc.Transport)
+		}
+	}
+	if err := (Config{Endpoints: []string{"http://127.0.0.1:1"}, StdHTTPTransport: true,
+		HTTPClient: http.DefaultClient}).Validate(); err == nil {
+		t.Error("StdHTTPTransport with an HTTPClient of the caller's: no error")
+	}
+}

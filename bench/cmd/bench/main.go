@@ -56,12 +56,12 @@ type options struct {
 	verbose    bool
 	onlyReport string
 	// Overrides of the plan; zero keeps the plan's.
-	casClients string
-	batondArgs []string
-	directHTTP bool
-	warmup     time.Duration
-	duration   time.Duration
-	rounds     int
+	casClients       string
+	batondArgs       []string
+	stdHTTPTransport bool
+	warmup           time.Duration
+	duration         time.Duration
+	rounds           int
 	// soakDuration is the soak's whole run, warm-up included.
 	soakDuration time.Duration
 	// pinned adds, for pinnedWorkloads, runs with every batond and etcd
@@ -111,7 +111,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.onlyReport, "report-from", "", "only render the report from this results.json")
 	fs.StringVar(&o.casClients, "cas-clients", "", "override the cas client counts, e.g. 64,256")
 	batondArgs := fs.String("batond-args", "", "extra batond flags for every Baton cluster, space-separated (the report shows them)")
-	fs.BoolVar(&o.directHTTP, "sdk-direct-http", false, "Baton's workers use the SDK's client.Config.DirectHTTP instead of its default transport (not for headline figures)")
+	fs.BoolVar(&o.stdHTTPTransport, "sdk-std-transport", false, "Baton's workers use the SDK's client.Config.StdHTTPTransport (net/http's Transport) instead of its default (not for headline figures)")
 	fs.DurationVar(&o.warmup, "warmup", 0, "override the warm-up of each run")
 	fs.DurationVar(&o.duration, "duration", 0, "override the measured window of each run")
 	fs.DurationVar(&o.soakDuration, "soak-duration", 0, "override the soak's whole length, warm-up included (full: 30m, quick: 3m)")
