@@ -36,9 +36,9 @@ type Config struct {
 	Token string
 	// HTTPClient is used for every request; nil means the default: plain
 	// http:// requests are written and answered on the caller's goroutine
-	// over a pool of kept-alive connections (transport.go), https and
-	// proxied ones go through a net/http Transport; both pools are sized
-	// for many concurrent callers. Its Timeout, if any, applies on top of
+	// over a pool of kept-alive connections (transport.go; on unix
+	// systems), https and proxied ones go through a net/http Transport;
+	// both pools are sized for many concurrent callers. Its Timeout, if any, applies on top of
 	// Config.Timeout.
 	HTTPClient *http.Client
 	// StdHTTPTransport has the default HTTP client send plain-HTTP
@@ -134,7 +134,7 @@ func New(cfg Config) (*Client, error) {
 		if err != nil {
 			return nil, err
 		}
-		c.hc = defaultHTTPClient(tc, !cfg.StdHTTPTransport)
+		c.hc = defaultHTTPClient(tc, canPeek && !cfg.StdHTTPTransport)
 	}
 	if c.timeout == 0 {
 		c.timeout = DefaultTimeout

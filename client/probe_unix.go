@@ -8,6 +8,11 @@ import (
 	"syscall"
 )
 
+// canPeek: connUsable looks at a pooled connection without blocking, so
+// the default HTTP client sends plain-HTTP requests itself
+// (directTransport).
+const canPeek = true
+
 // connUsable reports whether a kept-alive connection may carry another
 // request: nothing has arrived on it while it was idle, neither the
 // server's close (a restarted node, an idle timeout) nor unasked-for

@@ -40,8 +40,10 @@ import (
 // without blocking (connUsable), so a connection the server closed while
 // idle (a restarted node) is not used; and when writing a request fails,
 // it still reads an answer the server gave before closing (a 401 or 413
-// sent without reading a large body). A request that fails after it may
-// have reached the server is sent again only when replayable says so.
+// sent without reading a large body). A request that fails on a reused
+// connection before any of an answer came is sent again on a new one
+// only when replayable says so. Idle connections are closed after the
+// fallback's IdleConnTimeout by a timer (sweep), on every host.
 // The wire format is the standard library's (Request.Write,
 // http.ReadResponse).
 //
@@ -52,8 +54,9 @@ type directTransport struct {
 	dialer   net.Dialer
 	maxIdle  int // kept-alive connections per host
 
-	mu   sync.Mutex
-	idle map[string][]*directConn
+	mu       sync.Mutex
+	idle     map[string][]*directConn // per host, oldest first
+	sweeping bool                     // a sweep of idle connections is due
 }
 
 func newDirectTransport(fallback *http.Transport, maxIdlePerHost int) *directTransport {
@@ -72,29 +75,43 @@ type directConn struct {
 	conn      net.Conn
 	lr        *limitedReader // conn, as br reads it
 	br        *bufio.Reader
+	cw        *countingWriter // conn, as bw writes it
 	bw        *bufio.Writer
 	idleSince time.Time // when it went back to the pool
 }
 
-// limitedReader reads from a connection; while left is not negative, at
-// most left more bytes.
+// limitedReader reads from a connection and counts what it read; while
+// left is not negative, it reads at most left more bytes.
 type limitedReader struct {
 	conn net.Conn
 	left int64
+	read int64
 }
 
 func (r *limitedReader) Read(p []byte) (int, error) {
-	if r.left < 0 {
-		return r.conn.Read(p)
-	}
 	if r.left == 0 {
 		return 0, errHeaderTooLarge
 	}
-	if int64(len(p)) > r.left {
+	if r.left > 0 && int64(len(p)) > r.left {
 		p = p[:r.left]
 	}
 	n, err := r.conn.Read(p)
-	r.left -= int64(n)
+	if r.left > 0 {
+		r.left -= int64(n)
+	}
+	r.read += int64(n)
+	return n, err
+}
+
+// countingWriter writes to a connection and counts what it wrote.
+type countingWriter struct {
+	conn    net.Conn
+	written int64
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	n, err := w.conn.Write(p)
+	w.written += int64(n)
 	return n, err
 }
 
@@ -122,22 +139,23 @@ func (t *directTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			closeBody(req)
 			return nil, err
 		}
-		resp, sent, err := dc.roundTrip(req)
+		resp, at, err := dc.roundTrip(req)
 		if err == nil {
 			return resp, nil
 		}
 		dc.conn.Close()
 		// A kept-alive connection that the server closed while it was
 		// idle fails before any answer: try once more on a new one when
-		// the request may be sent twice.
-		if !reused || req.Context().Err() != nil || !replayable(req, sent) {
+		// the request may be sent twice. Once some of an answer came, the
+		// server has the request: an error is the request's.
+		if !reused || at.answered || req.Context().Err() != nil || !replayable(req, at.sent) {
 			closeBody(req)
 			return nil, err
 		}
-		if req.GetBody != nil && sent {
+		if req.Body != nil && req.Body != http.NoBody {
 			body, gerr := req.GetBody()
 			if gerr != nil {
-				return nil, err
+				return nil, gerr
 			}
 			req = req.Clone(req.Context())
 			req.Body = body
@@ -159,15 +177,17 @@ func (t *directTransport) direct(req *http.Request) bool {
 }
 
 // replayable reports whether req may be sent again after a failure on a
-// reused connection: it has no body or one that can be had again (or none
-// of it was sent), and it is idempotent or carries an Idempotency-Key (as
+// reused connection before any answer: it has no body or one that can be
+// had again (an attempt reads the body even when none of it reaches the
+// connection), and it is idempotent or carries an Idempotency-Key (as
 // net/http's Transport decides). A write in a client session is sent
-// again only if none of it was sent: the client counts its attempts (a
-// first attempt refused for its session applied nothing only if it was
-// sent once), and a resend here would be an attempt it does not see.
+// again only if none of it was written to the connection: the client
+// counts its attempts (a first attempt refused for its session applied
+// nothing only if it was sent once), and a resend here would be an
+// attempt it does not see.
 func replayable(req *http.Request, sent bool) bool {
-	if sent && req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
-		return false
+	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
+		return false // the attempt read its body
 	}
 	switch req.Method {
 	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
@@ -189,30 +209,15 @@ func closeBody(req *http.Request) {
 // for longer than the fallback's IdleConnTimeout (90 s by default, less
 // than batond's --http-idle-timeout) are closed instead, as net/http's
 // Transport closes them, so that a request is not sent on a connection
-// the server is closing.
+// the server is closing; sweep closes them on every host meanwhile.
 func (t *directTransport) get(ctx context.Context, host string) (*directConn, bool, error) {
-	var stale []*directConn
 	t.mu.Lock()
-	conns := t.idle[host]
-	if timeout := t.fallback.IdleConnTimeout; timeout > 0 {
-		cut := time.Now().Add(-timeout)
-		n := 0 // the pool is oldest first
-		for n < len(conns) && conns[n].idleSince.Before(cut) {
-			n++
-		}
-		if n > 0 {
-			stale = append(stale, conns[:n]...)
-			rest := copy(conns, conns[n:])
-			clear(conns[rest:])
-			conns = conns[:rest]
-			t.idle[host] = conns
-		}
-	}
+	stale := t.expireLocked(host, time.Now())
 	var dc *directConn
-	if len(conns) > 0 {
+	if conns := t.idle[host]; len(conns) > 0 {
 		dc = conns[len(conns)-1]
 		conns[len(conns)-1] = nil
-		t.idle[host] = conns[:len(conns)-1]
+		t.setIdleLocked(host, conns[:len(conns)-1])
 	}
 	t.mu.Unlock()
 	for _, s := range stale {
@@ -229,9 +234,65 @@ func (t *directTransport) get(ctx context.Context, host string) (*directConn, bo
 	if err != nil {
 		return nil, false, err
 	}
-	lr := &limitedReader{conn: conn, left: -1}
-	return &directConn{t: t, host: host, conn: conn, lr: lr,
-		br: bufio.NewReaderSize(lr, 4096), bw: bufio.NewWriterSize(conn, 4096)}, false, nil
+	lr, cw := &limitedReader{conn: conn, left: -1}, &countingWriter{conn: conn}
+	return &directConn{t: t, host: host, conn: conn, lr: lr, cw: cw,
+		br: bufio.NewReaderSize(lr, 4096), bw: bufio.NewWriterSize(cw, 4096)}, false, nil
+}
+
+// expireLocked takes host's connections idle for longer than
+// IdleConnTimeout at now out of the pool and returns them, to be closed.
+func (t *directTransport) expireLocked(host string, now time.Time) []*directConn {
+	timeout := t.fallback.IdleConnTimeout
+	conns := t.idle[host]
+	if timeout <= 0 || len(conns) == 0 {
+		return nil
+	}
+	cut := now.Add(-timeout)
+	n := 0 // the pool is oldest first
+	for n < len(conns) && conns[n].idleSince.Before(cut) {
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	stale := append([]*directConn(nil), conns[:n]...)
+	rest := copy(conns, conns[n:])
+	clear(conns[rest:])
+	t.setIdleLocked(host, conns[:rest])
+	return stale
+}
+
+// setIdleLocked sets host's idle connections; an empty pool leaves the map.
+func (t *directTransport) setIdleLocked(host string, conns []*directConn) {
+	if len(conns) == 0 {
+		delete(t.idle, host)
+		return
+	}
+	t.idle[host] = conns
+}
+
+// sweep closes the connections idle for longer than IdleConnTimeout on
+// every host, including hosts no request goes to any more (a former
+// leader), and comes back when the oldest one left is due.
+func (t *directTransport) sweep() {
+	now := time.Now()
+	var stale []*directConn
+	var oldest time.Time
+	t.mu.Lock()
+	for host := range t.idle {
+		stale = append(stale, t.expireLocked(host, now)...)
+		if conns := t.idle[host]; len(conns) > 0 && (oldest.IsZero() || conns[0].idleSince.Before(oldest)) {
+			oldest = conns[0].idleSince
+		}
+	}
+	t.sweeping = !oldest.IsZero()
+	if t.sweeping {
+		time.AfterFunc(oldest.Add(t.fallback.IdleConnTimeout).Sub(now)+time.Millisecond, t.sweep)
+	}
+	t.mu.Unlock()
+	for _, s := range stale {
+		s.conn.Close()
+	}
 }
 
 // put keeps dc for the next request to its host, or closes it when the
@@ -241,6 +302,10 @@ func (t *directTransport) put(dc *directConn) {
 	if conns := t.idle[dc.host]; len(conns) < t.maxIdle {
 		dc.idleSince = time.Now()
 		t.idle[dc.host] = append(conns, dc)
+		if timeout := t.fallback.IdleConnTimeout; timeout > 0 && !t.sweeping {
+			t.sweeping = true
+			time.AfterFunc(timeout+time.Millisecond, t.sweep)
+		}
 		t.mu.Unlock()
 		return
 	}
@@ -266,29 +331,49 @@ func (t *directTransport) CloseIdleConnections() {
 // aLongTimeAgo is a deadline in the past: it makes blocked I/O return.
 var aLongTimeAgo = time.Unix(1, 0)
 
-// roundTrip sends req on dc and reads the response's head. sent reports
-// whether any of the request may have reached the server.
-func (dc *directConn) roundTrip(req *http.Request) (resp *http.Response, sent bool, err error) {
+// attempt is how far a request on a connection got before it failed.
+type attempt struct {
+	sent     bool // some of the request was written to the connection
+	answered bool // some of an answer was read from it
+}
+
+// roundTrip sends req on dc and reads the response's head.
+func (dc *directConn) roundTrip(req *http.Request) (resp *http.Response, at attempt, err error) {
 	ctx := req.Context()
 	stop := context.AfterFunc(ctx, func() { dc.conn.SetDeadline(aLongTimeAgo) })
-	fail := func(err error) (*http.Response, bool, error) {
+	written, read := dc.cw.written, dc.lr.read
+	fail := func(err error) (*http.Response, attempt, error) {
 		stop()
 		if cerr := ctx.Err(); cerr != nil {
 			err = cerr
 		}
-		return nil, sent, err
+		at.answered = dc.lr.read > read
+		return nil, at, err
 	}
-	sent = true
 	werr := req.Write(dc.bw)
 	if werr == nil {
 		werr = dc.bw.Flush()
 	}
+	at.sent = dc.cw.written > written
 	if werr != nil {
+		if !at.sent {
+			return fail(werr)
+		}
 		// The server may have answered without reading the body (401,
 		// 413) and then reset the connection under the write: its
-		// answer, already received, is the request's.
+		// answer, already received, is the request's. A request given up
+		// meanwhile does not wait for it: once ctx has ended, its
+		// AfterFunc's deadline, not this one, is the last word.
 		dc.conn.SetReadDeadline(time.Now().Add(earlyAnswerWait))
+		if ctx.Err() != nil {
+			return fail(werr)
+		}
 		if resp, err = dc.readAnswer(req); err != nil {
+			return fail(werr)
+		}
+		dc.conn.SetReadDeadline(time.Time{}) // the body is read without it
+		if ctx.Err() != nil {
+			resp.Body.Close()
 			return fail(werr)
 		}
 		resp.Close = true // the connection is not reused
@@ -299,10 +384,10 @@ func (dc *directConn) roundTrip(req *http.Request) (resp *http.Response, sent bo
 	body := &directBody{dc: dc, rc: resp.Body, ctx: ctx, stop: stop, reuse: reuse}
 	if resp.Body == http.NoBody {
 		body.finish(true)
-		return resp, sent, nil
+		return resp, at, nil
 	}
 	resp.Body = body
-	return resp, sent, nil
+	return resp, at, nil
 }
 
 // earlyAnswerWait bounds the wait for an answer after the request's write
@@ -333,7 +418,7 @@ func (dc *directConn) readAnswer(req *http.Request) (*http.Response, error) {
 		if err != nil {
 			return nil, err
 		}
-		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
+		if resp.StatusCode < 100 || resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
 			return resp, nil
 		}
 	}

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -433,12 +434,124 @@ func TestDefaultHTTPClientTransport(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, direct := c.hc.Transport.(*directTransport)
-		if direct == std {
+		if direct != (canPeek && !std) {
 			t.Errorf("StdHTTPTransport %v: the default client's transport is %T", std, c.hc.Transport)
 		}
 	}
 	if err := (Config{Endpoints: []string{"http://127.0.0.1:1"}, StdHTTPTransport: true,
 		HTTPClient: http.DefaultClient}).Validate(); err == nil {
 		t.Error("StdHTTPTransport with an HTTPClient of the caller's: no error")
+	}
+}
+
+// Connections idle past IdleConnTimeout are closed even when no request
+// goes to their host any more (a former leader), as net/http closes them.
+func TestDirectTransportSweepsIdle(t *testing.T) {
+	srv := newConnServer(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	fallback := http.DefaultTransport.(*http.Transport).Clone()
+	fallback.IdleConnTimeout = 100 * time.Millisecond
+	tr := newDirectTransport(fallback, 4)
+	get(t, &http.Client{Transport: tr}, srv.URL)
+	srv.waitClosed(t, 1) // with no request after the first
+	tr.mu.Lock()
+	left := len(tr.idle)
+	tr.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d hosts left in the idle pool after the sweep, want 0", left)
+	}
+}
+
+// rawServer writes on the connection what answer says for the n-th
+// request (from 1) it read, and then closes it when answer says so.
+func rawServer(t *testing.T, answer func(n int64) (text string, close bool)) (url string, requests *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	requests = &atomic.Int64{}
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				br := bufio.NewReader(conn)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, req.Body)
+					a, last := answer(requests.Add(1))
+					if _, err := io.WriteString(conn, a); err != nil || last {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String(), requests
+}
+
+// A request whose answer broke off partway through its head is not sent
+// again, even when it may be (a GET): the server has it, as net/http's
+// Transport decides.
+func TestDirectTransportNoResendAfterAnswer(t *testing.T) {
+	const ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+	url, requests := rawServer(t, func(n int64) (string, bool) {
+		if n == 2 {
+			return "HTTP/1.1 200 OK\r\nContent-Le", true
+		}
+		return ok, false
+	})
+	hc := &http.Client{Transport: newTestTransport()}
+	get(t, hc, url)
+	if resp, err := hc.Get(url); err == nil {
+		resp.Body.Close()
+		t.Fatalf("a GET whose answer broke off: %d, want an error", resp.StatusCode)
+	}
+	if n := requests.Load(); n != 2 {
+		t.Errorf("the server read %d requests, want 2: the broken-off GET was sent again", n)
+	}
+}
+
+// failConn is a connection whose writes fail before writing anything.
+type failConn struct{ net.Conn }
+
+func (failConn) Write([]byte) (int, error)        { return 0, errors.New("broken pipe") }
+func (failConn) Read([]byte) (int, error)         { return 0, io.EOF }
+func (failConn) Close() error                     { return nil }
+func (failConn) SetDeadline(time.Time) error      { return nil }
+func (failConn) SetReadDeadline(time.Time) error  { return nil }
+func (failConn) SetWriteDeadline(time.Time) error { return nil }
+
+// A write in a client session is sent again on a new connection when none
+// of it reached the old one: the client's count of its attempts stays
+// right.
+func TestDirectTransportResendUnsent(t *testing.T) {
+	var hits atomic.Int64
+	srv := newConnServer(t, func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		io.WriteString(w, "ok")
+	})
+	tr := newTestTransport()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	dead := &directConn{t: tr, host: host, conn: failConn{}, lr: &limitedReader{conn: failConn{}, left: -1}, cw: &countingWriter{conn: failConn{}}}
+	dead.br = bufio.NewReader(dead.lr)
+	dead.bw = bufio.NewWriter(dead.cw)
+	tr.put(dead) // as if kept alive and then broken
+	req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader("payload"))
+	req.Header.Set(headerSessionSeq, "7")
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatalf("a session write none of which was written: %v, want it sent on a new connection", err)
+	}
+	resp.Body.Close()
+	if n := hits.Load(); n != 1 {
+		t.Errorf("the write reached the server %d times, want 1", n)
 	}
 }
