@@ -19,8 +19,9 @@ import (
 // a transaction: see lifecycle.go) is EntryVersion3, written only then;
 // its commands have all of version 2's fields. A member that predates
 // lifecycles refuses it rather than apply it without the fields it does
-// not know. EntryVersion4 is the same for what came after the lifecycle
-// (commandSpec.Since and entryVersioner say which kinds and fields).
+// not know. EntryVersion4 is the same for what came after the lifecycle,
+// and EntryVersion5 for what came after version 4 (commandSpec.Since and
+// entryVersioner say which kinds and fields).
 //
 // An entry's version is the latest its commands need (EncodeEntry): a
 // cluster that uses none of the newer kinds or fields writes the entries
@@ -30,8 +31,9 @@ const (
 	EntryVersion2 byte = 2
 	EntryVersion3 byte = 3
 	EntryVersion4 byte = 4
+	EntryVersion5 byte = 5
 	// EntryVersionLatest is the newest version this build reads and writes.
-	EntryVersionLatest = EntryVersion4
+	EntryVersionLatest = EntryVersion5
 )
 
 // MaxCommandsPerEntry bounds how many commands group commit packs into one

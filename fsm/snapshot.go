@@ -18,12 +18,14 @@ import (
 // snapshotFormat2 is the same stream of a state that holds task records
 // with a lifecycle part (lifecycleMarkerKey): a member that predates
 // lifecycles refuses it instead of dropping the part. snapshotFormat3 is
-// the same again for what came after (snapshotMarkers). All are read.
+// the same again for what came after (snapshotMarkers), and
+// snapshotFormat4 for what came after format 3. All are read.
 const (
 	snapshotFormat       = 1
 	snapshotFormat2      = 2
 	snapshotFormat3      = 3
-	snapshotFormatLatest = snapshotFormat3
+	snapshotFormat4      = 4
+	snapshotFormatLatest = snapshotFormat4
 )
 
 // snapshotMarkers: a state that holds a marker key is written in (at
