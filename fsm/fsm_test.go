@@ -892,3 +892,64 @@ func TestPrincipalRotate(t *testing.T) {
 		t.Errorf("replicas differ: %s vs %s", sa.StateDigest, sb.StateDigest)
 	}
 }
+
+// A rotation by a principal (ByGrants) is decided against the grants as
+// the command applies: a target re-created with wider grants after the
+// handler looked, or a caller deleted meanwhile, is forbidden; the admin
+// (no Principal) and rotations without ByGrants are not checked.
+func TestPrincipalRotateByGrants(t *testing.T) {
+	adminAll := Grant{Resource: "admin", Prefix: "", Actions: []string{"read", "write", "delete"}}
+	kvBot := Grant{Resource: "kv", Prefix: "bot/", Actions: []string{"read", "write"}}
+	everything := Grant{Resource: "*", Prefix: "", Actions: []string{"read", "write", "delete"}}
+	rotate := func(now int64, by, name, hash string, byGrants bool) *Command {
+		return NewCommand(KindPrincipalRotate, now, "acme", by, &PrincipalRotateArgs{Name: name, TokenHash: hash, TokenSalt: "s-" + hash, ByGrants: byGrants})
+	}
+	cases := []struct {
+		name     string
+		setup    []*Command
+		rotation *Command
+		wantCode string
+	}{
+		{"target covered", []*Command{principalCreate(2, "acme", "boss", "hb", kvBot)},
+			rotate(9, "ops", "boss", "hn", true), ""},
+		{"target wider", []*Command{principalCreate(2, "acme", "boss", "hb", everything)},
+			rotate(9, "ops", "boss", "hn", true), CodeForbidden},
+		{"target re-created wider after the check", []*Command{principalCreate(2, "acme", "boss", "hb", kvBot),
+			principalDelete(3, "acme", "boss"), principalCreate(4, "acme", "boss", "hb2", everything)},
+			rotate(9, "ops", "boss", "hn", true), CodeForbidden},
+		{"caller deleted", []*Command{principalCreate(2, "acme", "boss", "hb", kvBot), principalDelete(3, "acme", "ops")},
+			rotate(9, "ops", "boss", "hn", true), CodeForbidden},
+		{"caller without an admin grant on the name", []*Command{principalCreate(2, "acme", "boss", "hb"),
+			principalCreate(3, "acme", "kvonly", "hk", kvBot)},
+			rotate(9, "kvonly", "boss", "hn", true), CodeForbidden},
+		{"admin token", []*Command{principalCreate(2, "acme", "boss", "hb", everything)},
+			rotate(9, "", "boss", "hn", true), ""},
+		{"without ByGrants (older entries)", []*Command{principalCreate(2, "acme", "boss", "hb", everything)},
+			rotate(9, "ops", "boss", "hn", false), ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := New()
+			log := append([]*Command{tenantPut(1, "acme"), principalCreate(1, "acme", "ops", "ho", adminAll, kvBot)}, tc.setup...)
+			for i, c := range log {
+				if r := applyOne(t, f, uint64(i+1), c); !r.OK() {
+					t.Fatalf("setup command %d (%s): got %s, want success", i, c.Kind, describe(r))
+				}
+			}
+			r := applyOne(t, f, uint64(len(log)+1), tc.rotation)
+			if r.Code != tc.wantCode {
+				t.Fatalf("rotation: got %s, want code %q", describe(r), tc.wantCode)
+			}
+			if _, ok := f.PrincipalByToken("hn"); ok != (tc.wantCode == "") {
+				t.Errorf("new token known: got %v, want %v", ok, tc.wantCode == "")
+			}
+		})
+	}
+	a := &PrincipalRotateArgs{Name: "boss", ByGrants: true}
+	if got := a.entryVersion(); got != EntryVersion5 {
+		t.Errorf("entry version with ByGrants: got %d, want %d", got, EntryVersion5)
+	}
+	if got := (&PrincipalRotateArgs{Name: "boss"}).entryVersion(); got != 0 {
+		t.Errorf("entry version without ByGrants: got %d, want 0", got)
+	}
+}

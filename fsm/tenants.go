@@ -55,6 +55,20 @@ type PrincipalRotateArgs struct {
 	Name      string
 	TokenHash string
 	TokenSalt string
+	// ByGrants: the caller (Command.Principal, not the admin) must, as the
+	// command applies, hold an admin write grant on Name and grants that
+	// cover every grant of the principal rotated, since it receives that
+	// principal's token. Checked here, not only by the handler, so that a
+	// principal re-created meanwhile with wider grants is not handed out.
+	// Only in EntryVersion5 entries (entryVersion).
+	ByGrants bool `codec:",omitempty"`
+}
+
+func (a *PrincipalRotateArgs) entryVersion() byte {
+	if a.ByGrants {
+		return EntryVersion5
+	}
+	return 0
 }
 
 func applyTenantPut(f *FSM, ctx *applyCtx, c *Command) *Result {
@@ -139,6 +153,11 @@ func applyPrincipalRotate(f *FSM, _ *applyCtx, c *Command) *Result {
 	if r != nil {
 		return r
 	}
+	if a.ByGrants {
+		if r := mayRotate(f.st, c, p); r != nil {
+			return r
+		}
+	}
 	if _, ok := f.st.Get(tokenKey(a.TokenHash)); ok || a.TokenHash == "" {
 		return fail(CodeInvalidArgument, "token hash is empty or already in use", nil)
 	}
@@ -147,6 +166,28 @@ func applyPrincipalRotate(f *FSM, _ *applyCtx, c *Command) *Result {
 	f.st.Put(principalKey(c.Tenant, a.Name), encode(p))
 	f.st.Put(tokenKey(a.TokenHash), encode(&principalRef{Tenant: c.Tenant, Name: a.Name}))
 	return okValue(OutcomeOK, p)
+}
+
+// mayRotate checks that the principal calling c may rotate p: it still
+// exists, holds an admin write grant on p's name, and grants covering all
+// of p's (the admin token, Principal "", is never checked).
+func mayRotate(st *Store, c *Command, p *Principal) *Result {
+	if c.Principal == "" {
+		return nil
+	}
+	caller, r := getPrincipal(st, c.Tenant, c.Principal)
+	if r != nil {
+		return fail(CodeForbidden, fmt.Sprintf("principal %q no longer exists", c.Principal), nil)
+	}
+	if !GrantsAllow(caller.Grants, "admin", p.Name, "write") {
+		return fail(CodeForbidden, fmt.Sprintf("principal %q has no write grant on admin %q", c.Principal, p.Name), nil)
+	}
+	if i := uncovered(caller.Grants, p.Grants); i >= 0 {
+		g := p.Grants[i]
+		return fail(CodeForbidden, fmt.Sprintf("principal %q holds a grant (%s %q %v) that principal %q does not: rotating it would hand over more than %q holds",
+			p.Name, g.Resource, g.Prefix, g.Actions, c.Principal, c.Principal), nil)
+	}
+	return nil
 }
 
 // Principals lists a tenant's principals in name order.

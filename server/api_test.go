@@ -269,6 +269,44 @@ func TestRevokedToken(t *testing.T) {
 	})
 }
 
+// TestPrincipalRotateNeedsCoveringGrants: rotating hands the caller the
+// rotated principal's new token, so, as for creating it, a principal may
+// rotate only principals whose every grant its own cover (the admin token
+// any); a refused rotation leaves the old token working.
+func TestPrincipalRotateNeedsCoveringGrants(t *testing.T) {
+	fx := newAPIFixture(t)
+	boss := fx.createPrincipal(t, adminAuth(), "acme",
+		`{"name":"boss","grants":[{"resource":"*","prefix":"","actions":["read","write","delete"]}]}`)
+	fx.createPrincipal(t, adminAuth(), "acme", `{"name":"bot-narrow","grants":[{"resource":"kv","prefix":"bot/x/","actions":["read"]}]}`)
+	fx.createPrincipal(t, adminAuth(), "acme", `{"name":"bot-wide","grants":[{"resource":"kv","prefix":"","actions":["read"]}]}`)
+	fx.createPrincipal(t, adminAuth(), "acme", `{"name":"helper","grants":[{"resource":"admin","prefix":"h","actions":["write"]}]}`)
+	cases := []struct {
+		name, target string
+		auth         map[string]string
+		wantStatus   int
+	}{
+		{"admin grant rotating a wider principal", "boss", bearer(fx.admin), 403},
+		{"prefixed admin rotating a wider kv grant", "bot-wide", bearer(fx.botAdmin), 403},
+		{"admin grant rotating a covered principal", "helper", bearer(fx.admin), 200},
+		{"prefixed admin rotating a covered principal", "bot-narrow", bearer(fx.botAdmin), 200},
+		{"admin token rotating anyone", "bot-wide", adminAuth(), 200},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			status, _, body := fx.c.do(t, 0, "POST", "/v1/tenants/acme/principals/"+tc.target+"/rotate", nil, tc.auth)
+			if status != tc.wantStatus {
+				t.Fatalf("rotate %s: got %d %s, want %d", tc.target, status, body, tc.wantStatus)
+			}
+			if status == http.StatusForbidden && (errorCode(body) != "forbidden" || strings.Contains(string(body), "btk_")) {
+				t.Errorf("rotate %s: got %s, want forbidden without a token", tc.target, body)
+			}
+		})
+	}
+	if status, _, body := fx.c.do(t, 0, "GET", "/v1/tenants/acme/kv/x/y", nil, bearer(boss)); status != http.StatusNotFound {
+		t.Errorf("boss's token after the refused rotation: got %d %s, want 404 (authenticated)", status, body)
+	}
+}
+
 // TestNonCanonicalPath: a path with an empty, "." or ".." segment is an
 // API error, not an HTML redirect from http.ServeMux (docs/api.md: such names
 // are 400 invalid_argument; every error is a JSON error object).

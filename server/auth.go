@@ -145,44 +145,12 @@ func (id *identity) allow(tenant, resource, name, action string) error {
 }
 
 func grantsAllow(grants []fsm.Grant, resource, name, action string) bool {
-	for _, g := range grants {
-		if g.Resource != resource && g.Resource != resAll {
-			continue
-		}
-		if !prefixCovers(g.Prefix, name) {
-			continue
-		}
-		for _, a := range g.Actions {
-			if a == action {
-				return true
-			}
-		}
-	}
-	return false
+	return fsm.GrantsAllow(grants, resource, name, action)
 }
 
-// prefixCovers reports whether a grant's prefix covers a name. A prefix is
-// a plain string prefix ("research" covers "research", "research-2" and
-// "research/x"), except that one ending in "/" is bounded by the segment:
-// "research/" covers "research" itself and every name under "research/",
-// and nothing else (api-notes.md "Grants").
-func prefixCovers(prefix, name string) bool {
-	if strings.HasPrefix(name, prefix) {
-		return true
-	}
-	seg, ok := strings.CutSuffix(prefix, "/")
-	return ok && name == seg
-}
-
-// prefixIncludes reports whether every name prefix p covers is covered by
-// have too.
-func prefixIncludes(have, p string) bool {
-	if !strings.HasPrefix(p, have) {
-		return false
-	}
-	seg, ok := strings.CutSuffix(p, "/")
-	return !ok || prefixCovers(have, seg)
-}
+// prefixCovers and prefixIncludes: see fsm.PrefixCovers, fsm.PrefixIncludes.
+func prefixCovers(prefix, name string) bool { return fsm.PrefixCovers(prefix, name) }
+func prefixIncludes(have, p string) bool    { return fsm.PrefixIncludes(have, p) }
 
 // principalName is how the caller is recorded in commands ("" = admin).
 func (id *identity) principalName() string { return id.principal }
@@ -203,23 +171,7 @@ func (id *identity) mayDelegate(grants []fsm.Grant) error {
 	return nil
 }
 
-func covered(have []fsm.Grant, want fsm.Grant) bool {
-	for _, h := range have {
-		if (h.Resource == want.Resource || h.Resource == resAll) && prefixIncludes(h.Prefix, want.Prefix) && hasActions(h, want.Actions) {
-			return true
-		}
-	}
-	return false
-}
-
-func hasActions(g fsm.Grant, actions []string) bool {
-	for _, a := range actions {
-		if !hasAction(g, a) {
-			return false
-		}
-	}
-	return true
-}
+func covered(have []fsm.Grant, want fsm.Grant) bool { return fsm.GrantCovered(have, want) }
 
 // stillValid reports whether the identity's token still works (the admin's
 // always does): a stream re-checks it whenever the state changes.

@@ -227,7 +227,8 @@ func TestEdgePrincipalRotateAndList(t *testing.T) {
 	fx := newEdgeFixture(t)
 	c := fx.c
 	old := fx.principal(t, "acme", `{"name":"bot-1","grants":[{"resource":"kv","prefix":"notes/","actions":["read","write"]}]}`)
-	botAdmin := fx.principal(t, "acme", `{"name":"bot-admin","grants":[{"resource":"admin","prefix":"bot-","actions":["read","write"]}]}`)
+	// bot-admin holds bot-1's grant too: rotating hands over bot-1's token.
+	botAdmin := fx.principal(t, "acme", `{"name":"bot-admin","grants":[{"resource":"admin","prefix":"bot-","actions":["read","write"]},{"resource":"kv","prefix":"notes/","actions":["read","write"]}]}`)
 	if status, _, body := fx.do(t, fx.follower, "PUT", "/v1/tenants/acme/kv/notes/a", `{"value":1}`, bearer(old)); status != 200 {
 		t.Fatalf("old token before rotation: %d %s", status, body)
 	}

@@ -119,7 +119,8 @@ func (s *Server) renderPrincipalToken(v json.RawMessage) (any, error) {
 
 // handlePrincipalRotate gives a principal a new token, shown in the answer
 // only; the old token fails from the rotation's log index on. Who may
-// create the principal may rotate it. The body is empty.
+// create the principal may rotate it: an admin write grant on its name and
+// grants covering all of its own. The body is empty.
 func (s *Server) handlePrincipalRotate(w http.ResponseWriter, r *http.Request, id *identity) error {
 	t, name := r.PathValue("tenant"), r.PathValue("name")
 	if err := validName("principal name", name); err != nil {
@@ -139,7 +140,10 @@ func (s *Server) handlePrincipalRotate(w http.ResponseWriter, r *http.Request, i
 	if err != nil {
 		return err
 	}
-	res, err := s.propose(r, id, t, fsm.KindPrincipalRotate, &fsm.PrincipalRotateArgs{Name: name, TokenSalt: salt, TokenHash: hash}, body)
+	// A principal gets the new token, so it must hold every grant of the
+	// principal rotated: the FSM checks it as the command applies (ByGrants).
+	args := &fsm.PrincipalRotateArgs{Name: name, TokenSalt: salt, TokenHash: hash, ByGrants: !id.admin}
+	res, err := s.propose(r, id, t, fsm.KindPrincipalRotate, args, body)
 	if err != nil {
 		return err
 	}
