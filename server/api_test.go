@@ -116,7 +116,7 @@ func TestBadRequests(t *testing.T) {
 		{name: "empty bearer", method: "PUT", path: "/v1/tenants/new", headers: map[string]string{"Authorization": "Bearer "}, wantStatus: 401, wantCode: "unauthenticated"},
 		{name: "token without Bearer", method: "PUT", path: "/v1/tenants/new", headers: map[string]string{"Authorization": testAdminToken}, wantStatus: 401, wantCode: "unauthenticated"},
 		{name: "basic auth", method: "PUT", path: "/v1/tenants/new", headers: map[string]string{"Authorization": "Basic YWRtaW46YWRtaW4tc2VjcmV0"}, wantStatus: 401, wantCode: "unauthenticated"},
-		{name: "lowercase bearer", method: "PUT", path: "/v1/tenants/new", headers: map[string]string{"Authorization": "bearer " + testAdminToken}, wantStatus: 401, wantCode: "unauthenticated"},
+		{name: "bearer scheme without a space", method: "PUT", path: "/v1/tenants/new", headers: map[string]string{"Authorization": "bearer" + testAdminToken}, wantStatus: 401, wantCode: "unauthenticated"},
 
 		// Authorization: another tenant, with or without the object.
 		{name: "principal on other tenant", method: "POST", path: "/v1/tenants/other/principals", body: `{"name":"spy","grants":[]}`, headers: bearer(fx.admin), wantStatus: 403, wantCode: "forbidden"},
@@ -209,6 +209,9 @@ func TestGrantsAllow(t *testing.T) {
 		{"delegating tenant-wide admin is refused", "POST", "/v1/tenants/acme/principals", `{"name":"bot-5","grants":[{"resource":"*","prefix":"","actions":["read","write","delete"]}]}`, bearer(fx.botAdmin), 403},
 		{"delegating a missing action is refused", "POST", "/v1/tenants/acme/principals", `{"name":"bot-6","grants":[{"resource":"kv","prefix":"bot/","actions":["delete"]}]}`, bearer(fx.botAdmin), 403},
 		{"grants may be omitted", "POST", "/v1/tenants/acme/principals", `{"name":"nobody"}`, adminAuth(), 201},
+		{"lowercase bearer scheme", "PUT", "/v1/tenants/lower", "", map[string]string{"Authorization": "bearer " + testAdminToken}, 201},
+		{"uppercase bearer scheme", "PUT", "/v1/tenants/upper", "", map[string]string{"Authorization": "BEARER " + testAdminToken}, 201},
+		{"principal token with a mixed-case scheme", "GET", "/v1/tenants/acme/principals", "", map[string]string{"Authorization": "bEaReR " + fx.admin}, 200},
 		{"stale tenant list", "GET", "/v1/tenants?consistency=stale", "", adminAuth(), 200},
 		{"health needs no token", "GET", "/healthz", "", nil, 200},
 		{"readiness needs no token", "GET", "/readyz", "", nil, 200},

@@ -105,9 +105,7 @@ func (s *Server) authenticate(r *http.Request) (*identity, error) {
 			return nil, errorf(codeUnauthenticated, "%s is for cluster members: it needs a peer certificate", r.Pattern)
 		}
 	}
-	h := r.Header.Get("Authorization")
-	tok, ok := strings.CutPrefix(h, "Bearer ")
-	tok = strings.TrimSpace(tok)
+	tok, ok := bearerToken(r.Header.Get("Authorization"))
 	if !ok || tok == "" {
 		return nil, errNoToken
 	}
@@ -119,6 +117,17 @@ func (s *Server) authenticate(r *http.Request) (*identity, error) {
 		return nil, errorf(codeUnauthenticated, "unknown or revoked token")
 	}
 	return &identity{tenant: p.Tenant, principal: p.Name, grants: p.Grants, tokenHash: p.TokenHash}, nil
+}
+
+// bearerToken returns the credentials of an Authorization header of the
+// Bearer scheme, whose name is case-insensitive (RFC 7235 section 2.1):
+// "Bearer", "bearer" and "BEARER" alike.
+func bearerToken(h string) (string, bool) {
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimSpace(tok), true
 }
 
 // requireAdmin allows only the cluster admin token.
