@@ -204,14 +204,14 @@ func (s *Server) admit(r *http.Request, id *identity) error {
 	}
 	tenant := r.PathValue("tenant")
 	if tenant == "" {
-		return nil
+		return s.rateAllow(id) // POST /v1/sessions counts like any other request
 	}
 	if id.tenant != tenant {
 		return errorf(fsm.CodeForbidden, "principal %q belongs to another tenant", id.principal)
 	}
 	res := pathResource(r.URL.Path, tenant)
 	if res == "" {
-		return nil
+		return s.rateAllow(id) // a transaction, a tenant path: the handler authorizes
 	}
 	action := actWrite
 	switch r.Method {
@@ -223,6 +223,12 @@ func (s *Server) admit(r *http.Request, id *identity) error {
 	if !grantsReach(id.grants, res, "", action) && !checkpointChunkCall(r.URL.Path, tenant, id, action) {
 		return errorf(fsm.CodeForbidden, "principal %q has no %s grant on %s", id.principal, action, res)
 	}
+	return s.rateAllow(id)
+}
+
+// rateAllow takes a token of a principal's bucket (its tenant's rate):
+// every request a principal makes counts, whatever its route.
+func (s *Server) rateAllow(id *identity) error {
 	return s.limits.allow(id, s.fsm.TenantUsage(id.tenant).TenantQuota, time.Now())
 }
 
