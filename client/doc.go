@@ -25,6 +25,11 @@
 // stops when Config.MaxRetry has elapsed since the call began or ctx is done.
 // Any other response, including every 4xx, is final and never retried.
 //
+// A 504 outcome_unknown (a write proposed whose outcome is not known) is
+// retried the same way, but only by a write, which always carries an
+// Idempotency-Key or session place, so it is not applied twice; it is
+// final for any other call.
+//
 // A call that gives up on connection errors returns an error that matches
 // ErrUnavailable and wraps the last transport error. A call stopped by ctx
 // returns an error that matches ctx.Err() and wraps the last failure.

@@ -395,3 +395,56 @@ func TestGoesStraightToTheLeader(t *testing.T) {
 		t.Errorf("other endpoint got %d requests, want 0", n)
 	}
 }
+
+// TestOutcomeUnknown: a 504 outcome_unknown (the write was proposed, its
+// outcome is not known) is retried only by a call that carries what makes
+// a retry safe, a write's Idempotency-Key or session place, with the same
+// key; any other call returns it at once.
+func TestOutcomeUnknown(t *testing.T) {
+	outcomeUnknown := func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Retry-After", "0")
+		writeError(w, http.StatusGatewayTimeout, "outcome_unknown", "timed out after proposing", nil)
+	}
+	cases := []struct {
+		name     string
+		call     func(ctx context.Context, c *client.Client) error
+		wantReqs int
+		wantErr  bool
+	}{
+		{"keyed write retried", func(ctx context.Context, c *client.Client) error {
+			_, err := c.CreateTask(ctx, "acme", client.CreateTaskRequest{Queue: "q"})
+			return err
+		}, 2, false},
+		{"read not retried", func(ctx context.Context, c *client.Client) error {
+			_, err := c.ListTenants(ctx)
+			return err
+		}, 1, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &recorder{reply: func(w http.ResponseWriter, r *http.Request, n int) {
+				if n == 1 || r.Method == http.MethodGet {
+					outcomeUnknown(w, r)
+					return
+				}
+				writeJSON(w, 201, map[string]any{"task_id": "t1", "queue": "q"})
+			}}
+			c := newClient(t, serve(t, rec.ServeHTTP).URL)
+			err := tc.call(ctxTimeout(t, 10*time.Second), c)
+			var e *client.Error
+			switch {
+			case tc.wantErr && (!errors.As(err, &e) || e.Code != "outcome_unknown" || e.Status != http.StatusGatewayTimeout):
+				t.Errorf("got err %v, want a 504 outcome_unknown *Error", err)
+			case !tc.wantErr && err != nil:
+				t.Errorf("got err %v, want success on the retry", err)
+			}
+			reqs := rec.requests()
+			if len(reqs) != tc.wantReqs {
+				t.Fatalf("got %d requests, want %d", len(reqs), tc.wantReqs)
+			}
+			if reqs[0].Key != reqs[len(reqs)-1].Key {
+				t.Errorf("retry key %q, want the first attempt's %q", reqs[len(reqs)-1].Key, reqs[0].Key)
+			}
+		})
+	}
+}

@@ -21,10 +21,14 @@ type result struct {
 	err        error
 	retry      bool          // a connection error or 503: another endpoint may do
 	answered   bool          // the endpoint answered with something other than 503
-	retryAfter time.Duration // from a 503's Retry-After
+	retryAfter time.Duration // from a 503's (or 504's) Retry-After
 	leader     string        // X-Baton-Leader: the leader's host:port, when a follower forwarded
 	// rateLimited: a 429; the caller waits retryAfter before trying again.
 	rateLimited bool
+	// outcomeUnknown: a 504 outcome_unknown, a write proposed whose
+	// outcome is not known; retried only when the call carries what makes
+	// a retry safe (see attempt).
+	outcomeUnknown bool
 }
 
 // prefer makes the next call start at the endpoint that answered, or at
@@ -160,7 +164,13 @@ func (c *Client) attempt(ctx context.Context, endpoint string, cl *call) result 
 		// twice, and it returns the real answer.
 		return transportFailure(ctx, cl, endpoint, fmt.Errorf("%d answer without a body", resp.StatusCode))
 	}
-	return responseResult(resp, body)
+	res := responseResult(resp, body)
+	if res.outcomeUnknown && (cl.key != "" || cl.place.id != 0) {
+		// The write may have been applied: the retry carries the same
+		// Idempotency-Key or session place, so it is not applied twice.
+		res.retry = true
+	}
+	return res
 }
 
 func (c *Client) request(ctx context.Context, endpoint string, cl *call) (*http.Request, error) {
@@ -219,6 +229,11 @@ func responseResult(resp *http.Response, body []byte) result {
 	res := result{meta: meta, err: decodeError(resp.StatusCode, meta.Index, body), leader: leader}
 	if resp.StatusCode == http.StatusServiceUnavailable {
 		res.retry = true
+		res.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"))
+	} else if errors.Is(res.err, ErrOutcomeUnknown) {
+		// Not retried here: only a write with a key or a session place
+		// may be sent again (attempt decides).
+		res.outcomeUnknown = true
 		res.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"))
 	} else if resp.StatusCode == http.StatusTooManyRequests {
 		// Over a rate: wait as long as the server says, then try again

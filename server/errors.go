@@ -19,6 +19,7 @@ const (
 	codeCompacted        = wire.CodeCompacted
 	codeTooLarge         = wire.CodeTooLarge
 	codeUnavailable      = wire.CodeUnavailable
+	codeOutcomeUnknown   = wire.CodeOutcomeUnknown
 	codeMethodNotAllowed = wire.CodeMethodNotAllowed
 	codeInternal         = wire.CodeInternal
 	codeRateLimited      = wire.CodeRateLimited
@@ -64,7 +65,10 @@ func writeError(w http.ResponseWriter, err error) {
 	if !ok {
 		status = http.StatusInternalServerError
 	}
-	if status == http.StatusServiceUnavailable {
+	if status == http.StatusServiceUnavailable || ae.Code == codeOutcomeUnknown {
+		// For outcome_unknown it says when a retry with the same
+		// Idempotency-Key or session place may find a leader, not that
+		// a retry without them is safe.
 		w.Header().Set("Retry-After", "1")
 	}
 	if ae.retryAfter > 0 {

@@ -122,6 +122,12 @@ func newForwarder(ctx context.Context, c Cluster, f0 *fsm.FSM, log *slog.Logger,
 				return
 			}
 			log.Debug("forward to leader failed", "err", err)
+			if r.Method != http.MethodGet && r.Method != http.MethodHead && !isDialError(err) {
+				// The leader may have received the write, and applied it.
+				writeError(w, errorf(codeOutcomeUnknown, "forwarding to the leader failed after sending the write (%v); "+
+					"retry only with the same Idempotency-Key or session place", err))
+				return
+			}
 			writeError(w, errorf(codeUnavailable, "forwarding to the leader failed: %v", err))
 		},
 	}
@@ -367,13 +373,18 @@ func (f *forwarder) close() {
 	f.transport.CloseIdleConnections()
 }
 
-// unavailable maps node errors to 503; other errors pass through.
+// unavailable maps node errors to 503 unavailable (nothing was done) or,
+// for a command that was proposed, 504 outcome_unknown; other errors pass
+// through.
 func unavailable(err error) error {
 	switch {
+	case errors.Is(err, node.ErrOutcomeUnknown):
+		return errorf(codeOutcomeUnknown, "the write was proposed but its outcome is not known (%v); "+
+			"retry only with the same Idempotency-Key or session place", err)
 	case errors.Is(err, node.ErrNotLeader), errors.Is(err, node.ErrUnavailable), errors.Is(err, node.ErrClosed):
 		return errorf(codeUnavailable, "%v", err)
 	case errors.Is(err, context.DeadlineExceeded):
-		return errorf(codeUnavailable, "timed out waiting for the cluster; the outcome is unknown, retry with the same Idempotency-Key")
+		return errorf(codeUnavailable, "timed out waiting for the cluster; retry")
 	case errors.Is(err, context.Canceled):
 		return errorf(codeUnavailable, "request cancelled")
 	}

@@ -63,6 +63,9 @@ type testCluster struct {
 	requestTimeout time.Duration
 	// bodyTimeout is the servers' BodyTimeout (0: its default).
 	bodyTimeout time.Duration
+	// nodeConfig, if set, adjusts each node's configuration before it
+	// first starts.
+	nodeConfig func(*node.Config)
 }
 
 // newCluster starts n bootstrapped nodes and waits until they have a leader
@@ -96,6 +99,9 @@ func newCluster(t testing.TB, n int, configure ...func(*testCluster)) *testClust
 		cfg.SnapshotInterval = time.Hour
 		cfg.ApplyTimeout = testRequestTimeout
 		cfg.Logger = c.log.With("node", cfg.ID)
+		if c.nodeConfig != nil {
+			c.nodeConfig(&cfg)
+		}
 		c.nodes = append(c.nodes, &testNode{id: cfg.ID, cfg: cfg, httpAddr: cfg.HTTPAddr})
 	}
 	t.Cleanup(c.close)

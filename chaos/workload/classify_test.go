@@ -21,6 +21,7 @@ func TestClassify(t *testing.T) {
 		{"fenced", &client.Error{Status: 409, Code: "fenced"}, history.Fail, "fenced"},
 		{"not found", &client.Error{Status: 404, Code: "not_found"}, history.Fail, "not_found"},
 		{"503 may have applied", &client.Error{Status: 503, Code: "unavailable"}, history.Unknown, "unavailable"},
+		{"504 outcome_unknown may have applied", &client.Error{Status: 504, Code: "outcome_unknown"}, history.Unknown, "outcome_unknown"},
 		{"500 is a bug", &client.Error{Status: 500, Code: "internal"}, history.Unknown, CodeServerError},
 		{"timeout", fmt.Errorf("post: %w", context.DeadlineExceeded), history.Unknown, "timeout"},
 		{"connection refused", fmt.Errorf("%w: dial: refused", client.ErrUnavailable), history.Unknown, "unavailable"},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/baton-dev/baton/chaos/history"
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/client/wire"
 )
 
 // caller makes recorded calls for one client id.
@@ -79,9 +80,9 @@ func (k *caller) call(kind history.Kind, in history.Input, key string, fn callFu
 }
 
 // Classify maps a client error to an outcome: a definitive answer from the
-// server (any status but 5xx) is Fail with its code; a 503, a 5xx, a
-// timeout or a connection error is Unknown, since the write may have been
-// applied.
+// server (any status but 5xx) is Fail with its code; a 503 (kept Unknown,
+// conservatively), a 504 outcome_unknown, a 5xx, a timeout or a connection
+// error is Unknown, since the write may have been applied.
 func Classify(err error) (history.Outcome, string, string) {
 	if err == nil {
 		return history.OK, "", ""
@@ -91,6 +92,8 @@ func Classify(err error) (history.Outcome, string, string) {
 		switch {
 		case e.Status == http.StatusServiceUnavailable:
 			return history.Unknown, "unavailable", err.Error()
+		case e.Code == wire.CodeOutcomeUnknown:
+			return history.Unknown, wire.CodeOutcomeUnknown, err.Error()
 		case e.Status >= 500:
 			return history.Unknown, CodeServerError, err.Error()
 		case e.Code == "":
@@ -107,8 +110,9 @@ func Classify(err error) (history.Outcome, string, string) {
 	return history.Unknown, "transport", err.Error()
 }
 
-// CodeServerError marks an answer with a 5xx status other than 503: a bug
-// by the API's rules, which the runner reports as an anomaly.
+// CodeServerError marks an answer with a 5xx status other than 503 and
+// 504 outcome_unknown: a bug by the API's rules, which the runner reports
+// as an anomaly.
 const CodeServerError = "server_error"
 
 // withDetails copies the details of an error answer into out.

@@ -43,6 +43,7 @@ const (
 	CodeRateLimited         = "rate_limited"
 	CodeInternal            = "internal"
 	CodeUnavailable         = "unavailable"
+	CodeOutcomeUnknown      = "outcome_unknown"
 	CodeResourceExhausted   = "resource_exhausted"
 	CodeReferenced          = "referenced"
 )
@@ -68,6 +69,7 @@ var Status = map[string]int{
 	CodeRateLimited:         http.StatusTooManyRequests,
 	CodeInternal:            http.StatusInternalServerError,
 	CodeUnavailable:         http.StatusServiceUnavailable,
+	CodeOutcomeUnknown:      http.StatusGatewayTimeout,
 	CodeResourceExhausted:   http.StatusInsufficientStorage,
 	CodeReferenced:          http.StatusConflict,
 }

@@ -18,7 +18,8 @@ const (
 	exitConflict    = 3 // a condition of the request does not hold
 	exitNotFound    = 4
 	exitAuth        = 5 // unauthenticated, forbidden
-	exitUnavailable = 6 // the cluster cannot answer now
+	exitUnavailable = 6 // the cluster cannot answer now; nothing was done
+	exitUnknown     = 7 // a write was sent and its outcome is not known
 )
 
 // exitCodes maps the API's error codes to exit statuses; codes not listed
@@ -36,6 +37,7 @@ var exitCodes = map[string]int{
 	"forbidden":            exitAuth,
 	"unavailable":          exitUnavailable,
 	"rate_limited":         exitUnavailable,
+	"outcome_unknown":      exitUnknown,
 }
 
 // exitCode is the exit status of err.

@@ -173,7 +173,10 @@ Exit status:
   4  not_found
   5  unauthenticated or forbidden
   6  the cluster cannot answer: unreachable, unavailable (no leader or no
-     quorum), rate_limited after the retries, or --timeout ran out`
+     quorum), rate_limited after the retries, or --timeout ran out
+  7  outcome_unknown: the write was proposed but whether it was applied is
+     not known (the retries, with the same key, ran out); check before
+     running it again`
 
 // usageTemplate is the help below a command's description: its usage
 // line, subcommands, examples and flags.

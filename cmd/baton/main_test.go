@@ -403,7 +403,7 @@ func TestExitCodes(t *testing.T) {
 		"fenced": 3, "lease_held": 3, "version_mismatch": 3, "already_exists": 3,
 		"idempotency_mismatch": 3, "idempotency_expired": 3,
 		"not_found": 4, "unauthenticated": 5, "forbidden": 5,
-		"unavailable": 6, "rate_limited": 6,
+		"unavailable": 6, "rate_limited": 6, "outcome_unknown": 7,
 		"invalid_argument": 1, "digest_mismatch": 1, "compacted": 1, "resource_exhausted": 1, "too_large": 1,
 	}
 	for code, want := range cases {

@@ -42,6 +42,8 @@ func (n *Node) Apply(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error)
 	case <-n.done:
 		return nil, ErrClosed
 	}
+	// From here on the command is, or will be, with Raft: an error is an
+	// unknown outcome unless drive says Raft refused the entry.
 	if batch := n.commits.enqueue(p, n.cfg.MaxInflightEntries); batch != nil {
 		n.drive(batch)
 	}
@@ -50,9 +52,9 @@ func (n *Node) Apply(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error)
 		metrics.MeasureSince([]string{"node", "apply"}, p.start)
 		return r.res, r.err
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, outcomeUnknown(ctx.Err())
 	case <-n.done:
-		return nil, ErrClosed
+		return nil, outcomeUnknown(ErrClosed)
 	}
 }
 
@@ -121,7 +123,7 @@ func (n *Node) drive(batch []*proposal) {
 	metrics.MeasureSince([]string{"node", "propose_wait"}, batch[0].start)
 	proposed := time.Now()
 	future := n.raft.Apply(fsm.EncodeEntry(cmds), n.cfg.ApplyTimeout)
-	err := translate(future.Error())
+	err := proposedError(future.Error())
 	metrics.MeasureSince([]string{"node", "raft_apply"}, proposed)
 	var results []*fsm.Result
 	if err == nil {

@@ -27,11 +27,16 @@ import (
 var (
 	// ErrNotLeader: this node is not the leader; forward or retry elsewhere.
 	ErrNotLeader = errors.New("node: not the leader")
-	// ErrUnavailable: no leader or no quorum right now; the outcome of a
-	// proposal that returns it is unknown.
+	// ErrUnavailable: no leader or no quorum right now; Apply returns it
+	// only for a command it did not propose.
 	ErrUnavailable = errors.New("node: unavailable")
 	// ErrClosed: the node is shutting down.
 	ErrClosed = errors.New("node: closed")
+	// ErrOutcomeUnknown wraps the error of an Apply whose command was
+	// proposed (it may be in the log) but whose outcome is not known: the
+	// wait ended, leadership was lost or the node closed after proposing.
+	// Every other error of Apply means the command was not proposed.
+	ErrOutcomeUnknown = errors.New("node: outcome unknown")
 )
 
 // Node is one member of the cluster.
@@ -268,6 +273,30 @@ func translate(err error) error {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	return err
+}
+
+// proposedError is translate for the future of an entry handed to Raft:
+// an entry Raft refused before appending it (not the leader, its queue
+// full, a leadership transfer) was not proposed; after any other failure
+// (leadership lost while committing, shutdown, a restore) it may be in the
+// log, so the outcome is unknown.
+func proposedError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrEnqueueTimeout),
+		errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return translate(err)
+	}
+	return outcomeUnknown(translate(err))
+}
+
+// outcomeUnknown marks err as the failure of a command that was proposed.
+func outcomeUnknown(err error) error {
+	if errors.Is(err, ErrOutcomeUnknown) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 }
 
 func bounded(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
