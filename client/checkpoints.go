@@ -15,9 +15,9 @@ import (
 )
 
 // Checkpoint is one link of the append-only chain of execution checkpoints
-// of a thread's namespace. PendingWrites is filled only when a checkpoint
-// is read on its own (GetCheckpoint, LatestCheckpoint and their NS forms),
-// not by ListCheckpoints.
+// of a thread's namespace. PendingWrites is filled when a checkpoint is
+// read on its own (GetCheckpoint, LatestCheckpoint and their NS forms),
+// and by ListCheckpoints when asked to.
 //
 // The checkpoint methods map one to one onto the operations of a LangGraph
 // checkpointer (BaseCheckpointSaver), with thread_id as the thread,
@@ -31,13 +31,14 @@ import (
 //     "current_head". Re-putting the same id with the same content is a
 //     no-op, so retries are safe. Data of any size: past
 //     CheckpointInlineMax it goes through the chunk store.
-//   - put_writes(config, writes, task_id) → PutWrites, idempotent per
-//     (checkpoint, task id).
+//   - put_writes(config, writes, task_id, task_path) → PutWrites, keyed
+//     by (checkpoint, task id, index) as LangGraph keys them.
 //   - get_tuple(config) → GetCheckpointNS when the config names a
 //     checkpoint, LatestCheckpointNS otherwise; both return the pending
 //     writes and the whole data, and ParentID gives the parent config.
 //   - list(config, filter=..., before=..., limit=...) → ListCheckpoints
-//     with ListCheckpointsOptions{NS, Filter, Before, Limit}, newest first.
+//     with ListCheckpointsOptions{NS, Filter, Before, Limit,
+//     PendingWrites: true}, newest first.
 //   - delete_thread(thread_id) → DeleteThread, every namespace.
 //
 // A deliberate fork (LangGraph's replay from an earlier checkpoint) sets
@@ -54,13 +55,28 @@ type Checkpoint struct {
 	Metadata      json.RawMessage `json:"metadata"`
 	CreatedAt     time.Time       `json:"created_at"`
 	DataChunks    []ChunkRef      `json:"data_chunks,omitempty"` // where Data is held, for a large checkpoint
-	PendingWrites []PendingWrites `json:"pending_writes,omitempty"`
+	PendingWrites []PendingWrite  `json:"pending_writes,omitempty"`
 }
 
-// PendingWrites are the writes one task made in the step after a checkpoint.
-type PendingWrites struct {
-	TaskID string          `json:"task_id"`
-	Writes json.RawMessage `json:"writes"` // a JSON array
+// PendingWrite is one write a task made in the step after a checkpoint:
+// the value it wrote to a channel, at index Idx of the task's writes
+// (negative for LangGraph's special channels: error, scheduled, interrupt,
+// resume). A checkpoint's writes come ordered by task id, then index.
+type PendingWrite struct {
+	TaskID   string          `json:"task_id"`
+	TaskPath string          `json:"task_path,omitempty"`
+	Idx      int64           `json:"idx"`
+	Channel  string          `json:"channel"`
+	Value    json.RawMessage `json:"value"`
+}
+
+// Write is one write of a PutWritesRequest: Value written to Channel, at
+// index Idx of the task's writes; nil Idx is the write's position in the
+// request.
+type Write struct {
+	Channel string
+	Value   json.RawMessage
+	Idx     *int64
 }
 
 // CheckpointInlineMax is the largest Data that PutCheckpoint sends in the
@@ -153,17 +169,20 @@ func (c *Client) LatestCheckpointNS(ctx context.Context, tenant, thread, ns stri
 // fields do not filter.
 type ListCheckpointsOptions struct {
 	NS     string // the checkpoint namespace; "" is the default one
-	Before string // only checkpoints older than this one (which must exist)
+	Before string // only checkpoints older than this one (none when it does not exist)
 	Limit  int    // at most this many matches; 0 means the server's default (100)
 	// Filter keeps the checkpoints whose metadata has every member of it
 	// with an equal JSON value (LangGraph's filter); nil or empty: all.
 	Filter map[string]any
+	// PendingWrites fills each checkpoint's PendingWrites, in the same
+	// answer (LangGraph's list returns them with every tuple).
+	PendingWrites bool
 }
 
 // ListCheckpoints returns the checkpoints of a thread's namespace newest
 // first (see ListCheckpointsOptions), each with its whole data: the data
 // of large checkpoints is read one checkpoint at a time. Pending writes are
-// not included. A server page examines a bounded number of checkpoints, so
+// included when f.PendingWrites is set. A server page examines a bounded number of checkpoints, so
 // under a filter that few match it may end short, or empty, with a token:
 // ListCheckpoints follows those until it has Limit (100 when 0) matches or
 // the namespace ends.
@@ -176,6 +195,9 @@ func (c *Client) ListCheckpoints(ctx context.Context, tenant, thread string, f L
 		q.Set("checkpoint_ns", f.NS)
 	}
 	setIf(q, "before", f.Before)
+	if f.PendingWrites {
+		q.Set("pending_writes", "true")
+	}
 	if f.Limit > 0 {
 		q.Set("limit", strconv.Itoa(f.Limit))
 	}
@@ -225,19 +247,22 @@ func (c *Client) ListCheckpoints(ctx context.Context, tenant, thread string, f L
 // no limit, which ListCheckpoints also takes as its total.
 const defaultCheckpointListLimit = 100
 
-// PutWritesRequest is the body of PutWrites: the pending writes (a JSON
-// array) that task TaskID made in the step after a checkpoint of
+// PutWritesRequest is the body of PutWrites: the pending writes that task
+// TaskID (at TaskPath, optional) made in the step after a checkpoint of
 // namespace NS. TaskID and NS travel in the URL; Fence may be nil.
 type PutWritesRequest struct {
-	NS     string          `json:"-"`
-	TaskID string          `json:"-"`
-	Writes json.RawMessage `json:"writes"`
-	Fence  *Fence          `json:"fence,omitempty"`
+	NS       string
+	TaskID   string
+	TaskPath string
+	Writes   []Write
+	Fence    *Fence
 }
 
 // PutWrites records the pending writes req.TaskID made in the step after
-// checkpoint. Recording the same writes again is a no-op; other writes for
-// the same (checkpoint, task) are ErrAlreadyExists.
+// checkpoint, as LangGraph's put_writes: a write at an index >= 0 that is
+// already recorded for the task stays as it was (a retried step writes the
+// same), one at a negative index replaces what was there, and writes at
+// new indexes are added to the task's.
 func (c *Client) PutWrites(ctx context.Context, tenant, thread, checkpoint string, req PutWritesRequest, opts ...RequestOption) error {
 	if err := required("tenant", tenant, "thread", thread, "checkpoint id", checkpoint, "task id", req.TaskID); err != nil {
 		return err

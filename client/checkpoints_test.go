@@ -36,8 +36,8 @@ func TestCheckpointRequestShapes(t *testing.T) {
 		},
 			"GET", "/v1/tenants/acme/threads/chat-7/checkpoints", "", ``},
 		{"PutWrites", func(c *client.Client) error {
-			return c.PutWrites(bg, "acme", "chat-7", "cp-1", client.PutWritesRequest{TaskID: "step-3", Writes: json.RawMessage(`[["messages","hi"]]`)})
-		}, "PUT", "/v1/tenants/acme/threads/chat-7/checkpoints/cp-1/writes/step-3", "", `{"writes":[["messages","hi"]]}`},
+			return c.PutWrites(bg, "acme", "chat-7", "cp-1", client.PutWritesRequest{TaskID: "step-3", TaskPath: "a:b", Writes: []client.Write{{Channel: "messages", Value: json.RawMessage(`"hi"`)}, {Channel: "__interrupt__", Value: json.RawMessage(`1`), Idx: new(int64(-3))}}})
+		}, "PUT", "/v1/tenants/acme/threads/chat-7/checkpoints/cp-1/writes/step-3", "", `{"writes":[{"channel":"messages","value":"hi"},{"idx":-3,"channel":"__interrupt__","value":1}],"task_path":"a:b"}`},
 		{"PutCheckpoint in a namespace of an e-mail thread", func(c *client.Client) error {
 			_, err := c.PutCheckpoint(bg, "acme", "u@example.com", "cp-1", client.PutCheckpointRequest{NS: "agent:1|tools", Data: json.RawMessage(`1`)})
 			return err
@@ -53,7 +53,7 @@ func TestCheckpointRequestShapes(t *testing.T) {
 			return err
 		}, "GET", "/v1/tenants/acme/threads/chat-7/checkpoints", "checkpoint_ns=sub&filter=%7B%22source%22%3A%22loop%22%7D", ``},
 		{"PutWrites in a namespace", func(c *client.Client) error {
-			return c.PutWrites(bg, "acme", "chat-7", "cp-1", client.PutWritesRequest{NS: "sub", TaskID: "k", Writes: json.RawMessage(`[]`)})
+			return c.PutWrites(bg, "acme", "chat-7", "cp-1", client.PutWritesRequest{NS: "sub", TaskID: "k", Writes: []client.Write{}})
 		}, "PUT", "/v1/tenants/acme/threads/chat-7/checkpoints/cp-1/writes/k", "checkpoint_ns=sub", `{"writes":[]}`},
 		{"DeleteThread", func(c *client.Client) error { return c.DeleteThread(bg, "acme", "chat-7", nil) },
 			"DELETE", "/v1/tenants/acme/threads/chat-7", "", ``},

@@ -148,7 +148,11 @@ func (r PutCheckpointRequest) wire() wire.CheckpointPut {
 }
 
 func (r PutWritesRequest) wire() wire.CheckpointWrites {
-	return wire.CheckpointWrites{Writes: r.Writes, Fence: r.Fence}
+	w := wire.CheckpointWrites{Writes: make([]wire.CheckpointWrite, len(r.Writes)), TaskPath: r.TaskPath, Fence: r.Fence}
+	for i, x := range r.Writes {
+		w.Writes[i] = wire.CheckpointWrite{Idx: x.Idx, Channel: x.Channel, Value: x.Value}
+	}
+	return w
 }
 
 // Task responses are records the state machine renders (fsm.Task), read

@@ -29,7 +29,7 @@ func ExampleClient_PutCheckpoint() {
 		log.Fatal(err)
 	}
 	err = c.PutWrites(ctx, "acme", "chat-7", "cp-2", client.PutWritesRequest{TaskID: "step-3",
-		Writes: json.RawMessage(`[["messages","hi"]]`)})
+		Writes: []client.Write{{Channel: "messages", Value: json.RawMessage(`"hi"`)}}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func ExampleClient_PutCheckpoint() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(latest.CheckpointID, "parent", latest.ParentID, "writes", string(latest.PendingWrites[0].Writes))
+	fmt.Println(latest.CheckpointID, "parent", latest.ParentID, "writes", latest.PendingWrites[0].Channel, string(latest.PendingWrites[0].Value))
 
 	list, err := c.ListCheckpoints(ctx, "acme", "chat-7", client.ListCheckpointsOptions{Limit: 10})
 	if err != nil {
@@ -48,7 +48,7 @@ func ExampleClient_PutCheckpoint() {
 		fmt.Println(cp.CheckpointID)
 	}
 	// Output:
-	// cp-2 parent cp-1 writes [["messages","hi"]]
+	// cp-2 parent cp-1 writes messages "hi"
 	// cp-2
 	// cp-1
 }

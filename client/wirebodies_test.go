@@ -132,7 +132,7 @@ func TestRequestBodiesUnchanged(t *testing.T) {
 			return err
 		}, `{}`},
 		{"writes", func() error {
-			return c.PutWrites(ctx, "acme", "th", "c1", client.PutWritesRequest{NS: "n", TaskID: "t1", Writes: json.RawMessage(`[1]`), Fence: fence})
+			return c.PutWrites(ctx, "acme", "th", "c1", client.PutWritesRequest{NS: "n", TaskID: "t1", Writes: []client.Write{{Channel: "c", Value: json.RawMessage(`1`)}}, Fence: fence})
 		}, `{"writes":[1],"fence":{"task_id":"t0","token":9}}`},
 		{"writes, empty", func() error {
 			return c.PutWrites(ctx, "acme", "th", "c1", client.PutWritesRequest{TaskID: "t1"})

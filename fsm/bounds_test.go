@@ -188,16 +188,16 @@ func TestListCheckpointsBoundsItsWalk(t *testing.T) {
 	}
 	examined := 0
 	none := func([]byte) bool { examined++; return false }
-	out, next, _, _ := w.f.ListCheckpoints("acme", "th", "", "", 10, none)
+	out, next, _, _ := w.f.ListCheckpoints("acme", "th", "", "", 10, none, false)
 	if len(out) != 0 || next == "" || examined != MaxListWalk {
 		t.Fatalf("a filter that matches nothing: %d answered, next %q, %d examined; want none, a next, %d examined", len(out), next, examined, MaxListWalk)
 	}
-	out, next, _, _ = w.f.ListCheckpoints("acme", "th", "", next, 10, none)
+	out, next, _, _ = w.f.ListCheckpoints("acme", "th", "", next, 10, none, false)
 	if len(out) != 0 || next != "" || examined != MaxListWalk+5 {
 		t.Fatalf("the next page: %d answered, next %q, %d examined in all; want the last 5 examined and no next", len(out), next, examined)
 	}
 	// Without a filter, limit ends the page as before, with a next.
-	out, next, _, _ = w.f.ListCheckpoints("acme", "th", "", "", 3, nil)
+	out, next, _, _ = w.f.ListCheckpoints("acme", "th", "", "", 3, nil, false)
 	if len(out) != 3 || next != out[2].ID {
 		t.Errorf("limit 3: %d, next %q", len(out), next)
 	}

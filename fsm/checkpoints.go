@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -33,10 +34,30 @@ type Checkpoint struct {
 	Chunks []ChunkRef `codec:",omitempty"`
 }
 
-// PendingWrites are the writes one task made in the step after a checkpoint.
-type PendingWrites struct {
-	TaskID string          `json:"task_id"`
-	Writes json.RawMessage `json:"writes"`
+// PendingWrite is one write a task made in the step after a checkpoint
+// (LangGraph's pending write: task id, channel, value), at index Idx of
+// the task's writes. Negative indexes are LangGraph's special channels
+// (error, scheduled, interrupt, resume).
+type PendingWrite struct {
+	TaskID   string          `json:"task_id"`
+	TaskPath string          `json:"task_path,omitempty"`
+	Idx      int64           `json:"idx"`
+	Channel  string          `json:"channel"`
+	Value    json.RawMessage `json:"value"`
+}
+
+// CheckpointWrite is one write of a checkpoint.writes command.
+type CheckpointWrite struct {
+	Idx     int64
+	Channel string
+	Value   []byte // JSON
+}
+
+// cpWriteRecord is a pending write as stored, at cpWriteKey.
+type cpWriteRecord struct {
+	Channel  string
+	Value    []byte
+	TaskPath string `codec:",omitempty"`
 }
 
 // checkpointJSON is the API's form. checkpoint_ns and data_chunks are
@@ -53,14 +74,15 @@ type checkpointJSON struct {
 	Metadata      json.RawMessage `json:"metadata"`
 	CreatedAt     string          `json:"created_at"`
 	DataChunks    []ChunkRef      `json:"data_chunks,omitempty"`
-	PendingWrites []PendingWrites `json:"pending_writes,omitempty"`
+	PendingWrites []PendingWrite  `json:"pending_writes,omitempty"`
 }
 
 // CheckpointView is a checkpoint as the API returns it, with its pending
-// writes when read one at a time (LangGraph's get_tuple).
+// writes when read one at a time (LangGraph's get_tuple) or listed with
+// them.
 type CheckpointView struct {
 	*Checkpoint
-	Pending []PendingWrites
+	Pending []PendingWrite
 }
 
 // MarshalJSON renders the checkpoint of docs/api.md.
@@ -90,12 +112,16 @@ type CheckpointPutArgs struct {
 }
 
 // CheckpointWritesArgs records a task's pending writes. NS came with
-// EntryVersion4.
+// EntryVersion4; Entries and TaskPath with EntryVersion5, in a command
+// whose Writes is nil. Writes, a JSON array recorded whole and once per
+// task, is how entries before version 5 recorded them.
 type CheckpointWritesArgs struct {
 	Thread, ID, TaskID string
 	Writes             []byte
 	Fence              *Fence
-	NS                 string `codec:",omitempty"`
+	NS                 string            `codec:",omitempty"`
+	Entries            []CheckpointWrite `codec:",omitempty"`
+	TaskPath           string            `codec:",omitempty"`
 }
 
 // ThreadDeleteArgs deletes a whole thread: every namespace of it, in one
@@ -119,8 +145,13 @@ const MaxThreadChunkRefs = 65_536
 func (a *CheckpointPutArgs) entryVersion() byte {
 	return cpVersion(a.Thread, a.NS, len(a.Chunks) > 0)
 }
-func (a *CheckpointWritesArgs) entryVersion() byte { return cpVersion(a.Thread, a.NS, false) }
-func (a *ThreadDeleteArgs) entryVersion() byte     { return cpVersion(a.Thread, "", false) }
+func (a *CheckpointWritesArgs) entryVersion() byte {
+	if a.Writes == nil { // writes by index, possibly none
+		return EntryVersion5
+	}
+	return cpVersion(a.Thread, a.NS, false)
+}
+func (a *ThreadDeleteArgs) entryVersion() byte { return cpVersion(a.Thread, "", false) }
 
 func cpVersion(thread, ns string, chunks bool) byte {
 	if ns != "" || chunks || escapeKeySegment(thread) != thread {
@@ -134,6 +165,12 @@ func cpVersion(thread, ns string, chunks bool) byte {
 // state are snapshotFormat3, which an older member refuses (it would drop
 // the fields, and lose the chunk references).
 const checkpointMarkerKey = "cfg/checkpoints4"
+
+// checkpointWritesMarkerKey is present once a pending write is stored by
+// index (cpWriteKey): an older member would read such a key as the writes
+// of a task whose id holds a "/", so a snapshot of the state is
+// snapshotFormat4, which it refuses.
+const checkpointWritesMarkerKey = "cfg/checkpoints5"
 
 func (f *FSM) markCheckpoints4(thread, ns string, chunks bool) {
 	if cpVersion(thread, ns, chunks) != 0 && !f.st.Has(checkpointMarkerKey) {
@@ -189,6 +226,15 @@ func cpOrderKey(c *Checkpoint) string {
 }
 func cpWritesPrefix(tenant, thread, ns, id string) string {
 	return nsPrefix(tenant, thread, ns) + "w/" + id + "/"
+}
+
+// cpWriteKey is where a pending write is stored: under its checkpoint's
+// writes, <task id>/<idx>, idx as 16 hex digits of idx+2^63, so that a
+// task's writes sort by index, negative ones first (LangGraph reads them
+// ordered by task id, then index). A task's writes recorded whole by an
+// entry before version 5 are at <task id> alone.
+func cpWriteKey(tenant, thread, ns, id, taskID string, idx int64) string {
+	return cpWritesPrefix(tenant, thread, ns, id) + taskID + "/" + fmt.Sprintf("%016x", uint64(idx)^(1<<63))
 }
 
 // escapeKeySegment writes every byte outside [A-Za-z0-9._:-] as %XX
@@ -366,17 +412,112 @@ func applyCheckpointWrites(f *FSM, _ *applyCtx, c *Command) *Result {
 	if _, ok := getCheckpoint(f.st, c.Tenant, a.Thread, a.NS, a.ID); !ok {
 		return fail(CodeNotFound, fmt.Sprintf("checkpoint %q not found in thread %q%s", a.ID, a.Thread, nsText(a.NS)), nil)
 	}
+	if a.Writes != nil {
+		return f.applyWholeWrites(c, &a)
+	}
+	// A write at an index >= 0 that is recorded stays (a step retried
+	// writes the same); one at a negative index, a special channel, is
+	// replaced (a resume writes under the same task again).
+	changed := false
+	for _, e := range a.Entries {
+		key := cpWriteKey(c.Tenant, a.Thread, a.NS, a.ID, a.TaskID, e.Idx)
+		rec := encode(cpWriteRecord{Channel: e.Channel, Value: e.Value, TaskPath: a.TaskPath})
+		if cur, ok := f.st.Get(key); ok && (e.Idx >= 0 || bytes.Equal(cur, rec)) {
+			continue
+		}
+		f.st.Put(key, rec)
+		changed = true
+	}
+	if changed && !f.st.Has(checkpointWritesMarkerKey) {
+		f.st.Put(checkpointWritesMarkerKey, []byte{1})
+	}
+	v := taskWritesView{TaskID: a.TaskID, Writes: taskWrites(f.st, c.Tenant, a.Thread, a.NS, a.ID, a.TaskID)}
+	if !changed {
+		return okValue(OutcomeOK, v)
+	}
+	f.emit(c.Tenant, ResourceCheckpoints, cpEventKey(a.Thread, a.NS, a.ID)+"/writes/"+a.TaskID, a.Thread, EventPut, v)
+	return okValue(OutcomeCreated, v)
+}
+
+// applyWholeWrites applies the writes of an entry before version 5: a
+// task's JSON array recorded once, the same again a no-op, others refused.
+func (f *FSM) applyWholeWrites(c *Command, a *CheckpointWritesArgs) *Result {
 	key := cpWritesPrefix(c.Tenant, a.Thread, a.NS, a.ID) + a.TaskID
-	pw := PendingWrites{TaskID: a.TaskID, Writes: a.Writes}
+	v := taskWritesView{TaskID: a.TaskID, Writes: expandWholeWrites(a.TaskID, a.Writes)}
 	if cur, ok := f.st.Get(key); ok {
 		if bytes.Equal(cur, a.Writes) {
-			return okValue(OutcomeOK, pw)
+			return okValue(OutcomeOK, v)
 		}
 		return fail(CodeAlreadyExists, fmt.Sprintf("task %q already recorded other writes for checkpoint %q", a.TaskID, a.ID), nil)
 	}
 	f.st.Put(key, a.Writes)
-	f.emit(c.Tenant, ResourceCheckpoints, cpEventKey(a.Thread, a.NS, a.ID)+"/writes/"+a.TaskID, a.Thread, EventPut, pw)
-	return okValue(OutcomeCreated, pw)
+	f.emit(c.Tenant, ResourceCheckpoints, cpEventKey(a.Thread, a.NS, a.ID)+"/writes/"+a.TaskID, a.Thread, EventPut, v)
+	return okValue(OutcomeCreated, v)
+}
+
+// taskWritesView is the answer to recording pending writes: the task's
+// writes on the checkpoint, as now recorded.
+type taskWritesView struct {
+	TaskID string         `json:"task_id"`
+	Writes []PendingWrite `json:"writes"`
+}
+
+// taskWrites is one task's pending writes on a checkpoint, by index.
+func taskWrites(st *Store, tenant, thread, ns, id, taskID string) []PendingWrite {
+	out := []PendingWrite{}
+	prefix := cpWritesPrefix(tenant, thread, ns, id)
+	st.Scan(prefix+taskID+"/", "", func(k string, v []byte) bool {
+		if w, ok := decodePendingWrite(k[len(prefix):], v); ok {
+			out = append(out, w)
+		}
+		return true
+	})
+	return out
+}
+
+// pendingWrites is every pending write of a checkpoint, by task id, then
+// index.
+func pendingWrites(st *Store, tenant, thread, ns, id string) []PendingWrite {
+	out := []PendingWrite{}
+	prefix := cpWritesPrefix(tenant, thread, ns, id)
+	st.Scan(prefix, "", func(k string, v []byte) bool {
+		rest := k[len(prefix):]
+		if !strings.Contains(rest, "/") { // a whole array, before version 5
+			out = append(out, expandWholeWrites(rest, v)...)
+		} else if w, ok := decodePendingWrite(rest, v); ok {
+			out = append(out, w)
+		}
+		return true
+	})
+	return out
+}
+
+// decodePendingWrite reads the write stored at <task id>/<idx>.
+func decodePendingWrite(rest string, v []byte) (PendingWrite, bool) {
+	taskID, hexIdx, ok := strings.Cut(rest, "/")
+	if !ok {
+		return PendingWrite{}, false
+	}
+	u, err := strconv.ParseUint(hexIdx, 16, 64)
+	var rec cpWriteRecord
+	if err != nil || decode(v, &rec) != nil {
+		return PendingWrite{}, false
+	}
+	return PendingWrite{TaskID: taskID, TaskPath: rec.TaskPath, Idx: int64(u ^ (1 << 63)), Channel: rec.Channel, Value: rec.Value}, true
+}
+
+// expandWholeWrites shows a task's writes recorded as one JSON array
+// before version 5 as writes of no channel at indexes 0, 1, ...
+func expandWholeWrites(taskID string, arr []byte) []PendingWrite {
+	var elems []json.RawMessage
+	if json.Unmarshal(arr, &elems) != nil {
+		return nil
+	}
+	out := make([]PendingWrite, len(elems))
+	for i, e := range elems {
+		out[i] = PendingWrite{TaskID: taskID, Idx: int64(i), Value: e}
+	}
+	return out
 }
 
 func applyThreadDelete(f *FSM, ctx *applyCtx, c *Command) *Result {
@@ -442,13 +583,7 @@ func (f *FSM) GetCheckpoint(tenant, thread, ns, id string) (*CheckpointView, uin
 	if !ok {
 		return nil, f.applied, false
 	}
-	v := &CheckpointView{Checkpoint: c, Pending: []PendingWrites{}}
-	prefix := cpWritesPrefix(tenant, thread, ns, id)
-	f.st.Scan(prefix, "", func(k string, val []byte) bool {
-		v.Pending = append(v.Pending, PendingWrites{TaskID: k[len(prefix):], Writes: val})
-		return true
-	})
-	return v, f.applied, true
+	return &CheckpointView{Checkpoint: c, Pending: pendingWrites(f.st, tenant, thread, ns, id)}, f.applied, true
 }
 
 // ThreadHead is the id of the newest checkpoint of a thread's namespace
@@ -476,11 +611,13 @@ const maxListWalkBytes = 64 << 20
 
 // ListCheckpoints lists the checkpoints of a thread's namespace newest
 // first, older than before (a checkpoint id) when given, at most limit of
-// those whose metadata match accepts (nil: all). A page examines at most
-// MaxListWalk checkpoints and maxListWalkBytes of them, matching or not;
-// next is the id of the last one examined when more may follow (to pass as
-// before), even when the page is empty.
-func (f *FSM) ListCheckpoints(tenant, thread, ns, before string, limit int, match func(metadata []byte) bool) (out []CheckpointView, next string, index uint64, ok bool) {
+// those whose metadata match accepts (nil: all), each with its pending
+// writes when writes is set. A page examines at most MaxListWalk
+// checkpoints and maxListWalkBytes of them and of their writes, matching
+// or not; next is the id of the last one examined when more may follow
+// (to pass as before), even when the page is empty. ok is false when
+// before is not a checkpoint of the namespace.
+func (f *FSM) ListCheckpoints(tenant, thread, ns, before string, limit int, match func(metadata []byte) bool, writes bool) (out []CheckpointView, next string, index uint64, ok bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	prefix := nsPrefix(tenant, thread, ns) + "o/"
@@ -515,13 +652,27 @@ func (f *FSM) ListCheckpoints(tenant, thread, ns, before string, limit int, matc
 			}
 		}
 		var c Checkpoint
-		if decode(raw, &c) == nil {
-			out = append(out, CheckpointView{Checkpoint: &c})
+		if decode(raw, &c) != nil {
+			return true
 		}
+		v := CheckpointView{Checkpoint: &c}
+		if writes {
+			v.Pending = pendingWrites(f.st, tenant, thread, ns, id)
+			for _, w := range v.Pending {
+				size += len(w.Value) + len(w.Channel) + len(w.TaskID)
+			}
+		}
+		out = append(out, v)
 		return true
 	})
 	return out, next, f.applied, true
 }
 
-func (a *CheckpointPutArgs) jsonFields() [][]byte    { return [][]byte{a.Data, a.Metadata} }
-func (a *CheckpointWritesArgs) jsonFields() [][]byte { return [][]byte{a.Writes} }
+func (a *CheckpointPutArgs) jsonFields() [][]byte { return [][]byte{a.Data, a.Metadata} }
+func (a *CheckpointWritesArgs) jsonFields() [][]byte {
+	out := [][]byte{a.Writes}
+	for _, e := range a.Entries {
+		out = append(out, e.Value)
+	}
+	return out
+}

@@ -51,15 +51,15 @@ func TestCheckpointChain(t *testing.T) {
 	}
 	w.ok(KindCheckpointPut, "acme", cpPut("th", "c4", "root2", `4`))
 
-	all, _, _, ok := w.f.ListCheckpoints("acme", "th", "", "", 10, nil)
+	all, _, _, ok := w.f.ListCheckpoints("acme", "th", "", "", 10, nil, false)
 	if want := []string{"c4", "root2", "f1", "c2", "c1"}; !ok || !slices.Equal(cpIDs(all), want) {
 		t.Errorf("ListCheckpoints: %v, want newest first %v", cpIDs(all), want)
 	}
-	page, _, _, _ := w.f.ListCheckpoints("acme", "th", "", "f1", 1, nil)
+	page, _, _, _ := w.f.ListCheckpoints("acme", "th", "", "f1", 1, nil, false)
 	if !slices.Equal(cpIDs(page), []string{"c2"}) {
 		t.Errorf("ListCheckpoints before f1, limit 1: %v, want [c2]", cpIDs(page))
 	}
-	if _, _, _, ok := w.f.ListCheckpoints("acme", "th", "", "nope", 1, nil); ok {
+	if _, _, _, ok := w.f.ListCheckpoints("acme", "th", "", "nope", 1, nil, false); ok {
 		t.Errorf("ListCheckpoints before an unknown checkpoint: ok")
 	}
 	v, _, ok := w.f.GetCheckpoint("acme", "th", "", "f1")
@@ -102,8 +102,8 @@ func TestCheckpointThreadScope(t *testing.T) {
 	}
 	w.refused(CodeAlreadyExists, KindCheckpointWrites, "acme", &CheckpointWritesArgs{Thread: "a", ID: "c1", TaskID: "t1", Writes: []byte(`[9]`)})
 	v, _, _ := w.f.GetCheckpoint("acme", "a", "", "c1")
-	if len(v.Pending) != 2 || v.Pending[0].TaskID != "t1" || string(v.Pending[1].Writes) != `[2]` {
-		t.Errorf("pending writes of a/c1: %+v, want t1 [1] and t2 [2]", v.Pending)
+	if len(v.Pending) != 2 || v.Pending[0].TaskID != "t1" || string(v.Pending[1].Value) != `2` || v.Pending[1].Idx != 0 {
+		t.Errorf("pending writes of a/c1: %+v, want t1 [1] and t2 [2] (one write each, at index 0)", v.Pending)
 	}
 	if v, _, _ := w.f.GetCheckpoint("acme", "b", "", "c1"); len(v.Pending) != 0 {
 		t.Errorf("b/c1 has a/c1's pending writes: %+v", v.Pending)
@@ -156,10 +156,10 @@ func TestCheckpointNamespaces(t *testing.T) {
 	if v, _, _ := w.f.GetCheckpoint("acme", "th", "", "c1"); len(v.Pending) != 0 {
 		t.Errorf("writes of sub:1's c1 show on the default namespace's: %v", v.Pending)
 	}
-	if l, _, _, _ := w.f.ListCheckpoints("acme", "th", "sub:1", "", 10, nil); !slices.Equal(cpIDs(l), []string{"s2", "c1"}) {
+	if l, _, _, _ := w.f.ListCheckpoints("acme", "th", "sub:1", "", 10, nil, false); !slices.Equal(cpIDs(l), []string{"s2", "c1"}) {
 		t.Errorf("list of sub:1: %v", cpIDs(l))
 	}
-	if l, _, _, _ := w.f.ListCheckpoints("acme", "th", "", "", 10, nil); !slices.Equal(cpIDs(l), []string{"c2", "c1"}) {
+	if l, _, _, _ := w.f.ListCheckpoints("acme", "th", "", "", 10, nil, false); !slices.Equal(cpIDs(l), []string{"c2", "c1"}) {
 		t.Errorf("list of the default namespace: %v", cpIDs(l))
 	}
 	// The default namespace's keys are the ones of before namespaces.
@@ -219,7 +219,7 @@ func TestCheckpointThreadIDsEscaped(t *testing.T) {
 			if !ok || string(v.Data) != strconv.Itoa(i) || v.Thread != th {
 				t.Errorf("thread %q: %+v %v, want data %d", th, v, ok, i)
 			}
-			if l, _, _, _ := w.f.ListCheckpoints("acme", th, "", "", 10, nil); len(l) != 1 {
+			if l, _, _, _ := w.f.ListCheckpoints("acme", th, "", "", 10, nil, false); len(l) != 1 {
 				t.Errorf("thread %q lists %v", th, cpIDs(l))
 			}
 		}
@@ -368,10 +368,69 @@ func TestCheckpointListFilter(t *testing.T) {
 		parent = id
 	}
 	odd := func(md []byte) bool { return string(md) == `{"step":1}` }
-	if l, _, _, _ := w.f.ListCheckpoints("acme", "th", "", "", 2, odd); !slices.Equal(cpIDs(l), []string{"c5", "c3"}) {
+	if l, _, _, _ := w.f.ListCheckpoints("acme", "th", "", "", 2, odd, false); !slices.Equal(cpIDs(l), []string{"c5", "c3"}) {
 		t.Errorf("filter, limit 2: %v", cpIDs(l))
 	}
-	if l, _, _, _ := w.f.ListCheckpoints("acme", "th", "", "c3", 10, odd); !slices.Equal(cpIDs(l), []string{"c1"}) {
+	if l, _, _, _ := w.f.ListCheckpoints("acme", "th", "", "c3", 10, odd, false); !slices.Equal(cpIDs(l), []string{"c1"}) {
 		t.Errorf("filter, before c3: %v", cpIDs(l))
 	}
+}
+
+// TestCheckpointWritesByIndex: pending writes recorded by (task, index),
+// as LangGraph keeps them: an index >= 0 already recorded is kept, a
+// negative one (error, interrupt, resume...) is replaced, calls for one
+// task accumulate, and a checkpoint's writes read by task id, then index.
+func TestCheckpointWritesByIndex(t *testing.T) {
+	w := newWorld(t)
+	w.ok(KindCheckpointPut, "acme", cpPut("th", "c1", "", `1`))
+	wr := func(task string, entries ...CheckpointWrite) *CheckpointWritesArgs {
+		return &CheckpointWritesArgs{Thread: "th", ID: "c1", TaskID: task, TaskPath: "p:" + task, Entries: entries}
+	}
+	cw := func(idx int64, ch, v string) CheckpointWrite {
+		return CheckpointWrite{Idx: idx, Channel: ch, Value: []byte(v)}
+	}
+
+	if r := w.ok(KindCheckpointWrites, "acme", wr("t2", cw(0, "a", `"x"`), cw(1, "b", `2`))); r.Outcome != OutcomeCreated {
+		t.Errorf("first writes: outcome %d, want created", r.Outcome)
+	}
+	// The same again changes nothing; another value at a recorded index
+	// >= 0 is not recorded (the first wins), a new index is added.
+	if r := w.ok(KindCheckpointWrites, "acme", wr("t2", cw(0, "a", `"x"`), cw(1, "b", `2`))); r.Outcome != OutcomeOK {
+		t.Errorf("retried writes: outcome %d, want 200", r.Outcome)
+	}
+	if r := w.ok(KindCheckpointWrites, "acme", wr("t2", cw(0, "a", `"other"`))); r.Outcome != OutcomeOK {
+		t.Errorf("other value at a recorded index: outcome %d, want 200 (kept as it was)", r.Outcome)
+	}
+	w.ok(KindCheckpointWrites, "acme", wr("t2", cw(2, "c", `3`)))
+	// Special channels: an interrupt, then a resume under the same task,
+	// then a second resume value replacing the first.
+	w.ok(KindCheckpointWrites, "acme", wr("t1", cw(-3, "__interrupt__", `{"q":1}`)))
+	w.ok(KindCheckpointWrites, "acme", wr("t1", cw(-4, "__resume__", `"yes"`)))
+	if r := w.ok(KindCheckpointWrites, "acme", wr("t1", cw(-4, "__resume__", `"no"`))); r.Outcome != OutcomeCreated {
+		t.Errorf("replaced resume: outcome %d, want created", r.Outcome)
+	}
+	v, _, _ := w.f.GetCheckpoint("acme", "th", "", "c1")
+	var got []string
+	for _, p := range v.Pending {
+		got = append(got, fmt.Sprintf("%s/%d/%s=%s/%s", p.TaskID, p.Idx, p.Channel, p.Value, p.TaskPath))
+	}
+	want := []string{`t1/-4/__resume__="no"/p:t1`, `t1/-3/__interrupt__={"q":1}/p:t1`,
+		`t2/0/a="x"/p:t2`, `t2/1/b=2/p:t2`, `t2/2/c=3/p:t2`}
+	if !slices.Equal(got, want) {
+		t.Errorf("pending writes:\n got %q\nwant %q", got, want)
+	}
+	// A snapshot of a state with writes by index is format 4.
+	if f := snapshotFormatOf(w.f.st); f != snapshotFormat4 {
+		t.Errorf("snapshot format %d, want %d", f, snapshotFormat4)
+	}
+	// An entry with writes by index is version 5.
+	if v := NewCommand(KindCheckpointWrites, 1, "acme", "", wr("t", cw(0, "a", `1`))).ver; v != EntryVersion5 {
+		t.Errorf("entry version of writes by index: %d, want %d", v, EntryVersion5)
+	}
+	// Deleting the thread removes them with the rest.
+	w.ok(KindThreadDelete, "acme", &ThreadDeleteArgs{Thread: "th"})
+	w.f.st.Scan(threadPrefix("acme", "th"), "", func(k string, _ []byte) bool {
+		t.Errorf("key %q of the deleted thread left", k)
+		return true
+	})
 }

@@ -114,8 +114,12 @@ func valueBytes(v any) int {
 			n += len(cp.Tenant) + len(cp.Thread) + len(cp.ID) + len(cp.ParentID) + len(cp.Data) + len(cp.Metadata)
 		}
 		return n
-	case PendingWrites:
-		return fixed + len(x.TaskID) + len(x.Writes)
+	case taskWritesView:
+		n := fixed + len(x.TaskID)
+		for _, w := range x.Writes {
+			n += 32 + len(w.TaskPath) + len(w.Channel) + len(w.Value)
+		}
+		return n
 	case *Op:
 		return fixed + len(x.Tenant) + len(x.ID) + len(x.Kind) + len(x.ParamsDigest) + len(x.TaskID) +
 			len(x.State) + len(x.Result)

@@ -282,8 +282,16 @@ func (g *logGen) command(index uint64, first bool) *Command {
 		c = NewCommand(KindCheckpointPut, now, c.Tenant, "", a)
 	case 26:
 		th, ns := g.thread(), g.checkpointNS()
-		c = NewCommand(KindCheckpointWrites, now, tenant, "", &CheckpointWritesArgs{Thread: th, NS: ns,
-			ID: g.state.ThreadHead(tenant, th, ns), TaskID: g.name("task", 5), Writes: []byte(fmt.Sprintf("[%d]", rng.IntN(2)))})
+		a := &CheckpointWritesArgs{Thread: th, NS: ns, ID: g.state.ThreadHead(tenant, th, ns), TaskID: g.name("task", 5)}
+		if rng.IntN(2) == 0 { // a whole array, as before version 5
+			a.Writes = []byte(fmt.Sprintf("[%d]", rng.IntN(2)))
+		} else { // by index, special channels (< 0) included
+			for i := range 1 + rng.IntN(3) {
+				a.Entries = append(a.Entries, CheckpointWrite{Idx: int64(rng.IntN(4) - 2 + i), Channel: g.name("ch", 3),
+					Value: []byte(fmt.Sprintf("%d", rng.IntN(3)))})
+			}
+		}
+		c = NewCommand(KindCheckpointWrites, now, tenant, "", a)
 	case 27:
 		c = &Command{Kind: KindThreadDelete, Now: now}
 		a := &ThreadDeleteArgs{Thread: g.thread(), Fence: g.fence(c)}

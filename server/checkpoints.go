@@ -325,7 +325,7 @@ func (s *Server) handleCheckpointList(w http.ResponseWriter, r *http.Request, id
 	if err != nil {
 		return err
 	}
-	before, err := checkpointListFrom(r)
+	before, token, err := checkpointListFrom(r)
 	if err != nil {
 		return err
 	}
@@ -333,9 +333,16 @@ func (s *Server) handleCheckpointList(w http.ResponseWriter, r *http.Request, id
 	if err != nil {
 		return err
 	}
-	list, next, index, ok := s.fsm.ListCheckpoints(sc.tenant, sc.thread, sc.ns, before, limit, match)
-	if !ok {
-		return errorf(fsm.CodeNotFound, "checkpoint %q (before) not found in thread %q%s", before, sc.thread, nsText(sc.ns))
+	writes, err := boolParam(r, "pending_writes")
+	if err != nil {
+		return err
+	}
+	list, next, index, ok := s.fsm.ListCheckpoints(sc.tenant, sc.thread, sc.ns, before, limit, match, writes)
+	switch {
+	case !ok && token:
+		return errorf(fsm.CodeNotFound, "checkpoint %q, where the page token continues, is no longer in thread %q%s: list again", before, sc.thread, nsText(sc.ns))
+	case !ok: // LangGraph's list(before=) of an unknown checkpoint: nothing
+		return s.readReply(w, index, map[string]any{"checkpoints": []fsm.CheckpointView{}})
 	}
 	answer := map[string]any{"checkpoints": list}
 	if next != "" {
@@ -348,26 +355,40 @@ func (s *Server) handleCheckpointList(w http.ResponseWriter, r *http.Request, id
 
 // checkpointListFrom is where a checkpoint list starts: before (a
 // checkpoint id), or page_token, a previous page's next_page_token (the id
-// of the last checkpoint it examined, encoded), not both.
-func checkpointListFrom(r *http.Request) (string, error) {
+// of the last checkpoint it examined, encoded), not both; token says it
+// came from page_token.
+func checkpointListFrom(r *http.Request) (from string, token bool, err error) {
 	q := r.URL.Query()
 	before := q.Get("before")
 	if q.Get("page_token") != "" {
 		if before != "" {
-			return "", badRequest("give before or page_token, not both")
+			return "", false, badRequest("give before or page_token, not both")
 		}
 		b, err := base64.RawURLEncoding.DecodeString(q.Get("page_token"))
 		if err != nil || validName("page_token", string(b)) != nil {
-			return "", badRequest("page_token is not one this server returned")
+			return "", false, badRequest("page_token is not one this server returned")
 		}
-		return string(b), nil
+		return string(b), true, nil
 	}
 	if before != "" {
 		if err := validName("before", before); err != nil {
-			return "", err
+			return "", false, err
 		}
 	}
-	return before, nil
+	return before, false, nil
+}
+
+// boolParam reads an optional true/false query parameter (false when
+// absent).
+func boolParam(r *http.Request, name string) (bool, error) {
+	vals := r.URL.Query()[name]
+	switch {
+	case len(vals) == 0:
+		return false, nil
+	case len(vals) == 1 && (vals[0] == "true" || vals[0] == "false"):
+		return vals[0] == "true", nil
+	}
+	return false, badRequest("%s must be given once, as true or false", name)
 }
 
 // metadataFilter reads the filter query parameter: a JSON object whose
@@ -430,19 +451,55 @@ func (s *Server) handleCheckpointWrites(w http.ResponseWriter, r *http.Request, 
 	if err != nil {
 		return err
 	}
-	writes, err := compactJSON("writes", req.Writes)
+	args, err := checkpointWritesArgs(&req)
 	if err != nil {
 		return err
 	}
-	if len(writes) == 0 || writes[0] != '[' {
-		return badRequest("writes must be a JSON array")
-	}
-	fence, err := fenceArg(req.Fence)
-	if err != nil {
-		return err
-	}
-	args := &fsm.CheckpointWritesArgs{Thread: sc.thread, NS: sc.ns, ID: cpID, TaskID: taskID, Writes: writes, Fence: fence}
+	args.Thread, args.NS, args.ID, args.TaskID = sc.thread, sc.ns, cpID, taskID
 	return s.proposeAndReply(w, r, id, sc.tenant, fsm.KindCheckpointWrites, args, body)
+}
+
+// Bounds of pending writes (docs/api.md "Checkpoints").
+const (
+	maxWriteChannelBytes = 512
+	maxTaskPathBytes     = 1024
+	maxWriteIdx          = 1 << 31
+)
+
+// checkpointWritesArgs validates a pending-writes body: each write a
+// channel and a JSON value, at its idx or its position.
+func checkpointWritesArgs(req *wire.CheckpointWrites) (*fsm.CheckpointWritesArgs, error) {
+	if req.Writes == nil {
+		return nil, badRequest(`writes is required: an array of {"channel", "value", "idx"?}`)
+	}
+	if err := validText("task_path", req.TaskPath, 0, maxTaskPathBytes); err != nil {
+		return nil, err
+	}
+	a := &fsm.CheckpointWritesArgs{TaskPath: req.TaskPath, Entries: make([]fsm.CheckpointWrite, len(req.Writes))}
+	for i, wr := range req.Writes {
+		at := "writes[" + strconv.Itoa(i) + "]"
+		if err := validText(at+".channel", wr.Channel, 1, maxWriteChannelBytes); err != nil {
+			return nil, err
+		}
+		idx := int64(i)
+		if wr.Idx != nil {
+			idx = *wr.Idx
+		}
+		if idx < -maxWriteIdx || idx >= maxWriteIdx {
+			return nil, badRequest("%s.idx must be %d to %d, not %d", at, -maxWriteIdx, maxWriteIdx-1, idx)
+		}
+		if len(wr.Value) == 0 {
+			return nil, badRequest("%s.value is required (any JSON value)", at)
+		}
+		v, err := compactJSON(at+".value", wr.Value)
+		if err != nil {
+			return nil, err
+		}
+		a.Entries[i] = fsm.CheckpointWrite{Idx: idx, Channel: wr.Channel, Value: v}
+	}
+	var err error
+	a.Fence, err = fenceArg(req.Fence)
+	return a, err
 }
 
 func (s *Server) handleThreadDelete(w http.ResponseWriter, r *http.Request, id *identity) error {

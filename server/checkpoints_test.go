@@ -233,3 +233,94 @@ func TestCheckpointDataChunks(t *testing.T) {
 		t.Errorf("a put without a checkpoints grant: %d %s", st, b)
 	}
 }
+
+// TestCheckpointPendingWritesByIndex: pending writes over HTTP, as
+// LangGraph's put_writes keeps them: a second call for a task adds to its
+// writes (an interrupt, then a resume under the same task id), a recorded
+// index >= 0 stays, a negative one is replaced; a checkpoint answers them
+// by task id, then index, with task_path; a list carries them when asked
+// (pending_writes=true), and before an unknown checkpoint is an empty
+// page, as LangGraph's list(before=) of one.
+func TestCheckpointPendingWritesByIndex(t *testing.T) {
+	fx := newAPIFixture(t)
+	admin := adminAuth()
+	do := func(method, path string, body any) (int, []byte) {
+		t.Helper()
+		st, _, b := fx.c.do(t, 0, method, path, body, admin)
+		return st, b
+	}
+	if st, b := do("PUT", cpPath("th", "/checkpoints/c1"), `{"data":1}`); st != 201 {
+		t.Fatalf("put c1: %d %s", st, b)
+	}
+	if st, b := do("PUT", cpPath("th", "/checkpoints/c2"), `{"parent_id":"c1","data":2}`); st != 201 {
+		t.Fatalf("put c2: %d %s", st, b)
+	}
+	writes := cpPath("th", "/checkpoints/c1/writes/")
+	for _, tc := range []struct {
+		task, body string
+		status     int
+	}{
+		{"node-a", `{"writes":[{"channel":"messages","value":"hi"},{"channel":"count","value":1}],"task_path":"~__pregel_pull, node-a"}`, 201},
+		{"node-a", `{"writes":[{"channel":"messages","value":"hi"},{"channel":"count","value":1}],"task_path":"~__pregel_pull, node-a"}`, 200},
+		{"node-a", `{"writes":[{"channel":"messages","value":"changed"}],"task_path":"~__pregel_pull, node-a"}`, 200},
+		{"node-b", `{"writes":[{"channel":"__interrupt__","value":{"ask":"approve?"},"idx":-3}]}`, 201},
+		{"node-b", `{"writes":[{"channel":"__resume__","value":"yes","idx":-4}]}`, 201},
+		{"node-b", `{"writes":[{"channel":"__resume__","value":"no","idx":-4}]}`, 201},
+		{"node-b", `{"writes":[{"channel":"__resume__","value":"no","idx":-4}]}`, 200},
+	} {
+		if st, b := do("PUT", writes+tc.task, tc.body); st != tc.status {
+			t.Errorf("PUT writes of %s %s: %d %s, want %d", tc.task, tc.body, st, b, tc.status)
+		}
+	}
+	want := `[{"task_id":"node-a","task_path":"~__pregel_pull, node-a","idx":0,"channel":"messages","value":"hi"},` +
+		`{"task_id":"node-a","task_path":"~__pregel_pull, node-a","idx":1,"channel":"count","value":1},` +
+		`{"task_id":"node-b","idx":-4,"channel":"__resume__","value":"no"},` +
+		`{"task_id":"node-b","idx":-3,"channel":"__interrupt__","value":{"ask":"approve?"}}]`
+	var cp struct {
+		Pending json.RawMessage `json:"pending_writes"`
+	}
+	st, b := do("GET", cpPath("th", "/checkpoints/c1"), nil)
+	if json.Unmarshal(b, &cp); st != 200 || string(cp.Pending) != want {
+		t.Errorf("GET c1: %d pending_writes %s\nwant %s", st, cp.Pending, want)
+	}
+	var list struct {
+		Checkpoints []struct {
+			ID      string          `json:"checkpoint_id"`
+			Pending json.RawMessage `json:"pending_writes"`
+		} `json:"checkpoints"`
+	}
+	st, b = do("GET", cpPath("th", "/checkpoints?pending_writes=true"), nil)
+	if json.Unmarshal(b, &list); st != 200 || len(list.Checkpoints) != 2 || list.Checkpoints[0].Pending != nil || string(list.Checkpoints[1].Pending) != want {
+		t.Errorf("list with pending_writes=true: %d %s", st, b)
+	}
+	st, b = do("GET", cpPath("th", "/checkpoints"), nil)
+	if st != 200 || strings.Contains(string(b), "pending_writes") {
+		t.Errorf("list without pending_writes: %d %s, want no pending writes", st, b)
+	}
+	if st, b := do("GET", cpPath("th", "/checkpoints?before=nope"), nil); st != 200 || string(b) != `{"checkpoints":[]}`+"\n" {
+		t.Errorf("list before an unknown checkpoint: %d %s, want an empty page", st, b)
+	}
+	for _, tc := range []struct{ name, path, body string }{
+		{"writes not an array", writes + "t", `{"writes":{"channel":"a","value":1}}`},
+		{"old form: bare values", writes + "t", `{"writes":[["messages","hi"]]}`},
+		{"no channel", writes + "t", `{"writes":[{"value":1}]}`},
+		{"no value", writes + "t", `{"writes":[{"channel":"a"}]}`},
+		{"unknown member", writes + "t", `{"writes":[{"channel":"a","value":1,"type":"json"}]}`},
+		{"index out of range", writes + "t", `{"writes":[{"channel":"a","value":1,"idx":4294967296}]}`},
+		{"control character in a channel", writes + "t", `{"writes":[{"channel":"a\u0001","value":1}]}`},
+		{"no writes", writes + "t", `{}`},
+		{"pending_writes not a boolean", cpPath("th", "/checkpoints?pending_writes=yes"), ``},
+	} {
+		method := "PUT"
+		if tc.body == "" {
+			method = "GET"
+		}
+		if st, b := do(method, tc.path, tc.body); st != 400 || errorCode(b) != "invalid_argument" {
+			t.Errorf("%s: %d %s, want 400 invalid_argument", tc.name, st, b)
+		}
+	}
+	// Nothing was written by the refused requests.
+	if st, b := do("GET", cpPath("th", "/checkpoints/c1"), nil); st != 200 || strings.Contains(string(b), `"task_id":"t"`) {
+		t.Errorf("refused writes left a trace: %s", b)
+	}
+}

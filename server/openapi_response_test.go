@@ -350,10 +350,11 @@ func TestOpenAPIResponses(t *testing.T) {
 	sc.call(t, "PUT", th+"/checkpoints/c1", `{"data":{"step":1}}`, admin, 200, "")
 	sc.call(t, "PUT", th+"/checkpoints/c2", `{"parent_id":"c1","data":{"step":2},"metadata":{"by":"agent-a"}}`, admin, 201, "")
 	sc.call(t, "PUT", th+"/checkpoints/c3", `{"parent_id":"c1","data":3}`, admin, 409, "version_mismatch")
-	sc.call(t, "PUT", th+"/checkpoints/c2/writes/node-a", `{"writes":[["messages","hi"]]}`, admin, 201, "")
+	sc.call(t, "PUT", th+"/checkpoints/c2/writes/node-a", `{"writes":[{"channel":"messages","value":"hi"},{"channel":"__interrupt__","value":1,"idx":-3}],"task_path":"p"}`, admin, 201, "")
 	sc.call(t, "GET", th+"/checkpoints/latest", nil, admin, 200, "")
 	sc.call(t, "GET", th+"/checkpoints/c1", nil, admin, 200, "")
 	sc.call(t, "GET", th+"/checkpoints?limit=10", nil, admin, 200, "")
+	sc.call(t, "GET", th+"/checkpoints?pending_writes=true", nil, admin, 200, "")
 	sc.call(t, "GET", th+"/checkpoints?filter=%7B%22by%22%3A%22agent-a%22%7D", nil, admin, 200, "")
 	sc.call(t, "GET", th+"/checkpoints?filter=%5B%5D", nil, admin, 400, "invalid_argument")
 	// A namespace of an e-mail-like thread, and data held in a chunk.

@@ -75,7 +75,7 @@ func TestCheckpointLangGraphSaver(t *testing.T) {
 			// put_writes: idempotent per (checkpoint, task).
 			for range 2 {
 				if err := saver.PutWrites(ctx, tenant, th, "1ef-02", client.PutWritesRequest{NS: ns, TaskID: "task-a",
-					Writes: json.RawMessage(`[["messages","hello"]]`)}); err != nil {
+					Writes: []client.Write{{Channel: "messages", Value: json.RawMessage(`"hello"`)}}}); err != nil {
 					t.Fatalf("put_writes in %q/%q: %v", th, ns, err)
 				}
 			}

@@ -294,11 +294,21 @@ type CheckpointPut struct {
 }
 
 // CheckpointWrites is the body of PUT
-// /v1/tenants/{t}/threads/{thread}/checkpoints/{id}/writes/{task_id}.
-// Writes is a JSON array.
+// /v1/tenants/{t}/threads/{thread}/checkpoints/{id}/writes/{task_id}: a
+// task's pending writes (LangGraph's put_writes), and its task path.
 type CheckpointWrites struct {
-	Writes json.RawMessage `json:"writes"`
-	Fence  *Fence          `json:"fence,omitempty"`
+	Writes   []CheckpointWrite `json:"writes"`
+	TaskPath string            `json:"task_path,omitempty"`
+	Fence    *Fence            `json:"fence,omitempty"`
+}
+
+// CheckpointWrite is one pending write: the value a task wrote to a
+// channel, at index Idx of the task's writes (nil: the write's position
+// in Writes). Negative indexes are LangGraph's special channels.
+type CheckpointWrite struct {
+	Idx     *int64          `json:"idx,omitempty"`
+	Channel string          `json:"channel"`
+	Value   json.RawMessage `json:"value"`
 }
 
 // ThreadDelete is the body of DELETE /v1/tenants/{t}/threads/{thread}, which

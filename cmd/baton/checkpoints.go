@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -183,19 +184,22 @@ func checkpointListCommand() *command {
 
 func checkpointWritesCommand() *command {
 	var th threadFlags
-	var task string
+	var task, taskPath string
 	var writes jsonFlag
 	var fence fenceFlags
 	return &command{
-		name:     "writes",
-		summary:  "Record the pending writes a task made after a checkpoint",
-		args:     "ID",
-		long:     "Idempotent per (checkpoint, task): the same writes again are a no-op.",
-		examples: `  baton checkpoint writes cp-2 --tenant acme --thread chat-7 --task step-3 --writes '[["messages","hello"]]'`,
+		name:    "writes",
+		summary: "Record the pending writes a task made after a checkpoint",
+		args:    "ID",
+		long: "Each write is {\"channel\", \"value\", \"idx\"?}, idx defaulting to its position. As LangGraph\n" +
+			"keeps them: a write at an index >= 0 already recorded for the task stays as it was, one at\n" +
+			"a negative index (error, interrupt, resume) replaces what was there.",
+		examples: `  baton checkpoint writes cp-2 --tenant acme --thread chat-7 --task step-3 --writes '[{"channel":"messages","value":"hello"}]'`,
 		flags: func(fs *pflag.FlagSet) {
 			th.declareNS(fs)
 			fs.StringVar(&task, "task", "", "id of the task that made the writes (required)")
-			fs.Var(&writes, "writes", "the writes as a JSON array (required)")
+			fs.StringVar(&taskPath, "task-path", "", "the task's path in the graph (LangGraph's task_path)")
+			fs.Var(&writes, "writes", `the writes as a JSON array of {"channel", "value", "idx"?} (required)`)
 			fence.declare(fs)
 		},
 		run: func(ctx context.Context, a *app, inv *invocation) error {
@@ -207,12 +211,36 @@ func checkpointWritesCommand() *command {
 			if err != nil {
 				return err
 			}
+			ws, err := parseWrites(inv, writes.raw)
+			if err != nil {
+				return err
+			}
 			done := fmt.Sprintf("recorded writes of task %s for checkpoint %s", task, id)
 			return a.write(ctx, done, func(ctx context.Context, c *client.Client, o client.RequestOption) error {
-				return fenceRefusal(c.PutWrites(ctx, th.tenant, th.thread, id, client.PutWritesRequest{NS: th.ns, TaskID: task, Writes: writes.raw, Fence: f}, o), f, "write")
+				req := client.PutWritesRequest{NS: th.ns, TaskID: task, TaskPath: taskPath, Writes: ws, Fence: f}
+				return fenceRefusal(c.PutWrites(ctx, th.tenant, th.thread, id, req, o), f, "write")
 			})
 		},
 	}
+}
+
+// parseWrites reads --writes: a JSON array of {"channel", "value", "idx"?}.
+func parseWrites(inv *invocation, raw json.RawMessage) ([]client.Write, error) {
+	var in []struct {
+		Channel string          `json:"channel"`
+		Value   json.RawMessage `json:"value"`
+		Idx     *int64          `json:"idx"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return nil, inv.usagef(`--writes must be a JSON array of {"channel", "value", "idx"?}: %v`, err)
+	}
+	out := make([]client.Write, len(in))
+	for i, w := range in {
+		out[i] = client.Write{Channel: w.Channel, Value: w.Value, Idx: w.Idx}
+	}
+	return out, nil
 }
 
 func checkpointDeleteThreadCommand() *command {
@@ -255,7 +283,7 @@ func printCheckpoint(w io.Writer, cp *client.Checkpoint) {
 	}
 	fmt.Fprintf(w, "pending writes:\t\n")
 	for _, pw := range cp.PendingWrites {
-		fmt.Fprintf(w, "  %s\t%s\n", pw.TaskID, rawText(pw.Writes))
+		fmt.Fprintf(w, "  %s\t%d\t%s\t%s\n", pw.TaskID, pw.Idx, pw.Channel, rawText(pw.Value))
 	}
 }
 

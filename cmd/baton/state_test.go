@@ -21,7 +21,7 @@ const (
  "version": 589825, "updated_at": "2025-01-02T03:04:05.678Z", "expires_at": null}`
 	sampleCheckpoint = `{"thread_id": "chat-7", "checkpoint_id": "cp-2", "parent_id": "cp-1", "data": {"messages": ["hi"]},
  "metadata": {"step": 2}, "created_at": "2025-01-02T03:04:05.678Z",
- "pending_writes": [{"task_id": "step-3", "writes": [["messages", "hello"]]}]}`
+ "pending_writes": [{"task_id": "step-3", "idx": 0, "channel": "messages", "value": "hello"}]}`
 	sampleOp = `{"op_id": "notify:r42", "kind": "email.send", "params_digest": "sha256:ab", "task_id": "",
  "state": "started", "result": null, "created_at": "2025-01-02T03:04:05.678Z", "updated_at": "2025-01-02T03:04:05.678Z"}`
 )
@@ -56,7 +56,7 @@ func (f *stateNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "GET /v1/tenants/acme/threads/chat-7/checkpoints":
 		io.WriteString(w, `{"checkpoints": [`+sampleCheckpoint+`]}`)
 	case "PUT /v1/tenants/acme/threads/chat-7/checkpoints/cp-2/writes/step-3":
-		io.WriteString(w, `{"task_id": "step-3", "writes": [["messages", "hello"]]}`)
+		io.WriteString(w, `{"task_id": "step-3", "writes": [{"task_id": "step-3", "idx": 0, "channel": "messages", "value": "hello"}]}`)
 	case "GET /v1/tenants/acme/ops/notify:r42", "POST /v1/tenants/acme/ops/notify:r42/finish":
 		io.WriteString(w, sampleOp)
 	case "POST /v1/tenants/acme/ops/notify:r42/begin":
@@ -131,8 +131,8 @@ func TestStateRequestsSent(t *testing.T) {
 		{[]string{"checkpoint", "latest", "--thread", "chat-7"}, "GET /v1/tenants/acme/threads/chat-7/checkpoints/latest", "", ``},
 		{[]string{"checkpoint", "list", "--thread", "chat-7", "--before", "cp-9", "--limit", "3"},
 			"GET /v1/tenants/acme/threads/chat-7/checkpoints", "before=cp-9&limit=3", ``},
-		{[]string{"checkpoint", "writes", "cp-2", "--thread", "chat-7", "--task", "step-3", "--writes", `[["messages", "hello"]]`},
-			"PUT /v1/tenants/acme/threads/chat-7/checkpoints/cp-2/writes/step-3", "", `{"writes":[["messages","hello"]]}`},
+		{[]string{"checkpoint", "writes", "cp-2", "--thread", "chat-7", "--task", "step-3", "--writes", `[{"channel": "messages", "value": "hello"}]`},
+			"PUT /v1/tenants/acme/threads/chat-7/checkpoints/cp-2/writes/step-3", "", `{"writes":[{"channel":"messages","value":"hello"}]}`},
 		{[]string{"checkpoint", "delete-thread", "--thread", "chat-7", "--fence-task", "r42", "--fence-token", "7"},
 			"DELETE /v1/tenants/acme/threads/chat-7", "", `{"fence":{"task_id":"r42","token":7}}`},
 		{[]string{"op", "get", "notify:r42"}, "GET /v1/tenants/acme/ops/notify:r42", "", ``},
@@ -213,7 +213,7 @@ func TestStateOutput(t *testing.T) {
 		{[]string{"kv", "get", "research", "sources/raft"}, []string{"key:", "sources/raft", "version:", "589825", `{"url":"https://raft.github.io"}`, "expires:"}},
 		{[]string{"kv", "ls", "research"}, []string{"KEY", "VERSION", "sources/raft", "--page-token c291cmNlcy9yYWZ0"}},
 		{[]string{"kv", "del", "research", "sources/raft"}, []string{"deleted research/sources/raft"}},
-		{[]string{"checkpoint", "latest", "--thread", "chat-7"}, []string{"checkpoint:", "cp-2", "parent:", "cp-1", "step-3", `[["messages","hello"]]`}},
+		{[]string{"checkpoint", "latest", "--thread", "chat-7"}, []string{"checkpoint:", "cp-2", "parent:", "cp-1", "step-3", "messages", `"hello"`}},
 		{[]string{"checkpoint", "list", "--thread", "chat-7"}, []string{"CHECKPOINT", "PARENT", "cp-2", `{"step":2}`}},
 		{[]string{"checkpoint", "delete-thread", "--thread", "chat-7"}, []string{"deleted thread chat-7"}},
 		{[]string{"op", "get", "notify:r42"}, []string{"state:", "started", "email.send", "sha256:ab"}},
