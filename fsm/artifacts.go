@@ -170,7 +170,7 @@ func applyArtifactPublish(f *FSM, ctx *applyCtx, c *Command) *Result {
 	if r := decodeArgs(c, &a); r != nil {
 		return r
 	}
-	if r := checkFence(f.st, c.Tenant, a.Fence); r != nil {
+	if r := checkFence(f.st, c, a.Fence); r != nil {
 		return r
 	}
 	if r := f.checkChunks(c.Tenant, &a); r != nil {

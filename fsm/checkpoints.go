@@ -305,7 +305,7 @@ func applyCheckpointPut(f *FSM, ctx *applyCtx, c *Command) *Result {
 	if r := decodeArgs(c, &a); r != nil {
 		return r
 	}
-	if r := checkFence(f.st, c.Tenant, a.Fence); r != nil {
+	if r := checkFence(f.st, c, a.Fence); r != nil {
 		return r
 	}
 	if cur, ok := getCheckpoint(f.st, c.Tenant, a.Thread, a.NS, a.ID); ok {
@@ -406,7 +406,7 @@ func applyCheckpointWrites(f *FSM, _ *applyCtx, c *Command) *Result {
 	if r := decodeArgs(c, &a); r != nil {
 		return r
 	}
-	if r := checkFence(f.st, c.Tenant, a.Fence); r != nil {
+	if r := checkFence(f.st, c, a.Fence); r != nil {
 		return r
 	}
 	if _, ok := getCheckpoint(f.st, c.Tenant, a.Thread, a.NS, a.ID); !ok {
@@ -525,7 +525,7 @@ func applyThreadDelete(f *FSM, ctx *applyCtx, c *Command) *Result {
 	if r := decodeArgs(c, &a); r != nil {
 		return r
 	}
-	if r := checkFence(f.st, c.Tenant, a.Fence); r != nil {
+	if r := checkFence(f.st, c, a.Fence); r != nil {
 		return r
 	}
 	// Every namespace of the thread is under its prefix, and so is its

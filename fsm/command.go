@@ -73,6 +73,7 @@ func NewCommand(kind Kind, now int64, tenant, principal string, args any) *Comma
 	if v, ok := args.(entryVersioner); ok {
 		c.ver = v.entryVersion()
 	}
+	c.ver = max(c.ver, fenceEntryVersion(kind, principal, args))
 	return c
 }
 

@@ -1,7 +1,9 @@
 package fsm
 
 import (
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"testing"
 )
 
@@ -96,5 +98,96 @@ func TestFenceFollowsTheTask(t *testing.T) {
 	w.ok(KindTaskDelete, "acme", &TaskDeleteArgs{ID: "t1"})
 	if d := w.refused(CodeFenced, KindKVPut, "acme", put(next)); d["current_token"] != float64(0) {
 		t.Errorf("fence on a deleted task: current_token %v, want 0", d["current_token"])
+	}
+}
+
+// TestFenceHidesTasksOutsideGrant: in a version 5 entry, a principal's
+// fence naming a task it may not read is refused as if the task did not
+// exist (current_token 0, one message for both), whatever the token, also
+// inside a transaction; a task it may read is guarded as before, and so is
+// everything in older entries and for the admin.
+func TestFenceHidesTasksOutsideGrant(t *testing.T) {
+	w := newWorld(t)
+	w.ok(KindPrincipalCreate, "acme", &PrincipalCreateArgs{Name: "spy", TokenHash: "hs", Grants: []Grant{
+		{Resource: "kv", Prefix: "", Actions: []string{"read", "write"}},
+		{Resource: "tasks", Prefix: "research", Actions: []string{"read"}}}})
+	secret := w.claim("acme", "secret-1", "w") // in queue "q"
+	w.ok(KindTaskCreate, "acme", &TaskCreateArgs{ID: "r-1", Queue: "research"})
+	research := w.ok(KindTaskClaim, "acme", &TaskClaimArgs{ID: "r-1", Owner: "w", LeaseMs: 60_000}).Obj.(*Task).FencingToken
+	put := func(fc *Fence) *KVPutArgs { return &KVPutArgs{Namespace: "ns", Key: "k", Value: []byte(`1`), Fence: fc} }
+	txn := func(fc *Fence) *TxnArgs {
+		return &TxnArgs{Ops: []TxnOp{{Kind: KindKVPut, Args: EncodeArgs(put(fc))}}}
+	}
+	const hidden = `fence names task "%s", which does not exist or is outside the caller's task grants`
+	cases := []struct {
+		name      string
+		principal string
+		kind      Kind
+		args      any
+		oldEntry  bool // written as before version 5
+		wantCode  string
+		wantToken float64
+		wantMsg   string
+	}{
+		{"current token outside the grant", "spy", KindKVPut, put(&Fence{TaskID: "secret-1", Token: secret}), false, CodeFenced, 0, fmt.Sprintf(hidden, "secret-1")},
+		{"stale token outside the grant", "spy", KindKVPut, put(&Fence{TaskID: "secret-1", Token: secret + 1}), false, CodeFenced, 0, fmt.Sprintf(hidden, "secret-1")},
+		{"missing task", "spy", KindKVPut, put(&Fence{TaskID: "nope", Token: 3}), false, CodeFenced, 0, fmt.Sprintf(hidden, "nope")},
+		{"in a transaction", "spy", KindTxn, txn(&Fence{TaskID: "secret-1", Token: secret}), false, CodeFenced, 0, "op 0: " + fmt.Sprintf(hidden, "secret-1")},
+		{"stale token inside the grant", "spy", KindKVPut, put(&Fence{TaskID: "r-1", Token: research + 1}), false, CodeFenced, float64(research), ""},
+		{"current token inside the grant", "spy", KindKVPut, put(&Fence{TaskID: "r-1", Token: research}), false, "", 0, ""},
+		{"the admin", "", KindKVPut, put(&Fence{TaskID: "secret-1", Token: secret}), false, "", 0, ""},
+		{"an entry before version 5", "spy", KindKVPut, put(&Fence{TaskID: "secret-1", Token: secret}), true, "", 0, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewCommand(tc.kind, w.now+10, "acme", tc.principal, tc.args)
+			if tc.principal != "" && c.ver != EntryVersion5 {
+				t.Errorf("command's entry version: got %d, want %d", c.ver, EntryVersion5)
+			}
+			if tc.oldEntry {
+				c.ver = 0
+			}
+			w.index++
+			w.now += 10
+			r := applyOne(t, w.f, w.index, c)
+			if r.Code != tc.wantCode {
+				t.Fatalf("got %s, want code %q", describe(r), tc.wantCode)
+			}
+			if tc.wantCode == "" {
+				return
+			}
+			var d map[string]any
+			if err := json.Unmarshal(r.Details, &d); err != nil || d["current_token"] != tc.wantToken {
+				t.Errorf("details: got %s (%v), want current_token %v", r.Details, err, tc.wantToken)
+			}
+			if tc.wantMsg != "" && r.Message != tc.wantMsg {
+				t.Errorf("message: got %q, want %q", r.Message, tc.wantMsg)
+			}
+		})
+	}
+}
+
+// TestFenceEntryVersion: every kind whose args take a fence is known to
+// fenceEntryVersion, which puts a principal's fenced command in a version 5
+// entry and leaves the admin's, and unfenced ones, as they were.
+func TestFenceEntryVersion(t *testing.T) {
+	for _, kind := range []Kind{KindKVPut, KindKVDelete, KindCheckpointPut, KindCheckpointWrites, KindThreadDelete,
+		KindOpBegin, KindOpFinish, KindArtifactPublish, KindRefSet} {
+		i, ok := fenceFields[kind]
+		if !ok {
+			t.Errorf("%s: got no fence field, want one", kind)
+			continue
+		}
+		args := reflect.New(argTypes[kind].Elem())
+		if got := fenceEntryVersion(kind, "p", args.Interface()); got != 0 {
+			t.Errorf("%s without a fence: got version %d, want 0", kind, got)
+		}
+		args.Elem().Field(i).Set(reflect.ValueOf(&Fence{TaskID: "t", Token: 1}))
+		if got := fenceEntryVersion(kind, "p", args.Interface()); got != EntryVersion5 {
+			t.Errorf("%s with a fence: got version %d, want %d", kind, got, EntryVersion5)
+		}
+		if got := fenceEntryVersion(kind, "", args.Interface()); got != 0 {
+			t.Errorf("%s with a fence, by the admin: got version %d, want 0", kind, got)
+		}
 	}
 }

@@ -127,7 +127,7 @@ func applyKVPut(f *FSM, ctx *applyCtx, c *Command) *Result {
 	if r := decodeArgs(c, &a); r != nil {
 		return r
 	}
-	if r := checkFence(f.st, c.Tenant, a.Fence); r != nil {
+	if r := checkFence(f.st, c, a.Fence); r != nil {
 		return r
 	}
 	cur := liveKV(f.st, c.Tenant, a.Namespace, a.Key, ctx.now)
@@ -153,7 +153,7 @@ func applyKVDelete(f *FSM, ctx *applyCtx, c *Command) *Result {
 	if r := decodeArgs(c, &a); r != nil {
 		return r
 	}
-	if r := checkFence(f.st, c.Tenant, a.Fence); r != nil {
+	if r := checkFence(f.st, c, a.Fence); r != nil {
 		return r
 	}
 	cur := liveKV(f.st, c.Tenant, a.Namespace, a.Key, ctx.now)

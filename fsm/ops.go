@@ -85,7 +85,7 @@ func applyOpBegin(f *FSM, ctx *applyCtx, c *Command) *Result {
 	if r := decodeArgs(c, &a); r != nil {
 		return r
 	}
-	if r := checkFence(f.st, c.Tenant, a.Fence); r != nil {
+	if r := checkFence(f.st, c, a.Fence); r != nil {
 		return r
 	}
 	if o, ok := getOp(f.st, c.Tenant, a.ID); ok {
@@ -106,7 +106,7 @@ func applyOpFinish(f *FSM, ctx *applyCtx, c *Command) *Result {
 	if r := decodeArgs(c, &a); r != nil {
 		return r
 	}
-	if r := checkFence(f.st, c.Tenant, a.Fence); r != nil {
+	if r := checkFence(f.st, c, a.Fence); r != nil {
 		return r
 	}
 	o, ok := getOp(f.st, c.Tenant, a.ID)

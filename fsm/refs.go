@@ -58,7 +58,7 @@ func applyRefSet(f *FSM, ctx *applyCtx, c *Command) *Result {
 	if r := decodeArgs(c, &a); r != nil {
 		return r
 	}
-	if r := checkFence(f.st, c.Tenant, a.Fence); r != nil {
+	if r := checkFence(f.st, c, a.Fence); r != nil {
 		return r
 	}
 	m, ok := artifactByID(f.st, c.Tenant, a.ArtifactID)

@@ -55,7 +55,7 @@ func applyTxn(f *FSM, ctx *applyCtx, c *Command) *Result {
 		if !txnKinds[op.Kind] {
 			return withOpIndex(fail(CodeInvalidArgument, fmt.Sprintf("op kind %q is not allowed in a transaction", op.Kind), nil), i)
 		}
-		sub := &Command{Kind: op.Kind, Now: c.Now, Tenant: c.Tenant, Principal: c.Principal, Args: op.Args}
+		sub := &Command{Kind: op.Kind, Now: c.Now, Tenant: c.Tenant, Principal: c.Principal, Args: op.Args, ver: c.ver}
 		r := f.dispatch(ctx, sub)
 		if !r.OK() {
 			return withOpIndex(r, i)
