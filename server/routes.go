@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"sort"
 	"strings"
@@ -39,8 +40,40 @@ func (s *Server) routes() {
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf("not_found", "no such endpoint: %s %s", r.Method, r.URL.Path))
+		s.drainBody(w, r)
 	})
 }
+
+// drainBody reads and discards what the handler left of the request body
+// (an answer given before or while reading it: 413, 401, 404...), at most
+// twice the larger body limit and within drainTimeout. The answer waits in
+// the connection's buffer meanwhile. Without this the server closes a
+// connection with body data still arriving, and the kernel answers that
+// data with a reset, which a client that sends its whole body before
+// reading (Python's urllib, most libraries without Expect: 100-continue)
+// sees instead of the answer. A body declared longer than the bound is
+// not read at all: the connection is closed as before. A client that asked
+// Expect: 100-continue and was not told to continue sends nothing more, so
+// nothing is asked of it.
+func (s *Server) drainBody(w http.ResponseWriter, r *http.Request) {
+	limit := 2 * max(s.cfg.MaxChunkBody, s.cfg.MaxJSONBody)
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 || r.ContentLength > limit ||
+		strings.EqualFold(r.Header.Get("Expect"), "100-continue") {
+		return
+	}
+	rc := http.NewResponseController(w)
+	deadline := rc.SetReadDeadline(time.Now().Add(min(drainTimeout, s.cfg.BodyTimeout))) == nil
+	_, err := io.CopyN(io.Discard, r.Body, limit)
+	// A body read to its end lifts the deadline; one that was not keeps it,
+	// so that net/http's own attempt to discard the rest fails fast and the
+	// connection is closed.
+	if deadline && err == io.EOF {
+		rc.SetReadDeadline(time.Time{})
+	}
+}
+
+// drainTimeout bounds drainBody's wait for the rest of a body.
+const drainTimeout = 5 * time.Second
 
 // routeTable is every route this server serves, by ServeMux pattern and
 // method: what routes registers, and what docs/openapi.yaml must describe
@@ -89,6 +122,7 @@ func (s *Server) dispatch(methods map[string]route) http.Handler {
 			return
 		}
 		s.serve(w, r, rt)
+		s.drainBody(w, r)
 	})
 }
 

@@ -1,0 +1,72 @@
+"""Concurrency primitives of the async flavour (asyncio); _sio.py has the same names for threads."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+Lock = asyncio.Lock
+monotonic = time.monotonic
+
+
+async def sleep(d: float) -> None:
+    await asyncio.sleep(max(d, 0.0))
+
+
+class Event:
+    def __init__(self) -> None:
+        self._e = asyncio.Event()
+
+    def set(self) -> None:
+        self._e.set()
+
+    def is_set(self) -> bool:
+        return self._e.is_set()
+
+    async def wait(self, timeout: float | None = None) -> bool:
+        """True when set, False when timeout passed first."""
+        if timeout is None:
+            await self._e.wait()
+            return True
+        try:
+            await asyncio.wait_for(self._e.wait(), max(timeout, 0.0))
+        except asyncio.TimeoutError:
+            return self._e.is_set()
+        return True
+
+
+class Handle:
+    def __init__(self, task: asyncio.Task[Any]) -> None:
+        self._task = task
+
+    async def join(self) -> None:
+        await asyncio.gather(self._task, return_exceptions=True)
+
+    def done(self) -> bool:
+        return self._task.done()
+
+
+def spawn(fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> Handle:
+    return Handle(asyncio.get_running_loop().create_task(fn(*args)))
+
+
+def on_sigterm(callback: Callable[[], None]) -> Callable[[], None]:
+    """Calls callback on SIGTERM (and SIGINT) while installed; returns the uninstaller. A no-op where the
+    loop cannot take signal handlers (not the main thread, Windows)."""
+    loop = asyncio.get_running_loop()
+    installed = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(sig, callback)
+            installed.append(sig)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
+
+    def remove() -> None:
+        for s in installed:
+            loop.remove_signal_handler(s)
+
+    return remove

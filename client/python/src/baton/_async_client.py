@@ -1,0 +1,1304 @@
+"""AsyncClient: the Baton API over asyncio.
+
+This file is the source of ``_sync_client.py`` (Client), which
+``tools/unasync.py`` generates from it: edit this one, then run the tool.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import IO, Any, TypeVar
+
+import httpx
+
+from . import _aio as _io
+from ._core import (
+    DEFAULT_MAX_RETRY,
+    DEFAULT_TIMEOUT,
+    DIGEST_RE,
+    Answer,
+    Backoff,
+    Call,
+    Duration,
+    FailoverState,
+    Result,
+    Sessions,
+    SSEParser,
+    broken_answer,
+    build_call,
+    classify,
+    compact,
+    digest,
+    dumps,
+    env_config,
+    event_pos,
+    fence_json,
+    headers,
+    is_cert_error,
+    key_path,
+    millis,
+    new_idempotency_key,
+    parse_endpoints,
+    parse_session,
+    query,
+    refused_unapplied,
+    seconds,
+    seg,
+    ssl_context,
+)
+from ._errors import (
+    BatonError,
+    Compacted,
+    DigestMismatch,
+    InvalidArgument,
+    NotFound,
+    Unavailable,
+    error_from_answer,
+)
+from ._models import (
+    ArtifactPolicy,
+    ArtifactSummary,
+    Checkpoint,
+    ChunkRef,
+    ClusterStatus,
+    Fence,
+    Grant,
+    KVEntry,
+    Manifest,
+    Member,
+    Op,
+    Page,
+    Principal,
+    Quota,
+    QueuePolicy,
+    QueueStats,
+    Ref,
+    Task,
+    TxnResult,
+    UploadStats,
+    WatchEvent,
+    format_time,
+)
+
+T = TypeVar("T")
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+"""The default of arguments whose None means JSON null (``result=None`` sets the result to null)."""
+
+CHECKPOINT_INLINE_MAX = 512 << 10
+"""Checkpoint data larger than this (as compact JSON) goes through chunks (``data_chunks``)."""
+
+_UPLOAD_BATCH_CHUNKS = 16
+_UPLOAD_BATCH_BYTES = 32 << 20
+_MISSING_BATCH = 10_000
+
+Source = bytes | bytearray | memoryview | str | os.PathLike[str] | IO[bytes]
+"""Upload content: bytes, a file path, or a binary file object (read as a stream)."""
+
+
+def _when(v: datetime | None) -> str | None:
+    return None if v is None else format_time(v)
+
+
+def _ms(v: Duration | None) -> int | None:
+    return None if v is None else millis(v)
+
+
+def _page(cls: Any, field: str) -> Callable[[Answer], Page[Any]]:
+    def parse(a: Answer) -> Page[Any]:
+        obj = a.json() or {}
+        return Page([cls.from_json(x) for x in obj.get(field) or []], obj.get("next_page_token") or "")
+
+    return parse
+
+
+def _grants(grants: Iterable[Grant | dict[str, Any]]) -> list[Any]:
+    return [g.to_json() if isinstance(g, Grant) else g for g in grants]
+
+
+def _open_source(source: Source) -> tuple[Callable[[int], bytes], Callable[[], None]]:
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        data = bytes(source)
+        pos = [0]
+
+        def read(n: int) -> bytes:
+            b = data[pos[0] : pos[0] + n]
+            pos[0] += len(b)
+            return b
+
+        return read, lambda: None
+    if isinstance(source, (str, os.PathLike)):
+        f = open(source, "rb")  # noqa: SIM115
+        return f.read, f.close
+    return source.read, lambda: None
+
+
+class AsyncClient:
+    """A client of a Baton cluster (asyncio). Safe to share among tasks of one event loop.
+
+    ``endpoints``: URLs or ``host:port`` (https when ``ca_file`` is given, else http), a list or one
+    comma-separated string. ``token``: the admin token or a principal's. ``tenant``: the default tenant of
+    calls that omit ``tenant=``. ``timeout``: per attempt, ``max_retry``: the retry budget of one call
+    (float seconds or timedelta). ``sessions=False`` sends every write with a random Idempotency-Key
+    instead of numbering it in a client session.
+    """
+
+    def __init__(
+        self,
+        endpoints: str | Sequence[str] = "127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003",
+        *,
+        token: str | None = None,
+        ca_file: str | None = None,
+        tenant: str | None = None,
+        timeout: Duration = DEFAULT_TIMEOUT,
+        max_retry: Duration = DEFAULT_MAX_RETRY,
+        sessions: bool = True,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        eps = parse_endpoints(endpoints if isinstance(endpoints, str) else list(endpoints), ca_file is not None)
+        self.endpoints = eps
+        self.tenant = tenant
+        self.timeout = seconds(timeout)
+        self.max_retry = seconds(max_retry)
+        self._token = token
+        self._fo = FailoverState(eps)
+        self._sess = Sessions(off=not sessions)
+        self._open_lock = _io.Lock()
+        self._own_http = http_client is None
+        self._http = http_client or httpx.AsyncClient(
+            verify=ssl_context(ca_file),
+            timeout=self.timeout,
+            limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
+            trust_env=False,
+        )
+        # Test hook: called with each chunk digest the upload sends.
+        self.on_chunk_sent: Callable[[str, int], None] | None = None
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> AsyncClient:
+        """A client configured from BATON_ENDPOINTS, BATON_TOKEN, BATON_CACERT and BATON_TENANT (what
+        ``batond local`` prints and the CLI reads); keyword arguments override them."""
+        kw = env_config()
+        kw.update(overrides)
+        return cls(**kw)
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._own_http:
+            await self._http.aclose()
+
+    def _tenant(self, tenant: str | None) -> str:
+        t = tenant or self.tenant
+        if not t:
+            raise InvalidArgument("tenant is required: pass tenant= or set a default tenant on the client")
+        return t
+
+    def _tp(self, tenant: str | None) -> str:
+        return "/v1/tenants/" + seg(self._tenant(tenant))
+
+    # The transport: attempts, failover, sessions.
+
+    async def _attempt(self, idx: int, call: Call) -> Result:
+        call.attempts += 1
+        ack = self._sess.ack(call.place.id) if call.place is not None else 0
+        try:
+            r = await self._http.request(
+                call.method,
+                self.endpoints[idx] + call.path,
+                content=call.body,
+                headers=headers(call, self._token, ack),
+                timeout=call.timeout,
+            )
+        except httpx.TransportError as e:
+            return self._transport_failure(idx, call, e)
+        if broken_answer(call, r.status_code, r.content):
+            return Result(retry=True, error=Unavailable(f"{r.status_code} answer without a body"))
+        return classify(r.status_code, r.headers, r.content)
+
+    def _transport_failure(self, idx: int, call: Call, e: BaseException) -> Result:
+        where = f"{call.method} {self.endpoints[idx]}{call.path}"
+        if is_cert_error(e):
+            return Result(error=BatonError(f"{where}: {e} (check the CA file)", code="tls"))
+        return Result(retry=True, error=Unavailable(f"{where}: {type(e).__name__}: {e}"))
+
+    async def _failover(self, call: Call) -> Result:
+        """Tries the endpoints in turn, from the one that last answered, backing off after each round of
+        failures, until one answers or the retry budget is spent."""
+        deadline = _io.monotonic() + self.max_retry
+        n = len(self.endpoints)
+        start = self._fo.preferred
+        bo = Backoff()
+        round_retry_after = 0.0
+        i = 0
+        while True:
+            idx = (start + i) % n
+            res = await self._attempt(idx, call)
+            if res.answered:
+                self._fo.prefer(idx, res.leader)
+            if not res.retry:
+                return res
+            remaining = deadline - _io.monotonic()
+            if res.rate_limited:
+                if res.retry_after >= remaining:
+                    return res
+                await _io.sleep(res.retry_after)
+                i += 1
+                continue
+            round_retry_after = max(round_retry_after, res.retry_after)
+            delay = 0.0
+            if (i + 1) % n == 0:
+                delay = bo.delay(round_retry_after, remaining)
+                round_retry_after = 0.0
+            if delay >= remaining:
+                if res.error is not None:
+                    res.error.message = f"{res.error.message} (gave up after {i + 1} attempts)"
+                return res
+            await _io.sleep(delay)
+            i += 1
+
+    async def _begin_write(self) -> Any:
+        """The write's place in the session, opening one first; None when the server has no sessions."""
+        while True:
+            if self._sess.off:
+                return None
+            p = self._sess.place()
+            if p is not None:
+                return p
+            async with self._open_lock:
+                if self._sess.id != 0 or self._sess.off:
+                    continue
+                res = await self._failover(Call("POST", "/v1/sessions", timeout=self.timeout))
+                if res.error is not None:
+                    if res.error.status in (404, 405):
+                        self._sess.off = True
+                        continue
+                    raise res.error
+                assert res.answer is not None
+                self._sess.opened(parse_session(res.answer))
+
+    async def _send_in_session(self, call: Call) -> Result:
+        """A write numbered in the client session. A first attempt refused because the session is gone (or
+        its number forgotten) applied nothing: it goes again, once, in a new session or with a new number."""
+        rnd = 0
+        while True:
+            p = await self._begin_write()
+            if p is None:
+                call.key = new_idempotency_key()
+                return await self._failover(call)
+            call.place, call.attempts = p, 0
+            try:
+                res = await self._failover(call)
+            finally:
+                self._sess.end(p)
+            refused, gone = refused_unapplied(res.error)
+            if refused and rnd == 0 and call.attempts == 1:
+                if gone:
+                    self._sess.drop(p.id)
+                rnd += 1
+                continue
+            return res
+
+    async def _send(self, call: Call) -> Answer:
+        if call.is_write and not call.key and call.session:
+            res = await self._send_in_session(call)
+        else:
+            res = await self._failover(call)
+        if res.error is not None:
+            raise res.error
+        assert res.answer is not None
+        return res.answer
+
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        parse: Callable[[Answer], T],
+        body: Any = None,
+        *,
+        idempotency_key: str | None = None,
+        stale: bool = False,
+        want_value: bool = True,
+        raw: bytes | None = None,
+        session: bool = True,
+        extra_timeout: float = 0.0,
+    ) -> T:
+        call = build_call(
+            method,
+            path,
+            body,
+            raw=raw,
+            idempotency_key=idempotency_key,
+            timeout=self.timeout + extra_timeout,
+            stale=stale,
+            want_value=want_value,
+            session=session,
+        )
+        return parse(await self._send(call))
+
+    async def request(
+        self, method: str, path: str, body: Any = None, *, idempotency_key: str | None = None
+    ) -> Any:
+        """Any API call, with failover, retries and sessions; returns the decoded JSON answer (None for
+        204). For routes this SDK has no method for yet."""
+        return await self._call(method, path, lambda a: a.json(), body, idempotency_key=idempotency_key,
+                                want_value=False)
+
+    async def _open_stream(self, path: str, hdrs: dict[str, str], read_timeout: float) -> httpx.Response:
+        """A streamed GET with failover; the caller closes the answer."""
+        call = build_call("GET", path, timeout=self.timeout)
+        deadline = _io.monotonic() + self.max_retry
+        n = len(self.endpoints)
+        start = self._fo.preferred
+        bo = Backoff()
+        i = 0
+        while True:
+            idx = (start + i) % n
+            h = headers(call, self._token, 0)
+            h.update(hdrs)
+            req = self._http.build_request(
+                "GET", self.endpoints[idx] + path, headers=h,
+                timeout=httpx.Timeout(self.timeout, read=read_timeout),
+            )
+            try:
+                r = await self._http.send(req, stream=True)
+            except httpx.TransportError as e:
+                res = self._transport_failure(idx, call, e)
+            else:
+                if r.status_code == 200:
+                    self._fo.prefer(idx, r.headers.get("X-Baton-Leader") or "")
+                    return r
+                body = await r.aread()
+                await r.aclose()
+                res = classify(r.status_code, r.headers, body)
+            if not res.retry:
+                assert res.error is not None
+                raise res.error
+            remaining = deadline - _io.monotonic()
+            delay = bo.delay(res.retry_after, remaining) if (i + 1) % n == 0 or res.rate_limited else 0.0
+            if res.rate_limited:
+                delay = res.retry_after
+            if delay >= remaining:
+                assert res.error is not None
+                raise res.error
+            await _io.sleep(delay)
+            i += 1
+
+    # Tenants, principals, quotas, sessions.
+
+    async def create_tenant(self, name: str, *, idempotency_key: str | None = None) -> bool:
+        """Creates tenant ``name`` (admin); True when created, False when it existed."""
+        return await self._call("PUT", "/v1/tenants/" + seg(name), lambda a: a.status == 201,
+                                idempotency_key=idempotency_key, want_value=False)
+
+    async def list_tenants(self) -> list[str]:
+        return await self._call("GET", "/v1/tenants", lambda a: list((a.json() or {}).get("tenants") or []))
+
+    async def create_principal(
+        self,
+        name: str,
+        grants: Iterable[Grant | dict[str, Any]],
+        *,
+        tenant: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Principal:
+        """Creates a principal; the answer carries its token (shown once)."""
+        return await self._call("POST", self._tp(tenant) + "/principals", lambda a: Principal.from_json(a.json()),
+                                {"name": name, "grants": _grants(grants)}, idempotency_key=idempotency_key)
+
+    async def delete_principal(self, name: str, *, tenant: str | None = None,
+                               idempotency_key: str | None = None) -> None:
+        await self._call("DELETE", self._tp(tenant) + "/principals/" + seg(name), lambda a: None,
+                         idempotency_key=idempotency_key, want_value=False)
+
+    async def rotate_principal(self, name: str, *, tenant: str | None = None,
+                               idempotency_key: str | None = None) -> Principal:
+        return await self._call("POST", self._tp(tenant) + "/principals/" + seg(name) + "/rotate",
+                                lambda a: Principal.from_json(a.json()), {}, idempotency_key=idempotency_key)
+
+    async def list_principals(self, *, tenant: str | None = None) -> list[Principal]:
+        return await self._call("GET", self._tp(tenant) + "/principals",
+                                lambda a: [Principal.from_json(p) for p in (a.json() or {}).get("principals") or []])
+
+    async def set_quota(
+        self,
+        *,
+        max_bytes: int,
+        max_keys: int,
+        rate_per_sec: float | None = None,
+        burst: int | None = None,
+        tenant: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Quota:
+        body = compact({"max_bytes": max_bytes, "max_keys": max_keys, "rate_per_sec": rate_per_sec, "burst": burst})
+        return await self._call("PUT", self._tp(tenant) + "/quota", lambda a: Quota.from_json(a.json()), body,
+                                idempotency_key=idempotency_key)
+
+    async def get_quota(self, *, tenant: str | None = None) -> Quota:
+        return await self._call("GET", self._tp(tenant) + "/quota", lambda a: Quota.from_json(a.json()))
+
+    # Tasks.
+
+    async def create_task(
+        self,
+        queue: str,
+        *,
+        task_id: str | None = None,
+        payload: Any = MISSING,
+        status: str | None = None,
+        priority: int | None = None,
+        max_attempts: int | None = None,
+        backoff_initial: Duration | None = None,
+        backoff_max: Duration | None = None,
+        available_at: datetime | None = None,
+        delay: Duration | None = None,
+        retention: Duration | None = None,
+        tenant: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Task:
+        """Creates a task (an id is generated when ``task_id`` is None); AlreadyExists if the id exists."""
+        body = compact({
+            "task_id": task_id, "queue": queue, "status": status, "priority": priority,
+            "max_attempts": max_attempts, "backoff_initial_ms": _ms(backoff_initial),
+            "backoff_max_ms": _ms(backoff_max), "available_at": _when(available_at),
+            "delay_ms": _ms(delay), "retention_ms": _ms(retention),
+        })
+        if payload is not MISSING:
+            body["payload"] = payload
+        return await self._call("POST", self._tp(tenant) + "/tasks", lambda a: Task.from_json(a.json()), body,
+                                idempotency_key=idempotency_key)
+
+    async def get_task(self, task_id: str, *, tenant: str | None = None, stale: bool = False) -> Task:
+        return await self._call("GET", self._tp(tenant) + "/tasks/" + seg(task_id),
+                                lambda a: Task.from_json(a.json()), stale=stale)
+
+    async def list_tasks(
+        self,
+        *,
+        queue: str | None = None,
+        status: str | None = None,
+        owner: str | None = None,
+        limit: int | None = None,
+        page_token: str | None = None,
+        tenant: str | None = None,
+        stale: bool = False,
+    ) -> Page[Task]:
+        """One page of tasks in id order; see iter_tasks for all of them."""
+        path = query(self._tp(tenant) + "/tasks", queue=queue, status=status, owner=owner, limit=limit,
+                     page_token=page_token or None)
+        return await self._call("GET", path, _page(Task, "tasks"), stale=stale)
+
+    async def iter_tasks(
+        self,
+        *,
+        queue: str | None = None,
+        status: str | None = None,
+        owner: str | None = None,
+        page_size: int | None = None,
+        tenant: str | None = None,
+    ) -> AsyncIterator[Task]:
+        """Every matching task, following next_page_token (pages may be empty)."""
+        token = ""
+        while True:
+            page = await self.list_tasks(queue=queue, status=status, owner=owner, limit=page_size,
+                                         page_token=token, tenant=tenant)
+            for t in page.items:
+                yield t
+            if not page.next_page_token:
+                return
+            token = page.next_page_token
+
+    async def delete_task(self, task_id: str, *, expect_version: int | None = None, tenant: str | None = None,
+                          idempotency_key: str | None = None) -> None:
+        path = query(self._tp(tenant) + "/tasks/" + seg(task_id), expect_version=expect_version)
+        await self._call("DELETE", path, lambda a: None, idempotency_key=idempotency_key, want_value=False)
+
+    async def claim_task(
+        self,
+        task_id: str,
+        *,
+        owner: str,
+        lease: Duration,
+        expect_status: str | None = None,
+        expect_version: int | None = None,
+        set_status: str | None = None,
+        tenant: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Task:
+        """Claims one task by id; the answer carries a new fencing token."""
+        body = compact({"owner": owner, "lease_ms": millis(lease), "expect_status": expect_status,
+                        "expect_version": expect_version, "set_status": set_status})
+        return await self._call("POST", self._tp(tenant) + "/tasks/" + seg(task_id) + "/claim",
+                                lambda a: Task.from_json(a.json()), body, idempotency_key=idempotency_key)
+
+    async def claim(
+        self,
+        queue: str,
+        *,
+        owner: str,
+        lease: Duration,
+        statuses: Sequence[str] | None = None,
+        set_status: str | None = None,
+        wait: Duration | None = None,
+        tenant: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Task | None:
+        """Claims the best claimable task of a queue, waiting up to ``wait`` (at most 60 s) for one;
+        None when none was claimable."""
+        wait_ms = _ms(wait)
+        body = compact({"owner": owner, "lease_ms": millis(lease),
+                        "statuses": list(statuses) if statuses else None, "set_status": set_status,
+                        "wait_ms": wait_ms or None})
+        return await self._call(
+            "POST", self._tp(tenant) + "/queues/" + seg(queue) + "/claim",
+            lambda a: None if a.status == 204 or not a.body else Task.from_json(a.json()), body,
+            idempotency_key=idempotency_key, want_value=False, extra_timeout=(wait_ms or 0) / 1000,
+        )
+
+    async def renew_task(self, task_id: str, *, fencing_token: int, lease: Duration, tenant: str | None = None,
+                         idempotency_key: str | None = None) -> Task:
+        body = {"fencing_token": fencing_token, "lease_ms": millis(lease)}
+        return await self._call("POST", self._tp(tenant) + "/tasks/" + seg(task_id) + "/renew",
+                                lambda a: Task.from_json(a.json()), body, idempotency_key=idempotency_key)
+
+    async def update_task(
+        self,
+        task_id: str,
+        *,
+        fencing_token: int | None = None,
+        expect_version: int | None = None,
+        expect_status: str | None = None,
+        status: str | None = None,
+        artifact_id: str | None = None,
+        result: Any = MISSING,
+        payload: Any = MISSING,
+        release: bool | None = None,
+        available_at: datetime | None = None,
+        delay: Duration | None = None,
+        tenant: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Task:
+        """Changes a task: the fields given (``result=None`` sets JSON null); ``release=True`` clears the
+        owner and lease in the same step."""
+        body = compact({"fencing_token": fencing_token, "expect_version": expect_version,
+                        "expect_status": expect_status, "status": status, "artifact_id": artifact_id,
+                        "release": release, "available_at": _when(available_at), "delay_ms": _ms(delay)})
+        if result is not MISSING:
+            body["result"] = result
+        if payload is not MISSING:
+            body["payload"] = payload
+        return await self._call("POST", self._tp(tenant) + "/tasks/" + seg(task_id) + "/update",
+                                lambda a: Task.from_json(a.json()), body, idempotency_key=idempotency_key)
+
+    async def fail_task(
+        self,
+        task_id: str,
+        *,
+        fencing_token: int,
+        error: str | None = None,
+        non_retryable: bool | None = None,
+        status: str | None = None,
+        tenant: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Task:
+        """Ends the attempt as failed: back to ``status`` after its backoff, or dead."""
+        body = compact({"fencing_token": fencing_token, "error": error, "non_retryable": non_retryable or None,
+                        "status": status})
+        return await self._call("POST", self._tp(tenant) + "/tasks/" + seg(task_id) + "/fail",
+                                lambda a: Task.from_json(a.json()), body, idempotency_key=idempotency_key)
+
+    async def retry_task(
+        self,
+        task_id: str,
+        *,
+        expect_version: int | None = None,
+        status: str | None = None,
+        available_at: datetime | None = None,
+        delay: Duration | None = None,
+        tenant: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Task:
+        body = compact({"expect_version": expect_version, "status": status, "available_at": _when(available_at),
+                        "delay_ms": _ms(delay)})
+        return await self._call("POST", self._tp(tenant) + "/tasks/" + seg(task_id) + "/retry",
+                                lambda a: Task.from_json(a.json()), body, idempotency_key=idempotency_key)
+
+    async def queue_stats(self, queue: str, *, tenant: str | None = None, stale: bool = False) -> QueueStats:
+        return await self._call("GET", self._tp(tenant) + "/queues/" + seg(queue),
+                                lambda a: QueueStats.from_json(a.json()), stale=stale)
+
+    async def list_queues(self, *, limit: int | None = None, page_token: str | None = None,
+                          tenant: str | None = None) -> Page[QueueStats]:
+        path = query(self._tp(tenant) + "/queues", limit=limit, page_token=page_token or None)
+        return await self._call("GET", path, _page(QueueStats, "queues"))
+
+    async def iter_queues(self, *, page_size: int | None = None, tenant: str | None = None
+                          ) -> AsyncIterator[QueueStats]:
+        token = ""
+        while True:
+            page = await self.list_queues(limit=page_size, page_token=token, tenant=tenant)
+            for q in page.items:
+                yield q
+            if not page.next_page_token:
+                return
+            token = page.next_page_token
+
+    async def set_queue_policy(
+        self,
+        queue: str,
+        *,
+        max_attempts: int = 0,
+        backoff_initial: Duration = 0,
+        backoff_max: Duration = 0,
+        retention: Duration | None = None,
+        tenant: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> QueuePolicy:
+        """Defaults for tasks created in the queue afterwards (cluster admin); all zeros clear it."""
+        body = compact({"max_attempts": max_attempts, "backoff_initial_ms": millis(backoff_initial),
+                        "backoff_max_ms": millis(backoff_max), "retention_ms": _ms(retention)})
+        return await self._call("PUT", self._tp(tenant) + "/queues/" + seg(queue) + "/policy",
+                                lambda a: QueuePolicy.from_json(a.json()), body, idempotency_key=idempotency_key)
+
+    async def get_queue_policy(self, queue: str, *, tenant: str | None = None) -> QueuePolicy:
+        return await self._call("GET", self._tp(tenant) + "/queues/" + seg(queue) + "/policy",
+                                lambda a: QueuePolicy.from_json(a.json()))
+
+    # Transactions.
+
+    async def txn(self, ops: Sequence[dict[str, Any]], *, tenant: str | None = None,
+                  idempotency_key: str | None = None) -> TxnResult:
+        """Applies all ops or none: each ``{"op": "task.create" | "task.claim" | "task.update" | "kv.put" |
+        "kv.delete" | "ref.set", ...fields}``. A failing op raises its error with ``op_index``."""
+        body = {"ops": [{k: fence_json(v) if k == "fence" else v for k, v in op.items()} for op in ops]}
+        return await self._call("POST", self._tp(tenant) + "/txn",
+                                lambda a: TxnResult(list((a.json() or {}).get("results") or []), a.index), body,
+                                idempotency_key=idempotency_key)
+
+    # Chunks and artifacts.
+
+    async def missing_chunks(self, digests: Sequence[str], *, tenant: str | None = None) -> list[str]:
+        """The digests this tenant does not hold."""
+        return await self._call("POST", self._tp(tenant) + "/chunks/missing",
+                                lambda a: list((a.json() or {}).get("missing") or []),
+                                {"digests": list(digests)}, session=False)
+
+    async def put_chunk(self, data: bytes, *, tenant: str | None = None) -> bool:
+        """Stores a chunk (at most 4 MiB); True when created, False when it was held already."""
+        d = digest(data)
+        created = await self._call("PUT", self._tp(tenant) + "/chunks/" + d, lambda a: a.status == 201,
+                                   raw=data, session=False, extra_timeout=len(data) / (8 << 20))
+        if self.on_chunk_sent is not None:
+            self.on_chunk_sent(d, len(data))
+        return created
+
+    async def get_chunk(self, chunk_digest: str, *, tenant: str | None = None) -> bytes:
+        data = await self._call("GET", self._tp(tenant) + "/chunks/" + chunk_digest, lambda a: a.body)
+        if digest(data) != chunk_digest:
+            raise DigestMismatch(f"chunk {chunk_digest}: the bytes received hash to {digest(data)}")
+        return data
+
+    async def publish_artifact(
+        self,
+        name: str,
+        *,
+        chunks: Sequence[ChunkRef],
+        digest: str,
+        size: int,
+        media_type: str | None = None,
+        sources: Sequence[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        task_id: str | None = None,
+        fence: Fence | None = None,
+        tenant: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Manifest:
+        """Publishes a manifest of held chunks as the next version of ``name``."""
+        body = compact({"chunks": [c.to_json() for c in chunks], "digest": digest, "size": size,
+                        "media_type": media_type, "sources": list(sources) if sources else None,
+                        "metadata": metadata, "task_id": task_id, "fence": fence_json(fence)})
+        return await self._call("POST", self._tp(tenant) + "/artifacts/" + seg(name) + "/versions",
+                                lambda a: Manifest.from_json(a.json()), body,
+                                idempotency_key=idempotency_key or new_idempotency_key(),
+                                extra_timeout=size / (64 << 20))
+
+    async def _store_chunks(self, tenant: str, batch: list[tuple[str, bytes]], stats: UploadStats) -> None:
+        uniq: dict[str, bytes] = {}
+        for d, b in batch:
+            uniq.setdefault(d, b)
+        keys = list(uniq)
+        for i in range(0, len(keys), _MISSING_BATCH):
+            for d in await self.missing_chunks(keys[i : i + _MISSING_BATCH], tenant=tenant):
+                body = uniq.get(d)
+                if body is None:
+                    continue
+                await self.put_chunk(body, tenant=tenant)
+                stats.chunks_uploaded += 1
+                stats.bytes_sent += len(body)
+
+    async def _upload_chunks(self, tenant: str, source: Source, stats: UploadStats
+                             ) -> tuple[list[ChunkRef], str, int]:
+        from ._cdc import iter_chunks
+
+        read, close = _open_source(source)
+        whole = hashlib.sha256()
+        refs: list[ChunkRef] = []
+        batch: list[tuple[str, bytes]] = []
+        batch_bytes = 0
+        try:
+            for chunk in iter_chunks(read):
+                chunk = bytes(chunk)
+                whole.update(chunk)
+                d = digest(chunk)
+                refs.append(ChunkRef(d, len(chunk)))
+                stats.size += len(chunk)
+                stats.chunks += 1
+                batch.append((d, chunk))
+                batch_bytes += len(chunk)
+                if len(batch) >= _UPLOAD_BATCH_CHUNKS or batch_bytes >= _UPLOAD_BATCH_BYTES:
+                    await self._store_chunks(tenant, batch, stats)
+                    batch, batch_bytes = [], 0
+            if batch:
+                await self._store_chunks(tenant, batch, stats)
+        finally:
+            close()
+        return refs, "sha256:" + whole.hexdigest(), stats.size
+
+    async def upload_artifact(
+        self,
+        name: str,
+        source: Source,
+        *,
+        media_type: str | None = None,
+        sources: Sequence[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        task_id: str | None = None,
+        fence: Fence | None = None,
+        tenant: str | None = None,
+        idempotency_key: str | None = None,
+        stats: UploadStats | None = None,
+    ) -> Manifest:
+        """Cuts the content into content-defined chunks (byte-compatible with the Go SDK), uploads only
+        those the tenant lacks, and publishes the manifest as a new version of ``name``. Memory stays
+        bounded: the content is read once, as a stream. An upload that failed half-way is resumed by
+        calling this again: chunks already held are not sent again. ``stats`` is filled in."""
+        t = self._tenant(tenant)
+        st = stats if stats is not None else UploadStats()
+        t0 = _io.monotonic()
+        try:
+            refs, whole, size = await self._upload_chunks(t, source, st)
+            return await self.publish_artifact(name, chunks=refs, digest=whole, size=size, media_type=media_type,
+                                               sources=sources, metadata=metadata, task_id=task_id, fence=fence,
+                                               tenant=t, idempotency_key=idempotency_key)
+        finally:
+            st.elapsed = _io.monotonic() - t0
+
+    async def get_manifest(self, name: str, version: int, *, tenant: str | None = None) -> Manifest:
+        return await self._call("GET", self._tp(tenant) + "/artifacts/" + seg(name) + f"/versions/{int(version)}",
+                                lambda a: Manifest.from_json(a.json()))
+
+    async def list_versions(self, name: str, *, tenant: str | None = None) -> list[Manifest]:
+        return await self._call("GET", self._tp(tenant) + "/artifacts/" + seg(name) + "/versions",
+                                lambda a: [Manifest.from_json(m) for m in (a.json() or {}).get("versions") or []])
+
+    async def get_artifact_by_id(self, artifact_id: str, *, tenant: str | None = None) -> Manifest:
+        return await self._call("GET", self._tp(tenant) + "/artifacts/by-id/" + seg(artifact_id),
+                                lambda a: Manifest.from_json(a.json()))
+
+    async def list_artifacts(self, *, prefix: str | None = None, limit: int | None = None,
+                             page_token: str | None = None, tenant: str | None = None) -> Page[ArtifactSummary]:
+        path = query(self._tp(tenant) + "/artifacts", prefix=prefix, limit=limit, page_token=page_token or None)
+        return await self._call("GET", path, _page(ArtifactSummary, "artifacts"))
+
+    async def iter_artifacts(self, *, prefix: str | None = None, page_size: int | None = None,
+                             tenant: str | None = None) -> AsyncIterator[ArtifactSummary]:
+        token = ""
+        while True:
+            page = await self.list_artifacts(prefix=prefix, limit=page_size, page_token=token, tenant=tenant)
+            for s in page.items:
+                yield s
+            if not page.next_page_token:
+                return
+            token = page.next_page_token
+
+    async def delete_artifact_version(self, name: str, version: int, *, expect_artifact_id: str | None = None,
+                                      tenant: str | None = None, idempotency_key: str | None = None) -> None:
+        path = query(self._tp(tenant) + "/artifacts/" + seg(name) + f"/versions/{int(version)}",
+                     expect_artifact_id=expect_artifact_id)
+        await self._call("DELETE", path, lambda a: None, idempotency_key=idempotency_key, want_value=False)
+
+    async def delete_artifact(self, name: str, *, expect_version: int | None = None,
+                              tenant: str | None = None) -> None:
+        """Deletes every version of ``name``; one by one, oldest first, when the server asks for that."""
+        path = query(self._tp(tenant) + "/artifacts/" + seg(name), expect_version=expect_version)
+        try:
+            await self._call("DELETE", path, lambda a: None, want_value=False)
+        except InvalidArgument as e:
+            if not e.details.get("delete_by_version"):
+                raise
+            for m in await self.list_versions(name, tenant=tenant):
+                try:
+                    await self.delete_artifact_version(name, m.version, tenant=tenant)
+                except NotFound:
+                    pass
+
+    async def set_artifact_policy(self, prefix: str, keep_last: int, *, tenant: str | None = None,
+                                  idempotency_key: str | None = None) -> ArtifactPolicy:
+        return await self._call("PUT", self._tp(tenant) + "/artifact-policies",
+                                lambda a: ArtifactPolicy.from_json(a.json()),
+                                {"prefix": prefix, "keep_last": keep_last}, idempotency_key=idempotency_key)
+
+    async def list_artifact_policies(self, *, tenant: str | None = None) -> list[ArtifactPolicy]:
+        return await self._call("GET", self._tp(tenant) + "/artifact-policies",
+                                lambda a: [ArtifactPolicy.from_json(p) for p in (a.json() or {}).get("policies") or []])
+
+    async def download_artifact(self, name: str, version: int, dest: IO[bytes], *,
+                                tenant: str | None = None) -> int:
+        """Streams a version's content into ``dest`` and checks its size and digest (DigestMismatch);
+        returns the bytes written."""
+        path = self._tp(tenant) + "/artifacts/" + seg(name) + f"/versions/{int(version)}/content"
+        r = await self._open_stream(path, {"Accept": "*/*"}, self.timeout)
+        try:
+            want = (r.headers.get("ETag") or "").strip('"')
+            length = int(r.headers.get("Content-Length") or -1)
+            h = hashlib.sha256()
+            n = 0
+            try:
+                async for b in r.aiter_bytes():
+                    h.update(b)
+                    dest.write(b)
+                    n += len(b)
+            except httpx.TransportError as e:
+                raise Unavailable(f"download of {name} v{version} cut after {n} bytes: {e}") from e
+        finally:
+            await r.aclose()
+        got = "sha256:" + h.hexdigest()
+        if (length >= 0 and n != length) or (DIGEST_RE.match(want) and got != want):
+            raise DigestMismatch(f"{name} v{version}: got {n} bytes hashing to {got}, want {length} bytes, {want}")
+        return n
+
+    async def download_artifact_to(self, name: str, version: int, path: str | os.PathLike[str], *,
+                                   tenant: str | None = None) -> int:
+        """Downloads to a file, written beside it first and renamed once its digest checked."""
+        tmp = os.fspath(path) + ".part"
+        try:
+            with open(tmp, "wb") as f:
+                n = await self.download_artifact(name, version, f, tenant=tenant)
+            os.replace(tmp, path)
+            return n
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+
+    async def read_artifact(self, name: str, version: int, *, tenant: str | None = None) -> bytes:
+        """A version's content in memory (checked)."""
+        import io
+
+        buf = io.BytesIO()
+        await self.download_artifact(name, version, buf, tenant=tenant)
+        return buf.getvalue()
+
+    # Refs.
+
+    async def set_ref(self, ref: str, artifact_id: str, *, expect_artifact_id: str | None = None,
+                      fence: Fence | None = None, tenant: str | None = None,
+                      idempotency_key: str | None = None) -> Ref:
+        """Points ``ref`` at an artifact; ``expect_artifact_id=""`` means it must not exist yet."""
+        body = compact({"artifact_id": artifact_id, "expect_artifact_id": expect_artifact_id,
+                        "fence": fence_json(fence)})
+        return await self._call("PUT", self._tp(tenant) + "/refs/" + key_path(ref), lambda a: Ref.from_json(a.json()),
+                                body, idempotency_key=idempotency_key)
+
+    async def get_ref(self, ref: str, *, tenant: str | None = None, stale: bool = False) -> Ref:
+        return await self._call("GET", self._tp(tenant) + "/refs/" + key_path(ref), lambda a: Ref.from_json(a.json()),
+                                stale=stale)
+
+    async def list_refs(self, *, prefix: str | None = None, tenant: str | None = None) -> list[Ref]:
+        return await self._call("GET", query(self._tp(tenant) + "/refs", prefix=prefix),
+                                lambda a: [Ref.from_json(r) for r in (a.json() or {}).get("refs") or []])
+
+    async def delete_ref(self, ref: str, *, expect_artifact_id: str | None = None, tenant: str | None = None,
+                         idempotency_key: str | None = None) -> None:
+        path = query(self._tp(tenant) + "/refs/" + key_path(ref), expect_artifact_id=expect_artifact_id)
+        await self._call("DELETE", path, lambda a: None, idempotency_key=idempotency_key, want_value=False)
+
+    # Checkpoints.
+
+    def _cp(self, tenant: str | None, thread: str, *rest: str, ns: str | None = None) -> str:
+        path = self._tp(tenant) + "/threads/" + seg(thread)
+        for r in rest:
+            path += "/" + seg(r)
+        return query(path, checkpoint_ns=ns or None)
+
+    async def put_checkpoint(
+        self,
+        thread: str,
+        checkpoint_id: str,
+        data: Any,
+        *,
+        ns: str | None = None,
+        parent_id: str | None = None,
+        metadata: Any = None,
+        fork: bool | None = None,
+        fence: Fence | None = None,
+        tenant: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Checkpoint:
+        """Appends a checkpoint to a thread's namespace. ``parent_id`` must be the head (VersionMismatch
+        with ``current_head`` otherwise) unless ``fork``. Data over 512 KiB (as JSON) is uploaded as
+        chunks and named by ``data_chunks``; the answer carries the data either way."""
+        t = self._tenant(tenant)
+        body = compact({"parent_id": parent_id, "metadata": metadata, "fork": fork or None,
+                        "fence": fence_json(fence)})
+        text = dumps(data)
+        extra = 0.0
+        if len(text) <= CHECKPOINT_INLINE_MAX:
+            body["data"] = data
+        else:
+            refs, _, size = await self._upload_chunks(t, text, UploadStats())
+            body["data_chunks"] = [c.to_json() for c in refs]
+            extra = size / (64 << 20)
+        cp = await self._call("PUT", self._cp(t, thread, "checkpoints", checkpoint_id, ns=ns),
+                              lambda a: Checkpoint.from_json(a.json()), body, idempotency_key=idempotency_key,
+                              extra_timeout=extra)
+        if "data_chunks" in body:
+            cp = dataclasses.replace(cp, data=data)
+        return cp
+
+    async def get_checkpoint(self, thread: str, checkpoint_id: str, *, ns: str | None = None,
+                             tenant: str | None = None, stale: bool = False) -> Checkpoint:
+        return await self._call("GET", self._cp(tenant, thread, "checkpoints", checkpoint_id, ns=ns),
+                                lambda a: Checkpoint.from_json(a.json()), stale=stale)
+
+    async def latest_checkpoint(self, thread: str, *, ns: str | None = None, tenant: str | None = None,
+                                stale: bool = False) -> Checkpoint:
+        return await self._call("GET", self._cp(tenant, thread, "checkpoints", "latest", ns=ns),
+                                lambda a: Checkpoint.from_json(a.json()), stale=stale)
+
+    async def list_checkpoints(
+        self,
+        thread: str,
+        *,
+        ns: str | None = None,
+        filter: dict[str, Any] | None = None,
+        before: str | None = None,
+        limit: int | None = None,
+        page_token: str | None = None,
+        tenant: str | None = None,
+    ) -> Page[Checkpoint]:
+        """One page, newest first, without pending writes (``data`` is None where ``data_chunks`` is set)."""
+        path = query(self._cp(tenant, thread, "checkpoints", ns=ns),
+                     filter=None if filter is None else json.dumps(filter, separators=(",", ":")),
+                     before=before, limit=limit, page_token=page_token or None)
+        return await self._call("GET", path, _page(Checkpoint, "checkpoints"))
+
+    async def iter_checkpoints(self, thread: str, *, ns: str | None = None, filter: dict[str, Any] | None = None,
+                               before: str | None = None, limit: int | None = None,
+                               tenant: str | None = None) -> AsyncIterator[Checkpoint]:
+        """Newest first, following page tokens (empty pages too), until ``limit`` matches."""
+        token = ""
+        n = 0
+        while True:
+            page = await self.list_checkpoints(thread, ns=ns, filter=filter, before=None if token else before,
+                                               limit=None if limit is None else limit - n, page_token=token,
+                                               tenant=tenant)
+            for c in page.items:
+                yield c
+                n += 1
+            if not page.next_page_token or (limit is not None and n >= limit):
+                return
+            token = page.next_page_token
+
+    async def put_writes(self, thread: str, checkpoint_id: str, task_id: str, writes: list[Any], *,
+                         ns: str | None = None, fence: Fence | None = None, tenant: str | None = None,
+                         idempotency_key: str | None = None) -> None:
+        """Records the pending writes one task made in the step after a checkpoint."""
+        body = compact({"writes": writes, "fence": fence_json(fence)})
+        await self._call("PUT", self._cp(tenant, thread, "checkpoints", checkpoint_id, "writes", task_id, ns=ns),
+                         lambda a: None, body, idempotency_key=idempotency_key, want_value=False)
+
+    async def delete_thread(self, thread: str, *, fence: Fence | None = None, tenant: str | None = None,
+                            idempotency_key: str | None = None) -> None:
+        body = {"fence": fence_json(fence)} if fence is not None else None
+        await self._call("DELETE", self._cp(tenant, thread), lambda a: None, body,
+                         idempotency_key=idempotency_key, want_value=False)
+
+    # KV.
+
+    async def kv_put(self, namespace: str, key: str, value: Any, *, expect_version: int | None = None,
+                     ttl: Duration | None = None, fence: Fence | None = None, tenant: str | None = None,
+                     idempotency_key: str | None = None) -> KVEntry:
+        """Sets a value; ``expect_version=0`` means "must not exist" (compare-and-set otherwise)."""
+        body = compact({"value": value, "expect_version": expect_version, "ttl_ms": _ms(ttl),
+                        "fence": fence_json(fence)})
+        body["value"] = value
+        return await self._call("PUT", self._tp(tenant) + "/kv/" + seg(namespace) + "/" + key_path(key),
+                                lambda a: KVEntry.from_json(a.json()), body, idempotency_key=idempotency_key)
+
+    async def kv_get(self, namespace: str, key: str, *, tenant: str | None = None, stale: bool = False) -> KVEntry:
+        return await self._call("GET", self._tp(tenant) + "/kv/" + seg(namespace) + "/" + key_path(key),
+                                lambda a: KVEntry.from_json(a.json()), stale=stale)
+
+    async def kv_delete(self, namespace: str, key: str, *, expect_version: int | None = None,
+                        tenant: str | None = None, idempotency_key: str | None = None) -> None:
+        path = query(self._tp(tenant) + "/kv/" + seg(namespace) + "/" + key_path(key), expect_version=expect_version)
+        await self._call("DELETE", path, lambda a: None, idempotency_key=idempotency_key, want_value=False)
+
+    async def kv_list(self, namespace: str, *, prefix: str | None = None, limit: int | None = None,
+                      page_token: str | None = None, tenant: str | None = None) -> Page[KVEntry]:
+        path = query(self._tp(tenant) + "/kv/" + seg(namespace), prefix=prefix, limit=limit,
+                     page_token=page_token or None)
+        return await self._call("GET", path, _page(KVEntry, "entries"))
+
+    async def iter_kv(self, namespace: str, *, prefix: str | None = None, page_size: int | None = None,
+                      tenant: str | None = None) -> AsyncIterator[KVEntry]:
+        token = ""
+        while True:
+            page = await self.kv_list(namespace, prefix=prefix, limit=page_size, page_token=token, tenant=tenant)
+            for e in page.items:
+                yield e
+            if not page.next_page_token:
+                return
+            token = page.next_page_token
+
+    # Operations ledger.
+
+    async def begin_op(self, op_id: str, *, kind: str, params_digest: str, task_id: str | None = None,
+                       fence: Fence | None = None, tenant: str | None = None,
+                       idempotency_key: str | None = None) -> tuple[Op, bool]:
+        """Begins an op; (record, created). An existing record with the same params_digest is returned
+        with created False; another digest is IdempotencyMismatch."""
+        body = compact({"kind": kind, "params_digest": params_digest, "task_id": task_id,
+                        "fence": fence_json(fence)})
+        return await self._call("POST", self._tp(tenant) + "/ops/" + seg(op_id) + "/begin",
+                                lambda a: (Op.from_json(a.json()), a.status == 201), body,
+                                idempotency_key=idempotency_key)
+
+    async def finish_op(self, op_id: str, *, state: str, result: Any = MISSING, fence: Fence | None = None,
+                        tenant: str | None = None, idempotency_key: str | None = None) -> Op:
+        """Records an op's outcome: ``succeeded``, ``failed`` or ``unknown``."""
+        body = compact({"state": state, "fence": fence_json(fence)})
+        if result is not MISSING:
+            body["result"] = result
+        return await self._call("POST", self._tp(tenant) + "/ops/" + seg(op_id) + "/finish",
+                                lambda a: Op.from_json(a.json()), body, idempotency_key=idempotency_key)
+
+    async def get_op(self, op_id: str, *, tenant: str | None = None) -> Op:
+        return await self._call("GET", self._tp(tenant) + "/ops/" + seg(op_id), lambda a: Op.from_json(a.json()))
+
+    # Watch.
+
+    def watch(
+        self,
+        *,
+        resources: Sequence[str] | None = None,
+        prefix: str | None = None,
+        from_index: int | None = None,
+        after_id: str | None = None,
+        idle_timeout: Duration = 30.0,
+        tenant: str | None = None,
+    ) -> AsyncWatch:
+        """A stream of the tenant's changes (``async for event in client.watch(...)``); it reconnects to
+        the other endpoints with Last-Event-ID when the stream breaks, so no change is skipped or repeated.
+        ``from_index``: the changes after that index (e.g. a read's ``X-Baton-Index``); ``after_id``:
+        resume after an event id. Raises Compacted when the history it needs is gone."""
+        return AsyncWatch(self, self._tenant(tenant), resources, prefix, from_index, after_id, seconds(idle_timeout))
+
+    # Cluster.
+
+    async def cluster_status(self, *, stale: bool = False) -> ClusterStatus:
+        return await self._call("GET", "/v1/cluster", lambda a: ClusterStatus.from_json(a.json()), stale=stale)
+
+    async def add_member(self, id: str, *, raft_addr: str, http_addr: str, voter: bool = True) -> Member:
+        return await self._call("POST", "/v1/cluster/members", lambda a: Member.from_json(a.json()),
+                                {"id": id, "raft_addr": raft_addr, "http_addr": http_addr, "voter": voter})
+
+    async def remove_member(self, id: str) -> None:
+        await self._call("DELETE", "/v1/cluster/members/" + seg(id), lambda a: None, want_value=False)
+
+    async def promote_member(self, id: str) -> Member:
+        return await self._call("POST", "/v1/cluster/members/" + seg(id) + "/promote",
+                                lambda a: Member.from_json(a.json()))
+
+    async def transfer_leadership(self, to: str | None = None) -> dict[str, Any]:
+        """``{"previous", "leader"}``; ``leader`` is "" while the election still runs."""
+        return await self._call("POST", "/v1/cluster/leadership-transfer", lambda a: dict(a.json() or {}),
+                                compact({"to": to}), session=False, idempotency_key=None)
+
+    async def backup(self, dest: IO[bytes]) -> int:
+        """Streams a full backup (docs/operations.md) into dest; returns its size."""
+        r = await self._open_stream("/v1/cluster/backup", {"Accept": "*/*"}, self.timeout)
+        n = 0
+        try:
+            async for b in r.aiter_bytes():
+                dest.write(b)
+                n += len(b)
+        finally:
+            await r.aclose()
+        return n
+
+
+class AsyncWatch:
+    """An iterator over a tenant's changes; see AsyncClient.watch. Close it (or use ``async with``)."""
+
+    def __init__(self, client: AsyncClient, tenant: str, resources: Sequence[str] | None, prefix: str | None,
+                 from_index: int | None, after_id: str | None, idle_timeout: float) -> None:
+        self._c = client
+        self._path = query("/v1/tenants/" + seg(tenant) + "/watch",
+                           resources=",".join(resources) if resources else None, prefix=prefix or None)
+        self._from_index = from_index
+        self._cursor = after_id or ""
+        self._pos = event_pos(after_id) if after_id else None
+        if after_id and self._pos is None:
+            raise InvalidArgument(f"event id {after_id!r} is not INDEX or INDEX.POS")
+        self._idle = idle_timeout
+        self._ep = client._fo.preferred
+        self._resp: httpx.Response | None = None
+        self._lines: AsyncIterator[str] | None = None
+        self._parser = SSEParser()
+        self._closed = False
+        self.reconnects = 0  # streams opened after the first
+
+    def __aiter__(self) -> AsyncWatch:
+        return self
+
+    async def __anext__(self) -> WatchEvent:
+        ev = await self.next()
+        if ev is None:
+            raise StopAsyncIteration
+        return ev
+
+    async def __aenter__(self) -> AsyncWatch:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    @property
+    def last_id(self) -> str:
+        """The id of the last event delivered: pass it as ``after_id`` to resume after a restart."""
+        return self._cursor
+
+    async def aclose(self) -> None:
+        self._closed = True
+        await self._drop()
+
+    async def _drop(self) -> None:
+        r, self._resp, self._lines = self._resp, None, None
+        self._parser = SSEParser()
+        if r is not None:
+            await r.aclose()
+
+    async def _connect(self) -> Result | None:
+        c = self._c
+        path = self._path
+        h = {"Accept": "text/event-stream"}
+        if self._cursor:
+            h["Last-Event-ID"] = self._cursor
+        elif self._from_index:
+            path = query(path, from_index=self._from_index)
+        call = build_call("GET", path, timeout=c.timeout)
+        hd = headers(call, c._token, 0)
+        hd.update(h)
+        req = c._http.build_request("GET", c.endpoints[self._ep] + path, headers=hd,
+                                    timeout=httpx.Timeout(c.timeout, read=self._idle))
+        try:
+            r = await c._http.send(req, stream=True)
+        except httpx.TransportError as e:
+            return c._transport_failure(self._ep, call, e)
+        if r.status_code != 200:
+            body = await r.aread()
+            await r.aclose()
+            return classify(r.status_code, r.headers, body)
+        self._resp = r
+        self._lines = r.aiter_lines()
+        return None
+
+    async def next(self) -> WatchEvent | None:
+        """The next event; None once closed."""
+        c = self._c
+        n = len(c.endpoints)
+        fails = 0
+        start = 0.0
+        bo = Backoff()
+        compacted: BatonError | None = None
+        while not self._closed:
+            failure: Result | None = None
+            if self._lines is None:
+                if fails:
+                    self.reconnects += 1
+                failure = await self._connect()
+            if failure is None and self._lines is not None:
+                try:
+                    line = await self._lines.__anext__()
+                except StopAsyncIteration:
+                    failure = Result(retry=True, error=Unavailable("watch stream ended"))
+                except httpx.TransportError as e:
+                    failure = Result(retry=True, error=Unavailable(f"watch stream broke: {type(e).__name__}: {e}"))
+                else:
+                    msg = self._parser.feed(line)
+                    if msg is None:
+                        continue
+                    data = "\n".join(msg.data)
+                    if msg.event == "error":
+                        err = error_from_answer(0, data.encode())
+                        failure = Result(error=err, retry=isinstance(err, (Compacted, Unavailable)))
+                    elif msg.data:
+                        ev = self._event(msg.id, data)
+                        if ev is None:
+                            continue
+                        return ev
+                    else:
+                        continue
+            if self._closed:
+                return None
+            # A failed connection or stream: the next endpoint, backing off after each round.
+            await self._drop()
+            assert failure is not None and failure.error is not None
+            if isinstance(failure.error, Compacted):
+                compacted = failure.error
+            elif not failure.retry:
+                raise failure.error
+            if fails == 0:
+                start = _io.monotonic()
+            fails += 1
+            self._ep = (self._ep + 1) % n
+            if fails % n == 0:
+                if compacted is not None:
+                    raise compacted
+                remaining = start + c.max_retry - _io.monotonic()
+                if remaining <= 0:
+                    raise Unavailable(f"watch: no endpoint streams ({failure.error})")
+                await _io.sleep(bo.delay(failure.retry_after, remaining))
+        return None
+
+    def _event(self, eid: str, data: str) -> WatchEvent | None:
+        obj = json.loads(data)
+        pos = event_pos(eid) if eid else None
+        if pos is not None:
+            if self._pos is not None and pos <= self._pos:
+                return None  # delivered before a reconnect
+            self._pos, self._cursor = pos, eid
+        index = int(obj.get("index") or (pos[0] if pos else 0))
+        return WatchEvent(id=eid, index=index, resource=str(obj.get("resource", "")), key=str(obj.get("key", "")),
+                          type=str(obj.get("type", "")), value=obj.get("value"))

@@ -1,0 +1,410 @@
+"""Objects the API returns, parsed from JSON into frozen dataclasses.
+
+JSON values (payloads, results, KV values, checkpoint data) are plain Python
+objects (dict, list, str, int, float, bool, None). Times are timezone-aware
+``datetime`` objects in UTC; durations keep the API's integer milliseconds in
+fields ending in ``_ms``. Fields the server adds later are ignored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+def parse_time(v: Any) -> datetime | None:
+    """RFC 3339 (``2026-12-01T10:15:30.123Z``) to an aware datetime; None stays None."""
+    if not isinstance(v, str) or not v:
+        return None
+    s = v.replace("Z", "+00:00").replace("z", "+00:00")
+    # Python 3.10's fromisoformat accepts 3 or 6 fraction digits only.
+    if "." in s:
+        head, _, rest = s.partition(".")
+        i = 0
+        while i < len(rest) and rest[i].isdigit():
+            i += 1
+        frac = (rest[:i] + "000000")[:6]
+        s = f"{head}.{frac}{rest[i:]}"
+    dt = datetime.fromisoformat(s)
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt
+
+
+def format_time(dt: datetime) -> str:
+    """An aware datetime as the API writes times (UTC, milliseconds)."""
+    if dt.tzinfo is None:
+        raise ValueError("datetime must be timezone-aware")
+    u = dt.astimezone(timezone.utc)
+    return u.strftime("%Y-%m-%dT%H:%M:%S.") + f"{u.microsecond // 1000:03d}Z"
+
+
+_TIME_FIELDS = frozenset(
+    {
+        "lease_until",
+        "created_at",
+        "updated_at",
+        "available_at",
+        "failed_at",
+        "expires_at",
+        "oldest_pending_at",
+        "as_of",
+    }
+)
+
+
+def _build(cls: type[T], d: Any, **conv: Any) -> T:
+    if not isinstance(d, dict):
+        raise ValueError(f"expected a JSON object for {cls.__name__}, got {type(d).__name__}")
+    kw: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if f.name == "raw":
+            kw["raw"] = d
+            continue
+        if f.name not in d:
+            continue
+        v = d[f.name]
+        if f.name in conv:
+            v = conv[f.name](v)
+        elif f.name in _TIME_FIELDS:
+            v = parse_time(v)
+        elif v is None and f.default is not dataclasses.MISSING and f.default is not None:
+            continue  # null for a field with a non-null default
+        kw[f.name] = v
+    return cls(**kw)
+
+
+@dataclass(frozen=True, slots=True)
+class Fence:
+    """A guard on a write: applied only while ``token`` is the current fencing token of ``task_id``."""
+
+    task_id: str
+    token: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"task_id": self.task_id, "token": self.token}
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    resource: str
+    prefix: str = ""
+    actions: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"resource": self.resource, "prefix": self.prefix, "actions": list(self.actions)}
+
+    @classmethod
+    def from_json(cls, d: Any) -> Grant:
+        return _build(cls, d, actions=lambda v: tuple(v or ()))
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    name: str
+    grants: tuple[Grant, ...] = ()
+    token: str = ""  # only in the answer that creates or rotates it
+
+    @classmethod
+    def from_json(cls, d: Any) -> Principal:
+        return _build(cls, d, grants=lambda v: tuple(Grant.from_json(g) for g in v or ()))
+
+
+@dataclass(frozen=True, slots=True)
+class Quota:
+    tenant: str
+    max_bytes: int = 0
+    max_keys: int = 0
+    rate_per_sec: float = 0
+    burst: int = 0
+    used_bytes: int = 0
+    used_keys: int = 0
+
+    @classmethod
+    def from_json(cls, d: Any) -> Quota:
+        return _build(cls, d)
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    tenant_id: str
+    task_id: str
+    queue: str
+    status: str = ""
+    owner: str = ""
+    lease_until: datetime | None = None
+    fencing_token: int = 0
+    version: int = 0
+    attempt: int = 0
+    priority: int = 0
+    artifact_id: str = ""
+    payload: Any = None
+    result: Any = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    max_attempts: int = 0
+    backoff_initial_ms: int = 0
+    backoff_max_ms: int = 0
+    available_at: datetime | None = None
+    last_error: str = ""
+    failed_at: datetime | None = None
+    retention_ms: int | None = None
+    expires_at: datetime | None = None
+
+    @classmethod
+    def from_json(cls, d: Any) -> Task:
+        return _build(cls, d)
+
+    @property
+    def fence(self) -> Fence:
+        """A guard with this task's current token."""
+        return Fence(self.task_id, self.fencing_token)
+
+
+@dataclass(frozen=True, slots=True)
+class Page(Generic[T]):
+    """One page of a list; ``next_page_token`` is ``""`` on the last page."""
+
+    items: list[T]
+    next_page_token: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStats:
+    queue: str
+    tasks: int = 0
+    by_status: dict[str, int] = field(default_factory=dict)
+    waiting: int = 0
+    due_later: int = 0
+    dead: int = 0
+    oldest_pending_at: datetime | None = None
+    oldest_pending_age_ms: int = 0
+    claims_per_minute: int = 0
+    as_of: datetime | None = None
+
+    @classmethod
+    def from_json(cls, d: Any) -> QueueStats:
+        return _build(cls, d, by_status=lambda v: dict(v or {}))
+
+
+@dataclass(frozen=True, slots=True)
+class QueuePolicy:
+    max_attempts: int = 0
+    backoff_initial_ms: int = 0
+    backoff_max_ms: int = 0
+    retention_ms: int = 0
+
+    @classmethod
+    def from_json(cls, d: Any) -> QueuePolicy:
+        return _build(cls, d)
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkRef:
+    digest: str
+    size: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"digest": self.digest, "size": self.size}
+
+    @classmethod
+    def from_json(cls, d: Any) -> ChunkRef:
+        return _build(cls, d)
+
+
+def _chunks(v: Any) -> tuple[ChunkRef, ...]:
+    return tuple(ChunkRef.from_json(c) for c in v or ())
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    artifact_id: str
+    name: str
+    version: int
+    digest: str
+    size: int
+    chunks: tuple[ChunkRef, ...] = ()
+    media_type: str = ""
+    sources: tuple[str, ...] = ()
+    metadata: Any = None
+    task_id: str = ""
+    fencing_token: int = 0
+    created_by: str = ""
+    created_at: datetime | None = None
+
+    @classmethod
+    def from_json(cls, d: Any) -> Manifest:
+        return _build(cls, d, chunks=_chunks, sources=lambda v: tuple(v or ()))
+
+
+@dataclass(frozen=True, slots=True)
+class ArtifactSummary:
+    name: str
+    latest_version: int = 0
+    versions: int = 0
+
+    @classmethod
+    def from_json(cls, d: Any) -> ArtifactSummary:
+        return _build(cls, d)
+
+
+@dataclass(frozen=True, slots=True)
+class ArtifactPolicy:
+    prefix: str
+    keep_last: int
+
+    @classmethod
+    def from_json(cls, d: Any) -> ArtifactPolicy:
+        return _build(cls, d)
+
+
+@dataclass
+class UploadStats:
+    """What an upload did; pass one to ``upload_artifact(stats=...)`` to have it filled in."""
+
+    size: int = 0  # content bytes read
+    chunks: int = 0  # chunks in the manifest
+    chunks_uploaded: int = 0  # chunk bodies sent; the rest were held already
+    bytes_sent: int = 0
+    elapsed: float = 0.0  # seconds
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    ref: str
+    artifact_id: str
+    name: str = ""
+    version: int = 0
+    revision: int = 0
+    updated_at: datetime | None = None
+
+    @classmethod
+    def from_json(cls, d: Any) -> Ref:
+        return _build(cls, d)
+
+
+@dataclass(frozen=True, slots=True)
+class PendingWrites:
+    task_id: str
+    writes: list[Any] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, d: Any) -> PendingWrites:
+        return _build(cls, d)
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    thread_id: str
+    checkpoint_id: str
+    checkpoint_ns: str = ""
+    parent_id: str = ""
+    data: Any = None
+    data_chunks: tuple[ChunkRef, ...] = ()
+    metadata: Any = None
+    created_at: datetime | None = None
+    pending_writes: tuple[PendingWrites, ...] = ()
+
+    @classmethod
+    def from_json(cls, d: Any) -> Checkpoint:
+        return _build(
+            cls,
+            d,
+            data_chunks=_chunks,
+            pending_writes=lambda v: tuple(PendingWrites.from_json(p) for p in v or ()),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class KVEntry:
+    namespace: str
+    key: str
+    value: Any = None
+    version: int = 0
+    updated_at: datetime | None = None
+    expires_at: datetime | None = None
+
+    @classmethod
+    def from_json(cls, d: Any) -> KVEntry:
+        return _build(cls, d)
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """A record of the operations ledger."""
+
+    op_id: str
+    kind: str = ""
+    params_digest: str = ""
+    task_id: str = ""
+    state: str = ""  # started, succeeded, failed or unknown
+    result: Any = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+    @classmethod
+    def from_json(cls, d: Any) -> Op:
+        return _build(cls, d)
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    """One committed change. ``id`` is ``INDEX`` or ``INDEX.POS``; ids of one watch strictly increase."""
+
+    id: str
+    index: int
+    resource: str
+    key: str
+    type: str  # put or delete
+    value: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    id: str
+    raft_addr: str = ""
+    http_addr: str = ""
+    voter: bool = True
+    state: str = ""
+
+    @classmethod
+    def from_json(cls, d: Any) -> Member:
+        return _build(cls, d)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterStatus:
+    """``GET /v1/cluster``; ``raw`` holds the whole answer (retries, state_size, build, ...)."""
+
+    node_id: str
+    state: str = ""
+    leader_id: str = ""
+    leader_http_addr: str = ""
+    term: int = 0
+    commit_index: int = 0
+    applied_index: int = 0
+    state_digest: str = ""
+    members: tuple[Member, ...] = ()
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, d: Any) -> ClusterStatus:
+        leader = d.get("leader") if isinstance(d, dict) else None
+        leader = leader if isinstance(leader, dict) else {}
+        d2 = dict(d)
+        d2["leader_id"] = leader.get("id", "")
+        d2["leader_http_addr"] = leader.get("http_addr", "")
+        c = _build(cls, d2, members=lambda v: tuple(Member.from_json(m) for m in v or ()))
+        return dataclasses.replace(c, raw=dict(d))
+
+
+@dataclass(frozen=True, slots=True)
+class TxnResult:
+    """The answer of a transaction: each op's answer body, in order (plain JSON)."""
+
+    results: list[Any]
+    index: int = 0
