@@ -893,6 +893,54 @@ func TestPrincipalRotate(t *testing.T) {
 	}
 }
 
+// A principal's delete with DropKeys drops its Idempotency-Key records and
+// their bytes (another principal's stay), so that a principal created
+// again under the name applies the same key anew; a delete without it (an
+// entry before version 5) keeps them, as it always did.
+func TestPrincipalDeleteDropsKeys(t *testing.T) {
+	kvPut := func(now int64, principal, key string) *Command {
+		return idem(NewCommand(KindKVPut, now, "acme", principal, &KVPutArgs{Namespace: "n", Key: key, Value: []byte(`1`)}), principal, key, "fp-"+key, 60_000)
+	}
+	for _, tc := range []struct {
+		name       string
+		dropKeys   bool
+		wantReplay bool
+	}{
+		{"with DropKeys", true, false},
+		{"without DropKeys (older entries)", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := New()
+			log := []*Command{tenantPut(1, "acme"), principalCreate(2, "acme", "p", "hp"), principalCreate(3, "acme", "q", "hq"),
+				kvPut(4, "p", "k1"), kvPut(5, "p", "k2"), kvPut(6, "q", "k1"),
+				NewCommand(KindPrincipalDelete, 7, "acme", "", &PrincipalDeleteArgs{Name: "p", DropKeys: tc.dropKeys}),
+				principalCreate(8, "acme", "p", "hp2")}
+			for i, c := range log {
+				if r := applyOne(t, f, uint64(i+1), c); !r.OK() {
+					t.Fatalf("command %d (%s): got %s, want success", i, c.Kind, describe(r))
+				}
+			}
+			if _, ok := f.st.Get(idemKey("acme", "p", "k1")); ok == !tc.wantReplay {
+				t.Errorf("p's record after the delete: got kept %v, want %v", ok, tc.wantReplay)
+			}
+			if _, ok := f.st.Get(idemKey("acme", "q", "k1")); !ok {
+				t.Errorf("q's record after p's delete: got dropped, want kept")
+			}
+			kept, keptTenant := f.idemBytes, f.idemTenantBytes["acme"]
+			if f.recountIdem(); f.idemBytes != kept || f.idemTenantBytes["acme"] != keptTenant {
+				t.Errorf("idempotency bytes: counted %d (tenant %d), state holds %d (%d)", kept, keptTenant, f.idemBytes, f.idemTenantBytes["acme"])
+			}
+			r := applyOne(t, f, uint64(len(log)+1), kvPut(9, "p", "k1"))
+			if !r.OK() || r.Replay != tc.wantReplay {
+				t.Errorf("the re-created p's put with k1: got %s (replay %v), want success with replay %v", describe(r), r.Replay, tc.wantReplay)
+			}
+		})
+	}
+	if got := (&PrincipalDeleteArgs{Name: "p", DropKeys: true}).entryVersion(); got != EntryVersion5 {
+		t.Errorf("entry version with DropKeys: got %d, want %d", got, EntryVersion5)
+	}
+}
+
 // A rotation by a principal (ByGrants) is decided against the grants as
 // the command applies: a target re-created with wider grants after the
 // handler looked, or a caller deleted meanwhile, is forbidden; the admin

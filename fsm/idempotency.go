@@ -146,6 +146,28 @@ func (f *FSM) dropIdem(ikey string, exp, now int64) {
 	}
 }
 
+// dropIdemOf forgets every Idempotency-Key record of a principal, with its
+// index entries, bytes and horizon (a principal deleted). Its work is the
+// principal's records, which the byte budgets bound.
+func (f *FSM) dropIdemOf(tenant, principal string) {
+	type rec struct {
+		ikey string
+		exp  int64
+	}
+	var recs []rec
+	f.st.Scan(idemKey(tenant, principal, ""), "", func(k string, v []byte) bool {
+		var r idemRecord
+		if decode(v, &r) == nil {
+			recs = append(recs, rec{k, r.Expires})
+		}
+		return true
+	})
+	for _, r := range recs {
+		f.dropIdem(r.ikey, r.exp, 0) // now 0: no horizon is raised
+	}
+	f.st.Delete(idemHorizonKey(tenant, principal))
+}
+
 // idemHorizon is the newest time carried by a key of principal in tenant
 // whose record is no longer kept (0: none).
 func (f *FSM) idemHorizon(tenant, principal string) int64 {

@@ -181,7 +181,8 @@ func (g *logGen) command(index uint64, first bool) *Command {
 		p := g.name("p", 6)
 		c = principalCreate(now, tenant, p, g.name("h", 20), Grant{Resource: "kv", Prefix: p, Actions: []string{"read"}})
 	case 4:
-		c = principalDelete(now, tenant, g.name("p", 6))
+		// Half drop the principal's Idempotency-Key records (version 5).
+		c = NewCommand(KindPrincipalDelete, now, tenant, "", &PrincipalDeleteArgs{Name: g.name("p", 6), DropKeys: rng.IntN(2) == 0})
 	case 5:
 		c = NewCommand(KindPrincipalRotate, now, tenant, "", &PrincipalRotateArgs{Name: g.name("p", 6),
 			TokenHash: g.name("h", 20), TokenSalt: g.name("s", 20)})

@@ -47,7 +47,21 @@ type PrincipalCreateArgs struct {
 }
 
 // PrincipalDeleteArgs revokes a principal and its token.
-type PrincipalDeleteArgs struct{ Name string }
+type PrincipalDeleteArgs struct {
+	Name string
+	// DropKeys: the principal's Idempotency-Key records go with it too,
+	// so that a principal created again under the name does not replay
+	// (or refuse as mismatched) the old one's requests. Only in
+	// EntryVersion5 entries (entryVersion); older deletes kept them.
+	DropKeys bool `codec:",omitempty"`
+}
+
+func (a *PrincipalDeleteArgs) entryVersion() byte {
+	if a.DropKeys {
+		return EntryVersion5
+	}
+	return 0
+}
 
 // PrincipalRotateArgs gives a principal a new token the leader generated;
 // the old token fails from this command's log index on.
@@ -140,6 +154,9 @@ func applyPrincipalDelete(f *FSM, _ *applyCtx, c *Command) *Result {
 	})
 	for _, k := range sessions {
 		f.dropSession(k)
+	}
+	if a.DropKeys {
+		f.dropIdemOf(c.Tenant, a.Name)
 	}
 	return okValue(OutcomeNoContent, nil)
 }

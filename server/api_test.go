@@ -272,6 +272,43 @@ func TestRevokedToken(t *testing.T) {
 	})
 }
 
+// TestIdempotencyKeysGoWithPrincipal: a principal deleted and created
+// again under its name does not inherit the old one's Idempotency-Key
+// answers: the same key and request apply anew (no replay), and the same
+// key with another request is not a mismatch.
+func TestIdempotencyKeysGoWithPrincipal(t *testing.T) {
+	fx := newAPIFixture(t)
+	const bot = `{"name":"keeper","grants":[{"resource":"kv","prefix":"","actions":["read","write"]}]}`
+	old := fx.createPrincipal(t, adminAuth(), "acme", bot)
+	cases := []struct {
+		name, key, body string
+	}{
+		{"same key, same request", "k-same", `{"value":1}`},
+		{"same key, another request", "k-other", `{"value":1}`},
+	}
+	for _, tc := range cases {
+		if status, _, body := fx.c.do(t, 0, "PUT", "/v1/tenants/acme/kv/n/"+tc.key, tc.body, with(bearer(old), "Idempotency-Key", tc.key)); status != http.StatusOK {
+			t.Fatalf("%s: first put: got %d %s, want 200", tc.name, status, body)
+		}
+	}
+	if status, _, body := fx.c.do(t, 0, "DELETE", "/v1/tenants/acme/principals/keeper", nil, adminAuth()); status != http.StatusNoContent {
+		t.Fatalf("DELETE principal: got %d %s, want 204", status, body)
+	}
+	fresh := fx.createPrincipal(t, adminAuth(), "acme", bot)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			body := tc.body
+			if tc.key == "k-other" {
+				body = `{"value":2}`
+			}
+			status, h, resp := fx.c.do(t, 0, "PUT", "/v1/tenants/acme/kv/n/"+tc.key, body, with(bearer(fresh), "Idempotency-Key", tc.key))
+			if status != http.StatusOK || h.Get("Idempotent-Replay") != "" {
+				t.Errorf("put by the re-created principal: got %d %s (Idempotent-Replay %q), want 200, applied anew", status, resp, h.Get("Idempotent-Replay"))
+			}
+		})
+	}
+}
+
 // TestPrincipalRotateNeedsCoveringGrants: rotating hands the caller the
 // rotated principal's new token, so, as for creating it, a principal may
 // rotate only principals whose every grant its own cover (the admin token

@@ -211,7 +211,8 @@ func (s *Server) handlePrincipalDelete(w http.ResponseWriter, r *http.Request, i
 	if err := s.tenantAdmin(id, t, name, actDelete); err != nil {
 		return err
 	}
-	res, err := s.propose(r, id, t, fsm.KindPrincipalDelete, &fsm.PrincipalDeleteArgs{Name: name}, nil)
+	// Its sessions and Idempotency-Key answers go with it (DropKeys).
+	res, err := s.propose(r, id, t, fsm.KindPrincipalDelete, &fsm.PrincipalDeleteArgs{Name: name, DropKeys: true}, nil)
 	if err != nil {
 		return err
 	}
