@@ -65,19 +65,23 @@ from ._models import (
     UploadStats,
     WatchEvent,
 )
+from ._async_helpers import AsyncElection, AsyncMutex, AsyncTaskContext, AsyncWorker
+from ._async_helpers import once as async_once
 from ._sync_client import Client, Watch
+from ._sync_helpers import Election, Mutex, TaskContext, Worker, once
 
 __version__ = "0.1.0"
 
 __all__ = [
     "CHECKPOINT_INLINE_MAX", "CODES", "MISSING", "STATUSES", "AlreadyExists", "ArtifactPolicy",
-    "ArtifactSummary", "AsyncClient", "AsyncWatch", "BatonError", "Checkpoint", "ChunkRef", "Client",
+    "ArtifactSummary", "AsyncClient", "AsyncElection", "AsyncMutex", "AsyncTaskContext", "AsyncWorker", "AsyncWatch", "BatonError", "Checkpoint", "ChunkRef", "Client",
     "ClusterStatus", "Compacted", "Conflict", "DigestMismatch", "Fence", "Fenced", "Grant",
     "IdempotencyExpired", "IdempotencyMismatch", "Internal", "InvalidArgument", "KVEntry", "LeaseHeld",
     "LeaseLost", "LeaseReleased", "Locked", "Manifest", "Member", "MethodNotAllowed", "MissingChunks",
     "NoLeader", "NonRetryable", "NotFound", "NotLeader", "NotLocked", "Op", "OpFailed", "OpInDoubt",
     "OpUnrecorded", "Page", "PendingWrites", "PermissionDenied", "Principal", "Quota", "QueuePolicy",
     "QueueStats", "RateLimited", "Ref", "Referenced", "ResourceExhausted", "Task", "TooLarge", "TxnResult",
-    "Unauthenticated", "Unavailable", "UploadStats", "VersionMismatch", "Watch", "WatchEvent",
+    "Unauthenticated", "Unavailable", "UploadStats", "VersionMismatch", "Watch", "WatchEvent", "Worker", "TaskContext", "Mutex", "Election", "once",
+    "async_once",
     "new_idempotency_key", "params_digest",
 ]

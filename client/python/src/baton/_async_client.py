@@ -490,6 +490,10 @@ class AsyncClient:
         return await self._call("GET", self._tp(tenant) + "/tasks/" + seg(task_id),
                                 lambda a: Task.from_json(a.json()), stale=stale)
 
+    async def _get_task_indexed(self, task_id: str, *, tenant: str | None = None) -> tuple[Task, int]:
+        return await self._call("GET", self._tp(tenant) + "/tasks/" + seg(task_id),
+                                lambda a: (Task.from_json(a.json()), a.index))
+
     async def list_tasks(
         self,
         *,

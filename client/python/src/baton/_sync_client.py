@@ -491,6 +491,10 @@ class Client:
         return self._call("GET", self._tp(tenant) + "/tasks/" + seg(task_id),
                                 lambda a: Task.from_json(a.json()), stale=stale)
 
+    def _get_task_indexed(self, task_id: str, *, tenant: str | None = None) -> tuple[Task, int]:
+        return self._call("GET", self._tp(tenant) + "/tasks/" + seg(task_id),
+                                lambda a: (Task.from_json(a.json()), a.index))
+
     def list_tasks(
         self,
         *,

@@ -1,0 +1,117 @@
+"""Checks that need no cluster: error mapping, endpoints, digests, SSE parsing, the generated sync code."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+import baton
+from baton import _core, _errors
+from baton._models import format_time, parse_time
+
+HERE = Path(__file__).resolve().parent
+
+
+def test_error_table_maps_codes_and_unknown_codes_by_status() -> None:
+    e = _errors.error_from_answer(409, b'{"error": {"code": "fenced", "message": "m", "current_token": 7}}', 12)
+    assert isinstance(e, baton.Fenced) and isinstance(e, baton.Conflict)
+    assert (e.code, e.status, e.message, e.current_token, e.index) == ("fenced", 409, "m", 7, 12)
+    assert e.details == {"current_token": 7}
+    e = _errors.error_from_answer(403, b'{"error": {"code": "forbidden", "message": "no"}}')
+    assert type(e) is baton.PermissionDenied and e.code == "forbidden"
+    e = _errors.error_from_answer(503, b'{"error": {"code": "outcome_unknown", "message": "?"}}')
+    assert type(e) is baton.Unavailable and e.code == "outcome_unknown"
+    e = _errors.error_from_answer(418, b'{"error": {"code": "teapot"}}')
+    assert type(e) is baton.BatonError and e.code == "teapot" and e.status == 418
+    e = _errors.error_from_answer(502, b"bad gateway")
+    assert type(e) is baton.BatonError and e.message == "bad gateway"
+    e = _errors.error_from_answer(409, b'{"error": {"code": "version_mismatch", "current_head": "c1"}}')
+    assert isinstance(e, baton.VersionMismatch) and e.current_head == "c1" and e.current_version is None
+    for code, cls in _errors.CODES.items():
+        assert cls.default_code == code
+
+
+def test_new_code_is_one_line() -> None:
+    class OutcomeUnknown(baton.Unavailable):
+        default_code = "outcome_unknown"
+
+    _errors.CODES["outcome_unknown"] = OutcomeUnknown
+    try:
+        e = _errors.error_from_answer(503, b'{"error": {"code": "outcome_unknown", "message": "?"}}')
+        assert type(e) is OutcomeUnknown and isinstance(e, baton.Unavailable)
+    finally:
+        del _errors.CODES["outcome_unknown"]
+
+
+def test_endpoints_as_the_cli_reads_them() -> None:
+    assert _core.parse_endpoints("h:1, h:2", tls=False) == ["http://h:1", "http://h:2"]
+    assert _core.parse_endpoints(["h:1", "http://x:2/"], tls=True) == ["https://h:1", "http://x:2"]
+    with pytest.raises(baton.InvalidArgument):
+        _core.parse_endpoints("ftp://h:1", tls=False)
+    with pytest.raises(baton.InvalidArgument):
+        _core.parse_endpoints(" , ", tls=False)
+    c = baton.Client("a:1,b:2", tenant="t")
+    assert c.endpoints == ["http://a:1", "http://b:2"]
+    c.close()
+
+
+def test_from_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("BATON_ENDPOINTS", "h1:7001,h2:7002")
+    monkeypatch.setenv("BATON_TOKEN", "tok")
+    monkeypatch.setenv("BATON_TENANT", "acme")
+    monkeypatch.delenv("BATON_CACERT", raising=False)
+    with baton.Client.from_env() as c:
+        assert c.endpoints == ["http://h1:7001", "http://h2:7002"] and c.tenant == "acme"
+    with baton.Client.from_env(tenant="other", timeout=timedelta(seconds=2)) as c:
+        assert c.tenant == "other" and c.timeout == 2.0
+
+
+def test_params_digest_matches_go_canonical_json() -> None:
+    # Go: json.Marshal, keys sorted, no HTML escaping, a final newline (client/ops.go ParamsDigest).
+    want = "sha256:" + hashlib.sha256(b'{"a":[1,"<x>"],"b":null,"\xc3\xa9":true}\n').hexdigest()
+    assert baton.params_digest({"\u00e9": True, "b": None, "a": [1, "<x>"]}) == want
+
+
+def test_idempotency_keys_are_uuid7() -> None:
+    k = baton.new_idempotency_key()
+    assert len(k) == 36 and k[14] == "7" and k[19] in "89ab"
+    assert k != baton.new_idempotency_key()
+    with pytest.raises(baton.InvalidArgument):
+        _core.check_idempotency_key("has space")
+
+
+def test_times_and_durations() -> None:
+    t = parse_time("2026-12-01T10:15:30.123Z")
+    assert t == datetime(2026, 12, 1, 10, 15, 30, 123000, tzinfo=timezone.utc)
+    assert format_time(t) == "2026-12-01T10:15:30.123Z"
+    assert parse_time("2026-12-01T10:15:30Z") == datetime(2026, 12, 1, 10, 15, 30, tzinfo=timezone.utc)
+    assert _core.millis(timedelta(seconds=1.5)) == 1500 and _core.millis(0.25) == 250
+
+
+def test_sse_parser_and_event_order() -> None:
+    p = _core.SSEParser()
+    got = [p.feed(x) for x in [": keepalive", "", "id: 5.0", "data: {\"a\":", "data: 1}", ""]]
+    assert got[:5] == [None] * 5
+    m = got[5]
+    assert m is not None and m.id == "5.0" and m.data == ['{"a":', "1}"]
+    assert _core.event_pos("5.0") < _core.event_pos("5.1") < _core.event_pos("5") < _core.event_pos("6.0")
+
+
+def test_retry_after_and_classify() -> None:
+    r = _core.classify(503, {"Retry-After": "1"}, b'{"error": {"code": "unavailable"}}')
+    assert r.retry and not r.answered and r.retry_after == 1.0
+    r = _core.classify(429, {}, b'{"error": {"code": "rate_limited"}}')
+    assert r.retry and r.answered and r.rate_limited and r.retry_after == 1.0
+    r = _core.classify(200, {"X-Baton-Leader": "h:1", "X-Baton-Index": "9"}, b"{}")
+    assert r.answered and not r.retry and r.leader == "h:1" and r.answer is not None and r.answer.index == 9
+
+
+def test_sync_code_is_generated_from_async() -> None:
+    out = subprocess.run([sys.executable, str(HERE.parent / "tools" / "unasync.py"), "--check"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
