@@ -65,7 +65,7 @@ func (c *Client) ListArtifacts(ctx context.Context, tenant string, f ListArtifac
 // ref points at it; ErrNotFound when there is no such version. Its chunks
 // are collected later by the server's chunk GC.
 func (c *Client) DeleteArtifactVersion(ctx context.Context, tenant, name string, version uint64, expectArtifactID string, opts ...RequestOption) error {
-	if err := required("tenant", tenant, "artifact name", name); err != nil {
+	if err := artifactName(tenant, name); err != nil {
 		return err
 	}
 	if version == 0 {
@@ -89,7 +89,7 @@ func (c *Client) DeleteArtifactVersion(ctx context.Context, tenant, name string,
 // meanwhile stay; an error midway leaves the newer versions, and calling
 // again carries on.
 func (c *Client) DeleteArtifact(ctx context.Context, tenant, name string, expectVersion *uint64, opts ...RequestOption) error {
-	if err := required("tenant", tenant, "artifact name", name); err != nil {
+	if err := artifactName(tenant, name); err != nil {
 		return err
 	}
 	q := url.Values{}

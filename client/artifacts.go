@@ -118,7 +118,7 @@ var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 // version. opts apply to the publish; an At option also pins the chunk
 // calls to its endpoint. Chunk uploads always use keys of their own.
 func (c *Client) UploadArtifact(ctx context.Context, tenant, name string, r io.Reader, uo UploadOptions, opts ...RequestOption) (*Manifest, error) {
-	if err := required("tenant", tenant, "artifact name", name); err != nil {
+	if err := artifactName(tenant, name); err != nil {
 		return nil, err
 	}
 	if uo.Parallel < 0 {
@@ -405,7 +405,7 @@ func readerSize(r io.Reader) int64 {
 // manifest equals the name's latest version, that version is returned
 // (status 200) and no new one is made.
 func (c *Client) PublishArtifact(ctx context.Context, tenant, name string, req PublishRequest, opts ...RequestOption) (*Manifest, error) {
-	if err := required("tenant", tenant, "artifact name", name); err != nil {
+	if err := artifactName(tenant, name); err != nil {
 		return nil, err
 	}
 	if req.Chunks == nil {
@@ -420,7 +420,7 @@ func (c *Client) PublishArtifact(ctx context.Context, tenant, name string, req P
 
 // GetManifest returns one version of an artifact; version 0 is the latest.
 func (c *Client) GetManifest(ctx context.Context, tenant, name string, version uint64, opts ...RequestOption) (*Manifest, error) {
-	if err := required("tenant", tenant, "artifact name", name); err != nil {
+	if err := artifactName(tenant, name); err != nil {
 		return nil, err
 	}
 	if version == 0 {
@@ -444,7 +444,7 @@ func (c *Client) GetManifest(ctx context.Context, tenant, name string, version u
 // ListVersions returns every version of an artifact, oldest first; none
 // (and no error) for a name never published.
 func (c *Client) ListVersions(ctx context.Context, tenant, name string, opts ...RequestOption) ([]Manifest, error) {
-	if err := required("tenant", tenant, "artifact name", name); err != nil {
+	if err := artifactName(tenant, name); err != nil {
 		return nil, err
 	}
 	var out struct {
@@ -536,7 +536,7 @@ func (c *Client) GetChunk(ctx context.Context, tenant, digest string, opts ...Re
 // failure is final. Config.Timeout bounds the wait for the response and
 // any pause in the stream, not the whole transfer. Stale and At apply.
 func (c *Client) DownloadArtifact(ctx context.Context, tenant, name string, version uint64, w io.Writer, opts ...RequestOption) (int64, error) {
-	if err := required("tenant", tenant, "artifact name", name); err != nil {
+	if err := artifactName(tenant, name); err != nil {
 		return 0, err
 	}
 	var want *Manifest

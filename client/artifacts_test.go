@@ -494,3 +494,38 @@ func TestRefDecodesAPIShape(t *testing.T) {
 		t.Errorf("got %+v", r)
 	}
 }
+
+// TestArtifactNameChecked: a name outside the grammar of docs/api.md (such
+// as one holding "/") fails with ErrInvalidArgument before any request.
+func TestArtifactNameChecked(t *testing.T) {
+	rec := &recorder{reply: func(w http.ResponseWriter, _ *http.Request, _ int) {
+		writeError(w, http.StatusNotFound, "not_found", "no such endpoint", nil)
+	}}
+	c := newClient(t, serve(t, rec.ServeHTTP).URL)
+	ctx := ctxTimeout(t, 10*time.Second)
+	calls := map[string]func(name string) error{
+		"UploadArtifact": func(n string) error {
+			_, err := c.UploadArtifact(ctx, "acme", n, strings.NewReader("x"), client.UploadOptions{})
+			return err
+		},
+		"PublishArtifact": func(n string) error { _, err := c.PublishArtifact(ctx, "acme", n, client.PublishRequest{}); return err },
+		"GetManifest":     func(n string) error { _, err := c.GetManifest(ctx, "acme", n, 1); return err },
+		"ListVersions":    func(n string) error { _, err := c.ListVersions(ctx, "acme", n); return err },
+		"DownloadArtifact": func(n string) error {
+			_, err := c.DownloadArtifact(ctx, "acme", n, 1, io.Discard)
+			return err
+		},
+		"DeleteArtifactVersion": func(n string) error { return c.DeleteArtifactVersion(ctx, "acme", n, 1, "") },
+		"DeleteArtifact":        func(n string) error { return c.DeleteArtifact(ctx, "acme", n, nil) },
+	}
+	for call, f := range calls {
+		for _, name := range []string{"out/x", "-x", strings.Repeat("a", 129)} {
+			if err := f(name); !errors.Is(err, client.ErrInvalidArgument) || !strings.Contains(err.Error(), "[A-Za-z0-9][A-Za-z0-9._:-]{0,127}") {
+				t.Errorf("%s(%.10q): got %v, want ErrInvalidArgument naming the grammar", call, name, err)
+			}
+		}
+	}
+	if n := len(rec.requests()); n != 0 {
+		t.Errorf("bad names sent %d requests, want 0", n)
+	}
+}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/base64"
+	"errors"
 	"net/http"
 	"strings"
 
@@ -64,6 +65,11 @@ func (s *Server) handleArtifactDelete(w http.ResponseWriter, r *http.Request, id
 	args := &fsm.ArtifactDeleteArgs{}
 	if strings.Contains(p, "/") {
 		ap, err := parseArtifactPath(p)
+		var ae *apiError
+		if errors.As(err, &ae) && ae.Code == fsm.CodeNotFound {
+			// Not a version's path: a whole artifact's, whose name holds "/".
+			return badRequest("artifact name %q contains \"/\": artifact names match [A-Za-z0-9][A-Za-z0-9._:-]{0,127}", p)
+		}
 		if err != nil {
 			return err
 		}

@@ -42,6 +42,12 @@ func parseArtifactPath(p string) (*artifactPath, error) {
 		return &artifactPath{byID: parts[1]}, nil
 	}
 	if len(parts) < 2 || len(parts) > 4 || parts[1] != "versions" || (len(parts) == 4 && parts[3] != "content") {
+		if i := versionsSegment(parts); i > 1 {
+			// A versions route whose name holds "/": a bad name, not
+			// an unknown endpoint.
+			return nil, badRequest("artifact name %q contains \"/\": artifact names match [A-Za-z0-9][A-Za-z0-9._:-]{0,127}",
+				strings.Join(parts[:i], "/"))
+		}
 		return nil, errorf(fsm.CodeNotFound, "no such endpoint: artifacts/%s", p)
 	}
 	ap := &artifactPath{name: parts[0], content: len(parts) == 4}
@@ -56,6 +62,22 @@ func parseArtifactPath(p string) (*artifactPath, error) {
 		ap.version = n
 	}
 	return ap, nil
+}
+
+// versionsSegment returns the index of the "versions" segment that ends
+// the name in a path of a versions route ({name}/versions,
+// {name}/versions/{n}, {name}/versions/{n}/content), or -1.
+func versionsSegment(parts []string) int {
+	n := len(parts)
+	switch {
+	case n >= 4 && parts[n-3] == "versions" && parts[n-1] == "content":
+		return n - 3
+	case n >= 3 && parts[n-2] == "versions":
+		return n - 2
+	case n >= 2 && parts[n-1] == "versions":
+		return n - 1
+	}
+	return -1
 }
 
 func (s *Server) handleArtifactPublish(w http.ResponseWriter, r *http.Request, id *identity) error {

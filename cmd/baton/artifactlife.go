@@ -86,6 +86,9 @@ are collected by the cluster's chunk GC after its grace period.`,
 			if name == "" {
 				return inv.usagef("missing NAME before @")
 			}
+			if err := checkArtifactName(inv, "NAME", name); err != nil {
+				return err
+			}
 			if !hasVersion {
 				if inv.isSet("expect") {
 					return inv.usagef("--expect goes with NAME@VERSION; a whole artifact takes --expect-version")

@@ -85,6 +85,9 @@ version is returned instead of a new one. FILE "-" reads stdin.
 			if err := inv.check([]arg{{"FILE", &file}}, "tenant", "name"); err != nil {
 				return err
 			}
+			if err := checkArtifactName(inv, "--name", name); err != nil {
+				return err
+			}
 			if parallel < 1 {
 				return inv.usagef("--parallel must be at least 1, got %d", parallel)
 			}
@@ -97,6 +100,16 @@ version is returned instead of a new one. FILE "-" reads stdin.
 			return a.artifactPut(ctx, tenant, name, file, opts)
 		},
 	}
+}
+
+// checkArtifactName refuses, as a usage error, an artifact name outside
+// the grammar of docs/api.md, before anything is sent ("" passes: check
+// and require deal with a missing one).
+func checkArtifactName(inv *invocation, label, name string) error {
+	if name != "" && !client.ValidName(name) {
+		return inv.usagef(`%s %q: artifact names match [A-Za-z0-9][A-Za-z0-9._:-]{0,127} (no "/"; a ref's name may hold "/")`, label, name)
+	}
+	return nil
 }
 
 func (a *app) artifactPut(ctx context.Context, tenant, name, file string, opts client.UploadOptions) error {
@@ -162,6 +175,9 @@ the file; it still does, with a warning, when FILE is not a format.)
 		run: func(ctx context.Context, a *app, inv *invocation) error {
 			var name string
 			if err := inv.check([]arg{{"NAME", &name}}, "tenant", "file"); err != nil {
+				return err
+			}
+			if err := checkArtifactName(inv, "NAME", name); err != nil {
 				return err
 			}
 			return a.artifactGet(ctx, tenant, name, version, out, readOpts(stale))
@@ -248,6 +264,9 @@ func artifactVersionsCommand() *command {
 			if err := inv.check([]arg{{"NAME", &name}}, "tenant"); err != nil {
 				return err
 			}
+			if err := checkArtifactName(inv, "NAME", name); err != nil {
+				return err
+			}
 			return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
 				list, err := c.ListVersions(ctx, tenant, name, readOpts(stale)...)
 				if err != nil {
@@ -285,6 +304,9 @@ func artifactShowCommand() *command {
 				return inv.usagef("--version does not go with --id")
 			}
 			if err := inv.check(args, "tenant"); err != nil {
+				return err
+			}
+			if err := checkArtifactName(inv, "NAME", name); err != nil {
 				return err
 			}
 			c, ctx, cancel, err := a.connect(ctx, 0)

@@ -145,6 +145,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"principal", "create", "--tenant", "acme"}, "principal create: missing NAME"},
 		{[]string{"principal", "create", "a", "--name", "b", "--tenant", "acme"}, `NAME "a" and --name "b" differ`},
 		{[]string{"help", "nosuch"}, `unknown command "nosuch"`},
+		{[]string{"artifact", "put", "-", "--tenant", "acme", "--name", "out/x"}, `--name "out/x": artifact names match [A-Za-z0-9][A-Za-z0-9._:-]{0,127}`},
+		{[]string{"artifact", "get", "out/x", "--tenant", "acme"}, `NAME "out/x": artifact names match [A-Za-z0-9][A-Za-z0-9._:-]{0,127}`},
 		{[]string{"--endpoints", "ftp://x", "status"}, "scheme must be http or https"},
 	}
 	for _, tc := range cases {
