@@ -162,7 +162,7 @@ func (n *Node) openTransport() error {
 	}
 	var stream raft.StreamLayer = &faultStream{Listener: ln, advertise: advertise, faults: faults}
 	if n.cfg.PeerTLS != nil {
-		stream = newTLSStream(stream, n.cfg.PeerTLS)
+		stream = newTLSStream(stream, n.cfg.PeerTLS, n.log)
 	}
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: stream, MaxPool: 8, Timeout: 5 * time.Second, Logger: newHCLogger(n.log),

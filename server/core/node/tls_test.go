@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -9,6 +10,8 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -100,6 +103,8 @@ func settled(t *testing.T, nodes []*Node) *Node {
 	return nil
 }
 
+var discardLog = slog.New(slog.NewTextHandler(io.Discard, nil))
+
 // rawTransport is hashicorp/raft's own NetworkTransport, over TCP, or over
 // TLS with the given certificate.
 func rawTransport(t *testing.T, p *tlsconf.Peer) *raft.NetworkTransport {
@@ -116,7 +121,7 @@ func rawTransport(t *testing.T, p *tlsconf.Peer) *raft.NetworkTransport {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stream := newTLSStream(&faultStream{Listener: ln, faults: NewFaults()}, p)
+	stream := newTLSStream(&faultStream{Listener: ln, faults: NewFaults()}, p, discardLog)
 	tr := raft.NewNetworkTransport(stream, 1, 2*time.Second, io.Discard)
 	t.Cleanup(func() { closeTransport(tr) })
 	return tr
@@ -252,7 +257,7 @@ func TestRaftTLSObeysFailpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	server := newTLSStream(&faultStream{Listener: serverLn, faults: NewFaults()}, issuedPeer(t, ca, "n1"))
+	server := newTLSStream(&faultStream{Listener: serverLn, faults: NewFaults()}, issuedPeer(t, ca, "n1"), discardLog)
 	defer server.Close()
 	go func() { // echo one byte per accepted connection, until closed
 		for {
@@ -279,7 +284,7 @@ func TestRaftTLSObeysFailpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	faults := NewFaults()
-	client := newTLSStream(&faultStream{Listener: clientLn, faults: faults}, issuedPeer(t, ca, "n2"))
+	client := newTLSStream(&faultStream{Listener: clientLn, faults: faults}, issuedPeer(t, ca, "n2"), discardLog)
 	defer client.Close()
 	target := raft.ServerAddress(serverLn.Addr().String())
 
@@ -309,4 +314,97 @@ func TestRaftTLSObeysFailpoints(t *testing.T) {
 		t.Fatalf("dial after healing: %v", err)
 	}
 	again.Close()
+}
+
+// logLines is a slog handler that keeps every record's message and
+// attributes, for tests that count log lines.
+type logLines struct {
+	mu    sync.Mutex
+	lines []map[string]any
+}
+
+func (h *logLines) Enabled(context.Context, slog.Level) bool { return true }
+func (h *logLines) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *logLines) WithGroup(string) slog.Handler            { return h }
+func (h *logLines) Handle(_ context.Context, r slog.Record) error {
+	m := map[string]any{"msg": r.Message, "level": r.Level.String()}
+	r.Attrs(func(a slog.Attr) bool {
+		m[a.Key] = a.Value.Any()
+		return true
+	})
+	h.mu.Lock()
+	h.lines = append(h.lines, m)
+	h.mu.Unlock()
+	return nil
+}
+
+// refusals sums what the log says about refused Raft connections: the
+// lines naming a failed handshake (one refusal, or "count" of them), and
+// the ERROR lines of any kind.
+func (h *logLines) refusals() (lines, refused, errors int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, m := range h.lines {
+		if m["level"] == "ERROR" {
+			errors++
+		}
+		if msg, _ := m["msg"].(string); strings.Contains(msg, "handshake") {
+			lines++
+			if n, ok := m["count"].(int64); ok {
+				refused += int(n)
+			} else {
+				refused++
+			}
+		}
+	}
+	return lines, refused, errors
+}
+
+// Connections refused in the TLS handshake are logged in aggregate, not a
+// line each: 200 plaintext connections to the Raft port leave a few WARN
+// lines that count all 200 (the last on Close), and no ERROR line.
+func TestRaftTLSRefusalsLogAggregated(t *testing.T) {
+	ca, err := tlsconf.NewCA("cluster CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	h := &logLines{}
+	cfg := DefaultConfig()
+	cfg.ID, cfg.DataDir = "n1", filepath.Join(t.TempDir(), "n1")
+	cfg.RaftAddr, cfg.HTTPAddr, cfg.Logger = addr, "127.0.0.1:0", slog.New(h)
+	cfg.Peers = []raft.Server{{ID: "n1", Address: raft.ServerAddress(addr), Suffrage: raft.Voter}}
+	cfg.SnapshotInterval, cfg.SnapshotThreshold = time.Hour, 1<<40
+	cfg.PeerTLS = issuedPeer(t, ca, "n1")
+	nd, err := Open(cfg, fsm.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const conns = 200
+	for i := range conns {
+		c, err := net.Dial("tcp", nd.RaftAddr())
+		if err != nil {
+			t.Fatalf("dial %d: %v", i, err)
+		}
+		c.Write([]byte("plaintext, not a TLS hello\r\n\r\n"))
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		io.Copy(io.Discard, c) // until the member closes it
+		c.Close()
+	}
+	nd.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	lines, refused, errors := h.refusals()
+	for refused < conns && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+		lines, refused, errors = h.refusals()
+	}
+	if refused != conns || lines > 5 || errors != 0 {
+		t.Errorf("after %d refused connections: got %d handshake lines counting %d refusals and %d ERROR lines, want at most 5 lines counting %d and no ERROR",
+			conns, lines, refused, errors, conns)
+	}
 }
