@@ -110,7 +110,7 @@ def seg(s: str) -> str:
 
 def key_path(s: str) -> str:
     """A KV key or ref name: segments joined by ``/``."""
-    return "/".join(urllib.parse.quote(p, safe="") for p in s.split("/"))
+    return "/".join(seg(p) for p in s.split("/"))
 
 
 def query(path: str, **params: Any) -> str:

@@ -208,7 +208,7 @@ class Client:
             self._http.close()
 
     def _tenant(self, tenant: str | None) -> str:
-        t = tenant or self.tenant
+        t = self.tenant if tenant is None else tenant
         if not t:
             raise InvalidArgument("tenant is required: pass tenant= or set a default tenant on the client")
         return t
