@@ -60,21 +60,34 @@ func TestCheckpointRequestShapes(t *testing.T) {
 		{"DeleteThread fenced", func(c *client.Client) error {
 			return c.DeleteThread(bg, "acme", "chat-7", &client.Fence{TaskID: "t", Token: 9})
 		}, "DELETE", "/v1/tenants/acme/threads/chat-7", "", `{"fence":{"task_id":"t","token":9}}`},
+		{"CopyThread", func(c *client.Client) error { _, err := c.CopyThread(bg, "acme", "a/b", "c", nil); return err },
+			"POST", "/v1/tenants/acme/threads/a%2Fb/copy", "", `{"target":"c"}`},
+		{"PruneThreads keep latest", func(c *client.Client) error {
+			_, err := c.PruneThreads(bg, "acme", []string{"t1", "t2"}, true)
+			return err
+		}, "POST", "/v1/tenants/acme/checkpoints/prune", "", `{"threads":["t1","t2"],"strategy":"keep_latest"}`},
+		{"PruneThreads delete none", func(c *client.Client) error { _, err := c.PruneThreads(bg, "acme", nil, false); return err },
+			"POST", "/v1/tenants/acme/checkpoints/prune", "", `{"threads":[],"strategy":"delete"}`},
+		{"DeleteRuns", func(c *client.Client) error { _, err := c.DeleteRuns(bg, "acme", []string{"run-1"}); return err },
+			"POST", "/v1/tenants/acme/checkpoints/delete-runs", "", `{"run_ids":["run-1"]}`},
 	})
 }
 
 func TestCheckpointDecodes(t *testing.T) {
 	body := `{"thread_id": "chat-7", "checkpoint_id": "cp-2", "parent_id": "cp-1", "data": {"m": [1]},
 	  "metadata": {}, "created_at": "2025-01-02T03:04:05.678Z",
-	  "pending_writes": [{"task_id": "step-3", "writes": [["messages", "hi"]]}]}`
+	  "pending_writes": [{"task_id": "step-3", "task_path": "p", "idx": -3, "channel": "__interrupt__", "value": {"ask": 1}}]}`
 	h := func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(body)) }
 	c := newClient(t, serve(t, h).URL)
 	cp, err := c.LatestCheckpoint(bg, "acme", "chat-7")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cp.CheckpointID != "cp-2" || cp.ParentID != "cp-1" || len(cp.PendingWrites) != 1 || cp.PendingWrites[0].TaskID != "step-3" {
-		t.Errorf("got %+v", cp)
+	if cp.CheckpointID != "cp-2" || cp.ParentID != "cp-1" || len(cp.PendingWrites) != 1 {
+		t.Fatalf("got %+v", cp)
+	}
+	if w := cp.PendingWrites[0]; w.TaskID != "step-3" || w.TaskPath != "p" || w.Idx != -3 || w.Channel != "__interrupt__" || string(w.Value) != `{"ask": 1}` {
+		t.Errorf("pending write: got %+v", w)
 	}
 }
 

@@ -32,6 +32,10 @@ type Checkpoint struct {
 	// puts checkpointMarkerKey.
 	NS     string     `codec:",omitempty"`
 	Chunks []ChunkRef `codec:",omitempty"`
+	// RunID is the metadata's run_id (LangGraph's), when it has one: the
+	// checkpoint is in its run's index (threads.go). Came with version 5,
+	// and a record with it puts checkpoints5MarkerKey.
+	RunID string `codec:",omitempty"`
 }
 
 // PendingWrite is one write a task made in the step after a checkpoint
@@ -109,6 +113,9 @@ type CheckpointPutArgs struct {
 	Fence                *Fence
 	NS                   string     `codec:",omitempty"`
 	Chunks               []ChunkRef `codec:",omitempty"`
+	// RunID is the metadata's run_id (the server reads it), with
+	// EntryVersion5.
+	RunID string `codec:",omitempty"`
 }
 
 // CheckpointWritesArgs records a task's pending writes. NS came with
@@ -143,6 +150,9 @@ const MaxThreadChunkRefs = 65_536
 // unescaped in keys, see threadPrefix) need EntryVersion4, so that an
 // older member refuses the entry instead of applying it to other keys.
 func (a *CheckpointPutArgs) entryVersion() byte {
+	if a.RunID != "" {
+		return EntryVersion5
+	}
 	return cpVersion(a.Thread, a.NS, len(a.Chunks) > 0)
 }
 func (a *CheckpointWritesArgs) entryVersion() byte {
@@ -166,11 +176,18 @@ func cpVersion(thread, ns string, chunks bool) byte {
 // the fields, and lose the chunk references).
 const checkpointMarkerKey = "cfg/checkpoints4"
 
-// checkpointWritesMarkerKey is present once a pending write is stored by
-// index (cpWriteKey): an older member would read such a key as the writes
-// of a task whose id holds a "/", so a snapshot of the state is
+// checkpoints5MarkerKey is present once a pending write is stored by
+// index (cpWriteKey), which an older member would read as the writes of a
+// task whose id holds a "/", or a checkpoint has a run id (which it would
+// drop, leaving its run index behind): a snapshot of the state is then
 // snapshotFormat4, which it refuses.
-const checkpointWritesMarkerKey = "cfg/checkpoints5"
+const checkpoints5MarkerKey = "cfg/checkpoints5"
+
+func (f *FSM) markCheckpoints5() {
+	if !f.st.Has(checkpoints5MarkerKey) {
+		f.st.Put(checkpoints5MarkerKey, []byte{1})
+	}
+}
 
 func (f *FSM) markCheckpoints4(thread, ns string, chunks bool) {
 	if cpVersion(thread, ns, chunks) != 0 && !f.st.Has(checkpointMarkerKey) {
@@ -339,8 +356,9 @@ func applyCheckpointPut(f *FSM, ctx *applyCtx, c *Command) *Result {
 		}
 	}
 	cp := &Checkpoint{Tenant: c.Tenant, Thread: a.Thread, NS: a.NS, ID: a.ID, ParentID: a.ParentID, Data: a.Data,
-		Metadata: a.Metadata, Chunks: a.Chunks, Seq: ctx.nextSeq(), CreatedAt: ctx.now}
+		Metadata: a.Metadata, Chunks: a.Chunks, Seq: ctx.nextSeq(), CreatedAt: ctx.now, RunID: a.RunID}
 	f.markCheckpoints4(a.Thread, a.NS, len(a.Chunks) > 0)
+	f.indexRun(cp)
 	f.st.Put(cpKey(c.Tenant, a.Thread, a.NS, a.ID), encode(cp))
 	f.st.Put(cpOrderKey(cp), nil)
 	f.st.Put(cpHeadKey(c.Tenant, a.Thread, a.NS), []byte(a.ID))
@@ -428,8 +446,8 @@ func applyCheckpointWrites(f *FSM, _ *applyCtx, c *Command) *Result {
 		f.st.Put(key, rec)
 		changed = true
 	}
-	if changed && !f.st.Has(checkpointWritesMarkerKey) {
-		f.st.Put(checkpointWritesMarkerKey, []byte{1})
+	if changed {
+		f.markCheckpoints5()
 	}
 	v := taskWritesView{TaskID: a.TaskID, Writes: taskWrites(f.st, c.Tenant, a.Thread, a.NS, a.ID, a.TaskID)}
 	if !changed {
@@ -528,9 +546,19 @@ func applyThreadDelete(f *FSM, ctx *applyCtx, c *Command) *Result {
 	if r := checkFence(f.st, c, a.Fence); r != nil {
 		return r
 	}
-	// Every namespace of the thread is under its prefix, and so is its
-	// chunk reference count (at most MaxThreadChunkRefs to release here).
-	prefix := threadPrefix(c.Tenant, a.Thread)
+	if f.deleteThread(ctx, c.Tenant, a.Thread) == 0 {
+		return fail(CodeNotFound, fmt.Sprintf("thread %q not found", a.Thread), nil)
+	}
+	return okValue(OutcomeNoContent, nil)
+}
+
+// deleteThread deletes every key of a thread, in every namespace, with its
+// checkpoints' run index entries, and releases their chunks. It returns
+// the checkpoints deleted (0: the thread had none). Every namespace of the thread is under its prefix,
+// and so is its chunk reference count (at most MaxThreadChunkRefs to
+// release here).
+func (f *FSM) deleteThread(ctx *applyCtx, tenant, thread string) int {
+	prefix := threadPrefix(tenant, thread)
 	var keys []string
 	var records []*cpRefs
 	f.st.Scan(prefix, "", func(k string, v []byte) bool {
@@ -543,17 +571,17 @@ func applyThreadDelete(f *FSM, ctx *applyCtx, c *Command) *Result {
 		}
 		return true
 	})
-	if len(keys) == 0 {
-		return fail(CodeNotFound, fmt.Sprintf("thread %q not found", a.Thread), nil)
-	}
 	for _, k := range keys {
 		f.st.Delete(k)
 	}
 	for _, cp := range records {
-		f.releaseCheckpointChunks(ctx, c.Tenant, cp.Chunks)
-		f.emit(c.Tenant, ResourceCheckpoints, cpEventKey(a.Thread, cp.NS, cp.ID), a.Thread, EventDelete, nil)
+		f.releaseCheckpointChunks(ctx, tenant, cp.Chunks)
+		if cp.RunID != "" {
+			f.st.Delete(cpRunKey(tenant, &Checkpoint{RunID: cp.RunID, Thread: thread, NS: cp.NS, ID: cp.ID}))
+		}
+		f.emit(tenant, ResourceCheckpoints, cpEventKey(thread, cp.NS, cp.ID), thread, EventDelete, nil)
 	}
-	return okValue(OutcomeNoContent, nil)
+	return len(records)
 }
 
 // cpRefs is what deleting a checkpoint needs of its record: decoding it
@@ -561,6 +589,7 @@ func applyThreadDelete(f *FSM, ctx *applyCtx, c *Command) *Result {
 type cpRefs struct {
 	ID, NS string
 	Chunks []ChunkRef
+	RunID  string
 }
 
 // isCheckpointRecordKey reports whether rest, a key after its thread's

@@ -319,7 +319,7 @@ func TestCheckpointEntriesAndRecords(t *testing.T) {
 		"put in a namespace":       NewCommand(KindCheckpointPut, 1, "acme", "", &CheckpointPutArgs{Thread: "th", NS: "n", ID: "c1"}),
 		"put with chunks":          NewCommand(KindCheckpointPut, 1, "acme", "", &CheckpointPutArgs{Thread: "th", ID: "c1", Chunks: []ChunkRef{{Digest: "d", Size: 1}}}),
 		"put to an e-mail thread":  NewCommand(KindCheckpointPut, 1, "acme", "", cpPut("u@example.com", "c1", "", `1`)),
-		"writes in a namespace":    NewCommand(KindCheckpointWrites, 1, "acme", "", &CheckpointWritesArgs{Thread: "th", NS: "n", ID: "c1", TaskID: "k"}),
+		"writes in a namespace":    NewCommand(KindCheckpointWrites, 1, "acme", "", &CheckpointWritesArgs{Thread: "th", NS: "n", ID: "c1", TaskID: "k", Writes: []byte(`[]`)}),
 		"delete of a slash thread": NewCommand(KindThreadDelete, 1, "acme", "", &ThreadDeleteArgs{Thread: "a/b"}),
 	} {
 		if e := EncodeEntry([]*Command{c}); e[0] != EntryVersion4 {

@@ -54,6 +54,10 @@ var commandTable = []commandSpec{
 	{Kind: KindCheckpointPut, Args: CheckpointPutArgs{}, Apply: applyCheckpointPut},
 	{Kind: KindCheckpointWrites, Args: CheckpointWritesArgs{}, Apply: applyCheckpointWrites},
 	{Kind: KindThreadDelete, Args: ThreadDeleteArgs{}, Apply: applyThreadDelete},
+	// Thread lifecycle (threads.go): copy, prune, delete the checkpoints of runs.
+	{Kind: KindThreadCopy, Args: ThreadCopyArgs{}, Apply: applyThreadCopy, Since: EntryVersion5},
+	{Kind: KindThreadPrune, Args: ThreadPruneArgs{}, Apply: applyThreadPrune, Since: EntryVersion5},
+	{Kind: KindCheckpointDeleteRuns, Args: CheckpointDeleteRunsArgs{}, Apply: applyCheckpointDeleteRuns, Since: EntryVersion5},
 
 	// Operation ledger (ops.go).
 	{Kind: KindOpBegin, Args: OpBeginArgs{}, Apply: applyOpBegin},

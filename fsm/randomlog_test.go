@@ -273,6 +273,9 @@ func (g *logGen) command(index uint64, first bool) *Command {
 		key := c.Tenant + "/" + th + "\x00" + ns
 		a := &CheckpointPutArgs{Thread: th, NS: ns, ID: g.name("cp", 30), ParentID: g.heads[key],
 			Data: []byte(`{"s":1}`), Fence: fc}
+		if g.aux.IntN(3) == 0 {
+			a.RunID = g.name("run", 3)
+		}
 		if rng.IntN(4) == 0 {
 			a.Fork, a.ParentID = true, g.name("cp", 30)
 		}
@@ -300,6 +303,15 @@ func (g *logGen) command(index uint64, first bool) *Command {
 			c.Tenant = tenant
 		}
 		c = NewCommand(KindThreadDelete, now, c.Tenant, "", a)
+		switch g.aux.IntN(4) { // or another end of a thread's life
+		case 1:
+			c = NewCommand(KindThreadCopy, now, c.Tenant, "", &ThreadCopyArgs{Source: g.thread(), Target: g.thread(), Fence: a.Fence})
+		case 2:
+			c = NewCommand(KindThreadPrune, now, c.Tenant, "", &ThreadPruneArgs{Threads: []string{g.thread(), g.thread()},
+				KeepLatest: g.aux.IntN(3) != 0, Fence: a.Fence})
+		case 3:
+			c = NewCommand(KindCheckpointDeleteRuns, now, c.Tenant, "", &CheckpointDeleteRunsArgs{RunIDs: []string{g.name("run", 3)}, Fence: a.Fence})
+		}
 
 	case 28:
 		c = &Command{Kind: KindOpBegin, Now: now, Tenant: tenant}

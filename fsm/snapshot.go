@@ -41,7 +41,7 @@ var snapshotMarkers = []struct {
 	{artifactPolicyMarkerKey, snapshotFormat3},
 	{retentionMarkerKey, snapshotFormat3}, // a retention period anywhere (retention.go)
 	{checkpointMarkerKey, snapshotFormat3},
-	{checkpointWritesMarkerKey, snapshotFormat4}, // pending writes by index (checkpoints.go)
+	{checkpoints5MarkerKey, snapshotFormat4}, // pending writes by index, run ids (checkpoints.go)
 }
 
 // snapshotFormatOf is the format a snapshot of st is written in.

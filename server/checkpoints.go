@@ -134,6 +134,7 @@ func checkpointPutArgs(req *wire.CheckpointPut, cpID string, maxBytes int64) (*f
 	if a.Metadata, err = compactJSON("metadata", req.Metadata); err != nil {
 		return nil, err
 	}
+	a.RunID = runIDOf(a.Metadata)
 	a.Fence, err = fenceArg(req.Fence)
 	return a, err
 }

@@ -324,3 +324,69 @@ func TestCheckpointPendingWritesByIndex(t *testing.T) {
 		t.Errorf("refused writes left a trace: %s", b)
 	}
 }
+
+// TestThreadLifecycleRoutes: copy (read on the thread, write on the
+// target), prune (delete on each thread) and delete-runs (delete on every
+// thread) over HTTP, with their bounds; a refused request writes nothing.
+func TestThreadLifecycleRoutes(t *testing.T) {
+	fx := newAPIFixture(t)
+	admin := adminAuth()
+	narrow := bearer(fx.createPrincipal(t, admin, "acme",
+		`{"name":"narrow","grants":[{"resource":"checkpoints","prefix":"mine/","actions":["read","write","delete"]}]}`))
+	do := func(auth map[string]string, method, path string, body any) (int, string) {
+		t.Helper()
+		st, _, b := fx.c.do(t, 0, method, path, body, auth)
+		return st, string(b)
+	}
+	put := func(thread, id, parent, run string) {
+		t.Helper()
+		body := fmt.Sprintf(`{"data":%q,"metadata":{"run_id":%q}}`, id, run)
+		if parent != "" {
+			body = fmt.Sprintf(`{"parent_id":%q,"data":%q,"metadata":{"run_id":%q}}`, parent, id, run)
+		}
+		if st, b := do(admin, "PUT", cpPath(thread, "/checkpoints/"+id), body); st != 201 {
+			t.Fatalf("put %s/%s: %d %s", thread, id, st, b)
+		}
+	}
+	put("mine/a", "c1", "", "r1")
+	put("mine/a", "c2", "c1", "r2")
+	put("mine/a", "c3", "c2", "r1")
+	put("other", "o1", "", "r1")
+
+	for _, tc := range []struct {
+		name, method, path, body string
+		auth                     map[string]string
+		status                   int
+		want                     string
+	}{
+		{"copy outside the target's grant", "POST", cpPath("mine/a", "/copy"), `{"target":"other2"}`, narrow, 403, "forbidden"},
+		{"copy of a thread outside the grant", "POST", cpPath("other", "/copy"), `{"target":"mine/b"}`, narrow, 403, "forbidden"},
+		{"copy without a target", "POST", cpPath("mine/a", "/copy"), `{}`, narrow, 400, "invalid_argument"},
+		{"copy onto a thread with checkpoints", "POST", cpPath("mine/a", "/copy"), `{"target":"other"}`, admin, 409, "already_exists"},
+		{"copy of a missing thread", "POST", cpPath("mine/none", "/copy"), `{"target":"mine/z"}`, narrow, 404, "not_found"},
+		{"copy", "POST", cpPath("mine/a", "/copy"), `{"target":"mine/b"}`, narrow, 200, `{"checkpoints":3,"source":"mine/a","target":"mine/b"}`},
+		{"prune outside the grant", "POST", "/v1/tenants/acme/checkpoints/prune", `{"threads":["mine/a","other"],"strategy":"keep_latest"}`, narrow, 403, "forbidden"},
+		{"prune with another strategy", "POST", "/v1/tenants/acme/checkpoints/prune", `{"threads":["mine/a"],"strategy":"keep_first"}`, narrow, 400, "invalid_argument"},
+		{"prune of too many threads", "POST", "/v1/tenants/acme/checkpoints/prune", `{"threads":[` + strings.Repeat(`"mine/x",`, 100) + `"mine/x"],"strategy":"delete"}`, narrow, 400, "invalid_argument"},
+		{"prune", "POST", "/v1/tenants/acme/checkpoints/prune", `{"threads":["mine/b","mine/none"],"strategy":"keep_latest"}`, narrow, 200, `{"deleted":2}`},
+		{"delete-runs without a grant on every thread", "POST", "/v1/tenants/acme/checkpoints/delete-runs", `{"run_ids":["r1"]}`, narrow, 403, "forbidden"},
+		{"delete-runs with an empty id", "POST", "/v1/tenants/acme/checkpoints/delete-runs", `{"run_ids":[""]}`, admin, 400, "invalid_argument"},
+		{"delete-runs", "POST", "/v1/tenants/acme/checkpoints/delete-runs", `{"run_ids":["r1"]}`, admin, 200, `{"deleted":4}`},
+	} {
+		st, b := do(tc.auth, tc.method, tc.path, tc.body)
+		if st != tc.status || (st == 200 && strings.TrimSpace(b) != tc.want) || (st != 200 && errorCode([]byte(b)) != tc.want) {
+			t.Errorf("%s: %d %s, want %d %s", tc.name, st, b, tc.status, tc.want)
+		}
+	}
+	// r1 was c1 and c3 of mine/a, o1 of other, and c3 of mine/b (its c1
+	// was pruned): mine/a keeps c2, now its head, and other has none.
+	for _, tc := range []struct{ thread, head string }{{"mine/a", "c2"}, {"other", ""}, {"mine/b", ""}} {
+		st, b := do(admin, "GET", cpPath(tc.thread, "/checkpoints/latest"), nil)
+		switch {
+		case tc.head == "" && st != 404:
+			t.Errorf("head of %s: %d %s, want none", tc.thread, st, b)
+		case tc.head != "" && (st != 200 || !strings.Contains(b, `"checkpoint_id":"`+tc.head+`"`)):
+			t.Errorf("head of %s: %d %s, want %s", tc.thread, st, b, tc.head)
+		}
+	}
+}

@@ -367,6 +367,11 @@ func TestOpenAPIResponses(t *testing.T) {
 	sc.call(t, "GET", nth+"/checkpoints?checkpoint_ns=sub%3A1", nil, admin, 200, "")
 	sc.call(t, "GET", T+"/threads/a%01/checkpoints/latest", nil, admin, 400, "invalid_argument")
 	sc.call(t, "DELETE", nth, nil, admin, 204, "")
+	sc.call(t, "POST", th+"/copy", `{"target":"t1-copy"}`, admin, 200, "")
+	sc.call(t, "POST", th+"/copy", `{"target":"t1-copy"}`, admin, 409, "already_exists")
+	sc.call(t, "POST", T+"/checkpoints/prune", `{"threads":["t1-copy"],"strategy":"keep_latest"}`, admin, 200, "")
+	sc.call(t, "POST", T+"/checkpoints/prune", `{"threads":["t1-copy"],"strategy":"all"}`, admin, 400, "invalid_argument")
+	sc.call(t, "POST", T+"/checkpoints/delete-runs", `{"run_ids":["run-1"]}`, admin, 200, "")
 	sc.call(t, "DELETE", th, nil, admin, 204, "")
 
 	// Ops ledger.

@@ -134,9 +134,35 @@ func TestCheckpointLangGraphSaver(t *testing.T) {
 		}
 	}
 
+	// copy_thread: every namespace, the pending writes and the large
+	// checkpoint's chunks, which the copy keeps after its source is gone.
+	const copied = "copy of the first thread"
+	if n, err := saver.CopyThread(ctx, tenant, threads[0], copied, nil); err != nil || n != 3*len(namespaces) {
+		t.Fatalf("copy_thread: %d checkpoints, %v; want %d", n, err, 3*len(namespaces))
+	}
+
 	// delete_thread: every namespace of that thread, and nothing else.
 	if err := saver.DeleteThread(ctx, tenant, threads[0], nil); err != nil {
 		t.Fatal(err)
+	}
+	if cp, err := saver.GetCheckpointNS(ctx, tenant, copied, namespaces[1], "1ef-02"); err != nil || len(cp.PendingWrites) != 1 {
+		t.Fatalf("the copy's 1ef-02 after its source's delete: %v %+v", err, summary(cp))
+	}
+	// prune(keep_latest): each namespace of the copy keeps its head, whole.
+	if n, err := saver.PruneThreads(ctx, tenant, []string{copied, "no such thread"}, true); err != nil || n != 2*len(namespaces) {
+		t.Fatalf("prune keep_latest: %d deleted, %v; want %d", n, err, 2*len(namespaces))
+	}
+	for _, ns := range namespaces {
+		list, err := saver.ListCheckpoints(ctx, tenant, copied, client.ListCheckpointsOptions{NS: ns})
+		if err != nil || !slices.Equal(checkpointIDs(list), []string{"1ef-03"}) {
+			t.Fatalf("the copy's namespace %q after prune: %v %v", ns, err, checkpointIDs(list))
+		}
+	}
+	if cp, err := saver.GetCheckpointNS(ctx, tenant, copied, namespaces[1], "1ef-03"); err != nil || !jsonEqual(cp.Data, big) {
+		t.Fatalf("the copy's large checkpoint after prune and its source's delete: %v, %d bytes", err, len(cp.Data))
+	}
+	if n, err := saver.PruneThreads(ctx, tenant, []string{copied}, false); err != nil || n != len(namespaces) {
+		t.Fatalf("prune delete: %d deleted, %v; want %d", n, err, len(namespaces))
 	}
 	for _, ns := range namespaces {
 		if _, err := saver.LatestCheckpointNS(ctx, tenant, threads[0], ns); !errors.Is(err, client.ErrNotFound) {

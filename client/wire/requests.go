@@ -311,6 +311,26 @@ type CheckpointWrite struct {
 	Value   json.RawMessage `json:"value"`
 }
 
+// ThreadCopy is the body of POST /v1/tenants/{t}/threads/{thread}/copy.
+type ThreadCopy struct {
+	Target string `json:"target"`
+	Fence  *Fence `json:"fence,omitempty"`
+}
+
+// ThreadPrune is the body of POST /v1/tenants/{t}/checkpoints/prune;
+// Strategy is "keep_latest" or "delete".
+type ThreadPrune struct {
+	Threads  []string `json:"threads"`
+	Strategy string   `json:"strategy"`
+	Fence    *Fence   `json:"fence,omitempty"`
+}
+
+// DeleteRuns is the body of POST /v1/tenants/{t}/checkpoints/delete-runs.
+type DeleteRuns struct {
+	RunIDs []string `json:"run_ids"`
+	Fence  *Fence   `json:"fence,omitempty"`
+}
+
 // ThreadDelete is the body of DELETE /v1/tenants/{t}/threads/{thread}, which
 // may also have none.
 type ThreadDelete struct {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/spf13/pflag"
 	"io"
@@ -22,7 +23,8 @@ a path with slashes). Each thread has namespaces (LangGraph's checkpoint_ns):
   baton checkpoint latest --tenant acme --thread user@example.com --ns 'agent:1|tools'
   baton checkpoint list --tenant acme --thread chat-7 --filter '{"source":"loop"}'`,
 		subs: []*command{checkpointPutCommand(), checkpointGetCommand(), checkpointLatestCommand(),
-			checkpointListCommand(), checkpointWritesCommand(), checkpointDeleteThreadCommand()},
+			checkpointListCommand(), checkpointWritesCommand(), checkpointDeleteThreadCommand(),
+			checkpointCopyThreadCommand(), checkpointPruneCommand(), checkpointDeleteRunsCommand()},
 	}
 }
 
@@ -234,7 +236,12 @@ func parseWrites(inv *invocation, raw json.RawMessage) ([]client.Write, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&in); err != nil {
-		return nil, inv.usagef(`--writes must be a JSON array of {"channel", "value", "idx"?}: %v`, err)
+		why := ""
+		var typeErr *json.UnmarshalTypeError
+		if !errors.As(err, &typeErr) {
+			why = " (" + err.Error() + ")"
+		}
+		return nil, inv.usagef(`--writes must be a JSON array of {"channel", "value", "idx"?} objects, such as '[{"channel":"messages","value":"hi"}]'%s`, why)
 	}
 	out := make([]client.Write, len(in))
 	for i, w := range in {
@@ -267,6 +274,94 @@ func checkpointDeleteThreadCommand() *command {
 			})
 		},
 	}
+}
+
+func checkpointCopyThreadCommand() *command {
+	var th threadFlags
+	var to string
+	return &command{
+		name:     "copy-thread",
+		summary:  "Copy a thread, every namespace with its pending writes, to a thread that has none",
+		examples: "  baton checkpoint copy-thread --tenant acme --thread chat-7 --to chat-7-replay\n",
+		flags: func(fs *pflag.FlagSet) {
+			th.declare(fs)
+			fs.StringVar(&to, "to", "", "the thread to copy to; it must have no checkpoint (required)")
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			if err := inv.check(nil, "tenant", "thread", "to"); err != nil {
+				return err
+			}
+			return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
+				n, err := c.CopyThread(ctx, th.tenant, th.thread, to, nil)
+				if err != nil {
+					return err
+				}
+				return a.emitCount(map[string]any{"source": th.thread, "target": to, "checkpoints": n},
+					fmt.Sprintf("copied %d checkpoints of thread %s to %s", n, th.thread, to))
+			})
+		},
+	}
+}
+
+func checkpointPruneCommand() *command {
+	var tenant string
+	var threads []string
+	var deleteAll bool
+	return &command{
+		name:    "prune",
+		summary: "Keep only the newest checkpoint of each namespace of threads (or delete them)",
+		long: "Each namespace of each thread keeps its newest checkpoint with its pending writes;\n" +
+			"with --delete the threads are deleted instead. Threads without checkpoints are passed over.",
+		examples: "  baton checkpoint prune --tenant acme --threads chat-7,chat-8\n",
+		flags: func(fs *pflag.FlagSet) {
+			tenantFlag(fs, &tenant)
+			fs.StringSliceVar(&threads, "threads", nil, "the threads, comma-separated, 1 to 100 (required)")
+			fs.BoolVar(&deleteAll, "delete", false, "delete the threads instead of keeping their newest checkpoints")
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			if err := inv.check(nil, "tenant", "threads"); err != nil {
+				return err
+			}
+			return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
+				n, err := c.PruneThreads(ctx, tenant, threads, !deleteAll)
+				if err != nil {
+					return err
+				}
+				return a.emitCount(map[string]any{"deleted": n}, fmt.Sprintf("deleted %d checkpoints", n))
+			})
+		},
+	}
+}
+
+func checkpointDeleteRunsCommand() *command {
+	var tenant string
+	return &command{
+		name:     "delete-runs",
+		summary:  "Delete the checkpoints of runs (their metadata's run_id), in every thread",
+		args:     "RUN_ID...",
+		examples: "  baton checkpoint delete-runs --tenant acme 1ef4f797-8335-6428-8001-8a1503f9b875\n",
+		flags:    func(fs *pflag.FlagSet) { tenantFlag(fs, &tenant) },
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			if err := inv.require("tenant"); err != nil {
+				return err
+			}
+			if len(inv.args) == 0 {
+				return inv.usagef("missing RUN_ID")
+			}
+			return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
+				n, err := c.DeleteRuns(ctx, tenant, inv.args)
+				if err != nil {
+					return err
+				}
+				return a.emitCount(map[string]any{"deleted": n}, fmt.Sprintf("deleted %d checkpoints", n))
+			})
+		},
+	}
+}
+
+// emitCount prints v (-o json or yaml) or the line text.
+func (a *app) emitCount(v any, text string) error {
+	return a.emit(v, func(w io.Writer) { fmt.Fprintln(w, text) })
 }
 
 func printCheckpoint(w io.Writer, cp *client.Checkpoint) {

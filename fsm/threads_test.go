@@ -1,0 +1,146 @@
+package fsm
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// threadWorld puts thread th: c1 <- c2 <- c3 in the default namespace
+// (c2 with run r1, c3 with run r2) and s1 <- s2 in namespace sub (s2 with
+// run r1), with pending writes on c2 and c3.
+func threadWorld(t *testing.T) *world {
+	w := newWorld(t)
+	put := func(ns, id, parent, run string) {
+		w.ok(KindCheckpointPut, "acme", &CheckpointPutArgs{Thread: "th", NS: ns, ID: id, ParentID: parent, Data: []byte(`"` + id + `"`), RunID: run})
+	}
+	put("", "c1", "", "")
+	put("", "c2", "c1", "r1")
+	put("", "c3", "c2", "r2")
+	put("sub", "s1", "", "")
+	put("sub", "s2", "s1", "r1")
+	for _, id := range []string{"c2", "c3"} {
+		w.ok(KindCheckpointWrites, "acme", &CheckpointWritesArgs{Thread: "th", ID: id, TaskID: "t", Entries: []CheckpointWrite{{Channel: "ch", Value: []byte(`1`)}}})
+	}
+	return w
+}
+
+func listIDs(t *testing.T, w *world, thread, ns string) []string {
+	t.Helper()
+	l, _, _, _ := w.f.ListCheckpoints("acme", thread, ns, "", 100, nil, false)
+	return cpIDs(l)
+}
+
+// threadKeys is every key of a thread and every run index key.
+func threadKeysOf(w *world, thread string) (keys []string) {
+	for _, p := range []string{threadPrefix("acme", thread), "t/acme/cprun/"} {
+		w.f.st.Scan(p, "", func(k string, _ []byte) bool {
+			keys = append(keys, k)
+			return true
+		})
+	}
+	return keys
+}
+
+// TestThreadCopy: a copy has every checkpoint, namespace, head and pending
+// write of its source, in the same order, is a thread of its own (its
+// runs indexed), and the source is unchanged; a target with checkpoints,
+// a missing source and a copy onto itself are refused.
+func TestThreadCopy(t *testing.T) {
+	w := threadWorld(t)
+	before := threadKeysOf(w, "th")
+	if r := w.ok(KindThreadCopy, "acme", &ThreadCopyArgs{Source: "th", Target: "copy/1"}); string(mustJSON(r.Obj)) != `{"checkpoints":5,"source":"th","target":"copy/1"}` {
+		t.Errorf("copy answered %s", mustJSON(r.Obj))
+	}
+	for _, ns := range []string{"", "sub"} {
+		if got, want := listIDs(t, w, "copy/1", ns), listIDs(t, w, "th", ns); !slices.Equal(got, want) {
+			t.Errorf("namespace %q of the copy: %v, want %v", ns, got, want)
+		}
+		if got, want := w.f.ThreadHead("acme", "copy/1", ns), w.f.ThreadHead("acme", "th", ns); got != want {
+			t.Errorf("head of namespace %q of the copy: %q, want %q", ns, got, want)
+		}
+	}
+	v, _, _ := w.f.GetCheckpoint("acme", "copy/1", "", "c3")
+	if v == nil || v.Thread != "copy/1" || len(v.Pending) != 1 || string(v.Data) != `"c3"` {
+		t.Errorf("c3 of the copy: %+v", v)
+	}
+	if got := threadKeysOf(w, "th"); len(got) != len(before)+3 { // the copy's 3 run index entries
+		t.Errorf("keys of th and the run index after the copy: %d, want %d", len(got), len(before)+3)
+	}
+	w.refused(CodeAlreadyExists, KindThreadCopy, "acme", &ThreadCopyArgs{Source: "th", Target: "copy/1"})
+	w.refused(CodeNotFound, KindThreadCopy, "acme", &ThreadCopyArgs{Source: "nope", Target: "x"})
+	w.refused(CodeInvalidArgument, KindThreadCopy, "acme", &ThreadCopyArgs{Source: "th", Target: "th"})
+	// Deleting the copy leaves the source and its run index as they were.
+	w.ok(KindThreadDelete, "acme", &ThreadDeleteArgs{Thread: "copy/1"})
+	if got := threadKeysOf(w, "th"); !slices.Equal(got, before) {
+		t.Errorf("after deleting the copy:\n got %q\nwant %q", got, before)
+	}
+}
+
+// TestThreadPrune: keep_latest leaves each namespace its head with its
+// writes; delete removes the threads; threads without checkpoints are
+// passed over.
+func TestThreadPrune(t *testing.T) {
+	w := threadWorld(t)
+	w.ok(KindThreadCopy, "acme", &ThreadCopyArgs{Source: "th", Target: "th2"})
+	r := w.ok(KindThreadPrune, "acme", &ThreadPruneArgs{Threads: []string{"th", "missing"}, KeepLatest: true})
+	if got := string(mustJSON(r.Obj)); got != `{"deleted":3}` {
+		t.Errorf("prune answered %s, want 3 deleted", got)
+	}
+	if got := listIDs(t, w, "th", ""); !slices.Equal(got, []string{"c3"}) {
+		t.Errorf("default namespace after keep_latest: %v, want [c3]", got)
+	}
+	if got := listIDs(t, w, "th", "sub"); !slices.Equal(got, []string{"s2"}) {
+		t.Errorf("namespace sub after keep_latest: %v, want [s2]", got)
+	}
+	if v, _, _ := w.f.GetCheckpoint("acme", "th", "", "c3"); v == nil || len(v.Pending) != 1 {
+		t.Errorf("the kept head lost its writes: %+v", v)
+	}
+	for _, k := range threadKeysOf(w, "th") {
+		if strings.Contains(k, "th2") {
+			continue
+		}
+		if strings.Contains(k, "/c2") || strings.Contains(k, "/c1") || strings.Contains(k, "/s1") {
+			t.Errorf("key %q of a pruned checkpoint left", k)
+		}
+	}
+	if got := listIDs(t, w, "th2", ""); len(got) != 3 {
+		t.Errorf("th2, not pruned: %v", got)
+	}
+	w.ok(KindThreadPrune, "acme", &ThreadPruneArgs{Threads: []string{"th2"}})
+	if keys := w.f.ThreadHead("acme", "th2", ""); keys != "" {
+		t.Errorf("th2 after a delete prune: head %q", keys)
+	}
+}
+
+// TestCheckpointDeleteRuns: a run's checkpoints go in every thread and
+// namespace, with their writes and index entries; a deleted head moves to
+// the newest checkpoint left, and a namespace left empty has no head.
+func TestCheckpointDeleteRuns(t *testing.T) {
+	w := threadWorld(t)
+	w.ok(KindThreadCopy, "acme", &ThreadCopyArgs{Source: "th", Target: "th2"})
+	r := w.ok(KindCheckpointDeleteRuns, "acme", &CheckpointDeleteRunsArgs{RunIDs: []string{"r2", "nope"}})
+	if got := string(mustJSON(r.Obj)); got != `{"deleted":2}` {
+		t.Errorf("delete r2 answered %s, want 2 (th's and th2's c3)", got)
+	}
+	for _, th := range []string{"th", "th2"} {
+		if got := listIDs(t, w, th, ""); !slices.Equal(got, []string{"c2", "c1"}) {
+			t.Errorf("%s after deleting run r2: %v, want [c2 c1]", th, got)
+		}
+		if h := w.f.ThreadHead("acme", th, ""); h != "c2" {
+			t.Errorf("%s's head after deleting its head's run: %q, want c2", th, h)
+		}
+	}
+	w.ok(KindCheckpointDeleteRuns, "acme", &CheckpointDeleteRunsArgs{RunIDs: []string{"r1"}})
+	if got := listIDs(t, w, "th", "sub"); !slices.Equal(got, []string{"s1"}) {
+		t.Errorf("sub after deleting run r1: %v, want [s1]", got)
+	}
+	w.f.st.Scan("t/acme/cprun/", "", func(k string, _ []byte) bool {
+		t.Errorf("run index key %q left after deleting every run", k)
+		return true
+	})
+	w.ok(KindCheckpointPut, "acme", cpPut("th", "c4", "c1", `4`)) // c1 is the head again
+	if v := NewCommand(KindCheckpointPut, 1, "acme", "", &CheckpointPutArgs{Thread: "th", ID: "x", RunID: "r"}).ver; v != EntryVersion5 {
+		t.Errorf("entry version of a put with a run id: %d, want %d", v, EntryVersion5)
+	}
+}

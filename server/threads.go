@@ -1,0 +1,150 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/baton-dev/baton/client/wire"
+	"github.com/baton-dev/baton/fsm"
+)
+
+// The thread lifecycle past delete (LangGraph's copy_thread, prune and
+// delete_for_runs); docs/api.md "Checkpoints".
+func (s *Server) threadRoutes(add func(string, string, routeKind, handlerFunc)) {
+	add("POST", "/v1/tenants/{tenant}/threads/{thread}/copy", routeWrite, s.handleThreadCopy)
+	add("POST", "/v1/tenants/{tenant}/checkpoints/prune", routeWrite, s.handleThreadPrune)
+	add("POST", "/v1/tenants/{tenant}/checkpoints/delete-runs", routeWrite, s.handleDeleteRuns)
+}
+
+// handleThreadCopy copies the path's thread to the body's target: read on
+// the source, write on the target.
+func (s *Server) handleThreadCopy(w http.ResponseWriter, r *http.Request, id *identity) error {
+	if r.URL.Query().Has(checkpointNSParameter) {
+		return badRequest("a copy takes every namespace of the thread: %s is not taken here", checkpointNSParameter)
+	}
+	sc, err := s.threadAccess(id, r, actRead)
+	if err != nil {
+		return err
+	}
+	var req wire.ThreadCopy
+	body, err := s.readJSON(w, r, &req)
+	if err != nil {
+		return err
+	}
+	if err := validText("target", req.Target, 1, maxThreadIDBytes); err != nil {
+		return err
+	}
+	if err := id.allow(sc.tenant, resCheckpoints, req.Target, actWrite); err != nil {
+		return err
+	}
+	fence, err := fenceArg(req.Fence)
+	if err != nil {
+		return err
+	}
+	args := &fsm.ThreadCopyArgs{Source: sc.thread, Target: req.Target, Fence: fence}
+	return s.proposeAndReply(w, r, id, sc.tenant, fsm.KindThreadCopy, args, body)
+}
+
+// handleThreadPrune prunes threads: a delete grant on each. A caller with
+// no checkpoints delete grant at all is refused before its body is read.
+func (s *Server) handleThreadPrune(w http.ResponseWriter, r *http.Request, id *identity) error {
+	tenant := r.PathValue("tenant")
+	if err := s.inTenant(id, tenant); err != nil {
+		return err
+	}
+	if !id.admin && !anyGrant(id.grants, resCheckpoints, actDelete) {
+		return errorf(fsm.CodeForbidden, "principal %q has no delete grant on checkpoints", id.principal)
+	}
+	var req wire.ThreadPrune
+	body, err := s.readJSON(w, r, &req)
+	if err != nil {
+		return err
+	}
+	args := &fsm.ThreadPruneArgs{Threads: req.Threads}
+	switch req.Strategy {
+	case "keep_latest":
+		args.KeepLatest = true
+	case "delete":
+	default:
+		return badRequest(`strategy must be "keep_latest" or "delete", not %q`, req.Strategy)
+	}
+	if len(req.Threads) > fsm.MaxPruneThreads {
+		return badRequest("threads holds %d threads; at most %d a request", len(req.Threads), fsm.MaxPruneThreads)
+	}
+	for i, th := range req.Threads {
+		if err := validText("threads["+strconv.Itoa(i)+"]", th, 1, maxThreadIDBytes); err != nil {
+			return err
+		}
+		if err := id.allow(tenant, resCheckpoints, th, actDelete); err != nil {
+			return err
+		}
+	}
+	if args.Fence, err = fenceArg(req.Fence); err != nil {
+		return err
+	}
+	return s.proposeAndReply(w, r, id, tenant, fsm.KindThreadPrune, args, body)
+}
+
+// handleDeleteRuns deletes the checkpoints of runs, in whatever threads
+// they are: a checkpoints delete grant on every thread (the empty prefix).
+func (s *Server) handleDeleteRuns(w http.ResponseWriter, r *http.Request, id *identity) error {
+	tenant := r.PathValue("tenant")
+	if err := s.tenantAccess(id, tenant, resCheckpoints, "", actDelete); err != nil {
+		return err
+	}
+	var req wire.DeleteRuns
+	body, err := s.readJSON(w, r, &req)
+	if err != nil {
+		return err
+	}
+	if len(req.RunIDs) > fsm.MaxDeleteRuns {
+		return badRequest("run_ids holds %d ids; at most %d a request", len(req.RunIDs), fsm.MaxDeleteRuns)
+	}
+	for i, run := range req.RunIDs {
+		if err := validText("run_ids["+strconv.Itoa(i)+"]", run, 1, maxRunIDBytes); err != nil {
+			return err
+		}
+	}
+	fence, err := fenceArg(req.Fence)
+	if err != nil {
+		return err
+	}
+	args := &fsm.CheckpointDeleteRunsArgs{RunIDs: req.RunIDs, Fence: fence}
+	return s.proposeAndReply(w, r, id, tenant, fsm.KindCheckpointDeleteRuns, args, body)
+}
+
+// maxRunIDBytes bounds a run id (a checkpoint's metadata run_id indexed).
+const maxRunIDBytes = 256
+
+// anyGrant reports whether grants hold action on resource for some prefix.
+func anyGrant(grants []fsm.Grant, resource, action string) bool {
+	for _, g := range grants {
+		if g.Resource != resource && g.Resource != "*" {
+			continue
+		}
+		for _, a := range g.Actions {
+			if a == action {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// runIDOf is a checkpoint metadata's run_id when it is a string of 1 to
+// maxRunIDBytes bytes without control characters ("" otherwise): the
+// checkpoint is then indexed by it for delete-runs.
+func runIDOf(metadata []byte) string {
+	var md struct {
+		RunID any `json:"run_id"`
+	}
+	if json.Unmarshal(metadata, &md) != nil {
+		return ""
+	}
+	run, _ := md.RunID.(string)
+	if validText("run_id", run, 1, maxRunIDBytes) != nil {
+		return ""
+	}
+	return run
+}
