@@ -100,8 +100,8 @@ MISSING: Any = _Missing()
 CHECKPOINT_INLINE_MAX = 512 << 10
 """Checkpoint data larger than this (as compact JSON) goes through chunks (``data_chunks``)."""
 
-_UPLOAD_BATCH_CHUNKS = 16
-_UPLOAD_BATCH_BYTES = 32 << 20
+_UPLOAD_BATCH_CHUNKS = 4
+_UPLOAD_BATCH_BYTES = 16 << 20
 _MISSING_BATCH = 10_000
 
 Source = bytes | bytearray | memoryview | str | os.PathLike[str] | IO[bytes]
