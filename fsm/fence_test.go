@@ -114,7 +114,9 @@ func TestFenceHidesTasksOutsideGrant(t *testing.T) {
 	secret := w.claim("acme", "secret-1", "w") // in queue "q"
 	w.ok(KindTaskCreate, "acme", &TaskCreateArgs{ID: "r-1", Queue: "research"})
 	research := w.ok(KindTaskClaim, "acme", &TaskClaimArgs{ID: "r-1", Owner: "w", LeaseMs: 60_000}).Obj.(*Task).FencingToken
-	put := func(fc *Fence) *KVPutArgs { return &KVPutArgs{Namespace: "ns", Key: "k", Value: []byte(`1`), Fence: fc} }
+	put := func(fc *Fence) *KVPutArgs {
+		return &KVPutArgs{Namespace: "ns", Key: "k", Value: []byte(`1`), Fence: fc}
+	}
 	txn := func(fc *Fence) *TxnArgs {
 		return &TxnArgs{Ops: []TxnOp{{Kind: KindKVPut, Args: EncodeArgs(put(fc))}}}
 	}
