@@ -31,6 +31,8 @@ ROOT = Path(__file__).resolve().parents[3]
 BATOND = Path(os.environ.get("BATOND", ROOT / "bin" / "batond"))
 FAST = ["--heartbeat-timeout=300ms", "--election-timeout=300ms", "--leader-lease-timeout=150ms",
         "--commit-timeout=20ms"]
+# A small watch history, so that a watch resuming from long ago is 410 compacted (test_watch.py).
+WATCH_HISTORY = ["--watch-history-bytes=2097152"]
 
 
 def wait_for(cond: Callable[[], Any], timeout: float = 20.0, what: str = "condition", every: float = 0.05) -> Any:
@@ -111,7 +113,7 @@ class Cluster:
                 f"--peers={peers}",
                 f"--tls-cert-file={self.tls / (nid + '.pem')}", f"--tls-key-file={self.tls / (nid + '-key.pem')}",
                 f"--peer-cert-file={self.tls / (nid + '.pem')}", f"--peer-key-file={self.tls / (nid + '-key.pem')}",
-                f"--peer-ca-file={self.ca}", *FAST]
+                f"--peer-ca-file={self.ca}", *FAST, *WATCH_HISTORY]
         env = dict(os.environ, BATON_ADMIN_TOKEN=self.token)
         for k in list(env):
             if k.startswith("BATON_") and k != "BATON_ADMIN_TOKEN":
