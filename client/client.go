@@ -50,6 +50,14 @@ type Config struct {
 	Timeout time.Duration
 	// MaxRetry bounds the time spent retrying one call (default 15s).
 	MaxRetry time.Duration
+	// DialRetry, when positive and shorter than MaxRetry, bounds the time
+	// spent retrying a call while no endpoint has accepted a connection
+	// (every attempt refused, unreachable or timed out dialing): wrong
+	// endpoints or a cluster that is down fail the call with
+	// ErrUnavailable after DialRetry instead of MaxRetry. Once any
+	// endpoint accepts a connection (a node answering 503 during an
+	// election, say), MaxRetry applies. Zero: MaxRetry alone.
+	DialRetry time.Duration
 	// NoSession makes every write carry a random Idempotency-Key instead
 	// of a place in a client session (session.go). For a short-lived
 	// process that writes once or twice (the CLI), where opening a
@@ -87,6 +95,9 @@ func (c Config) Validate() error {
 	if c.MaxRetry < 0 {
 		return fmt.Errorf("client: max retry must not be negative, got %v", c.MaxRetry)
 	}
+	if c.DialRetry < 0 {
+		return fmt.Errorf("client: dial retry must not be negative, got %v", c.DialRetry)
+	}
 	if (c.CertFile == "") != (c.KeyFile == "") {
 		return errors.New("client: give both CertFile and KeyFile, or neither")
 	}
@@ -104,8 +115,9 @@ type Client struct {
 	hc        *http.Client
 	timeout   time.Duration
 	maxRetry  time.Duration
-	preferred atomic.Int64 // index of the endpoint that last answered
-	sess      sessions     // for exactly-once retries (session.go)
+	dialRetry time.Duration // 0: none (Config.DialRetry)
+	preferred atomic.Int64  // index of the endpoint that last answered
+	sess      sessions      // for exactly-once retries (session.go)
 }
 
 // New validates cfg and returns a Client. It does no I/O.
@@ -114,11 +126,12 @@ func New(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{
-		sess:     sessions{off: cfg.NoSession},
-		token:    cfg.Token,
-		hc:       cfg.HTTPClient,
-		timeout:  cfg.Timeout,
-		maxRetry: cfg.MaxRetry,
+		sess:      sessions{off: cfg.NoSession},
+		token:     cfg.Token,
+		hc:        cfg.HTTPClient,
+		timeout:   cfg.Timeout,
+		maxRetry:  cfg.MaxRetry,
+		dialRetry: cfg.DialRetry,
 	}
 	for _, ep := range cfg.Endpoints {
 		norm, _ := parseEndpoint(ep)

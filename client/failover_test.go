@@ -448,3 +448,35 @@ func TestOutcomeUnknown(t *testing.T) {
 		})
 	}
 }
+
+// TestDialRetry: while no endpoint accepts a connection, a call gives up
+// after DialRetry instead of MaxRetry; once one has (a node answering 503),
+// MaxRetry applies and the call goes on to succeed.
+func TestDialRetry(t *testing.T) {
+	t.Run("all refused", func(t *testing.T) {
+		c := newClientCfg(t, client.Config{Endpoints: []string{closedEndpoint(t), closedEndpoint(t)},
+			DialRetry: 200 * time.Millisecond, MaxRetry: time.Minute})
+		start := time.Now()
+		_, err := c.ListTenants(ctxTimeout(t, 2*time.Minute))
+		if !errors.Is(err, client.ErrUnavailable) || !strings.Contains(err.Error(), "no endpoint accepted a connection") {
+			t.Errorf("got %v, want ErrUnavailable saying no endpoint accepted a connection", err)
+		}
+		if took := time.Since(start); took > 20*time.Second {
+			t.Errorf("gave up after %v, want about DialRetry, far below MaxRetry", took)
+		}
+	})
+	t.Run("one accepts", func(t *testing.T) {
+		rec := &recorder{reply: func(w http.ResponseWriter, r *http.Request, n int) {
+			if n <= 3 {
+				unavailable(w, r, n)
+				return
+			}
+			tenantsOK(w, r, n)
+		}}
+		c := newClientCfg(t, client.Config{Endpoints: []string{closedEndpoint(t), serve(t, rec.ServeHTTP).URL},
+			DialRetry: time.Nanosecond, MaxRetry: time.Minute})
+		if _, err := c.ListTenants(ctxTimeout(t, 2*time.Minute)); err != nil {
+			t.Errorf("got %v, want success once the answering node is ready", err)
+		}
+	})
+}

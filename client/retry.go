@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -29,6 +30,9 @@ type result struct {
 	// outcome is not known; retried only when the call carries what makes
 	// a retry safe (see attempt).
 	outcomeUnknown bool
+	// dialFailed: no connection was made (refused, unreachable, timed out
+	// dialing); see Config.DialRetry.
+	dialFailed bool
 }
 
 // prefer makes the next call start at the endpoint that answered, or at
@@ -60,7 +64,14 @@ func (c *Client) pinned(ctx context.Context, endpoint string, cl *call) result {
 // answered, backing off after each full round of failures, until an
 // endpoint answers, the retry budget is spent or ctx is done.
 func (c *Client) failover(ctx context.Context, cl *call) result {
-	deadline := time.Now().Add(c.maxRetry)
+	began := time.Now()
+	deadline := began.Add(c.maxRetry)
+	// Until an endpoint accepts a connection, DialRetry may end it sooner.
+	dialDeadline := deadline
+	if c.dialRetry > 0 && c.dialRetry < c.maxRetry {
+		dialDeadline = began.Add(c.dialRetry)
+	}
+	connected := false
 	n := len(c.endpoints)
 	start := int(c.preferred.Load())
 	bo := backoff{next: backoffStart}
@@ -79,7 +90,12 @@ func (c *Client) failover(ctx context.Context, cl *call) result {
 			return res
 		}
 		last = res.err
+		connected = connected || !res.dialFailed
 		remaining := time.Until(deadline)
+		dialOver := !connected && i+1 >= n // every endpoint tried, none connected
+		if dialOver {
+			remaining = time.Until(dialDeadline)
+		}
 		if res.rateLimited {
 			if res.retryAfter >= remaining {
 				return res
@@ -97,7 +113,11 @@ func (c *Client) failover(ctx context.Context, cl *call) result {
 			roundRetryAfter = 0
 		}
 		if delay >= remaining {
-			res.err = fmt.Errorf("%w (gave up after %d attempts)", res.err, i+1)
+			if dialOver && dialDeadline.Before(deadline) {
+				res.err = fmt.Errorf("%w (no endpoint accepted a connection within %v; gave up after %d attempts)", res.err, c.dialRetry, i+1)
+			} else {
+				res.err = fmt.Errorf("%w (gave up after %d attempts)", res.err, i+1)
+			}
 			return res
 		}
 		if err := sleep(ctx, delay); err != nil {
@@ -215,7 +235,8 @@ func transportFailure(ctx context.Context, cl *call, endpoint string, err error)
 	if errors.As(err, &verr) || errors.As(err, &alert) {
 		return result{err: fmt.Errorf("%s %s%s: %w (check the CA file and client certificate)", cl.method, endpoint, cl.path, err)}
 	}
-	return result{retry: true,
+	var op *net.OpError
+	return result{retry: true, dialFailed: errors.As(err, &op) && op.Op == "dial",
 		err: fmt.Errorf("%w: %s %s%s: %w", ErrUnavailable, cl.method, endpoint, cl.path, err)}
 }
 

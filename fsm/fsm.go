@@ -41,6 +41,11 @@ type FSM struct {
 	// the replicated limits as last read.
 	sessBytes      int64
 	sessNextExpiry int64
+	// sessTenantBytes: sessBytes by owner tenant ("" the admin), against
+	// Limits.SessionTenantBytes; sessUndo records the changes a command's
+	// handler made to it, which an abort takes back.
+	sessTenantBytes map[string]int64
+	sessUndo        []sessDelta
 	// idemBytes and idemTenantBytes are what Idempotency-Key records
 	// count for against Limits.IdemBytes and IdemTenantBytes.
 	idemBytes       int64
@@ -164,6 +169,7 @@ func (f *FSM) applyCommand(ctx *applyCtx, c *Command) *Result {
 	nev := len(f.pending)
 	mark := f.markQuota(c.Tenant)
 	sessBytes := f.sessBytes // handlers that drop sessions change it; an abort puts it back
+	f.sessUndo = f.sessUndo[:0]
 	f.st.begin()
 	r := f.dispatch(ctx, c)
 	if r.OK() {
@@ -176,6 +182,7 @@ func (f *FSM) applyCommand(ctx *applyCtx, c *Command) *Result {
 	} else {
 		f.st.abort()
 		f.sessBytes = sessBytes
+		f.undoSessionCounts()
 		f.pending = f.pending[:nev]
 	}
 	f.stats.settle(r.OK(), c.Kind, r.Code)

@@ -23,6 +23,21 @@ type Limits struct {
 	IdemTenantBytes int64
 	// MaxStateBytes bounds the data (usage.go); 0 is no bound.
 	MaxStateBytes int64
+	// SessionTenantBytes bounds the bytes of one tenant's sessions (the
+	// admin's count as one tenant); past it the tenant's least recently
+	// used are dropped, so that no tenant evicts another's through
+	// SessionBytes alone. 0 is no such bound: what a state from before it
+	// holds, so it has no default here (batond's flag has one). Only in
+	// EntryVersion5 entries (entryVersion); a state that holds it is
+	// snapshotFormat4 (sessionTenantMarkerKey).
+	SessionTenantBytes int64 `codec:",omitempty"`
+}
+
+func (l *Limits) entryVersion() byte {
+	if l.SessionTenantBytes != 0 {
+		return EntryVersion5
+	}
+	return 0
 }
 
 // Defaults of Limits.
@@ -32,6 +47,9 @@ const (
 	DefaultSessionsPerTenant int64 = 4096
 	DefaultIdemBytes         int64 = 64 << 20
 	DefaultIdemTenantBytes   int64 = 16 << 20
+	// DefaultSessionTenantBytes is batond's --session-tenant-bytes: a
+	// quarter of the default SessionBytes, as for Idempotency-Keys.
+	DefaultSessionTenantBytes int64 = 16 << 20
 )
 
 // WithDefaults fills zero fields with the defaults.
@@ -54,6 +72,11 @@ const KindLimitsSet Kind = "limits.set"
 
 const limitsKey = "cfg/limits"
 
+// sessionTenantMarkerKey is present once the limits hold a per-tenant
+// session budget: an older member would drop the field and keep no such
+// bound, so a snapshot of the state is snapshotFormat4, which it refuses.
+const sessionTenantMarkerKey = "cfg/sessiontenant"
+
 func applyLimitsSet(f *FSM, _ *applyCtx, c *Command) *Result {
 	if c.Principal != "" {
 		return fail(CodeForbidden, "only the cluster sets limits", nil)
@@ -62,12 +85,16 @@ func applyLimitsSet(f *FSM, _ *applyCtx, c *Command) *Result {
 	if r := decodeArgs(c, &l); r != nil {
 		return r
 	}
-	if l.SessionTTL < 0 || l.SessionBytes < 0 || l.SessionsPerTenant < 0 || l.IdemBytes < 0 || l.IdemTenantBytes < 0 || l.MaxStateBytes < 0 {
+	if l.SessionTTL < 0 || l.SessionBytes < 0 || l.SessionsPerTenant < 0 || l.IdemBytes < 0 || l.IdemTenantBytes < 0 || l.MaxStateBytes < 0 || l.SessionTenantBytes < 0 {
 		return fail(CodeInvalidArgument, fmt.Sprintf("negative limit in %+v", l), nil)
 	}
 	l = l.WithDefaults()
 	f.st.Put(limitsKey, encode(&l))
 	f.limitsCache = nil
+	if l.SessionTenantBytes > 0 && !f.st.Has(sessionTenantMarkerKey) {
+		f.st.Put(sessionTenantMarkerKey, []byte{1})
+	}
+	f.evictAllTenantSessions(l.SessionTenantBytes)
 	f.evictSessions(l.SessionBytes, "")
 	return okValue(OutcomeOK, l)
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
+	"strings"
 )
 
 // Client sessions: exactly-once retries whose cost is per client, not per
@@ -30,7 +32,8 @@ import (
 // MaxSessionAnswers answers and MaxSessionAnswerBytes bytes of them (past
 // either the lowest Seq is dropped and Floor raised to it); all sessions
 // together keep at most SessionBytes, and a tenant at most
-// SessionsPerTenant sessions, the least recently used dropped first.
+// SessionsPerTenant sessions and SessionTenantBytes bytes, the least
+// recently used dropped first (a tenant's own first, at its budget).
 //
 // Keys:
 //
@@ -117,8 +120,9 @@ func applySessionOpen(f *FSM, ctx *applyCtx, c *Command) *Result {
 	key := sessionKey(owner, c.Principal, rec.ID)
 	f.st.Put(key, encode(&rec))
 	f.st.Put(sessionExpiryKey(rec.Expires, key), nil)
-	f.sessBytes += sessionRecordBytes
+	f.countSession(owner, sessionRecordBytes)
 	f.noteSessionExpiry(rec.Expires)
+	f.evictTenantSessions(owner, lim.SessionTenantBytes, key)
 	f.evictSessions(lim.SessionBytes, key)
 	return okValue(OutcomeCreated, SessionView{SessionID: strconv.FormatUint(rec.ID, 10), TTLMs: rec.TTL})
 }
@@ -220,8 +224,10 @@ func (f *FSM) sessionRemember(ctx *applyCtx, c *Command, s *sessionWrite, r *Res
 		f.noteSessionExpiry(rec.Expires)
 	}
 	f.st.Put(s.key, encode(&rec))
-	f.sessBytes += rec.Bytes - before
-	f.evictSessions(f.limits().SessionBytes, s.key)
+	f.countSession(sessionKeyOwner(s.key), rec.Bytes-before)
+	lim := f.limits()
+	f.evictTenantSessions(sessionKeyOwner(s.key), lim.SessionTenantBytes, s.key)
+	f.evictSessions(lim.SessionBytes, s.key)
 }
 
 // remembered reports whether r is an answer to keep for c's retries. A
@@ -297,9 +303,100 @@ func (f *FSM) dropSession(key string) {
 			f.st.Delete(k)
 		}
 		f.st.Delete(sessionExpiryKey(rec.Expires, key))
-		f.sessBytes -= sessionRecordBytes + rec.Bytes
+		f.countSession(sessionKeyOwner(key), -(sessionRecordBytes + rec.Bytes))
 	}
 	f.st.Delete(key)
+}
+
+// sessionKeyOwner is the owner tenant of a session record's key.
+func sessionKeyOwner(key string) string {
+	owner, _, _ := strings.Cut(strings.TrimPrefix(key, sessionPrefix), "/")
+	return owner
+}
+
+// sessDelta is a change of one owner's session bytes.
+type sessDelta struct {
+	owner string
+	delta int64
+}
+
+// countSession adds delta to the session bytes, in all and of owner, and
+// notes it for undoSessionCounts.
+func (f *FSM) countSession(owner string, delta int64) {
+	f.sessBytes += delta
+	f.addTenantSessionBytes(owner, delta)
+	f.sessUndo = append(f.sessUndo, sessDelta{owner, delta})
+}
+
+func (f *FSM) addTenantSessionBytes(owner string, delta int64) {
+	if f.sessTenantBytes == nil {
+		f.sessTenantBytes = map[string]int64{}
+	}
+	if n := f.sessTenantBytes[owner] + delta; n != 0 {
+		f.sessTenantBytes[owner] = n
+	} else {
+		delete(f.sessTenantBytes, owner)
+	}
+}
+
+// undoSessionCounts takes back the per-owner changes of the command being
+// aborted (applyCommand restores sessBytes itself).
+func (f *FSM) undoSessionCounts() {
+	for i := len(f.sessUndo) - 1; i >= 0; i-- {
+		f.addTenantSessionBytes(f.sessUndo[i].owner, -f.sessUndo[i].delta)
+	}
+	f.sessUndo = f.sessUndo[:0]
+}
+
+// evictTenantSessions drops owner's least recently used sessions, never
+// keep, while they count for more than budget (0: no bound). The work is
+// the owner's sessions, at most SessionsPerTenant.
+func (f *FSM) evictTenantSessions(owner string, budget int64, keep string) {
+	if budget <= 0 || f.sessTenantBytes[owner] <= budget {
+		return
+	}
+	type live struct {
+		key     string
+		expires int64
+	}
+	var all []live
+	f.st.Scan(sessionPrefix+owner+"/", "", func(k string, v []byte) bool {
+		var rec sessionRecord
+		if k != keep && decode(v, &rec) == nil {
+			all = append(all, live{k, rec.Expires})
+		}
+		return true
+	})
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].expires != all[j].expires {
+			return all[i].expires < all[j].expires
+		}
+		return all[i].key < all[j].key
+	})
+	for _, s := range all {
+		if f.sessTenantBytes[owner] <= budget {
+			return
+		}
+		f.dropSession(s.key)
+	}
+}
+
+// evictAllTenantSessions brings every owner within budget (a limits.set),
+// owners in name order.
+func (f *FSM) evictAllTenantSessions(budget int64) {
+	if budget <= 0 {
+		return
+	}
+	var over []string
+	for owner, n := range f.sessTenantBytes {
+		if n > budget {
+			over = append(over, owner)
+		}
+	}
+	sort.Strings(over)
+	for _, owner := range over {
+		f.evictTenantSessions(owner, budget, "")
+	}
 }
 
 // evictSessions drops the least recently used sessions, never keep, while
@@ -359,11 +456,12 @@ func (f *FSM) purgeSessions(now int64, max int) {
 // recountSessions derives the session byte count from the state (after a
 // restore): the same sum every replica keeps up to date as it applies.
 func (f *FSM) recountSessions() {
-	f.sessBytes, f.sessNextExpiry = 0, 0
-	f.st.Scan(sessionPrefix, "", func(_ string, v []byte) bool {
+	f.sessBytes, f.sessNextExpiry, f.sessTenantBytes = 0, 0, nil
+	f.st.Scan(sessionPrefix, "", func(k string, v []byte) bool {
 		var rec sessionRecord
 		if decode(v, &rec) == nil {
 			f.sessBytes += sessionRecordBytes + rec.Bytes
+			f.addTenantSessionBytes(sessionKeyOwner(k), sessionRecordBytes+rec.Bytes)
 		}
 		return true
 	})

@@ -3,6 +3,7 @@ package fsm
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -220,5 +221,65 @@ func TestSessionsGoWithTheirPrincipal(t *testing.T) {
 	}
 	if f.sessBytes != 0 {
 		t.Errorf("session bytes %d after the only session went", f.sessBytes)
+	}
+}
+
+// TestSessionTenantBudget: with a per-tenant session budget, a tenant
+// that writes more than the whole budget holds drops its own least
+// recently used sessions, not another tenant's: the other tenant's write
+// in flight is still answered from its session. Two replicas agree, and a
+// recount finds what they kept.
+func TestSessionTenantBudget(t *testing.T) {
+	const total, perTenant = 1 << 20, 256 << 10
+	value := `"` + strings.Repeat("x", 16<<10) + `"` // a 16 KiB answer
+	f, g := New(), New()
+	index := uint64(0)
+	now := int64(1000)
+	apply := func(c *Command) *Result {
+		t.Helper()
+		index++
+		now += 10
+		r := applyOne(t, f, index, c)
+		applyOne(t, g, index, c)
+		return r
+	}
+	open := func(tenant, principal string) uint64 {
+		t.Helper()
+		r := apply(NewCommand(KindSessionOpen, now, tenant, principal, &SessionOpenArgs{}))
+		id, err := strconv.ParseUint(r.Obj.(SessionView).SessionID, 10, 64)
+		if err != nil {
+			t.Fatalf("session open: %s", describe(r))
+		}
+		return id
+	}
+	put := func(tenant, principal string, sid, seq uint64) *Result {
+		c := NewCommand(KindKVPut, now, tenant, principal, &KVPutArgs{Namespace: "ns", Key: fmt.Sprint(sid, "-", seq), Value: []byte(value)})
+		return apply(inSession(c, sid, seq, 0, fmt.Sprint("fp-", seq)))
+	}
+	apply(tenantPut(now, "victim"))
+	apply(tenantPut(now, "hog"))
+	apply(NewCommand(KindLimitsSet, now, "", "", &Limits{SessionBytes: total, SessionTenantBytes: perTenant}))
+	vid := open("victim", "v")
+	if r := put("victim", "v", vid, 1); !r.OK() {
+		t.Fatalf("victim's write: %s", describe(r))
+	}
+	for range 8 { // 8 sessions of 10 answers of 16 KiB: more than the whole budget
+		sid := open("hog", "h")
+		for seq := uint64(1); seq <= 10; seq++ {
+			put("hog", "h", sid, seq)
+		}
+	}
+	if r := put("victim", "v", vid, 1); !r.OK() || !r.Replay {
+		t.Errorf("victim's retry after the other tenant filled its budget: got %s (replay %v), want its first answer replayed", describe(r), r.Replay)
+	}
+	if got := f.sessTenantBytes["hog"]; got > perTenant {
+		t.Errorf("hog's sessions: got %d bytes, want at most its budget %d", got, perTenant)
+	}
+	kept, keptHog := f.sessBytes, f.sessTenantBytes["hog"]
+	if f.recountSessions(); f.sessBytes != kept || f.sessTenantBytes["hog"] != keptHog {
+		t.Errorf("session bytes: counted %d (hog %d), the state holds %d (%d)", kept, keptHog, f.sessBytes, f.sessTenantBytes["hog"])
+	}
+	if a, b := f.Status().StateDigest, g.Status().StateDigest; a != b {
+		t.Errorf("replicas differ: %s vs %s", a, b)
 	}
 }

@@ -42,6 +42,8 @@ var snapshotMarkers = []struct {
 	{retentionMarkerKey, snapshotFormat3}, // a retention period anywhere (retention.go)
 	{checkpointMarkerKey, snapshotFormat3},
 	{checkpoints5MarkerKey, snapshotFormat4}, // pending writes by index, run ids (checkpoints.go)
+	// A per-tenant session budget (limits.go).
+	{sessionTenantMarkerKey, snapshotFormat4},
 }
 
 // snapshotFormatOf is the format a snapshot of st is written in.

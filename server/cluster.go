@@ -43,10 +43,12 @@ type stateSize struct {
 type retryState struct {
 	SessionBytes      int64 `json:"session_bytes"`
 	SessionBytesLimit int64 `json:"session_bytes_limit"`
-	SessionTTLMs      int64 `json:"session_ttl_ms"`
-	SessionsPerTenant int64 `json:"sessions_per_tenant"`
-	IdemBytesLimit    int64 `json:"idempotency_bytes_limit"`
-	IdemTenantLimit   int64 `json:"idempotency_tenant_bytes_limit"`
+	// SessionTenantLimit is one tenant's session bound (0: none).
+	SessionTenantLimit int64 `json:"session_tenant_bytes_limit"`
+	SessionTTLMs       int64 `json:"session_ttl_ms"`
+	SessionsPerTenant  int64 `json:"sessions_per_tenant"`
+	IdemBytesLimit     int64 `json:"idempotency_bytes_limit"`
+	IdemTenantLimit    int64 `json:"idempotency_tenant_bytes_limit"`
 }
 
 func (s *Server) clusterRoutes(add func(string, string, routeKind, handlerFunc)) {
@@ -206,7 +208,7 @@ func (s *Server) handleClusterStatus(w http.ResponseWriter, _ *http.Request, id 
 	out.Build = s.cfg.Build
 	lim := s.fsm.Limits()
 	out.StateSize = stateSize{Bytes: s.fsm.StateBytes(), MaxBytes: lim.MaxStateBytes}
-	out.Retries = retryState{SessionBytes: st.SessionBytes, SessionBytesLimit: lim.SessionBytes, SessionTTLMs: lim.SessionTTL,
+	out.Retries = retryState{SessionBytes: st.SessionBytes, SessionBytesLimit: lim.SessionBytes, SessionTenantLimit: lim.SessionTenantBytes, SessionTTLMs: lim.SessionTTL,
 		SessionsPerTenant: lim.SessionsPerTenant, IdemBytesLimit: lim.IdemBytes, IdemTenantLimit: lim.IdemTenantBytes}
 	return s.readReply(w, st.AppliedIndex, out)
 }

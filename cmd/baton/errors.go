@@ -71,6 +71,13 @@ type refusal struct {
 func (r *refusal) Error() string { return r.msg }
 func (r *refusal) Unwrap() error { return r.err }
 
+// reported is an error the command's answer on stdout already holds (as
+// baton version's server_error): exit prints it on stderr only.
+type reported struct{ err error }
+
+func (r *reported) Error() string { return r.err.Error() }
+func (r *reported) Unwrap() error { return r.err }
+
 // reword returns err with msg(e) as its message when err is an API error
 // with the given code and msg has something to say ("" keeps the server's
 // words).
@@ -92,7 +99,8 @@ func (a *app) exit(err error) int {
 		return exitOK
 	}
 	code := exitCode(err)
-	if format := a.errorFormat(); format != "table" {
+	var rep *reported
+	if format := a.errorFormat(); format != "table" && !errors.As(err, &rep) {
 		if e := a.encode(format, errorObject(err, code)); e != nil {
 			fmt.Fprintf(a.stderr, "baton: %v\n", e)
 		}

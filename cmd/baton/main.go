@@ -44,6 +44,7 @@ type app struct {
 	cert, key      string // client certificate and key (mTLS)
 	output         string // table, json or yaml
 	timeout        time.Duration
+	dialTimeout    time.Duration
 
 	args    []string // the command line, for the output format of early errors
 	started bool     // a command's run began: later errors are not usage errors
@@ -101,6 +102,7 @@ func newRoot(a *app) *cobra.Command {
 	pf.StringVar(&a.key, "key", "", "key of --cert (PEM)")
 	pf.StringVarP(&a.output, "output", "o", "table", "output format: table, json or yaml")
 	pf.DurationVar(&a.timeout, "timeout", 30*time.Second, "time limit of the command, retries included")
+	pf.DurationVar(&a.dialTimeout, "dial-timeout", 3*time.Second, "give up when no endpoint accepts a connection within this long (exit 6)")
 	for _, g := range globalFlags {
 		setEnv(pf.Lookup(g.name), g.env)
 	}
@@ -172,7 +174,8 @@ Exit status:
      idempotency_mismatch, idempotency_expired
   4  not_found
   5  unauthenticated or forbidden
-  6  the cluster cannot answer: unreachable, unavailable (no leader or no
+  6  the cluster cannot answer: unreachable (no endpoint accepted a
+     connection within --dial-timeout), unavailable (no leader or no
      quorum), rate_limited after the retries, or --timeout ran out
   7  outcome_unknown: the write was proposed but whether it was applied is
      not known (the retries, with the same key, ran out); check before
@@ -225,6 +228,7 @@ var globalFlags = []globalFlag{
 	{"key", "", "BATON_KEY"},
 	{"output", "o", "BATON_OUTPUT"},
 	{"timeout", "", "BATON_TIMEOUT"},
+	{"dial-timeout", "", "BATON_DIAL_TIMEOUT"},
 }
 
 // prepare applies the environment to the flags not given and checks the
@@ -256,6 +260,9 @@ func (a *app) prepare(c *cobra.Command) error {
 	if a.timeout <= 0 {
 		return usageErrorf(c.CommandPath(), "--timeout must be positive, got %v", a.timeout)
 	}
+	if a.dialTimeout <= 0 {
+		return usageErrorf(c.CommandPath(), "--dial-timeout must be positive, got %v", a.dialTimeout)
+	}
 	return nil
 }
 
@@ -268,7 +275,7 @@ func (a *app) client() (*client.Client, error) {
 	// One command writes once or twice: a random Idempotency-Key per write
 	// costs less than opening a client session.
 	cfg := client.Config{Endpoints: eps, Token: a.token, NoSession: true,
-		Timeout: min(client.DefaultTimeout, a.timeout), MaxRetry: a.timeout,
+		Timeout: min(client.DefaultTimeout, a.timeout), MaxRetry: a.timeout, DialRetry: a.dialTimeout,
 		CAFile: a.cacert, CertFile: a.cert, KeyFile: a.key}
 	if err := cfg.Validate(); err != nil {
 		if strings.Contains(err.Error(), "endpoint") {

@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/baton-dev/baton/client"
 )
@@ -495,5 +497,47 @@ func TestOutputEndsWithNewline(t *testing.T) {
 				t.Errorf("%s -o %s: exit %d stdout %q stderr %q, want one newline at the end", strings.Join(args, " "), format, code, stdout, stderr)
 			}
 		}
+	}
+}
+
+// TestUnreachableFailsFast: against endpoints that refuse connections,
+// status and version give up within seconds (not the 30 s of --timeout)
+// with exit 6; version prints the client's version first.
+func TestUnreachableFailsFast(t *testing.T) {
+	var eps []string
+	for range 2 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		eps = append(eps, ln.Addr().String())
+		ln.Close() // connections to it are refused
+	}
+	cases := []struct {
+		args    []string
+		wantOut string
+	}{
+		{[]string{"status"}, ""},
+		{[]string{"version"}, "client: baton "},
+		{[]string{"version", "-o", "json"}, `"server_error"`},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			start := time.Now()
+			code := run(context.Background(), append([]string{"--endpoints", strings.Join(eps, ",")}, tc.args...), &out, &errOut)
+			if took := time.Since(start); took > 15*time.Second {
+				t.Errorf("took %v, want well under --timeout's 30s", took)
+			}
+			if code != 6 {
+				t.Errorf("exit %d, want 6; stderr %q", code, errOut.String())
+			}
+			if !strings.Contains(out.String(), tc.wantOut) {
+				t.Errorf("stdout %q, want %q", out.String(), tc.wantOut)
+			}
+			if n := strings.Count(out.String(), `"error"`); n != 0 {
+				t.Errorf("stdout %q holds an error object besides the answer", out.String())
+			}
+		})
 	}
 }

@@ -13,15 +13,22 @@ func versionCommand() *command {
 	return &command{
 		name:    "version",
 		summary: "Print this CLI's version and the version of the node that answers",
-		long: `The server's version is asked of the first node that answers; when none
-does, the line says why and the exit status is still 0 (baton --version
-prints only the CLI's version and asks nothing).`,
+		long: `The CLI's own version is printed at once; the server's is asked of the
+first node that answers. When no node answers (none accepts a connection
+within --dial-timeout, or none answers within --timeout), the server line
+says why and the exit status is 6, as for any command that cannot reach
+the cluster. baton --version prints only the CLI's version and asks
+nothing.`,
 		examples: "  baton version\n  baton version -o json\n",
 		run: func(ctx context.Context, a *app, inv *invocation) error {
 			if _, err := inv.positional(); err != nil {
 				return err
 			}
 			cli := buildinfo.Get()
+			if a.output == "table" {
+				// At once, before any node is asked.
+				fmt.Fprintf(a.stdout, "client: baton %s\n", cli)
+			}
 			out := map[string]any{"client": cli}
 			var health struct {
 				NodeID  string `json:"node_id"`
@@ -37,14 +44,19 @@ prints only the CLI's version and asks nothing).`,
 			} else {
 				out["server_error"] = err.Error()
 			}
-			return a.emit(out, func(w io.Writer) {
-				fmt.Fprintf(w, "client: baton %s\n", cli)
+			if e := a.emit(out, func(w io.Writer) {
 				if err == nil {
 					fmt.Fprintf(w, "server: batond %s (node %s)\n", health.Version, health.NodeID)
 				} else {
-					fmt.Fprintf(w, "server: unknown (%v)\n", err)
+					fmt.Fprintf(w, "server: not reachable (%v)\n", err)
 				}
-			})
+			}); e != nil {
+				return e
+			}
+			if err != nil {
+				return &reported{err} // the answer above already holds it
+			}
+			return nil
 		},
 	}
 }

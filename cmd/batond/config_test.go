@@ -299,3 +299,27 @@ func TestLogFormatJSON(t *testing.T) {
 		t.Fatalf("json log line %q: %v %v", buf.String(), rec, err)
 	}
 }
+
+// TestSessionTenantBytesFlag: --session-tenant-bytes defaults to a
+// quarter of --session-bytes, and is refused below 256 KiB or above
+// --session-bytes.
+func TestSessionTenantBytesFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want int64 // 0: refused
+	}{
+		{nil, 16 << 20},
+		{[]string{"--session-bytes", "8388608"}, 2 << 20},
+		{[]string{"--session-tenant-bytes", "1048576"}, 1 << 20},
+		{[]string{"--session-tenant-bytes", "1024"}, 0},
+		{[]string{"--session-bytes", "1048576", "--session-tenant-bytes", "2097152"}, 0},
+	} {
+		o, err := parseWith(append(append([]string{}, required...), tc.args...), envOf{})
+		switch {
+		case tc.want == 0 && err == nil:
+			t.Errorf("%v: got %d, want refused", tc.args, o.limits.SessionTenantBytes)
+		case tc.want != 0 && (err != nil || o.limits.SessionTenantBytes != tc.want):
+			t.Errorf("%v: got %v (err %v), want %d", tc.args, o, err, tc.want)
+		}
+	}
+}

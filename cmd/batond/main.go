@@ -232,6 +232,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&o.idemTTL, "idempotency-ttl", 24*time.Hour, "how long Idempotency-Key answers are remembered")
 	fs.DurationVar(&o.sessionTTL, "session-ttl", time.Duration(fsm.DefaultSessionTTL)*time.Millisecond, "a client session unused this long expires (its retries then get idempotency_expired); the leader's value is the cluster's")
 	fs.Int64Var(&o.limits.SessionBytes, "session-bytes", fsm.DefaultSessionBytes, "bytes all client sessions may keep for retries; past it the least recently used are dropped; the leader's value is the cluster's")
+	fs.Int64Var(&o.limits.SessionTenantBytes, "session-tenant-bytes", 0, "bytes one tenant's client sessions may keep; past it the tenant's least recently used are dropped, not another tenant's; 0: a quarter of --session-bytes; the leader's value is the cluster's")
 	fs.Int64Var(&o.limits.SessionsPerTenant, "sessions-per-tenant", fsm.DefaultSessionsPerTenant, "live client sessions per tenant; opening one more drops the tenant's least recently used; the leader's value is the cluster's")
 	fs.Int64Var(&o.limits.IdemBytes, "idempotency-bytes", fsm.DefaultIdemBytes, "bytes of Idempotency-Key answers kept in all; past it the oldest are dropped; the leader's value is the cluster's")
 	fs.Int64Var(&o.limits.IdemTenantBytes, "idempotency-tenant-bytes", fsm.DefaultIdemTenantBytes, "bytes of Idempotency-Key answers kept per tenant; past it the tenant's oldest are dropped; the leader's value is the cluster's")
@@ -275,6 +276,11 @@ func (o *options) validate() error {
 		return errors.New("--max-state-bytes must not be negative (0: no limit)")
 	case o.limits.IdemTenantBytes < 64<<10 || o.limits.IdemTenantBytes > o.limits.IdemBytes:
 		return errors.New("--idempotency-tenant-bytes must be at least 64 KiB and at most --idempotency-bytes")
+	case o.limits.SessionTenantBytes != 0 && (o.limits.SessionTenantBytes < 256<<10 || o.limits.SessionTenantBytes > o.limits.SessionBytes):
+		return errors.New("--session-tenant-bytes must be at least 256 KiB and at most --session-bytes (0: a quarter of it)")
+	}
+	if o.limits.SessionTenantBytes == 0 {
+		o.limits.SessionTenantBytes = o.limits.SessionBytes / 4
 	}
 	switch {
 	case o.id == "" && o.dataDir == "":
