@@ -22,7 +22,7 @@ var layers = []struct {
 	name     string
 	packages []string // import paths below the module, a trailing /... for a subtree
 }{
-	{"wire", []string{"client/wire"}},
+	{"wire", []string{"client/wire", "client/internal/cdc"}},
 	{"leaf", []string{"fsm", "client", "server/core/tlsconf", "server/core/chunkstore", "server/core/metricsink",
 		"cmd/internal/buildinfo", "cmd/internal/gctune", "docs"}},
 	{"test support", []string{"chaos/artifactfake"}},
