@@ -121,5 +121,19 @@ test-deploy-maybe:
 	echo "###  (no Docker engine here; make test-deploy runs them)      ###"; \
 	echo "################################################################"; echo; fi
 
+## test-python: the Python SDK (client/python, docs/python.md): a venv in
+## bin/py with the pinned client/python/requirements-dev.txt, the package
+## installed from the tree, then ruff, mypy --strict and pytest (its tests
+## start a three-node TLS cluster of bin/batond)
+PY := $(BIN)/py
+.PHONY: test-python
+test-python: build
+	python3 -m venv $(PY)
+	$(PY)/bin/pip install -q --disable-pip-version-check -r client/python/requirements-dev.txt
+	$(PY)/bin/pip install -q --disable-pip-version-check --force-reinstall --no-deps ./client/python
+	cd client/python && $(CURDIR)/$(PY)/bin/ruff check .
+	cd client/python && $(CURDIR)/$(PY)/bin/mypy --strict src/baton
+	cd client/python && BATOND=$(CURDIR)/$(BIN)/batond $(CURDIR)/$(PY)/bin/pytest -q -p no:cacheprovider tests
+
 clean:
 	rm -rf $(BIN)

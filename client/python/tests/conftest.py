@@ -107,7 +107,7 @@ class Cluster:
 
     def start(self, i: int) -> None:
         nid = self.ids[i]
-        peers = ",".join(f"{n}=127.0.0.1:{p}" for n, p in zip(self.ids, self.raft))
+        peers = ",".join(f"{n}=127.0.0.1:{p}" for n, p in zip(self.ids, self.raft, strict=False))
         args = [str(BATOND), f"--id={nid}", f"--data-dir={self.base / nid}",
                 f"--http-addr=127.0.0.1:{self.http[i]}", f"--raft-addr=127.0.0.1:{self.raft[i]}",
                 f"--peers={peers}",

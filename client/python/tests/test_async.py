@@ -67,7 +67,7 @@ async def test_async_artifacts_and_watch(cluster: Cluster, tenant: str) -> None:
                 seen.append((ev.resource, ev.key))
                 if len(seen) == 2:
                     break
-        assert seen == [("artifacts", "a/" + "%016x" % 1), ("refs", "a/latest")]
+        assert seen == [("artifacts", "a/" + f"{1:016x}"), ("refs", "a/latest")]
 
 
 async def test_async_worker_and_mutex(cluster: Cluster, tenant: str) -> None:

@@ -124,10 +124,18 @@ def test_checkpoints(client: baton.Client) -> None:
         client.put_checkpoint(th, "c2", {"step": 2})
     assert ei.value.current_head == "c1"
     client.put_checkpoint(th, "c2", {"step": 2}, parent_id="c1", metadata={"source": "input"})
-    client.put_writes(th, "c2", "node-a", [["messages", "hi"]])
+    rec = client.put_writes(th, "c2", "node-a",
+                            [("messages", "hi"), {"channel": "x", "value": {"n": 1}, "idx": 5}],
+                            task_path="~__pregel_pull, node-a")
+    assert [(w.task_id, w.idx, w.channel) for w in rec] == [("node-a", 0, "messages"), ("node-a", 5, "x")]
+    assert client.put_writes(th, "c2", "node-a", [("messages", "hi")])[0].value == "hi"  # kept as it was
     latest = client.latest_checkpoint(th)
     assert latest.checkpoint_id == "c2" and latest.parent_id == "c1"
-    assert [(w.task_id, w.writes) for w in latest.pending_writes] == [("node-a", [["messages", "hi"]])]
+    assert [(w.task_id, w.idx, w.channel, w.value, w.task_path) for w in latest.pending_writes] == [
+        ("node-a", 0, "messages", "hi", "~__pregel_pull, node-a"),
+        ("node-a", 5, "x", {"n": 1}, "~__pregel_pull, node-a")]
+    listed = client.list_checkpoints(th, pending_writes=True).items
+    assert len(listed[0].pending_writes) == 2 and listed[1].pending_writes == ()
     assert [c.checkpoint_id for c in client.iter_checkpoints(th)] == ["c2", "c1"]
     assert [c.checkpoint_id for c in client.iter_checkpoints(th, filter={"source": "loop"})] == ["c1"]
     assert [c.checkpoint_id for c in client.list_checkpoints(th, limit=1).items] == ["c2"]
@@ -145,6 +153,13 @@ def test_checkpoints(client: baton.Client) -> None:
     assert got.data == big
     listed = [c for c in client.list_checkpoints(th).items if c.checkpoint_id == "c3"][0]
     assert listed.data is None and len(listed.data_chunks) >= 1
+    copy = th + "-copy"
+    assert client.copy_thread(th, copy)["checkpoints"] == 4
+    assert client.latest_checkpoint(copy).checkpoint_id == "c3"
+    assert client.prune_checkpoints([copy], strategy="keep_latest") == 2
+    assert [c.checkpoint_id for c in client.iter_checkpoints(copy)] == ["c3"]
+    client.put_checkpoint(th + "-runs", "r1", 1, metadata={"run_id": "run-9"})
+    assert client.delete_runs(["run-9"]) == 1
     client.delete_thread(th)
     with pytest.raises(baton.NotFound):
         client.latest_checkpoint(th)

@@ -34,7 +34,7 @@ from ._errors import (
     Unavailable,
     VersionMismatch,
 )
-from ._models import Checkpoint, Fence, KVEntry, Manifest, Op, Ref, Task, TxnResult, UploadStats
+from ._models import Checkpoint, Fence, KVEntry, Manifest, Op, PendingWrite, Ref, Task, TxnResult, UploadStats
 
 MAX_FAIL_ERROR = 4096
 
@@ -261,8 +261,11 @@ class AsyncTaskContext:
         r: Checkpoint = await self._fenced(self.client.put_checkpoint, thread, checkpoint_id, data, **kw)
         return r
 
-    async def put_writes(self, thread: str, checkpoint_id: str, task_id: str, writes: list[Any], **kw: Any) -> None:
-        await self._fenced(self.client.put_writes, thread, checkpoint_id, task_id, writes, **kw)
+    async def put_writes(self, thread: str, checkpoint_id: str, task_id: str,
+                         writes: Sequence[tuple[str, Any] | dict[str, Any]], **kw: Any) -> list[PendingWrite]:
+        r: list[PendingWrite] = await self._fenced(self.client.put_writes, thread, checkpoint_id, task_id, writes,
+                                                   **kw)
+        return r
 
     async def delete_thread(self, thread: str, **kw: Any) -> None:
         await self._fenced(self.client.delete_thread, thread, **kw)

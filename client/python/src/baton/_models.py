@@ -288,12 +288,17 @@ class Ref:
 
 
 @dataclass(frozen=True, slots=True)
-class PendingWrites:
+class PendingWrite:
+    """One pending write of a task after a checkpoint, as LangGraph keys them: (task_id, idx)."""
+
     task_id: str
-    writes: list[Any] = field(default_factory=list)
+    channel: str
+    value: Any = None
+    idx: int = 0
+    task_path: str = ""
 
     @classmethod
-    def from_json(cls, d: Any) -> PendingWrites:
+    def from_json(cls, d: Any) -> PendingWrite:
         return _build(cls, d)
 
 
@@ -307,7 +312,7 @@ class Checkpoint:
     data_chunks: tuple[ChunkRef, ...] = ()
     metadata: Any = None
     created_at: datetime | None = None
-    pending_writes: tuple[PendingWrites, ...] = ()
+    pending_writes: tuple[PendingWrite, ...] = ()
 
     @classmethod
     def from_json(cls, d: Any) -> Checkpoint:
@@ -315,7 +320,7 @@ class Checkpoint:
             cls,
             d,
             data_chunks=_chunks,
-            pending_writes=lambda v: tuple(PendingWrites.from_json(p) for p in v or ()),
+            pending_writes=lambda v: tuple(PendingWrite.from_json(p) for p in v or ()),
         )
 
 

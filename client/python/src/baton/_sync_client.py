@@ -75,10 +75,11 @@ from ._models import (
     Member,
     Op,
     Page,
+    PendingWrite,
     Principal,
-    Quota,
     QueuePolicy,
     QueueStats,
+    Quota,
     Ref,
     Task,
     TxnResult,
@@ -1007,24 +1008,28 @@ class Client:
         before: str | None = None,
         limit: int | None = None,
         page_token: str | None = None,
+        pending_writes: bool = False,
         tenant: str | None = None,
     ) -> Page[Checkpoint]:
-        """One page, newest first, without pending writes (``data`` is None where ``data_chunks`` is set)."""
+        """One page, newest first (``data`` is None where ``data_chunks`` is set); with pending_writes
+        each checkpoint carries its pending writes."""
         path = query(self._cp(tenant, thread, "checkpoints", ns=ns),
                      filter=None if filter is None else json.dumps(filter, separators=(",", ":")),
-                     before=before, limit=limit, page_token=page_token or None)
+                     before=before, limit=limit, page_token=page_token or None,
+                     pending_writes=True if pending_writes else None)
         return self._call("GET", path, _page(Checkpoint, "checkpoints"))
 
     def iter_checkpoints(self, thread: str, *, ns: str | None = None, filter: dict[str, Any] | None = None,
                                before: str | None = None, limit: int | None = None,
-                               tenant: str | None = None) -> Iterator[Checkpoint]:
+                               pending_writes: bool = False, tenant: str | None = None
+                               ) -> Iterator[Checkpoint]:
         """Newest first, following page tokens (empty pages too), until ``limit`` matches."""
         token = ""
         n = 0
         while True:
             page = self.list_checkpoints(thread, ns=ns, filter=filter, before=None if token else before,
                                                limit=None if limit is None else limit - n, page_token=token,
-                                               tenant=tenant)
+                                               pending_writes=pending_writes, tenant=tenant)
             for c in page.items:
                 yield c
                 n += 1
@@ -1032,13 +1037,50 @@ class Client:
                 return
             token = page.next_page_token
 
-    def put_writes(self, thread: str, checkpoint_id: str, task_id: str, writes: list[Any], *,
+    def put_writes(self, thread: str, checkpoint_id: str, task_id: str,
+                         writes: Sequence[tuple[str, Any] | dict[str, Any]], *, task_path: str | None = None,
                          ns: str | None = None, fence: Fence | None = None, tenant: str | None = None,
-                         idempotency_key: str | None = None) -> None:
-        """Records the pending writes one task made in the step after a checkpoint."""
-        body = compact({"writes": writes, "fence": fence_json(fence)})
-        self._call("PUT", self._cp(tenant, thread, "checkpoints", checkpoint_id, "writes", task_id, ns=ns),
-                         lambda a: None, body, idempotency_key=idempotency_key, want_value=False)
+                         idempotency_key: str | None = None) -> list[PendingWrite]:
+        """Records the pending writes one task made in the step after a checkpoint: ``(channel, value)``
+        pairs (idx their position) or ``{"channel", "value", "idx"}``. Returns the task's writes as now
+        recorded (also when nothing changed)."""
+        items = [w if isinstance(w, dict) else {"channel": w[0], "value": w[1]} for w in writes]
+        body = compact({"writes": items, "task_path": task_path, "fence": fence_json(fence)})
+
+        def parse(a: Answer) -> list[PendingWrite]:
+            obj = a.json() or {}
+            return [PendingWrite.from_json(dict(w, task_id=w.get("task_id", task_id)))
+                    for w in obj.get("writes") or [] if isinstance(w, dict)]
+
+        return self._call("PUT", self._cp(tenant, thread, "checkpoints", checkpoint_id, "writes", task_id,
+                                                ns=ns), parse, body, idempotency_key=idempotency_key,
+                                want_value=False)
+
+    def copy_thread(self, thread: str, target: str, *, fence: Fence | None = None,
+                          tenant: str | None = None, idempotency_key: str | None = None) -> dict[str, Any]:
+        """Copies every checkpoint and pending write of a thread to ``target``: ``{"source", "target",
+        "checkpoints"}``."""
+        return self._call("POST", self._cp(tenant, thread, "copy"), lambda a: dict(a.json() or {}),
+                                compact({"target": target, "fence": fence_json(fence)}),
+                                idempotency_key=idempotency_key)
+
+    def prune_checkpoints(self, threads: Sequence[str], *, strategy: str = "keep_latest",
+                                fence: Fence | None = None, tenant: str | None = None,
+                                idempotency_key: str | None = None) -> int:
+        """``keep_latest`` keeps each namespace's head; ``delete`` deletes the threads. Returns the
+        checkpoints deleted."""
+        return self._call("POST", self._tp(tenant) + "/checkpoints/prune",
+                                lambda a: int((a.json() or {}).get("deleted") or 0),
+                                compact({"threads": list(threads), "strategy": strategy, "fence": fence_json(fence)}),
+                                idempotency_key=idempotency_key)
+
+    def delete_runs(self, run_ids: Sequence[str], *, fence: Fence | None = None, tenant: str | None = None,
+                          idempotency_key: str | None = None) -> int:
+        """Deletes the checkpoints whose metadata's ``run_id`` is one of ``run_ids``, in every thread."""
+        return self._call("POST", self._tp(tenant) + "/checkpoints/delete-runs",
+                                lambda a: int((a.json() or {}).get("deleted") or 0),
+                                compact({"run_ids": list(run_ids), "fence": fence_json(fence)}),
+                                idempotency_key=idempotency_key)
 
     def delete_thread(self, thread: str, *, fence: Fence | None = None, tenant: str | None = None,
                             idempotency_key: str | None = None) -> None:

@@ -35,7 +35,7 @@ from ._errors import (
     Unavailable,
     VersionMismatch,
 )
-from ._models import Checkpoint, Fence, KVEntry, Manifest, Op, Ref, Task, TxnResult, UploadStats
+from ._models import Checkpoint, Fence, KVEntry, Manifest, Op, PendingWrite, Ref, Task, TxnResult, UploadStats
 
 MAX_FAIL_ERROR = 4096
 
@@ -262,8 +262,11 @@ class TaskContext:
         r: Checkpoint = self._fenced(self.client.put_checkpoint, thread, checkpoint_id, data, **kw)
         return r
 
-    def put_writes(self, thread: str, checkpoint_id: str, task_id: str, writes: list[Any], **kw: Any) -> None:
-        self._fenced(self.client.put_writes, thread, checkpoint_id, task_id, writes, **kw)
+    def put_writes(self, thread: str, checkpoint_id: str, task_id: str,
+                         writes: Sequence[tuple[str, Any] | dict[str, Any]], **kw: Any) -> list[PendingWrite]:
+        r: list[PendingWrite] = self._fenced(self.client.put_writes, thread, checkpoint_id, task_id, writes,
+                                                   **kw)
+        return r
 
     def delete_thread(self, thread: str, **kw: Any) -> None:
         self._fenced(self.client.delete_thread, thread, **kw)
