@@ -59,9 +59,7 @@ def make_mask(n: int) -> int:
 
 
 def _make_gear() -> tuple[int, ...]:
-    return tuple(
-        int.from_bytes(hashlib.sha256(GEAR_LABEL + bytes([i])).digest()[:8], "little") for i in range(256)
-    )
+    return tuple(int.from_bytes(hashlib.sha256(GEAR_LABEL + bytes([i])).digest()[:8], "little") for i in range(256))
 
 
 GEAR: tuple[int, ...] = _make_gear()
