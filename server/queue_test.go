@@ -11,8 +11,9 @@ import (
 // suite found (seed 35 of make chaos): a request delayed in a paused node
 // arrived after its retry had been told "nothing claimable", and claimed a
 // task under the same Idempotency-Key; the agent never learned its token.
-// With a key, the final "nothing" is a committed answer that a late
-// duplicate replays.
+// With a key, the final "nothing" is remembered (since issue 35 point 18
+// by the answering leader, not in the log) and a late duplicate reaching
+// it replays it.
 func TestQueueClaimFinalNothingIsReplayed(t *testing.T) {
 	fx := newAPIFixture(t)
 	claim := func(key string) (int, http.Header, []byte) {
@@ -73,7 +74,7 @@ func TestQueueClaimRetryReplaysWithoutWaiting(t *testing.T) {
 // TestQueueClaimNoWaitWithKey: a claim without a wait and with a key is
 // decided by one proposal. Its retry replays the task it took even when
 // the queue is empty by then, the same key with another body is refused,
-// and a new key on the empty queue is a committed "nothing".
+// and a new key on the empty queue is "nothing" (not written).
 func TestQueueClaimNoWaitWithKey(t *testing.T) {
 	fx := newAPIFixture(t)
 	if status, _, body := fx.c.do(t, 0, "POST", "/v1/tenants/acme/tasks", `{"task_id":"n1","queue":"nowait"}`, adminAuth()); status != http.StatusCreated {

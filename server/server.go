@@ -145,6 +145,8 @@ type Server struct {
 	limits    *limiter
 	metrics   *metrics
 	chunks    *chunkplane.Plane
+	// emptyClaims: keyed queue claims answered 204 without a write.
+	emptyClaims emptyClaims
 	// caughtUp: since it started, this node applied the commit index the
 	// leader reported (GET /readyz).
 	caughtUp atomic.Bool

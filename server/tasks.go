@@ -300,23 +300,16 @@ func (s *Server) handleQueueClaim(w http.ResponseWriter, r *http.Request, id *id
 		return s.apply(r, &c)
 	}
 	deadline := time.Now().Add(time.Duration(req.WaitMs) * time.Millisecond)
+	if keyed && s.emptyClaims.answered(cmd, time.Now()) {
+		// A late duplicate of a claim this node answered 204 without a
+		// write: the same answer, not a task nobody would work on.
+		w.Header().Set("Idempotent-Replay", "true")
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
 	replayChecked := !keyed
 	for {
 		final := !time.Now().Before(deadline)
-		if final && keyed {
-			// With an Idempotency-Key or a session place the final
-			// attempt is always proposed, whatever the queue holds: the
-			// state machine replays an earlier answer, or claims a task,
-			// or commits "nothing" as the answer (a late duplicate of
-			// this request, delayed in a paused node say, must replay it,
-			// not claim a task). Looking at the queue first would repeat
-			// its work: without a wait, that is every claim.
-			res, err := propose(true)
-			if err != nil {
-				return err
-			}
-			return reply(w, res, nil)
-		}
 		_, changed := s.fsm.Changed()
 		ok, nextExpiry := s.fsm.Claimable(tenant, queue, args.Statuses, s.now())
 		if !ok && !replayChecked {
@@ -342,6 +335,14 @@ func (s *Server) handleQueueClaim(w http.ResponseWriter, r *http.Request, id *id
 			continue
 		}
 		if final {
+			// Nothing claimable: nothing is written, with a key or a
+			// session place or without (an idle long-poll costs no log
+			// entry). A retry finds no record and looks again; a claim
+			// that did claim left its record, which the replay check
+			// above finds.
+			if keyed {
+				s.emptyClaims.add(cmd, time.Now())
+			}
 			w.WriteHeader(http.StatusNoContent)
 			return nil
 		}
