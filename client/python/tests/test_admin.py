@@ -106,3 +106,24 @@ def test_from_env_against_the_cluster(cluster: Cluster, tenant: str, monkeypatch
     with baton.Client.from_env() as c:
         assert c.endpoints[0].startswith("https://")
         assert c.create_task("q").tenant_id == tenant
+
+
+def test_cluster_admin_calls(client: baton.Client, cluster: Cluster) -> None:
+    import io
+
+    from conftest import wait_for
+
+    buf = io.BytesIO()
+    assert client.backup(buf) > 0 and buf.getvalue()
+    with pytest.raises(baton.NotFound):
+        client.remove_member("n9")
+    with pytest.raises(baton.NotFound):
+        client.promote_member("n9")
+    before = cluster.ids[cluster.leader()]
+    target = next(i for i in cluster.ids if i != before)
+    out = client.transfer_leadership(target)
+    assert out["previous"] == before
+    wait_for(lambda: client.cluster_status().leader_id == target, what="the new leader")
+    # The generic call, for routes without a method.
+    assert client.request("GET", "/v1/tenants")["tenants"]
+    assert client.create_task("after-transfer").queue == "after-transfer"

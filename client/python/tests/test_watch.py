@@ -80,3 +80,37 @@ def test_watch_errors(client: baton.Client, cluster: Cluster) -> None:
     with pytest.raises(baton.Compacted) as e:
         next(client.watch(from_index=1, idle_timeout=5))
     assert e.value.floor is not None and e.value.floor > 1
+
+
+def test_watch_from_now_survives_a_node_kill(cluster: Cluster, client: baton.Client) -> None:
+    n = 45
+    w = client.watch(resources=["kv"], prefix="now/", idle_timeout=5)
+    stop = threading.Event()
+
+    def write() -> None:
+        for i in range(n):
+            if stop.is_set():
+                return
+            client.kv_put("now", f"{i:04d}", i)
+
+    got: list[int] = []
+    victim = -1
+    th = threading.Thread(target=write)
+    try:
+        th.start()
+        for ev in w:  # starts at the node's applied index when it connects
+            got.append(ev.value["value"])
+            if len(got) == 10:
+                victim = w._ep
+                cluster.kill(victim)
+            if got[-1] == n - 1:
+                break
+    finally:
+        stop.set()
+        th.join(60)
+        w.close()
+        if victim >= 0:
+            cluster.start(victim)
+            cluster.wait_ready()
+    assert got == list(range(got[0], n))  # from where it started: no gap, no repeat
+    assert w.reconnects >= 1

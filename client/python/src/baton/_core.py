@@ -85,17 +85,24 @@ def env_config() -> dict[str, Any]:
     kw: dict[str, Any] = {
         "endpoints": os.environ.get("BATON_ENDPOINTS") or "127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003"
     }
-    for key, env in (("token", "BATON_TOKEN"), ("ca_file", "BATON_CACERT"), ("tenant", "BATON_TENANT")):
+    for key, env in (("token", "BATON_TOKEN"), ("ca_file", "BATON_CACERT"), ("cert_file", "BATON_CERT"),
+                     ("key_file", "BATON_KEY"), ("tenant", "BATON_TENANT")):
         v = os.environ.get(env)
         if v:
             kw[key] = v
     return kw
 
 
-def ssl_context(ca_file: str | None) -> ssl.SSLContext | bool:
-    if ca_file is None:
+def ssl_context(ca_file: str | None, cert_file: str | None = None, key_file: str | None = None
+                ) -> ssl.SSLContext | bool:
+    if ca_file is None and cert_file is None:
         return True
-    return ssl.create_default_context(cafile=ca_file)
+    ctx = ssl.create_default_context(cafile=ca_file)
+    if cert_file is not None:
+        if key_file is None:
+            raise InvalidArgument("give both cert_file and key_file, or neither")
+        ctx.load_cert_chain(cert_file, key_file)
+    return ctx
 
 
 # Paths and bodies.

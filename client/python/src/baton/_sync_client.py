@@ -151,7 +151,8 @@ class Client:
     """A client of a Baton cluster (threads). Safe to share among tasks of one event loop.
 
     ``endpoints``: URLs or ``host:port`` (https when ``ca_file`` is given, else http), a list or one
-    comma-separated string. ``token``: the admin token or a principal's. ``tenant``: the default tenant of
+    comma-separated string. ``token``: the admin token or a principal's. ``cert_file``/``key_file``: a
+    client certificate, for nodes started with --client-ca-file. ``tenant``: the default tenant of
     calls that omit ``tenant=``. ``timeout``: per attempt, ``max_retry``: the retry budget of one call
     (float seconds or timedelta). ``sessions=False`` sends every write with a random Idempotency-Key
     instead of numbering it in a client session.
@@ -163,13 +164,16 @@ class Client:
         *,
         token: str | None = None,
         ca_file: str | None = None,
+        cert_file: str | None = None,
+        key_file: str | None = None,
         tenant: str | None = None,
         timeout: Duration = DEFAULT_TIMEOUT,
         max_retry: Duration = DEFAULT_MAX_RETRY,
         sessions: bool = True,
         http_client: httpx.Client | None = None,
     ) -> None:
-        eps = parse_endpoints(endpoints if isinstance(endpoints, str) else list(endpoints), ca_file is not None)
+        tls = ca_file is not None or cert_file is not None
+        eps = parse_endpoints(endpoints if isinstance(endpoints, str) else list(endpoints), tls)
         self.endpoints = eps
         self.tenant = tenant
         self.timeout = seconds(timeout)
@@ -180,7 +184,7 @@ class Client:
         self._open_lock = _io.Lock()
         self._own_http = http_client is None
         self._http = http_client or httpx.Client(
-            verify=ssl_context(ca_file),
+            verify=ssl_context(ca_file, cert_file, key_file),
             timeout=self.timeout,
             limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
             trust_env=False,
@@ -190,7 +194,8 @@ class Client:
 
     @classmethod
     def from_env(cls, **overrides: Any) -> Client:
-        """A client configured from BATON_ENDPOINTS, BATON_TOKEN, BATON_CACERT and BATON_TENANT (what
+        """A client configured from BATON_ENDPOINTS, BATON_TOKEN, BATON_CACERT, BATON_CERT, BATON_KEY and
+        BATON_TENANT (what
         ``batond local`` prints and the CLI reads); keyword arguments override them."""
         kw = env_config()
         kw.update(overrides)
@@ -1277,6 +1282,13 @@ class Watch:
             body = r.read()
             r.close()
             return classify(r.status_code, r.headers, body)
+        if not self._cursor and not self._from_index:
+            # The stream starts at the node's applied index: a reconnect resumes from there, not from
+            # wherever another node is, so that no change in between is missed.
+            try:
+                self._from_index = int(r.headers.get("X-Baton-Index") or 0) or None
+            except ValueError:
+                self._from_index = None
         self._resp = r
         self._lines = r.iter_lines()
         return None
