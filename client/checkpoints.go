@@ -55,6 +55,7 @@ type Checkpoint struct {
 	Metadata      json.RawMessage `json:"metadata"`
 	CreatedAt     time.Time       `json:"created_at"`
 	DataChunks    []ChunkRef      `json:"data_chunks,omitempty"` // where Data is held, for a large checkpoint
+	ExpiresAt     *time.Time      `json:"expires_at,omitempty"`  // when a retention policy's max age deletes it
 	PendingWrites []PendingWrite  `json:"pending_writes,omitempty"`
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/baton-dev/baton/client"
 )
@@ -70,6 +71,12 @@ func TestCheckpointRequestShapes(t *testing.T) {
 			"POST", "/v1/tenants/acme/checkpoints/prune", "", `{"threads":[],"strategy":"delete"}`},
 		{"DeleteRuns", func(c *client.Client) error { _, err := c.DeleteRuns(bg, "acme", []string{"run-1"}); return err },
 			"POST", "/v1/tenants/acme/checkpoints/delete-runs", "", `{"run_ids":["run-1"]}`},
+		{"SetCheckpointPolicy", func(c *client.Client) error {
+			_, err := c.SetCheckpointPolicy(bg, "acme", client.CheckpointPolicy{Prefix: "", KeepLast: 5, MaxAge: 90 * time.Minute})
+			return err
+		}, "PUT", "/v1/tenants/acme/checkpoint-policies", "", `{"prefix":"","keep_last":5,"max_age_ms":5400000}`},
+		{"ListCheckpointPolicies", func(c *client.Client) error { _, err := c.ListCheckpointPolicies(bg, "acme"); return err },
+			"GET", "/v1/tenants/acme/checkpoint-policies", "", ``},
 	})
 }
 

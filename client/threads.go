@@ -2,7 +2,9 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/baton-dev/baton/client/wire"
 )
@@ -61,4 +63,66 @@ func (c *Client) DeleteRuns(ctx context.Context, tenant string, runIDs []string,
 	}
 	_, err := c.Do(ctx, http.MethodPost, tenantPath(tenant, "checkpoints", "delete-runs"), wire.DeleteRuns{RunIDs: runIDs}, &out, opts...)
 	return out.Deleted, err
+}
+
+// CheckpointPolicy bounds the checkpoints of the threads whose id starts
+// with Prefix (the longest matching prefix wins): KeepLast keeps a
+// namespace's newest checkpoints, deleting older ones as checkpoints are
+// put; MaxAge deletes a checkpoint that long after its put (by the
+// leader's clock), heads included. Zero sets no bound of its kind.
+type CheckpointPolicy struct {
+	Prefix   string
+	KeepLast uint64
+	MaxAge   time.Duration
+}
+
+type checkpointPolicyWire struct {
+	Prefix   string `json:"prefix"`
+	KeepLast uint64 `json:"keep_last"`
+	MaxAgeMs int64  `json:"max_age_ms"`
+}
+
+// MarshalJSON encodes the policy as the API does, MaxAge as max_age_ms.
+func (p CheckpointPolicy) MarshalJSON() ([]byte, error) {
+	return json.Marshal(checkpointPolicyWire{Prefix: p.Prefix, KeepLast: p.KeepLast, MaxAgeMs: p.MaxAge.Milliseconds()})
+}
+
+func (w checkpointPolicyWire) policy() CheckpointPolicy {
+	return CheckpointPolicy{Prefix: w.Prefix, KeepLast: w.KeepLast, MaxAge: time.Duration(w.MaxAgeMs) * time.Millisecond}
+}
+
+// SetCheckpointPolicy sets the retention policy of a thread-id prefix; a
+// policy with both bounds zero clears it. It takes the admin token or a
+// grant with checkpoints write and delete covering the prefix, and applies
+// to checkpoints put from then on.
+func (c *Client) SetCheckpointPolicy(ctx context.Context, tenant string, p CheckpointPolicy, opts ...RequestOption) (*CheckpointPolicy, error) {
+	if err := required("tenant", tenant); err != nil {
+		return nil, err
+	}
+	var out checkpointPolicyWire
+	body := wire.CheckpointPolicy{Prefix: &p.Prefix, KeepLast: p.KeepLast, MaxAgeMs: p.MaxAge.Milliseconds()}
+	if _, err := c.Do(ctx, http.MethodPut, tenantPath(tenant, "checkpoint-policies"), body, &out, opts...); err != nil {
+		return nil, err
+	}
+	got := out.policy()
+	return &got, nil
+}
+
+// ListCheckpointPolicies returns a tenant's checkpoint policies in prefix
+// order.
+func (c *Client) ListCheckpointPolicies(ctx context.Context, tenant string, opts ...RequestOption) ([]CheckpointPolicy, error) {
+	if err := required("tenant", tenant); err != nil {
+		return nil, err
+	}
+	var out struct {
+		Policies []checkpointPolicyWire `json:"policies"`
+	}
+	if _, err := c.Do(ctx, http.MethodGet, tenantPath(tenant, "checkpoint-policies"), nil, &out, opts...); err != nil {
+		return nil, err
+	}
+	list := make([]CheckpointPolicy, len(out.Policies))
+	for i, w := range out.Policies {
+		list[i] = w.policy()
+	}
+	return list, nil
 }

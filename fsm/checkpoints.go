@@ -36,6 +36,9 @@ type Checkpoint struct {
 	// checkpoint is in its run's index (threads.go). Came with version 5,
 	// and a record with it puts checkpoints5MarkerKey.
 	RunID string `codec:",omitempty"`
+	// ExpiresAt is when a retention policy's max age deletes the
+	// checkpoint (cpretention.go), 0 for never. Came with version 5.
+	ExpiresAt int64 `codec:",omitempty"`
 }
 
 // PendingWrite is one write a task made in the step after a checkpoint
@@ -78,6 +81,7 @@ type checkpointJSON struct {
 	Metadata      json.RawMessage `json:"metadata"`
 	CreatedAt     string          `json:"created_at"`
 	DataChunks    []ChunkRef      `json:"data_chunks,omitempty"`
+	ExpiresAt     string          `json:"expires_at,omitempty"`
 	PendingWrites []PendingWrite  `json:"pending_writes,omitempty"`
 }
 
@@ -92,9 +96,13 @@ type CheckpointView struct {
 // MarshalJSON renders the checkpoint of docs/api.md.
 func (v CheckpointView) MarshalJSON() ([]byte, error) {
 	c := v.Checkpoint
-	return json.Marshal(checkpointJSON{ThreadID: c.Thread, NS: c.NS, CheckpointID: c.ID, ParentID: c.ParentID,
+	out := checkpointJSON{ThreadID: c.Thread, NS: c.NS, CheckpointID: c.ID, ParentID: c.ParentID,
 		Data: jsonOrNull(c.Data), Metadata: jsonOrEmpty(c.Metadata), CreatedAt: FormatMillis(c.CreatedAt),
-		DataChunks: c.Chunks, PendingWrites: v.Pending})
+		DataChunks: c.Chunks, PendingWrites: v.Pending}
+	if c.ExpiresAt != 0 {
+		out.ExpiresAt = FormatMillis(c.ExpiresAt)
+	}
+	return json.Marshal(out)
 }
 
 func jsonOrEmpty(b []byte) json.RawMessage {
@@ -357,13 +365,16 @@ func applyCheckpointPut(f *FSM, ctx *applyCtx, c *Command) *Result {
 	}
 	cp := &Checkpoint{Tenant: c.Tenant, Thread: a.Thread, NS: a.NS, ID: a.ID, ParentID: a.ParentID, Data: a.Data,
 		Metadata: a.Metadata, Chunks: a.Chunks, Seq: ctx.nextSeq(), CreatedAt: ctx.now, RunID: a.RunID}
+	policy := f.retainCheckpoint(ctx, cp)
 	f.markCheckpoints4(a.Thread, a.NS, len(a.Chunks) > 0)
 	f.indexRun(cp)
+	f.indexExpiry(cp)
 	f.st.Put(cpKey(c.Tenant, a.Thread, a.NS, a.ID), encode(cp))
 	f.st.Put(cpOrderKey(cp), nil)
 	f.st.Put(cpHeadKey(c.Tenant, a.Thread, a.NS), []byte(a.ID))
 	v := CheckpointView{Checkpoint: cp}
 	f.emit(c.Tenant, ResourceCheckpoints, cpEventKey(a.Thread, a.NS, a.ID), a.Thread, EventPut, v)
+	f.trimNamespace(ctx, policy, c.Tenant, a.Thread, a.NS)
 	return okValue(OutcomeCreated, v)
 }
 
@@ -576,8 +587,12 @@ func (f *FSM) deleteThread(ctx *applyCtx, tenant, thread string) int {
 	}
 	for _, cp := range records {
 		f.releaseCheckpointChunks(ctx, tenant, cp.Chunks)
+		gone := &Checkpoint{Tenant: tenant, RunID: cp.RunID, ExpiresAt: cp.ExpiresAt, Thread: thread, NS: cp.NS, ID: cp.ID}
 		if cp.RunID != "" {
-			f.st.Delete(cpRunKey(tenant, &Checkpoint{RunID: cp.RunID, Thread: thread, NS: cp.NS, ID: cp.ID}))
+			f.st.Delete(cpRunKey(tenant, gone))
+		}
+		if cp.ExpiresAt != 0 {
+			f.st.Delete(cpExpiryKey(tenant, gone))
 		}
 		f.emit(tenant, ResourceCheckpoints, cpEventKey(thread, cp.NS, cp.ID), thread, EventDelete, nil)
 	}
@@ -587,9 +602,10 @@ func (f *FSM) deleteThread(ctx *applyCtx, tenant, thread string) int {
 // cpRefs is what deleting a checkpoint needs of its record: decoding it
 // leaves the data, which may be large, where it is.
 type cpRefs struct {
-	ID, NS string
-	Chunks []ChunkRef
-	RunID  string
+	ID, NS    string
+	Chunks    []ChunkRef
+	RunID     string
+	ExpiresAt int64
 }
 
 // isCheckpointRecordKey reports whether rest, a key after its thread's

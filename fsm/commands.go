@@ -58,6 +58,9 @@ var commandTable = []commandSpec{
 	{Kind: KindThreadCopy, Args: ThreadCopyArgs{}, Apply: applyThreadCopy, Since: EntryVersion5},
 	{Kind: KindThreadPrune, Args: ThreadPruneArgs{}, Apply: applyThreadPrune, Since: EntryVersion5},
 	{Kind: KindCheckpointDeleteRuns, Args: CheckpointDeleteRunsArgs{}, Apply: applyCheckpointDeleteRuns, Since: EntryVersion5},
+	// Checkpoint retention (cpretention.go). The leader proposes checkpoint.purge.
+	{Kind: KindCheckpointPolicy, Args: CheckpointPolicyArgs{}, Apply: applyCheckpointPolicy, Since: EntryVersion5},
+	{Kind: KindCheckpointPurge, Args: CheckpointPurgeArgs{}, Apply: applyCheckpointPurge, Since: EntryVersion5},
 
 	// Operation ledger (ops.go).
 	{Kind: KindOpBegin, Args: OpBeginArgs{}, Apply: applyOpBegin},

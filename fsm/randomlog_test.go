@@ -57,6 +57,7 @@ type logGen struct {
 	opens     []genSession      // sessions opened (by an open first in its entry)
 	claims    []genClaim        // tasks claimed
 	heads     map[string]string // tenant/thread -> the last checkpoint put in it
+	lastPut   [2]string         // tenant and thread of the last checkpoint put made
 	artifacts []genArtifact     // artifacts published
 	fresh     int               // names made so far that no other command uses
 	sent      []*Command        // the last session writes, for resend
@@ -90,6 +91,19 @@ func (g *logGen) name(prefix string, n int) string { return fmt.Sprintf("%s%d", 
 // thread is one of a few thread ids: names of the old grammar, and ids
 // that are escaped in keys (an e-mail address, one with a slash that
 // would read as another thread's keys unescaped).
+// threadWithHead is the first tenant and thread (of thread's) that has a
+// checkpoint in the default namespace, else the last put's.
+func (g *logGen) threadWithHead() (tenant, thread string) {
+	for i := range 4 {
+		for _, th := range []string{"th0", "th1", "u@example.com", "th0/c/x"} {
+			if tn := fmt.Sprintf("t%d", i); g.state.ThreadHead(tn, th, "") != "" {
+				return tn, th
+			}
+		}
+	}
+	return g.lastPut[0], g.lastPut[1]
+}
+
 func (g *logGen) thread() string {
 	return []string{"th0", "th1", "u@example.com", "th0/c/x"}[g.rng.IntN(4)]
 }
@@ -283,6 +297,7 @@ func (g *logGen) command(index uint64, first bool) *Command {
 			a.Data, a.Chunks = nil, []ChunkRef{g.genChunk()}
 		}
 		g.heads[key] = a.ID
+		g.lastPut = [2]string{c.Tenant, th}
 		c = NewCommand(KindCheckpointPut, now, c.Tenant, "", a)
 	case 26:
 		th, ns := g.thread(), g.checkpointNS()
@@ -303,14 +318,22 @@ func (g *logGen) command(index uint64, first bool) *Command {
 			c.Tenant = tenant
 		}
 		c = NewCommand(KindThreadDelete, now, c.Tenant, "", a)
-		switch g.aux.IntN(4) { // or another end of a thread's life
-		case 1:
-			c = NewCommand(KindThreadCopy, now, c.Tenant, "", &ThreadCopyArgs{Source: g.thread(), Target: g.thread(), Fence: a.Fence})
+		switch g.aux.IntN(14) { // or another end of a thread's life, or retention
+		case 0, 1: // a thread that had a put
+			c = NewCommand(KindThreadDelete, now, g.lastPut[0], "", &ThreadDeleteArgs{Thread: g.lastPut[1]})
 		case 2:
+			tn, th := g.threadWithHead()
+			c = NewCommand(KindThreadCopy, now, tn, "", &ThreadCopyArgs{Source: th, Target: g.name("copy", 40)})
+		case 3:
 			c = NewCommand(KindThreadPrune, now, c.Tenant, "", &ThreadPruneArgs{Threads: []string{g.thread(), g.thread()},
 				KeepLatest: g.aux.IntN(3) != 0, Fence: a.Fence})
-		case 3:
+		case 4:
 			c = NewCommand(KindCheckpointDeleteRuns, now, c.Tenant, "", &CheckpointDeleteRunsArgs{RunIDs: []string{g.name("run", 3)}, Fence: a.Fence})
+		case 5:
+			c = NewCommand(KindCheckpointPolicy, now, c.Tenant, "", &CheckpointPolicyArgs{Prefix: g.thread()[:g.aux.IntN(3)],
+				KeepLast: uint64(g.aux.IntN(3)), MaxAgeMs: int64(g.aux.IntN(3) * 500)})
+		case 6:
+			c = NewCommand(KindCheckpointPurge, now, "", "", &CheckpointPurgeArgs{Max: 1 + g.aux.IntN(3)})
 		}
 
 	case 28:

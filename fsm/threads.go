@@ -146,6 +146,7 @@ func applyThreadCopy(f *FSM, ctx *applyCtx, c *Command) *Result {
 			f.referenceChunk(c.Tenant, ch.Digest) // the copy holds them too
 		}
 		f.indexRun(&cp)
+		f.indexExpiry(&cp)
 		f.markCheckpoints4(cp.Thread, cp.NS, len(cp.Chunks) > 0)
 		f.st.Put(dst+k.rest, encode(&cp))
 		copied++
@@ -263,6 +264,9 @@ func (f *FSM) deleteCheckpoint(ctx *applyCtx, tenant, thread, ns, id string) boo
 	}
 	if cp.RunID != "" {
 		f.st.Delete(cpRunKey(tenant, cp))
+	}
+	if cp.ExpiresAt != 0 {
+		f.st.Delete(cpExpiryKey(tenant, cp))
 	}
 	if len(cp.Chunks) > 0 {
 		f.releaseCheckpointChunks(ctx, tenant, cp.Chunks)

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -143,4 +144,65 @@ func TestCheckpointDeleteRuns(t *testing.T) {
 	if v := NewCommand(KindCheckpointPut, 1, "acme", "", &CheckpointPutArgs{Thread: "th", ID: "x", RunID: "r"}).ver; v != EntryVersion5 {
 		t.Errorf("entry version of a put with a run id: %d, want %d", v, EntryVersion5)
 	}
+}
+
+// TestCheckpointRetention: keep_last trims a namespace's oldest
+// checkpoints as puts come, never the head; max_age gives a checkpoint an
+// expiry from its put, and checkpoint.purge deletes what is due by its
+// command's time, heads included; the longest prefix's policy applies.
+func TestCheckpointRetention(t *testing.T) {
+	w := newWorld(t)
+	w.ok(KindCheckpointPolicy, "acme", &CheckpointPolicyArgs{Prefix: "", KeepLast: 2})
+	w.ok(KindCheckpointPolicy, "acme", &CheckpointPolicyArgs{Prefix: "tmp/", MaxAgeMs: 1000})
+	parent := ""
+	for _, id := range []string{"c1", "c2", "c3", "c4"} {
+		w.ok(KindCheckpointPut, "acme", cpPut("long", id, parent, `1`))
+		parent = id
+	}
+	if got := listIDs(t, w, "long", ""); !slices.Equal(got, []string{"c4", "c3"}) {
+		t.Errorf("keep_last 2 after 4 puts: %v, want [c4 c3]", got)
+	}
+	w.ok(KindCheckpointPut, "acme", cpPut("tmp/a", "t1", "", `1`))
+	w.ok(KindCheckpointPut, "acme", cpPut("tmp/a", "t2", "t1", `2`))
+	v, _, _ := w.f.GetCheckpoint("acme", "tmp/a", "", "t1")
+	if v == nil || v.ExpiresAt != w.now-10+1000 {
+		t.Fatalf("t1's expiry: %+v, want its put's time + 1000", v)
+	}
+	if !strings.Contains(string(mustJSON(v)), `"expires_at":"`) {
+		t.Errorf("a checkpoint with an expiry answers no expires_at: %s", mustJSON(v))
+	}
+	if next := w.f.NextCheckpointExpiry(); next != v.ExpiresAt {
+		t.Errorf("next expiry %d, want t1's %d", next, v.ExpiresAt)
+	}
+	// A purge before the expiry deletes nothing; after t1's, t1 only.
+	if r := w.ok(KindCheckpointPurge, "", &CheckpointPurgeArgs{Max: 10}); string(mustJSON(r.Obj)) != `{"deleted":0}` {
+		t.Errorf("early purge: %s", mustJSON(r.Obj))
+	}
+	w.now = v.ExpiresAt - 10 // the purge runs 10 ms on: at t1's expiry, before t2's
+	if r := w.ok(KindCheckpointPurge, "", &CheckpointPurgeArgs{Max: 10}); string(mustJSON(r.Obj)) != `{"deleted":1}` {
+		t.Errorf("purge at t1's expiry: %s", mustJSON(r.Obj))
+	}
+	if got := listIDs(t, w, "tmp/a", ""); !slices.Equal(got, []string{"t2"}) {
+		t.Errorf("tmp/a after the first purge: %v, want [t2]", got)
+	}
+	w.now += 1000
+	w.ok(KindCheckpointPurge, "", &CheckpointPurgeArgs{Max: 10})
+	if h := w.f.ThreadHead("acme", "tmp/a", ""); h != "" || w.f.NextCheckpointExpiry() != 0 {
+		t.Errorf("tmp/a after every expiry: head %q, next expiry %d", h, w.f.NextCheckpointExpiry())
+	}
+	// Deleting a thread takes its expiry entries with it.
+	w.ok(KindCheckpointPut, "acme", cpPut("tmp/b", "b1", "", `1`))
+	w.ok(KindThreadDelete, "acme", &ThreadDeleteArgs{Thread: "tmp/b"})
+	if next := w.f.NextCheckpointExpiry(); next != 0 {
+		t.Errorf("a deleted thread left an expiry at %d", next)
+	}
+	// Clearing a policy; the 101st is refused.
+	w.ok(KindCheckpointPolicy, "acme", &CheckpointPolicyArgs{Prefix: "tmp/"})
+	if ps, _ := w.f.CheckpointPolicies("acme"); len(ps) != 1 || ps[0].KeepLast != 2 {
+		t.Errorf("policies after clearing tmp/: %+v", ps)
+	}
+	for i := range MaxCheckpointPolicies - 1 {
+		w.ok(KindCheckpointPolicy, "acme", &CheckpointPolicyArgs{Prefix: fmt.Sprintf("p%d", i), KeepLast: 1})
+	}
+	w.refused(CodeResourceExhausted, KindCheckpointPolicy, "acme", &CheckpointPolicyArgs{Prefix: "one-more", KeepLast: 1})
 }

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 )
 
 // cpPath is the path of a thread's checkpoints (or one of them), its thread
@@ -388,5 +389,73 @@ func TestThreadLifecycleRoutes(t *testing.T) {
 		case tc.head != "" && (st != 200 || !strings.Contains(b, `"checkpoint_id":"`+tc.head+`"`)):
 			t.Errorf("head of %s: %d %s, want %s", tc.thread, st, b, tc.head)
 		}
+	}
+}
+
+// TestCheckpointPolicies: a keep_last policy trims a namespace as puts
+// come; a max_age policy's checkpoints are purged by the leader once
+// their time has passed; setting a policy needs write and delete on every
+// thread under its prefix, and is validated.
+func TestCheckpointPolicies(t *testing.T) {
+	fx := newAPIFixture(t)
+	admin := adminAuth()
+	narrow := bearer(fx.createPrincipal(t, admin, "acme",
+		`{"name":"narrow","grants":[{"resource":"checkpoints","prefix":"mine/","actions":["read","write","delete"]}]}`))
+	reader := bearer(fx.createPrincipal(t, admin, "acme",
+		`{"name":"cp-reader","grants":[{"resource":"checkpoints","prefix":"","actions":["read"]}]}`))
+	do := func(auth map[string]string, method, path string, body any) (int, string) {
+		t.Helper()
+		st, _, b := fx.c.do(t, 0, method, path, body, auth)
+		return st, string(b)
+	}
+	const pol = "/v1/tenants/acme/checkpoint-policies"
+	for _, tc := range []struct {
+		name   string
+		auth   map[string]string
+		body   string
+		status int
+	}{
+		{"outside the grant", narrow, `{"prefix":"","keep_last":2}`, 403},
+		{"no delete grant", reader, `{"prefix":"mine/","keep_last":2}`, 403},
+		{"no prefix", narrow, `{"keep_last":2}`, 400},
+		{"keep_last too large", narrow, `{"prefix":"mine/","keep_last":100001}`, 400},
+		{"negative max age", narrow, `{"prefix":"mine/","max_age_ms":-1}`, 400},
+		{"keep last 2 under mine/", narrow, `{"prefix":"mine/","keep_last":2}`, 200},
+		{"max age under tmp/", admin, `{"prefix":"tmp/","max_age_ms":300}`, 200},
+	} {
+		if st, b := do(tc.auth, "PUT", pol, tc.body); st != tc.status {
+			t.Errorf("%s: %d %s, want %d", tc.name, st, b, tc.status)
+		}
+	}
+	if st, b := do(reader, "GET", pol, nil); st != 200 || !strings.Contains(b, `{"prefix":"mine/","keep_last":2,"max_age_ms":0}`) {
+		t.Errorf("list of policies: %d %s", st, b)
+	}
+	parent := ""
+	for _, id := range []string{"c1", "c2", "c3"} {
+		body := `{"data":1}`
+		if parent != "" {
+			body = fmt.Sprintf(`{"parent_id":%q,"data":1}`, parent)
+		}
+		if st, b := do(narrow, "PUT", cpPath("mine/a", "/checkpoints/"+id), body); st != 201 {
+			t.Fatalf("put %s: %d %s", id, st, b)
+		}
+		parent = id
+	}
+	if st, b := do(admin, "GET", cpPath("mine/a", "/checkpoints"), nil); st != 200 || strings.Contains(b, `"checkpoint_id":"c1"`) || !strings.Contains(b, `"checkpoint_id":"c3"`) {
+		t.Errorf("mine/a under keep_last 2: %d %s, want c3 and c2", st, b)
+	}
+	if st, b := do(admin, "PUT", cpPath("tmp/x", "/checkpoints/c1"), `{"data":1}`); st != 201 || !strings.Contains(b, `"expires_at"`) {
+		t.Fatalf("put under max age: %d %s", st, b)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, _ := do(admin, "GET", cpPath("tmp/x", "/checkpoints/latest"), nil)
+		if st == 404 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tmp/x's checkpoint still there 10 s after its 300 ms max age: %d", st)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

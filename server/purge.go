@@ -16,6 +16,7 @@ func (s *Server) purgeLoop() {
 	s.every(250*time.Millisecond, func() {
 		s.purgeExpired()
 		s.purgeRetained()
+		s.purgeCheckpoints()
 	})
 }
 
@@ -37,6 +38,25 @@ func (s *Server) purgeRetained() {
 	defer cancel()
 	if _, err := s.cluster.Apply(ctx, fsm.NewCommand(fsm.KindTaskPurge, s.now(), "", "", &fsm.TaskPurgeArgs{Max: taskPurgeBatch})); err != nil {
 		s.log.Debug("task purge", "err", err)
+	}
+}
+
+// checkpointPurgeBatch bounds the checkpoints one checkpoint.purge deletes.
+const checkpointPurgeBatch = 256
+
+// purgeCheckpoints proposes checkpoint.purge when the earliest checkpoint
+// expiry (a retention policy's max age) has passed by the leader's clock.
+func (s *Server) purgeCheckpoints() {
+	if !s.cluster.IsLeader() {
+		return
+	}
+	if next := s.fsm.NextCheckpointExpiry(); next == 0 || next > s.now() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	if _, err := s.cluster.Apply(ctx, fsm.NewCommand(fsm.KindCheckpointPurge, s.now(), "", "", &fsm.CheckpointPurgeArgs{Max: checkpointPurgeBatch})); err != nil {
+		s.log.Debug("checkpoint purge", "err", err)
 	}
 }
 

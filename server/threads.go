@@ -15,6 +15,75 @@ func (s *Server) threadRoutes(add func(string, string, routeKind, handlerFunc)) 
 	add("POST", "/v1/tenants/{tenant}/threads/{thread}/copy", routeWrite, s.handleThreadCopy)
 	add("POST", "/v1/tenants/{tenant}/checkpoints/prune", routeWrite, s.handleThreadPrune)
 	add("POST", "/v1/tenants/{tenant}/checkpoints/delete-runs", routeWrite, s.handleDeleteRuns)
+	add("PUT", "/v1/tenants/{tenant}/checkpoint-policies", routeWrite, s.handleCheckpointPolicyPut)
+	add("GET", "/v1/tenants/{tenant}/checkpoint-policies", routeRead, s.handleCheckpointPolicyList)
+}
+
+// Bounds of checkpoint policies (docs/api.md "Checkpoints").
+const maxCheckpointMaxAgeMs = 10 * 365 * 24 * 3600 * 1000
+
+// handleCheckpointPolicyPut sets a thread-id prefix's retention policy.
+// Since a policy deletes checkpoints, it takes the admin token or a grant
+// with write and delete on checkpoints that covers every thread under the
+// prefix; a caller with no checkpoints delete grant is refused before its
+// body is read.
+func (s *Server) handleCheckpointPolicyPut(w http.ResponseWriter, r *http.Request, id *identity) error {
+	tenant := r.PathValue("tenant")
+	if err := s.inTenant(id, tenant); err != nil {
+		return err
+	}
+	if !id.admin && !grantsReach(id.grants, resCheckpoints, "", actDelete) {
+		return errorf(fsm.CodeForbidden, "principal %q has no delete grant on checkpoints", id.principal)
+	}
+	var req wire.CheckpointPolicy
+	body, err := s.readJSON(w, r, &req)
+	if err != nil {
+		return err
+	}
+	if req.Prefix == nil {
+		return badRequest("prefix is required (\"\" for every thread)")
+	}
+	if err := validText("prefix", *req.Prefix, 0, maxThreadIDBytes); err != nil {
+		return err
+	}
+	if req.KeepLast > fsm.MaxCheckpointKeepLast {
+		return badRequest("keep_last must be 0 (no bound) to %d, not %d", fsm.MaxCheckpointKeepLast, req.KeepLast)
+	}
+	if req.MaxAgeMs < 0 || req.MaxAgeMs > maxCheckpointMaxAgeMs {
+		return badRequest("max_age_ms must be 0 (no bound) to %d, not %d", int64(maxCheckpointMaxAgeMs), req.MaxAgeMs)
+	}
+	if !id.admin && !cpPolicyGrant(id.grants, *req.Prefix) {
+		return errorf(fsm.CodeForbidden, "principal %q needs checkpoints write and delete on every thread under %q to set its policy",
+			id.principal, *req.Prefix)
+	}
+	args := &fsm.CheckpointPolicyArgs{Prefix: *req.Prefix, KeepLast: req.KeepLast, MaxAgeMs: req.MaxAgeMs}
+	return s.proposeAndReply(w, r, id, tenant, fsm.KindCheckpointPolicy, args, body)
+}
+
+// cpPolicyGrant reports whether one grant gives write and delete on every
+// thread whose id starts with prefix.
+func cpPolicyGrant(grants []fsm.Grant, prefix string) bool {
+	for _, g := range grants {
+		if (g.Resource == resCheckpoints || g.Resource == resAll) && prefixIncludes(g.Prefix, prefix) &&
+			hasAction(g, actWrite) && hasAction(g, actDelete) {
+			return true
+		}
+	}
+	return false
+}
+
+// handleCheckpointPolicyList answers the tenant's checkpoint policies to
+// whoever may read some thread of it.
+func (s *Server) handleCheckpointPolicyList(w http.ResponseWriter, r *http.Request, id *identity) error {
+	tenant := r.PathValue("tenant")
+	if err := s.inTenant(id, tenant); err != nil {
+		return err
+	}
+	if !id.admin && !grantsReach(id.grants, resCheckpoints, "", actRead) {
+		return errorf(fsm.CodeForbidden, "principal %q has no read grant on checkpoints", id.principal)
+	}
+	list, index := s.fsm.CheckpointPolicies(tenant)
+	return s.readReply(w, index, map[string]any{"policies": list})
 }
 
 // handleThreadCopy copies the path's thread to the body's target: read on
@@ -53,7 +122,7 @@ func (s *Server) handleThreadPrune(w http.ResponseWriter, r *http.Request, id *i
 	if err := s.inTenant(id, tenant); err != nil {
 		return err
 	}
-	if !id.admin && !anyGrant(id.grants, resCheckpoints, actDelete) {
+	if !id.admin && !grantsReach(id.grants, resCheckpoints, "", actDelete) {
 		return errorf(fsm.CodeForbidden, "principal %q has no delete grant on checkpoints", id.principal)
 	}
 	var req wire.ThreadPrune
@@ -116,21 +185,6 @@ func (s *Server) handleDeleteRuns(w http.ResponseWriter, r *http.Request, id *id
 
 // maxRunIDBytes bounds a run id (a checkpoint's metadata run_id indexed).
 const maxRunIDBytes = 256
-
-// anyGrant reports whether grants hold action on resource for some prefix.
-func anyGrant(grants []fsm.Grant, resource, action string) bool {
-	for _, g := range grants {
-		if g.Resource != resource && g.Resource != "*" {
-			continue
-		}
-		for _, a := range g.Actions {
-			if a == action {
-				return true
-			}
-		}
-	}
-	return false
-}
 
 // runIDOf is a checkpoint metadata's run_id when it is a string of 1 to
 // maxRunIDBytes bytes without control characters ("" otherwise): the

@@ -325,6 +325,15 @@ type ThreadPrune struct {
 	Fence    *Fence   `json:"fence,omitempty"`
 }
 
+// CheckpointPolicy is the body of PUT /v1/tenants/{t}/checkpoint-policies:
+// a retention policy for the threads whose id starts with Prefix (both
+// bounds 0 clear it).
+type CheckpointPolicy struct {
+	Prefix   *string `json:"prefix"`
+	KeepLast uint64  `json:"keep_last"`
+	MaxAgeMs int64   `json:"max_age_ms"`
+}
+
 // DeleteRuns is the body of POST /v1/tenants/{t}/checkpoints/delete-runs.
 type DeleteRuns struct {
 	RunIDs []string `json:"run_ids"`

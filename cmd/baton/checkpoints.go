@@ -24,7 +24,8 @@ a path with slashes). Each thread has namespaces (LangGraph's checkpoint_ns):
   baton checkpoint list --tenant acme --thread chat-7 --filter '{"source":"loop"}'`,
 		subs: []*command{checkpointPutCommand(), checkpointGetCommand(), checkpointLatestCommand(),
 			checkpointListCommand(), checkpointWritesCommand(), checkpointDeleteThreadCommand(),
-			checkpointCopyThreadCommand(), checkpointPruneCommand(), checkpointDeleteRunsCommand()},
+			checkpointCopyThreadCommand(), checkpointPruneCommand(), checkpointDeleteRunsCommand(),
+			checkpointPolicyCommand(), checkpointPoliciesCommand()},
 	}
 }
 
@@ -359,6 +360,64 @@ func checkpointDeleteRunsCommand() *command {
 	}
 }
 
+func checkpointPolicyCommand() *command {
+	var tenant string
+	var p client.CheckpointPolicy
+	return &command{
+		name:    "policy",
+		summary: "Bound the checkpoints of the threads under a thread-id prefix",
+		long: "--keep-last N keeps each namespace's newest N checkpoints, deleting older ones as\n" +
+			"checkpoints are put; --max-age deletes a checkpoint that long after its put, heads\n" +
+			"included. Both 0 clear the prefix's policy. The longest matching prefix applies.",
+		examples: "  baton checkpoint policy --tenant acme --prefix '' --keep-last 50 --max-age 720h\n",
+		flags: func(fs *pflag.FlagSet) {
+			tenantFlag(fs, &tenant)
+			fs.StringVar(&p.Prefix, "prefix", "", `thread-id prefix ("" for every thread)`)
+			fs.Uint64Var(&p.KeepLast, "keep-last", 0, "newest checkpoints a namespace keeps (0: no bound)")
+			fs.DurationVar(&p.MaxAge, "max-age", 0, "how long after its put a checkpoint is kept (0: no bound)")
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			if err := inv.check(nil, "tenant"); err != nil {
+				return err
+			}
+			return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
+				got, err := c.SetCheckpointPolicy(ctx, tenant, p)
+				if err != nil {
+					return err
+				}
+				return a.emitCount(got, fmt.Sprintf("policy of prefix %q: keep last %d, max age %s", got.Prefix, got.KeepLast, got.MaxAge))
+			})
+		},
+	}
+}
+
+func checkpointPoliciesCommand() *command {
+	var tenant string
+	return &command{
+		name:     "policies",
+		summary:  "List a tenant's checkpoint retention policies",
+		examples: "  baton checkpoint policies --tenant acme\n",
+		flags:    func(fs *pflag.FlagSet) { tenantFlag(fs, &tenant) },
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			if err := inv.check(nil, "tenant"); err != nil {
+				return err
+			}
+			return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
+				list, err := c.ListCheckpointPolicies(ctx, tenant)
+				if err != nil {
+					return err
+				}
+				return a.emit(list, func(w io.Writer) {
+					fmt.Fprintln(w, "PREFIX\tKEEP LAST\tMAX AGE")
+					for _, p := range list {
+						fmt.Fprintf(w, "%q\t%d\t%s\n", p.Prefix, p.KeepLast, p.MaxAge)
+					}
+				})
+			})
+		},
+	}
+}
+
 // emitCount prints v (-o json or yaml) or the line text.
 func (a *app) emitCount(v any, text string) error {
 	return a.emit(v, func(w io.Writer) { fmt.Fprintln(w, text) })
@@ -368,6 +427,9 @@ func printCheckpoint(w io.Writer, cp *client.Checkpoint) {
 	rows := [][2]string{
 		{"thread", cp.ThreadID}, {"namespace", dash(cp.CheckpointNS)}, {"checkpoint", cp.CheckpointID}, {"parent", dash(cp.ParentID)},
 		{"created", timeText(cp.CreatedAt)}, {"metadata", rawText(cp.Metadata)}, {"data", rawText(cp.Data)},
+	}
+	if cp.ExpiresAt != nil {
+		rows = append(rows, [2]string{"expires", timeText(*cp.ExpiresAt)})
 	}
 	for _, r := range rows {
 		fmt.Fprintf(w, "%s:\t%s\n", r[0], r[1])
