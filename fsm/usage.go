@@ -173,6 +173,30 @@ func (f *FSM) overQuota(c *Command, m quotaMark) string {
 	return ""
 }
 
+// ChunkHoldRefusal says why a hold of a chunk of size bytes by tenant,
+// which does not hold it yet, would be refused for quota now ("" if it
+// would fit), so that an upload is refused before its body is stored and
+// copied to the peers. It counts what applyChunkHeld writes, always with
+// a new global record, so that the answer does not depend on whether
+// another tenant holds the chunk; the hold itself is decided by Apply.
+func (f *FSM) ChunkHoldRefusal(tenant, digest string, size int64) string {
+	f.mu.Lock() // limits fills a cache
+	defer f.mu.Unlock()
+	hold := int64(len(chunkHoldKey(tenant, digest)) + len(encode(&chunkHold{Size: size, HeldAt: f.clock})))
+	all := hold + int64(len(chunkGlobalKey(digest))+len(encode(&chunkGlobal{Size: size, Holders: 1}))+len(chunkGCKey(f.clock, tenant, digest)))
+	if lim := f.limits().MaxStateBytes; lim > 0 && f.st.use.bytes+all > lim {
+		return fmt.Sprintf("the state would hold %d bytes, over the cluster's limit of %d (--max-state-bytes); delete data to make room", f.st.use.bytes+all, lim)
+	}
+	u := f.tenantUsage(tenant)
+	if u.MaxBytes > 0 && u.UsedBytes+hold > u.MaxBytes {
+		return fmt.Sprintf("tenant %q would hold %d bytes, over its quota of %d; delete data to make room", tenant, u.UsedBytes+hold, u.MaxBytes)
+	}
+	if u.MaxKeys > 0 && u.UsedKeys+1 > u.MaxKeys {
+		return fmt.Sprintf("tenant %q would hold %d keys, over its quota of %d; delete data to make room", tenant, u.UsedKeys+1, u.MaxKeys)
+	}
+	return ""
+}
+
 // StateBytes is the size of the data that quotas count.
 func (f *FSM) StateBytes() int64 {
 	f.mu.RLock()

@@ -77,3 +77,50 @@ func TestTenantQuota(t *testing.T) {
 		t.Errorf("the admin setting a quota past the limit: %s", describe(r))
 	}
 }
+
+// TestChunkHoldRefusalAgreesWithApply: the check an upload makes before
+// storing a body never lets through a hold that Apply then refuses for
+// quota (tenant bytes or keys, the cluster's bytes), whether or not
+// another tenant holds the chunk; with ample room both allow it.
+func TestChunkHoldRefusalAgreesWithApply(t *testing.T) {
+	const digest = "sha256:ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12"
+	type limit struct {
+		name   string
+		slacks []int64 // room left before the hold, in bytes or keys
+		ample  int64
+	}
+	var byteSlacks []int64
+	for s := int64(-2); s <= 1000; s += 3 {
+		byteSlacks = append(byteSlacks, s)
+	}
+	// The cluster's room is counted before limits.set, whose record takes
+	// some of it.
+	for _, l := range []limit{{"tenant bytes", byteSlacks, 400}, {"cluster bytes", byteSlacks, 1000}, {"tenant keys", []int64{0, 1}, 1}} {
+		for _, slack := range l.slacks {
+			for _, otherHolds := range []bool{false, true} {
+				w := newWorld(t)
+				w.ok(KindTenantPut, "other", &TenantPutArgs{Name: "other"})
+				if otherHolds {
+					w.ok(KindChunkHeld, "other", &ChunkHeldArgs{Digest: digest, Size: 4 << 20})
+				}
+				u := w.f.TenantUsage("acme")
+				switch l.name {
+				case "tenant bytes":
+					w.ok(KindTenantQuota, "acme", &TenantQuotaArgs{TenantQuota{MaxBytes: u.UsedBytes + slack}})
+				case "tenant keys":
+					w.ok(KindTenantQuota, "acme", &TenantQuotaArgs{TenantQuota{MaxKeys: u.UsedKeys + slack}})
+				case "cluster bytes":
+					w.ok(KindLimitsSet, "", &Limits{MaxStateBytes: w.f.StateBytes() + slack})
+				}
+				why := w.f.ChunkHoldRefusal("acme", digest, 4<<20)
+				r := w.do(KindChunkHeld, "acme", &ChunkHeldArgs{Digest: digest, Size: 4 << 20})
+				if why == "" && !r.OK() {
+					t.Errorf("%s, room %d, other holds %v: the check let through a hold Apply refused: %s", l.name, slack, otherHolds, describe(r))
+				}
+				if slack == l.ample && (why != "" || !r.OK()) {
+					t.Errorf("%s, room %d, other holds %v: got check %q and %s, want both to allow it", l.name, slack, otherHolds, why, describe(r))
+				}
+			}
+		}
+	}
+}

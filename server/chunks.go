@@ -101,6 +101,9 @@ func (s *Server) handleChunkPut(w http.ResponseWriter, r *http.Request, id *iden
 	if err != nil {
 		return err
 	}
+	if err := s.chunkRoom(tenant, digest, r.ContentLength); err != nil {
+		return err
+	}
 	body, err := readBody(w, r, s.cfg.MaxChunkBody, s.cfg.BodyTimeout)
 	if err != nil {
 		return err
@@ -113,6 +116,9 @@ func (s *Server) handleChunkPut(w http.ResponseWriter, r *http.Request, id *iden
 		writeJSON(w, http.StatusOK, map[string]any{"digest": digest, "size": len(body)})
 		return nil
 	}
+	if err := s.chunkRoom(tenant, digest, int64(len(body))); err != nil { // the state may have grown meanwhile
+		return err
+	}
 	// The same work whether or not another tenant holds this chunk, so that
 	// neither answers nor timings reveal other tenants' holdings.
 	if err := store.PutVerified(digest, body); err != nil {
@@ -122,6 +128,24 @@ func (s *Server) handleChunkPut(w http.ResponseWriter, r *http.Request, id *iden
 		return chunkError(err)
 	}
 	return s.commitHeld(w, r, tenant, digest, int64(len(body)))
+}
+
+// chunkRoom refuses, with 507 resource_exhausted, the upload of a chunk
+// the tenant does not hold yet when the quotas would refuse its hold: before
+// its body is read (size: the declared length, or the limit when unknown)
+// and again before it is stored and copied, so that a refused upload leaves
+// nothing on any node's disk. The hold's own command still decides.
+func (s *Server) chunkRoom(tenant, digest string, size int64) error {
+	if size <= 0 || size > s.cfg.MaxChunkBody {
+		size = s.cfg.MaxChunkBody
+	}
+	if missing, _ := s.fsm.ChunksHeld(tenant, []string{digest}); len(missing) == 0 {
+		return nil
+	}
+	if why := s.fsm.ChunkHoldRefusal(tenant, digest, size); why != "" {
+		return errorf(fsm.CodeResourceExhausted, "%s", why)
+	}
+	return nil
 }
 
 // commitHeld records the hold through the leader: directly when this node
