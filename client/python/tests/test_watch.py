@@ -11,8 +11,9 @@ import baton
 
 
 def test_watch_events(client: baton.Client) -> None:
-    start = client.cluster_status().applied_index
     q = uid("q")
+    start = client.list_tasks(queue=q).index  # any read's index: watch the changes after it
+    assert start > 0
     client.create_task(q, task_id="w1")
     client.kv_put("ns", "k", 1)
     client.kv_delete("ns", "k")

@@ -358,7 +358,11 @@ class AsyncClient:
             want_value=want_value,
             session=session,
         )
-        return parse(await self._send(call))
+        ans = await self._send(call)
+        r = parse(ans)
+        if ans.index and dataclasses.is_dataclass(r) and not isinstance(r, type) and hasattr(r, "index"):
+            r = dataclasses.replace(r, index=ans.index)  # type: ignore[assignment]
+        return r
 
     async def request(
         self, method: str, path: str, body: Any = None, *, idempotency_key: str | None = None

@@ -62,6 +62,8 @@ def _build(cls: type[T], d: Any, **conv: Any) -> T:
         raise ValueError(f"expected a JSON object for {cls.__name__}, got {type(d).__name__}")
     kw: dict[str, Any] = {}
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if f.name == "index" and cls.__name__ != "WatchEvent":
+            continue
         if f.name == "raw":
             kw["raw"] = d
             continue
@@ -154,6 +156,7 @@ class Task:
     failed_at: datetime | None = None
     retention_ms: int | None = None
     expires_at: datetime | None = None
+    index: int = field(default=0, compare=False)  # X-Baton-Index of the answer: watch from here
 
     @classmethod
     def from_json(cls, d: Any) -> Task:
@@ -171,6 +174,7 @@ class Page(Generic[T]):
 
     items: list[T]
     next_page_token: str = ""
+    index: int = field(default=0, compare=False)  # X-Baton-Index of the answer
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,6 +239,7 @@ class Manifest:
     fencing_token: int = 0
     created_by: str = ""
     created_at: datetime | None = None
+    index: int = field(default=0, compare=False)  # X-Baton-Index of the answer: watch from here
 
     @classmethod
     def from_json(cls, d: Any) -> Manifest:
@@ -281,6 +286,7 @@ class Ref:
     version: int = 0
     revision: int = 0
     updated_at: datetime | None = None
+    index: int = field(default=0, compare=False)  # X-Baton-Index of the answer: watch from here
 
     @classmethod
     def from_json(cls, d: Any) -> Ref:
@@ -313,6 +319,7 @@ class Checkpoint:
     metadata: Any = None
     created_at: datetime | None = None
     pending_writes: tuple[PendingWrite, ...] = ()
+    index: int = field(default=0, compare=False)  # X-Baton-Index of the answer: watch from here
 
     @classmethod
     def from_json(cls, d: Any) -> Checkpoint:
@@ -332,6 +339,7 @@ class KVEntry:
     version: int = 0
     updated_at: datetime | None = None
     expires_at: datetime | None = None
+    index: int = field(default=0, compare=False)  # X-Baton-Index of the answer: watch from here
 
     @classmethod
     def from_json(cls, d: Any) -> KVEntry:
@@ -350,6 +358,7 @@ class Op:
     result: Any = None
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    index: int = field(default=0, compare=False)  # X-Baton-Index of the answer: watch from here
 
     @classmethod
     def from_json(cls, d: Any) -> Op:

@@ -359,7 +359,11 @@ class Client:
             want_value=want_value,
             session=session,
         )
-        return parse(self._send(call))
+        ans = self._send(call)
+        r = parse(ans)
+        if ans.index and dataclasses.is_dataclass(r) and not isinstance(r, type) and hasattr(r, "index"):
+            r = dataclasses.replace(r, index=ans.index)  # type: ignore[assignment]
+        return r
 
     def request(
         self, method: str, path: str, body: Any = None, *, idempotency_key: str | None = None
