@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import uid
+from conftest import Cluster, uid
 
 import baton
 from baton._core import digest
@@ -113,3 +113,37 @@ def test_list_delete_and_policies(client: baton.Client) -> None:
     for i in range(4):
         client.upload_artifact(f"{p}-c", f"c{i}".encode())
     assert [m.version for m in client.list_versions(f"{p}-c")] == [3, 4]
+
+
+def test_download_cut_midway_starts_again_elsewhere(cluster: Cluster, client: baton.Client) -> None:
+    import time
+
+    data = os.urandom(24 << 20)
+    client.upload_artifact("cut", data)
+    victim: list[int] = []
+
+    class SlowFile(io.BytesIO):
+        def write(self, b: bytes) -> int:  # type: ignore[override]
+            if not victim:
+                victim.append(client._fo.preferred)
+                cluster.kill(victim[0])  # the node streaming the content
+            if len(self.getbuffer()) < (1 << 20):
+                time.sleep(0.01)
+            return super().write(b)
+
+    attempts: list[int] = []
+    once = client._download_once
+
+    def counted(*a: object) -> int:
+        attempts.append(1)
+        return once(*a)  # type: ignore[arg-type]
+
+    client._download_once = counted  # type: ignore[method-assign]
+    out = SlowFile()
+    try:
+        assert client.download_artifact("cut", 1, out) == len(data)
+    finally:
+        if victim:
+            cluster.start(victim[0])
+            cluster.wait_ready()
+    assert out.getvalue() == data and len(attempts) >= 2  # cut, then again on another node

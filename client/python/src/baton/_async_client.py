@@ -146,6 +146,10 @@ def _open_source(source: Source) -> tuple[Callable[[int], bytes], Callable[[], N
     return source.read, lambda: None
 
 
+class _StreamCut(Unavailable):
+    """A download cut midway: nothing wrong was written, it may start again elsewhere."""
+
+
 class AsyncClient:
     """A client of a Baton cluster (asyncio). Safe to share among tasks of one event loop.
 
@@ -887,8 +891,24 @@ class AsyncClient:
     async def download_artifact(self, name: str, version: int, dest: IO[bytes], *,
                                 tenant: str | None = None) -> int:
         """Streams a version's content into ``dest`` and checks its size and digest (DigestMismatch);
-        returns the bytes written."""
+        returns the bytes written. A stream cut midway (a node killed) starts again on another endpoint
+        when ``dest`` is seekable (it is rewound and truncated), else raises Unavailable."""
         path = self._tp(tenant) + "/artifacts/" + seg(name) + f"/versions/{int(version)}/content"
+        start = dest.tell() if dest.seekable() else None
+        deadline = _io.monotonic() + self.max_retry
+        bo = Backoff()
+        while True:
+            try:
+                return await self._download_once(path, name, version, dest)
+            except _StreamCut:
+                if start is None or _io.monotonic() >= deadline:
+                    raise
+                dest.seek(start)
+                dest.truncate()
+                self._fo.preferred = (self._fo.preferred + 1) % len(self.endpoints)
+                await _io.sleep(bo.delay(0.0, deadline - _io.monotonic()))
+
+    async def _download_once(self, path: str, name: str, version: int, dest: IO[bytes]) -> int:
         r = await self._open_stream(path, {"Accept": "*/*"}, self.timeout)
         try:
             want = (r.headers.get("ETag") or "").strip('"')
@@ -901,10 +921,12 @@ class AsyncClient:
                     dest.write(b)
                     n += len(b)
             except httpx.TransportError as e:
-                raise Unavailable(f"download of {name} v{version} cut after {n} bytes: {e}") from e
+                raise _StreamCut(f"download of {name} v{version} cut after {n} bytes: {e}") from e
         finally:
             await r.aclose()
         got = "sha256:" + h.hexdigest()
+        if length >= 0 and n < length:
+            raise _StreamCut(f"download of {name} v{version} cut after {n} of {length} bytes")
         if (length >= 0 and n != length) or (DIGEST_RE.match(want) and got != want):
             raise DigestMismatch(f"{name} v{version}: got {n} bytes hashing to {got}, want {length} bytes, {want}")
         return n
