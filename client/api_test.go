@@ -209,6 +209,7 @@ func TestPutTenantCreated(t *testing.T) {
 func TestMeta(t *testing.T) {
 	h := func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Baton-Index", "1042")
+		w.Header().Set("X-Baton-Position", "68354047") // 1042<<16 | 0xFFFF
 		w.Header().Set("Idempotent-Replay", "true")
 		w.WriteHeader(201)
 		_, _ = w.Write([]byte(sampleTask))
@@ -219,7 +220,7 @@ func TestMeta(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (client.Meta{Index: 1042, Replay: true, Status: 201}); meta != want || task.TaskID != "report-42" {
+	if want := (client.Meta{Index: 1042, Position: 1042<<16 | 0xFFFF, Replay: true, Status: 201}); meta != want || task.TaskID != "report-42" {
 		t.Errorf("got %+v %q, want %+v report-42", meta, task.TaskID, want)
 	}
 	var captured client.Meta

@@ -16,6 +16,11 @@ type Meta struct {
 	Index  uint64 // X-Baton-Index: the Raft index the answer reflects
 	Replay bool   // Idempotent-Replay: the answer to an earlier request with the same key
 	Status int    // HTTP status
+	// Position is Index in the unit of fencing tokens and KV versions
+	// (X-Baton-Position: Index<<16 | 0xFFFF): a token or version the
+	// answer's state holds is at most Position, one issued later is
+	// above it. Compare tokens and versions with it, not with Index.
+	Position uint64
 }
 
 // Do sends one logical request, with failover and retries as described in

@@ -243,6 +243,9 @@ func transportFailure(ctx context.Context, cl *call, endpoint string, err error)
 func responseResult(resp *http.Response, body []byte) result {
 	meta := Meta{Status: resp.StatusCode, Replay: resp.Header.Get("Idempotent-Replay") == "true"}
 	meta.Index, _ = strconv.ParseUint(resp.Header.Get("X-Baton-Index"), 10, 64)
+	if meta.Position, _ = strconv.ParseUint(resp.Header.Get("X-Baton-Position"), 10, 64); meta.Position == 0 && meta.Index != 0 {
+		meta.Position = meta.Index<<16 | 0xFFFF // a node from before the header
+	}
 	leader := resp.Header.Get("X-Baton-Leader")
 	if resp.StatusCode < 300 {
 		return result{meta: meta, body: body, answered: true, leader: leader}

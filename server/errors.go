@@ -102,6 +102,13 @@ func writeRawJSON(w http.ResponseWriter, status int, b []byte) {
 	w.Write([]byte("\n"))
 }
 
+// setIndex sets X-Baton-Index, the log index an answer reflects, and
+// X-Baton-Position, the same point in the unit of fencing tokens and KV
+// versions (log index << 16 | the command's place in its entry): the
+// highest position of the entry at index, so that every token or version
+// the answer's state holds is at most it and every later one is above it.
 func setIndex(w http.ResponseWriter, index uint64) {
-	w.Header().Set("X-Baton-Index", strconv.FormatUint(index, 10))
+	h := w.Header()
+	h.Set("X-Baton-Index", strconv.FormatUint(index, 10))
+	h.Set("X-Baton-Position", strconv.FormatUint(index<<16|0xFFFF, 10))
 }
