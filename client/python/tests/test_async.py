@@ -48,6 +48,13 @@ async def test_async_client_calls(cluster: Cluster, tenant: str) -> None:
         assert await baton.async_once(c, "op-2", act, kind="k") == 42
         assert await baton.async_once(c, "op-2", act, kind="k") == 42
         assert calls == [1]
+
+        @baton.async_exactly_once(c, kind="k", op_id=lambda n: f"deco-{n}")
+        async def act2(n: int) -> int:
+            calls.append(n)
+            return n * 2
+
+        assert await act2(5) == 10 and await act2(5) == 10 and calls == [1, 5]
         cp = await c.put_checkpoint("thread 1", "c1", {"s": 1})
         assert (await c.latest_checkpoint("thread 1")).checkpoint_id == cp.checkpoint_id
 
@@ -55,7 +62,7 @@ async def test_async_client_calls(cluster: Cluster, tenant: str) -> None:
 async def test_async_artifacts_and_watch(cluster: Cluster, tenant: str) -> None:
     async with _client(cluster, tenant) as c:
         start = (await c.cluster_status()).applied_index
-        data = os.urandom(2 << 20)
+        data = os.urandom(6 << 20)
         st = baton.UploadStats()
         m = await c.upload_artifact("a", data, stats=st)
         assert m.size == len(data) and st.chunks_uploaded == st.chunks

@@ -113,6 +113,21 @@ def test_ops_and_once(client: baton.Client) -> None:
     assert ed.value.op.state == "started" and len(calls) == 1
 
 
+def test_exactly_once_decorator(client: baton.Client) -> None:
+    sent: list[tuple[str, str]] = []
+
+    @baton.exactly_once(client, kind="email.send", op_id=lambda to, report: f"mail:{report}:{to.replace('@', '.')}")
+    def send_report(to: str, report: str) -> dict[str, str]:
+        sent.append((to, report))
+        return {"id": f"m-{len(sent)}"}
+
+    assert send_report("a@x", "r1") == {"id": "m-1"}
+    assert send_report("a@x", "r1") == {"id": "m-1"}  # recorded: not sent again
+    assert send_report("b@x", "r1") == {"id": "m-2"}
+    assert sent == [("a@x", "r1"), ("b@x", "r1")] and send_report.__name__ == "send_report"
+    assert client.get_op("mail:r1:a.x").state == "succeeded"
+
+
 def test_checkpoints(client: baton.Client) -> None:
     th = "user@example.com/" + uid("run")
     c1 = client.put_checkpoint(th, "c1", {"step": 1}, metadata={"source": "loop"})

@@ -5,6 +5,7 @@ See docs/python.md in the Baton repository.
 
 from ._async_client import CHECKPOINT_INLINE_MAX, MISSING, AsyncClient, AsyncWatch
 from ._async_helpers import AsyncElection, AsyncMutex, AsyncTaskContext, AsyncWorker
+from ._async_helpers import exactly_once as async_exactly_once
 from ._async_helpers import once as async_once
 from ._core import new_idempotency_key, params_digest
 from ._errors import (
@@ -68,7 +69,7 @@ from ._models import (
     WatchEvent,
 )
 from ._sync_client import Client, Watch
-from ._sync_helpers import Election, Mutex, TaskContext, Worker, once
+from ._sync_helpers import Election, Mutex, TaskContext, Worker, exactly_once, once
 
 __version__ = "0.1.0"
 
@@ -76,7 +77,9 @@ __all__ = [
     "AlreadyExists",
     "ArtifactPolicy",
     "ArtifactSummary",
+    "async_exactly_once",
     "async_once",
+    "exactly_once",
     "AsyncClient",
     "AsyncElection",
     "AsyncMutex",

@@ -6,7 +6,9 @@ import asyncio
 import signal
 import time
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 Lock = asyncio.Lock
 monotonic = time.monotonic
@@ -70,3 +72,14 @@ def on_sigterm(callback: Callable[[], None]) -> Callable[[], None]:
             loop.remove_signal_handler(s)
 
     return remove
+
+
+async def run_all(fns: list[Callable[[], Coroutine[Any, Any, T]]], limit: int) -> list[T]:
+    """Runs fns concurrently, at most limit at a time; their results in order, or the first error."""
+    sem = asyncio.Semaphore(max(limit, 1))
+
+    async def one(fn: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        async with sem:
+            return await fn()
+
+    return list(await asyncio.gather(*(one(f) for f in fns)))

@@ -6,10 +6,11 @@ Mirrors client/worker.go, client/once.go, client/mutex.go and client/election.go
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from . import _aio as _io
 from ._async_client import MISSING, AsyncClient, Source
@@ -35,6 +36,9 @@ from ._errors import (
     VersionMismatch,
 )
 from ._models import Checkpoint, Fence, KVEntry, Manifest, Op, PendingWrite, Ref, Task, TxnResult, UploadStats
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 MAX_FAIL_ERROR = 4096
 
@@ -511,6 +515,37 @@ async def once(
     if rec.state == "failed":
         raise OpFailed(f"op {op_id} failed: {fn_err}", op=rec, cause=fn_err) from fn_err
     return rec.result
+
+
+def exactly_once(
+    client: AsyncClient,
+    *,
+    kind: str,
+    op_id: Callable[..., str],
+    task_id: str | None = None,
+    fence: Fence | None = None,
+    tenant: str | None = None,
+) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
+    """A decorator form of ``once``: each call of the decorated function is one op, whose id
+    ``op_id(*args, **kwargs)`` computes and whose params are the call's arguments (JSON)::
+
+        @exactly_once(client, kind="email.send", op_id=lambda to, report: f"mail:{report}:{to}")
+        def send_report(to: str, report: str) -> dict: ...
+
+    A second call with the same id returns the recorded result without running the function.
+    """
+
+    def decorate(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+        @functools.wraps(fn)
+        async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            params = {"args": list(args), "kwargs": kwargs}
+            r: R = await once(client, op_id(*args, **kwargs), lambda: fn(*args, **kwargs), kind=kind,
+                              params=params, task_id=task_id, fence=fence, tenant=tenant)
+            return r
+
+        return wrapper
+
+    return decorate
 
 
 def _recorded(op: Op) -> Any:

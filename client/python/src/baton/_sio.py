@@ -6,7 +6,10 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 Lock = threading.Lock
 monotonic = time.monotonic
@@ -62,3 +65,11 @@ def on_sigterm(callback: Callable[[], None]) -> Callable[[], None]:
             signal.signal(s, h)
 
     return remove
+
+
+def run_all(fns: list[Callable[[], T]], limit: int) -> list[T]:
+    """Runs fns in threads, at most limit at a time; their results in order, or the first error."""
+    if len(fns) <= 1 or limit <= 1:
+        return [f() for f in fns]
+    with ThreadPoolExecutor(max_workers=min(limit, len(fns))) as ex:
+        return list(ex.map(lambda f: f(), fns))

@@ -193,6 +193,7 @@ class Client:
             limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
             trust_env=False,
         )
+        self.upload_parallel = 4  # chunk uploads in flight at once
         # Test hook: called with each chunk digest the upload sends.
         self.on_chunk_sent: Callable[[str, int], None] | None = None
 
@@ -765,13 +766,12 @@ class Client:
             uniq.setdefault(d, b)
         keys = list(uniq)
         for i in range(0, len(keys), _MISSING_BATCH):
-            for d in self.missing_chunks(keys[i : i + _MISSING_BATCH], tenant=tenant):
-                body = uniq.get(d)
-                if body is None:
-                    continue
-                self.put_chunk(body, tenant=tenant)
-                stats.chunks_uploaded += 1
-                stats.bytes_sent += len(body)
+            missing = [d for d in self.missing_chunks(keys[i : i + _MISSING_BATCH], tenant=tenant) if d in uniq]
+            bodies = [uniq[d] for d in missing]
+            _io.run_all([lambda b=b: self.put_chunk(b, tenant=tenant) for b in bodies],  # type: ignore[misc]
+                              self.upload_parallel)
+            stats.chunks_uploaded += len(bodies)
+            stats.bytes_sent += sum(len(b) for b in bodies)
 
     def _upload_chunks(self, tenant: str, source: Source, stats: UploadStats
                              ) -> tuple[list[ChunkRef], str, int]:
