@@ -65,14 +65,27 @@ var fenceFields = func() map[Kind]int {
 	return m
 }()
 
-// fenceEntryVersion is EntryVersion5 for a command of a principal whose
-// args (a transaction's ops included) carry a fence, else 0.
+// taskByID are the kinds that write a task named by id, which a
+// principal's grants are checked against as they apply (taskDenied).
+var taskByID = map[Kind]bool{KindTaskClaim: true, KindTaskRenew: true, KindTaskUpdate: true,
+	KindTaskFail: true, KindTaskRetry: true, KindTaskDelete: true}
+
+// fenceEntryVersion is EntryVersion5 for a command of a principal that
+// writes a task by id, or whose args carry a fence (a transaction's ops
+// included), else 0: in those entries its grants are checked as the
+// command applies (checkFence, taskDenied).
 func fenceEntryVersion(kind Kind, principal string, args any) byte {
 	if principal == "" {
 		return 0
 	}
+	if taskByID[kind] {
+		return EntryVersion5
+	}
 	if a, ok := args.(*TxnArgs); ok {
 		for _, op := range a.Ops {
+			if taskByID[op.Kind] {
+				return EntryVersion5
+			}
 			t, ok := argTypes[op.Kind]
 			if _, fenced := fenceFields[op.Kind]; !ok || !fenced {
 				continue

@@ -193,3 +193,71 @@ func TestFenceEntryVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestTaskWritesCheckedAsTheyApply: in a version 5 entry, a principal's
+// write of a task by id is checked against the task as it applies: a task
+// now in a queue outside its grants (its id deleted and created again
+// there after the handler looked), or a missing one when its grants do not
+// cover every queue, is refused with the handler's 403 and nothing
+// changes; the admin's writes and older entries apply as before.
+func TestTaskWritesCheckedAsTheyApply(t *testing.T) {
+	kinds := []struct {
+		kind Kind
+		args func(id string) any
+	}{
+		{KindTaskClaim, func(id string) any { return &TaskClaimArgs{ID: id, Owner: "thief", LeaseMs: 60_000} }},
+		{KindTaskRenew, func(id string) any { return &TaskRenewArgs{ID: id, FencingToken: 1, LeaseMs: 60_000} }},
+		{KindTaskUpdate, func(id string) any { return &TaskUpdateArgs{ID: id, Payload: []byte(`{"stolen":true}`)} }},
+		{KindTaskFail, func(id string) any { return &TaskFailArgs{ID: id, FencingToken: 1, Error: "x"} }},
+		{KindTaskRetry, func(id string) any { return &TaskRetryArgs{ID: id} }},
+		{KindTaskDelete, func(id string) any { return &TaskDeleteArgs{ID: id} }},
+	}
+	cases := []struct {
+		name, principal, id string
+		oldEntry            bool
+		wantForbidden       bool
+	}{
+		{"task moved to another queue", "w", "moved", false, true},
+		{"missing task, narrow grant", "w", "nope", false, true},
+		{"missing task, grant on every queue", "all", "nope", false, false},
+		{"task in the grant", "w", "mine", false, false},
+		{"the admin", "", "moved", false, false},
+		{"an entry before version 5", "w", "moved", true, false},
+	}
+	for _, k := range kinds {
+		for _, tc := range cases {
+			t.Run(string(k.kind)+"/"+tc.name, func(t *testing.T) {
+				w := newWorld(t)
+				rw := []string{"read", "write", "delete"}
+				w.ok(KindPrincipalCreate, "acme", &PrincipalCreateArgs{Name: "w", TokenHash: "hw", Grants: []Grant{{Resource: "tasks", Prefix: "research", Actions: rw}}})
+				w.ok(KindPrincipalCreate, "acme", &PrincipalCreateArgs{Name: "all", TokenHash: "ha", Grants: []Grant{{Resource: "tasks", Prefix: "", Actions: rw}}})
+				w.ok(KindTaskCreate, "acme", &TaskCreateArgs{ID: "mine", Queue: "research"})
+				w.ok(KindTaskCreate, "acme", &TaskCreateArgs{ID: "moved", Queue: "research"})
+				w.ok(KindTaskDelete, "acme", &TaskDeleteArgs{ID: "moved"})
+				w.ok(KindTaskCreate, "acme", &TaskCreateArgs{ID: "moved", Queue: "secret-q", Payload: []byte(`{"secret":1}`)})
+				c := NewCommand(k.kind, w.now+10, "acme", tc.principal, k.args(tc.id))
+				if tc.principal != "" && c.ver != EntryVersion5 {
+					t.Errorf("entry version: got %d, want %d", c.ver, EntryVersion5)
+				}
+				if tc.oldEntry {
+					c.ver = 0
+				}
+				sum := w.f.st.sum
+				w.index++
+				w.now += 10
+				r := applyOne(t, w.f, w.index, c)
+				if got := r.Code == CodeForbidden; got != tc.wantForbidden {
+					t.Fatalf("got %s, want forbidden %v", describe(r), tc.wantForbidden)
+				}
+				if tc.wantForbidden {
+					if want := fmt.Sprintf("principal %q may not %s task %q", tc.principal, map[bool]string{true: "delete", false: "write"}[k.kind == KindTaskDelete], tc.id); r.Message != want {
+						t.Errorf("message: got %q, want %q", r.Message, want)
+					}
+					if w.f.st.sum != sum {
+						t.Errorf("a refused write changed the state")
+					}
+				}
+			})
+		}
+	}
+}

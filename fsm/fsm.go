@@ -18,6 +18,8 @@ type FSM struct {
 	mu sync.RWMutex
 	// principals caches PrincipalByToken (token hash -> *principalCacheEntry).
 	principals sync.Map
+	// callers caches callerGrants (tenant, name -> *callerEntry); apply only.
+	callers map[string]*callerEntry
 	st         *Store
 	applied    uint64 // index of the last applied log entry
 	clock      int64  // max leader time seen, Unix ms; never goes back

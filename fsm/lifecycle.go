@@ -158,6 +158,9 @@ func applyTaskFail(f *FSM, ctx *applyCtx, c *Command) *Result {
 		return r
 	}
 	t, ok := getTask(f.st, c.Tenant, a.ID)
+	if r := f.taskDenied(c, a.ID, t, ok, taskWrite); r != nil {
+		return r
+	}
 	if !ok {
 		return taskNotFound(a.ID)
 	}
@@ -194,6 +197,9 @@ func applyTaskRetry(f *FSM, ctx *applyCtx, c *Command) *Result {
 		return r
 	}
 	t, ok := getTask(f.st, c.Tenant, a.ID)
+	if r := f.taskDenied(c, a.ID, t, ok, taskWrite); r != nil {
+		return r
+	}
 	if !ok {
 		return taskNotFound(a.ID)
 	}

@@ -161,6 +161,9 @@ func applyTaskClaim(f *FSM, ctx *applyCtx, c *Command) *Result {
 		return r
 	}
 	t, ok := getTask(f.st, c.Tenant, a.ID)
+	if r := f.taskDenied(c, a.ID, t, ok, taskWrite); r != nil {
+		return r
+	}
 	if !ok {
 		return taskNotFound(a.ID)
 	}
@@ -286,6 +289,9 @@ func applyTaskRenew(f *FSM, ctx *applyCtx, c *Command) *Result {
 		return r
 	}
 	t, ok := getTask(f.st, c.Tenant, a.ID)
+	if r := f.taskDenied(c, a.ID, t, ok, taskWrite); r != nil {
+		return r
+	}
 	if !ok {
 		return taskNotFound(a.ID)
 	}
@@ -306,6 +312,9 @@ func applyTaskUpdate(f *FSM, ctx *applyCtx, c *Command) *Result {
 		return r
 	}
 	t, ok := getTask(f.st, c.Tenant, a.ID)
+	if r := f.taskDenied(c, a.ID, t, ok, taskWrite); r != nil {
+		return r
+	}
 	if !ok {
 		return taskNotFound(a.ID)
 	}
@@ -358,6 +367,9 @@ func applyTaskDelete(f *FSM, _ *applyCtx, c *Command) *Result {
 		return r
 	}
 	t, ok := getTask(f.st, c.Tenant, a.ID)
+	if r := f.taskDenied(c, a.ID, t, ok, taskDelete); r != nil {
+		return r
+	}
 	if !ok {
 		return taskNotFound(a.ID)
 	}
