@@ -18,11 +18,12 @@ type FSM struct {
 	mu sync.RWMutex
 	// principals caches PrincipalByToken (token hash -> *principalCacheEntry).
 	principals sync.Map
-	// callers caches callerGrants (tenant, name -> *callerEntry); apply only.
-	callers map[string]*callerEntry
 	st         *Store
 	applied    uint64 // index of the last applied log entry
 	clock      int64  // max leader time seen, Unix ms; never goes back
+
+	// callers caches callerGrants (tenant, name -> *callerEntry); apply only.
+	callers map[string]*callerEntry
 
 	// Bookkeeping for operators and tests; not part of the replicated state.
 	restoredIndex uint64 // snapshot index the state was last restored from
