@@ -117,3 +117,31 @@ async def test_async_worker_and_mutex(cluster: Cluster, tenant: str) -> None:
         h2 = await m2.try_lock()
         assert h2.token > hold.token
         await m2.unlock()
+
+
+async def test_async_handler_cancelled_when_lease_lost(cluster: Cluster, tenant: str) -> None:
+    async with _client(cluster, tenant) as c:
+        q = uid("q")
+        await c.create_task(q, task_id="slow")
+        started = asyncio.Event()
+        cancelled: list[bool] = []
+        errors: list[BaseException] = []
+
+        async def handle(ctx: baton.AsyncTaskContext) -> Any:
+            started.set()
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                cancelled.append(True)
+                raise
+            return "never"
+
+        w = baton.AsyncWorker(c, q, handle, lease=1.5, wait=0.5, handle_signals=False,
+                              on_error=lambda t, e: errors.append(e))
+        run = asyncio.create_task(w.run_once())
+        await asyncio.wait_for(started.wait(), 10)
+        taken = await c.claim_task("slow", owner=w.owner, lease=30)  # fences the worker's token
+        await asyncio.wait_for(run, 10)
+        assert cancelled == [True] and any(isinstance(e, baton.LeaseLost) for e in errors)
+        t = await c.get_task("slow")
+        assert t.status == "pending" and t.fencing_token == taken.fencing_token and t.result is None

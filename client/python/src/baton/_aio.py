@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -83,3 +83,25 @@ async def run_all(fns: list[Callable[[], Coroutine[Any, Any, T]]], limit: int) -
             return await fn()
 
     return list(await asyncio.gather(*(one(f) for f in fns)))
+
+
+async def run_guarded(fn: Callable[[Any], Awaitable[T]], arg: Any, lost: Event) -> T | None:
+    """Runs fn(arg), cancelling it when lost is set first (then returns None). The sync twin cannot
+    interrupt a thread and just calls fn."""
+    task = asyncio.ensure_future(fn(arg))
+    waiter = asyncio.ensure_future(lost.wait())
+    try:
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    finally:
+        waiter.cancel()
+    if task.done():
+        return task.result()
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+    return None

@@ -82,6 +82,7 @@ class AsyncTaskContext:
         self._lost = False
         self._releasing = 0
         self._stop = _io.Event()
+        self._lost_ev = _io.Event()
         self._renewer: _io.Handle | None = None
 
     @property
@@ -117,6 +118,8 @@ class AsyncTaskContext:
         if self._err is None:
             self._err, self._lost = err, lost
             self._stop.set()
+            if lost:
+                self._lost_ev.set()
 
     def _observe(self, e: BaseException, task_write: bool = False) -> None:
         if isinstance(e, Fenced) or (task_write and isinstance(e, NotFound)):
@@ -423,7 +426,8 @@ class AsyncWorker:
         err: BaseException | None = None
         result: Any = None
         try:
-            result = await self.handler(ctx)
+            # AsyncWorker cancels the handler when the lease is lost; Worker's thread cannot be.
+            result = await _io.run_guarded(self.handler, ctx, ctx._lost_ev)
         except Exception as e:  # noqa: BLE001 - the handler's failure fails the attempt
             err = e
         finally:

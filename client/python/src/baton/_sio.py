@@ -73,3 +73,8 @@ def run_all(fns: list[Callable[[], T]], limit: int) -> list[T]:
         return [f() for f in fns]
     with ThreadPoolExecutor(max_workers=min(limit, len(fns))) as ex:
         return list(ex.map(lambda f: f(), fns))
+
+
+def run_guarded(fn: Callable[[Any], T], arg: Any, lost: Event) -> T | None:
+    """Calls fn(arg); a thread cannot be interrupted when lost is set (the handler checks ctx.lost)."""
+    return fn(arg)

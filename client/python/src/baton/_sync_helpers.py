@@ -83,6 +83,7 @@ class TaskContext:
         self._lost = False
         self._releasing = 0
         self._stop = _io.Event()
+        self._lost_ev = _io.Event()
         self._renewer: _io.Handle | None = None
 
     @property
@@ -118,6 +119,8 @@ class TaskContext:
         if self._err is None:
             self._err, self._lost = err, lost
             self._stop.set()
+            if lost:
+                self._lost_ev.set()
 
     def _observe(self, e: BaseException, task_write: bool = False) -> None:
         if isinstance(e, Fenced) or (task_write and isinstance(e, NotFound)):
@@ -424,7 +427,8 @@ class Worker:
         err: BaseException | None = None
         result: Any = None
         try:
-            result = self.handler(ctx)
+            # Worker cancels the handler when the lease is lost; Worker's thread cannot be.
+            result = _io.run_guarded(self.handler, ctx, ctx._lost_ev)
         except Exception as e:  # noqa: BLE001 - the handler's failure fails the attempt
             err = e
         finally:
