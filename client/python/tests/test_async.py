@@ -145,3 +145,36 @@ async def test_async_handler_cancelled_when_lease_lost(cluster: Cluster, tenant:
         assert cancelled == [True] and any(isinstance(e, baton.LeaseLost) for e in errors)
         t = await c.get_task("slow")
         assert t.status == "pending" and t.fencing_token == taken.fencing_token and t.result is None
+
+
+async def test_async_mutex_lock_cancelled_gives_back(cluster: Cluster, tenant: str) -> None:
+    async with _client(cluster, tenant) as c:
+        name = uid("lock")
+        holder = baton.AsyncMutex(c, name, owner="holder", lease=5, wait=5)
+        await holder.lock()
+        real_claim = c.claim
+        claimed = asyncio.Event()
+
+        async def claim_answer_lost(*a: Any, **kw: Any) -> Any:
+            t = await real_claim(*a, **kw)  # applied on the server...
+            if t is not None:
+                claimed.set()
+                await asyncio.sleep(3600)  # ...but its answer never reaches lock()
+            return t
+
+        waiter_client = _client(cluster, tenant)
+        waiter_client.claim = claim_answer_lost  # type: ignore[method-assign]
+        waiter = baton.AsyncMutex(waiter_client, name, owner="waiter", lease=30, wait=5)
+        pending = asyncio.create_task(waiter.lock())
+        await asyncio.sleep(0.2)
+        await holder.unlock()
+        await asyncio.wait_for(claimed.wait(), 10)
+        assert (await c.get_task(name)).owner == "waiter"
+        pending.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await pending
+        t = await c.get_task(name)
+        assert t.owner == "" and t.status == "free"  # given back, not held for the 30 s lease
+        assert (await holder.try_lock()).token > t.fencing_token - 1
+        await holder.unlock()
+        await waiter_client.aclose()

@@ -618,6 +618,11 @@ class AsyncMutex:
             except Unavailable:
                 await _io.sleep(bo.delay())
                 continue
+            except BaseException:
+                # Cancelled (or interrupted) during the long poll: the server may have claimed the lock
+                # for us and the answer is lost; give back a hold in this owner's name.
+                await self._abandon()
+                raise
             if t is not None:
                 h = AsyncTaskContext(self.client, self.tenant, t, lease=self.lease, renew_every=self.lease / 3,
                                      safety_margin=self.lease / 10, sent=sent)
@@ -628,6 +633,15 @@ class AsyncMutex:
                 raise Locked(f"lock {self.name!r} is held by another holder")
             self._ensured = False
             await self._ensure()
+
+    async def _abandon(self) -> None:
+        try:
+            t = await self.client.get_task(self.name, tenant=self.tenant)
+            if t.owner == self.owner:
+                await self.client.update_task(self.name, fencing_token=t.fencing_token, status=LOCK_FREE,
+                                              release=True, tenant=self.tenant)
+        except BatonError:
+            pass
 
     async def lock(self) -> AsyncTaskContext:
         """Waits until this holder holds the lock (the server's long poll wakes it on a release)."""

@@ -619,6 +619,11 @@ class Mutex:
             except Unavailable:
                 _io.sleep(bo.delay())
                 continue
+            except BaseException:
+                # Cancelled (or interrupted) during the long poll: the server may have claimed the lock
+                # for us and the answer is lost; give back a hold in this owner's name.
+                self._abandon()
+                raise
             if t is not None:
                 h = TaskContext(self.client, self.tenant, t, lease=self.lease, renew_every=self.lease / 3,
                                      safety_margin=self.lease / 10, sent=sent)
@@ -629,6 +634,15 @@ class Mutex:
                 raise Locked(f"lock {self.name!r} is held by another holder")
             self._ensured = False
             self._ensure()
+
+    def _abandon(self) -> None:
+        try:
+            t = self.client.get_task(self.name, tenant=self.tenant)
+            if t.owner == self.owner:
+                self.client.update_task(self.name, fencing_token=t.fencing_token, status=LOCK_FREE,
+                                              release=True, tenant=self.tenant)
+        except BatonError:
+            pass
 
     def lock(self) -> TaskContext:
         """Waits until this holder holds the lock (the server's long poll wakes it on a release)."""
