@@ -42,6 +42,7 @@ var snapshotMarkers = []struct {
 	{retentionMarkerKey, snapshotFormat3}, // a retention period anywhere (retention.go)
 	{checkpointMarkerKey, snapshotFormat3},
 	{checkpoints5MarkerKey, snapshotFormat4}, // pending writes by index, run ids (checkpoints.go)
+	{claimedMarkerKey, snapshotFormat4},      // a task's ClaimedFrom (task.go)
 	// A per-tenant session budget (limits.go).
 	{sessionTenantMarkerKey, snapshotFormat4},
 }

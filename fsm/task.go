@@ -28,6 +28,13 @@ type Task struct {
 	// for a task that uses none, whose record then has the 16 fields it
 	// had before.
 	Life *TaskLife `codec:",omitempty"`
+	// ClaimedFrom is the status the task had before a claim set another
+	// (set_status, in an EntryVersion5 entry), while that claim's holder
+	// has it: with a lease, the task is also indexed under this status
+	// (claimedKey), so that once the lease runs out a claim of that status
+	// takes it again. Cleared by a write that changes the status without
+	// a claim, or leaves the task without an owner.
+	ClaimedFrom string `codec:",omitempty"`
 }
 
 // taskJSON is the wire form of a task (docs/api.md "Tasks").
@@ -151,6 +158,29 @@ func (t *Task) indexKey() string {
 	return string(append(b, t.ID...))
 }
 
+// claimedKey is the task's entry in the index of tasks whose claim moved
+// them out of a status (ClaimedFrom), by lease end:
+//
+//	t/<tenant>/qx/<queue>/<claimed from>/<lease until>/<id>
+//
+// or "" when it has none. A queue claim of that status reads the leases of
+// it that ran out (bestClaimable).
+func (t *Task) claimedKey() string {
+	if t.ClaimedFrom == "" || t.ClaimedFrom == t.Status || t.Owner == "" || t.LeaseUntil == 0 {
+		return ""
+	}
+	return string(appendHex16([]byte(claimedPrefix(t.Tenant, t.Queue, t.ClaimedFrom)), uint64(t.LeaseUntil))) + "/" + t.ID
+}
+
+func claimedPrefix(tenant, queue, status string) string {
+	return "t/" + tenant + "/qx/" + queue + "/" + status + "/"
+}
+
+// claimedMarkerKey is present once a task record has ClaimedFrom, which an
+// older member would drop: a snapshot of the state is then
+// snapshotFormat4, which it refuses.
+const claimedMarkerKey = "cfg/claimedfrom"
+
 func getTask(st *Store, tenant, id string) (*Task, bool) {
 	raw, ok := st.getStored(taskKey(tenant, id))
 	if !ok {
@@ -165,9 +195,33 @@ func getTask(st *Store, tenant, id string) (*Task, bool) {
 	return &t, true
 }
 
+// claimedKeyOrNone is t.claimedKey(), or "" for no task.
+func (t *Task) claimedKeyOrNone() string {
+	if t == nil {
+		return ""
+	}
+	return t.claimedKey()
+}
+
 // putTask stores t and moves its index entry from old's (nil: new task).
 // An update that keeps the task's queue position keeps the entry as it is.
 func (f *FSM) putTask(old, t *Task) {
+	if t.ClaimedFrom != "" && (t.Owner == "" || old != nil && old.Status != t.Status && old.FencingToken == t.FencingToken) {
+		// Released, finished, failed or given another status by its
+		// holder: the claim that moved it is over.
+		t.ClaimedFrom = ""
+	}
+	if ck, oldCK := t.claimedKey(), old.claimedKeyOrNone(); ck != oldCK {
+		if oldCK != "" {
+			f.st.Delete(oldCK)
+		}
+		if ck != "" {
+			f.st.Put(ck, nil)
+		}
+	}
+	if t.ClaimedFrom != "" && !f.st.Has(claimedMarkerKey) {
+		f.st.Put(claimedMarkerKey, []byte{1})
+	}
 	f.retain(old, t, f.clock) // f.clock is the command's time (ctx.now)
 	f.stats.noteTask(old, t, f.clock)
 	f.queues.note(old, t)
@@ -195,6 +249,9 @@ func (f *FSM) deleteTask(t *Task) {
 	f.queues.note(t, nil)
 	f.moveExpiry(t, nil)
 	f.st.Delete(t.indexKey())
+	if ck := t.claimedKey(); ck != "" {
+		f.st.Delete(ck)
+	}
 	f.st.Delete(taskKey(t.Tenant, t.ID))
 	f.emit(t.Tenant, ResourceTasks, t.ID, t.Queue, EventDelete, nil)
 }

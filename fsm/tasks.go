@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -135,8 +136,11 @@ func leaseHeld(t *Task) *Result {
 		map[string]any{"owner": t.Owner, "lease_until": FormatMillis(t.LeaseUntil)})
 }
 
-// claim gives t to owner with a new fencing token.
-func claim(f *FSM, ctx *applyCtx, t *Task, owner string, leaseMs int64, setStatus *string) *Result {
+// claim gives t to owner with a new fencing token. With v5 (a claim in an
+// EntryVersion5 entry) a claim that sets another status remembers the one
+// the task had (ClaimedFrom), so that the task is claimable in it again
+// once the lease runs out.
+func claim(f *FSM, ctx *applyCtx, t *Task, owner string, leaseMs int64, setStatus *string, v5 bool) *Result {
 	old := *t
 	t.Owner, t.LeaseUntil = owner, ctx.now+leaseMs
 	if t.Life != nil && t.Life.AvailableAt != 0 {
@@ -149,10 +153,29 @@ func claim(f *FSM, ctx *applyCtx, t *Task, owner string, leaseMs int64, setStatu
 	t.Version++
 	t.UpdatedAt = ctx.now
 	if setStatus != nil {
+		if v5 && *setStatus != t.Status && t.ClaimedFrom == "" {
+			t.ClaimedFrom = t.Status
+		}
 		t.Status = *setStatus
+		if t.ClaimedFrom == t.Status {
+			t.ClaimedFrom = "" // back where it was claimed from
+		}
 	}
 	f.putTask(&old, t)
 	return okValue(OutcomeOK, t)
+}
+
+// A claim that sets a status is written in an EntryVersion5 entry: a
+// member from before ClaimedFrom refuses it rather than not remember the
+// status it replaces.
+func (a *TaskClaimArgs) entryVersion() byte  { return claimVersion(a.SetStatus) }
+func (a *QueueClaimArgs) entryVersion() byte { return claimVersion(a.SetStatus) }
+
+func claimVersion(setStatus *string) byte {
+	if setStatus != nil {
+		return EntryVersion5
+	}
+	return 0
 }
 
 func applyTaskClaim(f *FSM, ctx *applyCtx, c *Command) *Result {
@@ -176,7 +199,7 @@ func applyTaskClaim(f *FSM, ctx *applyCtx, c *Command) *Result {
 	if r := claimRefusal(t); r != nil {
 		return r
 	}
-	return claim(f, ctx, t, a.Owner, a.LeaseMs, a.SetStatus)
+	return claim(f, ctx, t, a.Owner, a.LeaseMs, a.SetStatus, c.ver >= EntryVersion5)
 }
 
 func applyQueueClaim(f *FSM, ctx *applyCtx, c *Command) *Result {
@@ -191,7 +214,14 @@ func applyQueueClaim(f *FSM, ctx *applyCtx, c *Command) *Result {
 	if t == nil {
 		return okValue(OutcomeNoContent, nil)
 	}
-	return claim(f, ctx, t, a.Owner, a.LeaseMs, a.SetStatus)
+	set := a.SetStatus
+	if set == nil && t.ClaimedFrom != "" && !slices.Contains(a.Statuses, t.Status) {
+		// Found as a task of the status an expired claim moved it from:
+		// taken again in that status.
+		from := t.ClaimedFrom
+		set = &from
+	}
+	return claim(f, ctx, t, a.Owner, a.LeaseMs, set, c.ver >= EntryVersion5)
 }
 
 // bestClaimable finds the highest-priority, then oldest, task of the queue
@@ -273,6 +303,27 @@ func bestClaimable(st *Store, tenant, queue string, statuses []string, now int64
 			better(t)
 			return true
 		}))
+		// Tasks a claim moved from this status to another (ClaimedFrom),
+		// by lease end: once the lease ran out they are claimable here
+		// too. One whose status is asked as well was met above.
+		st.Scan(claimedPrefix(tenant, queue, status), "", func(k string, _ []byte) bool {
+			t, ok := getTask(st, tenant, k[strings.LastIndexByte(k, '/')+1:])
+			if !ok {
+				return false
+			}
+			if t.LeaseUntil > now {
+				sooner(t.LeaseUntil)
+				return false // ordered by lease end: the rest are live
+			}
+			if slices.Contains(statuses, t.Status) {
+				return true
+			}
+			if t.exhausted() {
+				return spent(t)
+			}
+			better(t)
+			return true
+		})
 	}
 	return best, exhausted, next
 }
