@@ -89,6 +89,11 @@ func (s *Server) removed() bool {
 // commit index.
 const readyProbeTimeout = time.Second
 
+// readyLag is how far a node that has caught up may trail its own commit
+// index and stay ready: steady writes always leave a few entries committed
+// and not yet applied.
+const readyLag = 1024
+
 // handleReady is GET /readyz: 200 once this node can serve every route
 // with fresh data. That takes a known leader whose HTTP address this node
 // knows (to forward to it), the address of enough voters to place a chunk
@@ -120,28 +125,43 @@ func (s *Server) notReady(ctx context.Context, leader string, applied, commit ui
 		return "this node was removed from the cluster"
 	case leader == "":
 		return "no known leader"
-	case applied < commit:
-		return "applying the log"
+	case s.caughtUp.Load() && commit > applied+readyLag:
+		// Once caught up, a lag that writes always leave (an entry or a
+		// few committed, not applied yet) is no reason to be taken out
+		// of service; falling far behind is.
+		return fmt.Sprintf("applying the log: %d entries behind its commit index", commit-applied)
 	case s.cluster.HTTPAddrOf(leader) == "":
 		return fmt.Sprintf("the HTTP address of the leader %s is not known yet", leader)
 	}
 	if !s.caughtUp.Load() {
-		target := commit
-		if !s.cluster.IsLeader() {
-			ctx, cancel := context.WithTimeout(ctx, readyProbeTimeout)
-			defer cancel()
-			c, err := s.proxy.leaderCommit(ctx)
-			if err != nil {
-				return fmt.Sprintf("cannot learn the leader's commit index: %v", err)
+		// The target is fixed by the first answer: the commit index of
+		// the leader (its own, on the leader) as it was when this node
+		// began catching up. A target asked anew each time would move on
+		// with every write, and a node applying as fast as the leader
+		// commits would stay one entry short for as long as a client
+		// writes.
+		target := s.catchUpTarget.Load()
+		if target == 0 {
+			target = commit
+			if !s.cluster.IsLeader() {
+				ctx, cancel := context.WithTimeout(ctx, readyProbeTimeout)
+				defer cancel()
+				c, err := s.proxy.leaderCommit(ctx)
+				if err != nil {
+					return fmt.Sprintf("cannot learn the leader's commit index: %v", err)
+				}
+				target = max(c, commit)
 			}
-			target = c
+			if target != 0 && !s.catchUpTarget.CompareAndSwap(0, target) {
+				target = s.catchUpTarget.Load()
+			}
 		}
 		body["leader_commit_index"] = target
 		switch {
 		case target == 0:
 			return "the leader has committed nothing yet"
 		case applied < target:
-			return fmt.Sprintf("catching up: applied %d of the leader's commit index %d", applied, target)
+			return fmt.Sprintf("catching up: applied %d of the leader's commit index %d (as it was when this node began catching up)", applied, target)
 		}
 		s.caughtUp.Store(true)
 	}

@@ -150,6 +150,9 @@ type Server struct {
 	// caughtUp: since it started, this node applied the commit index the
 	// leader reported (GET /readyz).
 	caughtUp atomic.Bool
+	// catchUpTarget: the commit index /readyz waits for before caughtUp,
+	// fixed by its first probe (0: not asked yet).
+	catchUpTarget atomic.Uint64
 
 	// ctx is the server's lifetime: every background call (the loops and
 	// the calls they make) runs under it, and Close cancels it.
