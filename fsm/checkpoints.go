@@ -438,12 +438,16 @@ func applyCheckpointWrites(f *FSM, _ *applyCtx, c *Command) *Result {
 	if r := checkFence(f.st, c, a.Fence); r != nil {
 		return r
 	}
-	if _, ok := getCheckpoint(f.st, c.Tenant, a.Thread, a.NS, a.ID); !ok {
-		return fail(CodeNotFound, fmt.Sprintf("checkpoint %q not found in thread %q%s", a.ID, a.Thread, nsText(a.NS)), nil)
-	}
 	if a.Writes != nil {
+		if _, ok := getCheckpoint(f.st, c.Tenant, a.Thread, a.NS, a.ID); !ok {
+			return fail(CodeNotFound, fmt.Sprintf("checkpoint %q not found in thread %q%s", a.ID, a.Thread, nsText(a.NS)), nil)
+		}
 		return f.applyWholeWrites(c, &a)
 	}
+	// Writes by index may come before their checkpoint: LangGraph saves a
+	// step's checkpoint in the background while the next step's tasks
+	// record their writes on it (as its own savers, which have no such
+	// constraint, allow).
 	// A write at an index >= 0 that is recorded stays (a step retried
 	// writes the same); one at a negative index, a special channel, is
 	// replaced (a resume writes under the same task again).

@@ -427,6 +427,13 @@ func TestCheckpointWritesByIndex(t *testing.T) {
 	if v := NewCommand(KindCheckpointWrites, 1, "acme", "", wr("t", cw(0, "a", `1`))).ver; v != EntryVersion5 {
 		t.Errorf("entry version of writes by index: %d, want %d", v, EntryVersion5)
 	}
+	// Writes may come before their checkpoint (LangGraph puts a step's
+	// checkpoint in the background): the checkpoint has them once put.
+	w.ok(KindCheckpointWrites, "acme", &CheckpointWritesArgs{Thread: "th", ID: "c2", TaskID: "t9", Entries: []CheckpointWrite{cw(0, "a", `9`)}})
+	w.ok(KindCheckpointPut, "acme", cpPut("th", "c2", "c1", `2`))
+	if v, _, _ := w.f.GetCheckpoint("acme", "th", "", "c2"); len(v.Pending) != 1 || string(v.Pending[0].Value) != `9` {
+		t.Errorf("writes recorded before their checkpoint: %+v", v.Pending)
+	}
 	// Deleting the thread removes them with the rest.
 	w.ok(KindThreadDelete, "acme", &ThreadDeleteArgs{Thread: "th"})
 	w.f.st.Scan(threadPrefix("acme", "th"), "", func(k string, _ []byte) bool {

@@ -181,7 +181,7 @@ func applyThreadPrune(f *FSM, ctx *applyCtx, c *Command) *Result {
 			continue
 		}
 		heads := map[string]string{} // namespace part -> head id
-		var ids []cpAt
+		var ids, writes []cpAt
 		for _, k := range scanThread(f.st, c.Tenant, th) {
 			nsPart, sub := splitNS(k.rest)
 			switch {
@@ -189,11 +189,21 @@ func applyThreadPrune(f *FSM, ctx *applyCtx, c *Command) *Result {
 				heads[nsPart] = string(k.val)
 			case strings.HasPrefix(sub, "c/"):
 				ids = append(ids, cpAt{nsPart: nsPart, id: sub[2:]})
+			case strings.HasPrefix(sub, "w/"):
+				writes = append(writes, cpAt{nsPart: nsPart, id: k.rest}) // the key, for writes of no checkpoint
 			}
 		}
 		for _, x := range ids { // every namespace's head is read before any delete
 			if heads[x.nsPart] != x.id && f.deleteCheckpointAt(ctx, c.Tenant, th, x.nsPart, x.id) {
 				deleted++
+			}
+		}
+		// Writes recorded on a checkpoint that was never put (its put
+		// failed) go too, but the head's.
+		for _, x := range writes {
+			_, sub := splitNS(x.id)
+			if id, _, _ := strings.Cut(sub[2:], "/"); id != heads[x.nsPart] {
+				f.st.Delete(threadPrefix(c.Tenant, th) + x.id)
 			}
 		}
 	}

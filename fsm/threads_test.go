@@ -84,6 +84,8 @@ func TestThreadCopy(t *testing.T) {
 func TestThreadPrune(t *testing.T) {
 	w := threadWorld(t)
 	w.ok(KindThreadCopy, "acme", &ThreadCopyArgs{Source: "th", Target: "th2"})
+	// Writes of a checkpoint whose put never came: pruned with the rest.
+	w.ok(KindCheckpointWrites, "acme", &CheckpointWritesArgs{Thread: "th", ID: "never-put", TaskID: "t", Entries: []CheckpointWrite{{Channel: "ch", Value: []byte(`1`)}}})
 	r := w.ok(KindThreadPrune, "acme", &ThreadPruneArgs{Threads: []string{"th", "missing"}, KeepLatest: true})
 	if got := string(mustJSON(r.Obj)); got != `{"deleted":3}` {
 		t.Errorf("prune answered %s, want 3 deleted", got)
@@ -97,11 +99,14 @@ func TestThreadPrune(t *testing.T) {
 	if v, _, _ := w.f.GetCheckpoint("acme", "th", "", "c3"); v == nil || len(v.Pending) != 1 {
 		t.Errorf("the kept head lost its writes: %+v", v)
 	}
+	if v, _, _ := w.f.GetCheckpoint("acme", "th", "", "never-put"); v != nil {
+		t.Errorf("a checkpoint that was never put: %+v", v)
+	}
 	for _, k := range threadKeysOf(w, "th") {
 		if strings.Contains(k, "th2") {
 			continue
 		}
-		if strings.Contains(k, "/c2") || strings.Contains(k, "/c1") || strings.Contains(k, "/s1") {
+		if strings.Contains(k, "/c2") || strings.Contains(k, "/c1") || strings.Contains(k, "/s1") || strings.Contains(k, "never-put") {
 			t.Errorf("key %q of a pruned checkpoint left", k)
 		}
 	}
