@@ -131,8 +131,8 @@ test-python: build
 	python3 -m venv $(PY)
 	$(PY)/bin/pip install -q --disable-pip-version-check -r client/python/requirements-dev.txt
 	$(PY)/bin/pip install -q --disable-pip-version-check --force-reinstall --no-deps ./client/python
-	cd client/python && $(CURDIR)/$(PY)/bin/ruff check src/baton tests tools
-	cd client/python && $(CURDIR)/$(PY)/bin/mypy --strict src/baton
+	cd client/python && $(CURDIR)/$(PY)/bin/ruff check src tests tools
+	cd client/python && $(CURDIR)/$(PY)/bin/mypy --strict src/baton src/langgraph
 	cd client/python && BATOND=$(CURDIR)/$(BIN)/batond $(CURDIR)/$(PY)/bin/pytest -q -p no:cacheprovider tests
 
 clean:

@@ -180,6 +180,35 @@ def test_checkpoints(client: baton.Client) -> None:
         client.latest_checkpoint(th)
 
 
+def test_checkpoint_policies(client: baton.Client) -> None:
+    """keep_last trims as checkpoints come; max_age gives them an expiry the leader purges."""
+    pre = uid("pol") + "/"
+    p = client.set_checkpoint_policy(pre, keep_last=2)
+    assert (p.prefix, p.keep_last, p.max_age_ms) == (pre, 2, 0)
+    parent = None
+    for i in range(4):
+        client.put_checkpoint(pre + "t", f"c{i}", i, parent_id=parent)
+        parent = f"c{i}"
+    assert [c.checkpoint_id for c in client.iter_checkpoints(pre + "t")] == ["c3", "c2"]
+    short = client.set_checkpoint_policy(pre + "tmp/", max_age=0.3)
+    assert short.max_age_ms == 300 and pre + "tmp/" in [x.prefix for x in client.list_checkpoint_policies()]
+    cp = client.put_checkpoint(pre + "tmp/x", "c1", 1)
+    assert cp.expires_at is not None and cp.created_at is not None
+    assert (cp.expires_at - cp.created_at).total_seconds() == pytest.approx(0.3)
+
+    def gone() -> bool:
+        try:
+            client.latest_checkpoint(pre + "tmp/x")
+        except baton.NotFound:
+            return True
+        return False
+
+    wait_for(gone, what="the checkpoint purged after its max age")
+    assert client.set_checkpoint_policy(pre).keep_last == 0  # cleared
+    with pytest.raises(baton.InvalidArgument):
+        client.set_checkpoint_policy(pre, keep_last=-1)
+
+
 def _have_cdc() -> bool:
     try:
         import baton._cdc  # noqa: F401

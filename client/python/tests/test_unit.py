@@ -24,8 +24,10 @@ def test_error_table_maps_codes_and_unknown_codes_by_status() -> None:
     assert e.details == {"current_token": 7}
     e = _errors.error_from_answer(403, b'{"error": {"code": "forbidden", "message": "no"}}')
     assert type(e) is baton.PermissionDenied and e.code == "forbidden"
-    e = _errors.error_from_answer(503, b'{"error": {"code": "outcome_unknown", "message": "?"}}')
-    assert type(e) is baton.Unavailable and e.code == "outcome_unknown"
+    e = _errors.error_from_answer(504, b'{"error": {"code": "outcome_unknown", "message": "?"}}')
+    assert type(e) is baton.OutcomeUnknown and e.code == "outcome_unknown" and e.status == 504
+    e = _errors.error_from_answer(503, b'{"error": {"code": "no_quorum_yet"}}')
+    assert type(e) is baton.Unavailable and e.code == "no_quorum_yet"
     e = _errors.error_from_answer(418, b'{"error": {"code": "teapot"}}')
     assert type(e) is baton.BatonError and e.code == "teapot" and e.status == 418
     e = _errors.error_from_answer(502, b"bad gateway")
@@ -37,15 +39,24 @@ def test_error_table_maps_codes_and_unknown_codes_by_status() -> None:
 
 
 def test_new_code_is_one_line() -> None:
-    class OutcomeUnknown(baton.Unavailable):
-        default_code = "outcome_unknown"
+    class NoQuorumYet(baton.Unavailable):
+        default_code = "no_quorum_yet"
 
-    _errors.CODES["outcome_unknown"] = OutcomeUnknown
+    _errors.CODES["no_quorum_yet"] = NoQuorumYet
     try:
-        e = _errors.error_from_answer(503, b'{"error": {"code": "outcome_unknown", "message": "?"}}')
-        assert type(e) is OutcomeUnknown and isinstance(e, baton.Unavailable)
+        e = _errors.error_from_answer(503, b'{"error": {"code": "no_quorum_yet", "message": "?"}}')
+        assert type(e) is NoQuorumYet and isinstance(e, baton.Unavailable)
     finally:
-        del _errors.CODES["outcome_unknown"]
+        del _errors.CODES["no_quorum_yet"]
+
+
+def test_outcome_unknown_is_retried() -> None:
+    """A 504 outcome_unknown is sent again (every write has a session place or a key); another 504
+    is an answer (a gateway's)."""
+    ou = _core.classify(504, {"Retry-After": "1"}, b'{"error": {"code": "outcome_unknown", "message": "?"}}')
+    assert ou.retry and not ou.answered and ou.retry_after == 1.0
+    gw = _core.classify(504, {}, b"gateway timeout")
+    assert not gw.retry and gw.answered
 
 
 def test_endpoints_as_the_cli_reads_them() -> None:

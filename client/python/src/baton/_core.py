@@ -313,7 +313,9 @@ def classify(status: int, hdrs: Any, body: bytes) -> Result:
     if status < 300:
         return Result(answer=ans, answered=True, leader=leader)
     res = Result(answer=ans, error=error_from_answer(status, body, index), leader=leader)
-    if status == 503:
+    if status == 503 or (status == 504 and res.error is not None and res.error.code == "outcome_unknown"):
+        # 504 outcome_unknown: the write may have applied. Every write of this SDK carries a session
+        # place or an Idempotency-Key, so sending it again applies it at most once.
         res.retry = True
         res.retry_after = parse_retry_after(hdrs.get("Retry-After"))
     elif status == 429:

@@ -233,6 +233,15 @@ class Unavailable(BatonError):
     default_code = "unavailable"
 
 
+class OutcomeUnknown(BatonError):
+    """504: the write was proposed but its outcome is not known (the leader lost its leadership or
+    timed out while committing it): it may or may not have been applied. The SDK sends every write
+    with a session place or an Idempotency-Key, so it retries this itself; you see it only when the
+    retry budget ran out, and then only a retry with the same key is safe."""
+
+    default_code = "outcome_unknown"
+
+
 class ResourceExhausted(BatonError):
     """507: the write would grow the data past a quota; nothing was applied."""
 
@@ -260,6 +269,7 @@ CODES: dict[str, type[BatonError]] = {
     "rate_limited": RateLimited,
     "internal": Internal,
     "unavailable": Unavailable,
+    "outcome_unknown": OutcomeUnknown,
     "resource_exhausted": ResourceExhausted,
 }
 

@@ -267,6 +267,21 @@ class ArtifactPolicy:
         return _build(cls, d)
 
 
+@dataclass(frozen=True, slots=True)
+class CheckpointPolicy:
+    """A retention policy of the threads whose id starts with ``prefix``: each namespace keeps its
+    newest ``keep_last`` checkpoints, and a checkpoint is deleted ``max_age_ms`` after its put (0: no
+    bound of that kind)."""
+
+    prefix: str
+    keep_last: int = 0
+    max_age_ms: int = 0
+
+    @classmethod
+    def from_json(cls, d: Any) -> CheckpointPolicy:
+        return _build(cls, d)
+
+
 @dataclass
 class UploadStats:
     """What an upload did; pass one to ``upload_artifact(stats=...)`` to have it filled in."""
@@ -319,6 +334,7 @@ class Checkpoint:
     metadata: Any = None
     created_at: datetime | None = None
     pending_writes: tuple[PendingWrite, ...] = ()
+    expires_at: datetime | None = None  # when a retention policy's max age deletes it
     index: int = field(default=0, compare=False)  # X-Baton-Index of the answer: watch from here
 
     @classmethod

@@ -66,6 +66,7 @@ from ._models import (
     ArtifactPolicy,
     ArtifactSummary,
     Checkpoint,
+    CheckpointPolicy,
     ChunkRef,
     ClusterStatus,
     Fence,
@@ -1112,6 +1113,21 @@ class Client:
                                 lambda a: int((a.json() or {}).get("deleted") or 0),
                                 compact({"run_ids": list(run_ids), "fence": fence_json(fence)}),
                                 idempotency_key=idempotency_key)
+
+    def set_checkpoint_policy(self, prefix: str, *, keep_last: int = 0, max_age: Duration | None = None,
+                                    tenant: str | None = None, idempotency_key: str | None = None
+                                    ) -> CheckpointPolicy:
+        """Bounds the checkpoints of the threads under a thread-id prefix (``""``: every thread): each
+        namespace keeps its newest ``keep_last``, and a checkpoint goes ``max_age`` after its put, heads
+        included. Both unset clear the prefix's policy; it applies to checkpoints put from now on."""
+        body = {"prefix": prefix, "keep_last": keep_last, "max_age_ms": _ms(max_age) or 0}
+        return self._call("PUT", self._tp(tenant) + "/checkpoint-policies",
+                                lambda a: CheckpointPolicy.from_json(a.json()), body, idempotency_key=idempotency_key)
+
+    def list_checkpoint_policies(self, *, tenant: str | None = None) -> list[CheckpointPolicy]:
+        return self._call("GET", self._tp(tenant) + "/checkpoint-policies",
+                                lambda a: [CheckpointPolicy.from_json(p)
+                                           for p in (a.json() or {}).get("policies") or []])
 
     def delete_thread(self, thread: str, *, fence: Fence | None = None, tenant: str | None = None,
                             idempotency_key: str | None = None) -> None:

@@ -1,0 +1,419 @@
+"""LangGraph checkpointers on Baton: ``BatonSaver`` (a ``baton.Client``) and ``AsyncBatonSaver`` (a
+``baton.AsyncClient``).
+
+Checkpoints are kept in the client's default tenant, replicated to the cluster's members, so a
+graph survives the loss of a node. They are also fork-proof: a run that extends the thread it
+loaded (``get_tuple`` without a ``checkpoint_id``, or its own last ``put``) extends it only while
+it is still the thread's head, so two processes resuming one thread at once cannot both extend it:
+one wins and the other gets :class:`ThreadConflict`. A put from a checkpoint the run asked for by
+id (time travel) or never saw as the head forks, as LangGraph means it to.
+
+Usage::
+
+    import baton
+    from langgraph.checkpoint.baton import BatonSaver
+
+    saver = BatonSaver(baton.Client.from_env())
+    graph = builder.compile(checkpointer=saver)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import random
+import threading
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any, cast
+
+from langchain_core.runnables import RunnableConfig
+
+import baton
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_id,
+    get_serializable_checkpoint_metadata,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+__all__ = ["AsyncBatonSaver", "BatonSaver", "ThreadConflict"]
+
+# How many (thread, namespace, checkpoint) heads a saver remembers having seen: a put from one it
+# forgot forks instead of extending guarded (see the module's doc).
+HEADS_REMEMBERED = 10_000
+
+
+class ThreadConflict(baton.VersionMismatch):
+    """Another process extended the thread first: this run's checkpoint was not written.
+
+    ``current_head`` is the thread's head now. Load the thread again (``get_tuple`` without a
+    ``checkpoint_id``) to continue from it; do not retry the same put.
+    """
+
+
+class _Heads:
+    """The checkpoints this saver saw as the head of their namespace, least recently used first."""
+
+    def __init__(self, size: int = HEADS_REMEMBERED) -> None:
+        self._seen: OrderedDict[tuple[str, str, str], None] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def saw(self, thread: str, ns: str, checkpoint_id: str) -> None:
+        with self._lock:
+            key = (thread, ns, checkpoint_id)
+            self._seen[key] = None
+            self._seen.move_to_end(key)
+            while len(self._seen) > self._size:
+                self._seen.popitem(last=False)
+
+    def forget(self, thread: str, ns: str, checkpoint_id: str) -> None:
+        with self._lock:
+            self._seen.pop((thread, ns, checkpoint_id), None)
+
+    def seen(self, thread: str, ns: str, checkpoint_id: str) -> bool:
+        with self._lock:
+            return (thread, ns, checkpoint_id) in self._seen
+
+
+def _typed(serde: SerializerProtocol, value: Any) -> list[str]:
+    kind, data = serde.dumps_typed(value)
+    return [kind, base64.b64encode(data).decode("ascii")]
+
+
+def _untyped(serde: SerializerProtocol, typed: Any) -> Any:
+    kind, data = typed
+    return serde.loads_typed((kind, base64.b64decode(data)))
+
+
+def _metadata_json(config: RunnableConfig, metadata: CheckpointMetadata) -> Any:
+    md = get_serializable_checkpoint_metadata(config, metadata)
+    # What the server filters on: JSON as it is, anything else as its text.
+    return json.loads(json.dumps(md, default=str))
+
+
+def _configurable(config: RunnableConfig) -> dict[str, Any]:
+    c = config.get("configurable")
+    if not isinstance(c, dict) or "thread_id" not in c:
+        raise ValueError('a Baton checkpointer needs config["configurable"]["thread_id"]')
+    return c
+
+
+class _Codec:
+    """How LangGraph's checkpoints, metadata and writes map onto Baton's checkpoint API: one
+    shared by the sync and async savers (the I/O is theirs)."""
+
+    def __init__(self, serde: SerializerProtocol) -> None:
+        self.serde = serde
+
+    def checkpoint_data(self, checkpoint: Checkpoint) -> dict[str, Any]:
+        rest = {k: v for k, v in checkpoint.items() if k != "channel_values"}
+        values = checkpoint.get("channel_values") or {}
+        return {
+            "checkpoint": _typed(self.serde, rest),
+            "channel_values": {ch: _typed(self.serde, v) for ch, v in values.items()},
+        }
+
+    def writes(self, writes: Sequence[tuple[str, Any]]) -> list[dict[str, Any]]:
+        return [
+            {"channel": ch, "value": _typed(self.serde, v), "idx": WRITES_IDX_MAP.get(ch, i)}
+            for i, (ch, v) in enumerate(writes)
+        ]
+
+    def tuple(self, cp: baton.Checkpoint, ns: str) -> CheckpointTuple:
+        data = cp.data if isinstance(cp.data, dict) else {}
+        checkpoint = cast(Checkpoint, _untyped(self.serde, data["checkpoint"]))
+        checkpoint["channel_values"] = {
+            ch: _untyped(self.serde, v) for ch, v in (data.get("channel_values") or {}).items()
+        }
+        thread = cp.thread_id
+        config: RunnableConfig = {
+            "configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": cp.checkpoint_id}
+        }
+        parent: RunnableConfig | None = None
+        if cp.parent_id:
+            parent = {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": cp.parent_id}}
+        # LangGraph replays a step's writes in (task_path, task_id, idx) order (writes_sort_key).
+        pending = sorted(cp.pending_writes, key=lambda w: (w.task_path, w.task_id, w.idx))
+        return CheckpointTuple(
+            config=config,
+            checkpoint=checkpoint,
+            metadata=cast(CheckpointMetadata, cp.metadata if isinstance(cp.metadata, dict) else {}),
+            parent_config=parent,
+            pending_writes=[(w.task_id, w.channel, _untyped(self.serde, w.value)) for w in pending],
+        )
+
+
+def _next_version(current: str | int | float | None) -> str:
+    # Versions that sort as strings, with a random part so that two forks of one checkpoint do not
+    # name different values alike.
+    if current is None:
+        n = 0
+    elif isinstance(current, (int, float)):
+        n = int(current)
+    else:
+        n = int(current.split(".")[0])
+    return f"{n + 1:032}.{random.random():016}"
+
+
+class BatonSaver(BaseCheckpointSaver[str]):
+    """A LangGraph checkpointer on a Baton cluster, for synchronous graphs (``graph.invoke``).
+
+    ``client`` is a ``baton.Client`` with a default tenant (``tenant=`` or ``BATON_TENANT``); its
+    principal needs the ``checkpoints`` grants of the threads the graphs use. The async methods
+    (``ainvoke``) run the sync ones in a worker thread; prefer :class:`AsyncBatonSaver` there.
+    """
+
+    def __init__(self, client: baton.Client, *, serde: SerializerProtocol | None = None) -> None:
+        super().__init__(serde=serde)
+        self.client = client
+        self._codec = _Codec(self.serde)
+        self._heads = _Heads()
+
+    def get_next_version(self, current: str | None, channel: None = None) -> str:
+        return _next_version(current)
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        c = _configurable(config)
+        thread, ns, cid = str(c["thread_id"]), str(c.get("checkpoint_ns") or ""), get_checkpoint_id(config)
+        try:
+            if cid:
+                cp = self.client.get_checkpoint(thread, cid, ns=ns)
+                self._heads.forget(thread, ns, cid)  # a checkpoint asked for by id: a put from it forks
+            else:
+                cp = self.client.latest_checkpoint(thread, ns=ns)
+                self._heads.saw(thread, ns, cp.checkpoint_id)
+        except baton.NotFound:
+            if not cid:
+                self._heads.saw(thread, ns, "")
+            return None
+        return self._codec.tuple(cp, ns)
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        if config is None:
+            raise ValueError("BatonSaver lists the checkpoints of one thread: give a config with its thread_id")
+        c = _configurable(config)
+        thread, ns = str(c["thread_id"]), str(c.get("checkpoint_ns") or "")
+        before_id = get_checkpoint_id(before) if before else None
+        for cp in self.client.iter_checkpoints(thread, ns=ns, filter=filter or None, before=before_id,
+                                               limit=limit, pending_writes=True):
+            if cp.data is None and cp.data_chunks:  # held in chunks: read whole
+                cp = self.client.get_checkpoint(thread, cp.checkpoint_id, ns=ns)
+            yield self._codec.tuple(cp, ns)
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        c = _configurable(config)
+        thread, ns = str(c["thread_id"]), str(c.get("checkpoint_ns") or "")
+        parent = get_checkpoint_id(config) or ""
+        guarded = self._heads.seen(thread, ns, parent)
+        try:
+            self.client.put_checkpoint(
+                thread, checkpoint["id"], self._codec.checkpoint_data(checkpoint), ns=ns,
+                parent_id=parent or None, metadata=_metadata_json(config, metadata), fork=not guarded,
+            )
+        except baton.VersionMismatch as e:
+            raise _conflict(e, thread, ns, parent) from e
+        self._heads.saw(thread, ns, checkpoint["id"])
+        return {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        c = _configurable(config)
+        thread, ns, cid = str(c["thread_id"]), str(c.get("checkpoint_ns") or ""), get_checkpoint_id(config)
+        if not cid:
+            raise ValueError('put_writes needs config["configurable"]["checkpoint_id"]')
+        self.client.put_writes(thread, cid, task_id, self._codec.writes(writes), task_path=task_path or None, ns=ns)
+
+    def delete_thread(self, thread_id: str) -> None:
+        try:
+            self.client.delete_thread(str(thread_id))
+        except baton.NotFound:
+            pass  # nothing to delete
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        if run_ids:
+            self.client.delete_runs([str(r) for r in run_ids])
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        self.client.copy_thread(str(source_thread_id), str(target_thread_id))
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        if thread_ids:
+            self.client.prune_checkpoints([str(t) for t in thread_ids], strategy=strategy)
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await asyncio.to_thread(self.get_tuple, config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        items = await asyncio.to_thread(lambda: list(self.list(config, filter=filter, before=before, limit=limit)))
+        for item in items:
+            yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
+        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await asyncio.to_thread(self.delete_thread, thread_id)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await asyncio.to_thread(self.delete_for_runs, run_ids)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
+
+
+class AsyncBatonSaver(BaseCheckpointSaver[str]):
+    """A LangGraph checkpointer on a Baton cluster for asyncio graphs (``graph.ainvoke``), on a
+    ``baton.AsyncClient``. Its sync methods are not served: use :class:`BatonSaver` for those."""
+
+    def __init__(self, client: baton.AsyncClient, *, serde: SerializerProtocol | None = None) -> None:
+        super().__init__(serde=serde)
+        self.client = client
+        self._codec = _Codec(self.serde)
+        self._heads = _Heads()
+
+    def get_next_version(self, current: str | None, channel: None = None) -> str:
+        return _next_version(current)
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        c = _configurable(config)
+        thread, ns, cid = str(c["thread_id"]), str(c.get("checkpoint_ns") or ""), get_checkpoint_id(config)
+        try:
+            if cid:
+                cp = await self.client.get_checkpoint(thread, cid, ns=ns)
+                self._heads.forget(thread, ns, cid)
+            else:
+                cp = await self.client.latest_checkpoint(thread, ns=ns)
+                self._heads.saw(thread, ns, cp.checkpoint_id)
+        except baton.NotFound:
+            if not cid:
+                self._heads.saw(thread, ns, "")
+            return None
+        return self._codec.tuple(cp, ns)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        if config is None:
+            raise ValueError("AsyncBatonSaver lists the checkpoints of one thread: give a config with its thread_id")
+        c = _configurable(config)
+        thread, ns = str(c["thread_id"]), str(c.get("checkpoint_ns") or "")
+        before_id = get_checkpoint_id(before) if before else None
+        async for cp in self.client.iter_checkpoints(thread, ns=ns, filter=filter or None, before=before_id,
+                                                     limit=limit, pending_writes=True):
+            if cp.data is None and cp.data_chunks:
+                cp = await self.client.get_checkpoint(thread, cp.checkpoint_id, ns=ns)
+            yield self._codec.tuple(cp, ns)
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        c = _configurable(config)
+        thread, ns = str(c["thread_id"]), str(c.get("checkpoint_ns") or "")
+        parent = get_checkpoint_id(config) or ""
+        guarded = self._heads.seen(thread, ns, parent)
+        try:
+            await self.client.put_checkpoint(
+                thread, checkpoint["id"], self._codec.checkpoint_data(checkpoint), ns=ns,
+                parent_id=parent or None, metadata=_metadata_json(config, metadata), fork=not guarded,
+            )
+        except baton.VersionMismatch as e:
+            raise _conflict(e, thread, ns, parent) from e
+        self._heads.saw(thread, ns, checkpoint["id"])
+        return {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        c = _configurable(config)
+        thread, ns, cid = str(c["thread_id"]), str(c.get("checkpoint_ns") or ""), get_checkpoint_id(config)
+        if not cid:
+            raise ValueError('put_writes needs config["configurable"]["checkpoint_id"]')
+        await self.client.put_writes(thread, cid, task_id, self._codec.writes(writes),
+                                     task_path=task_path or None, ns=ns)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        try:
+            await self.client.delete_thread(str(thread_id))
+        except baton.NotFound:
+            pass
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        if run_ids:
+            await self.client.delete_runs([str(r) for r in run_ids])
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await self.client.copy_thread(str(source_thread_id), str(target_thread_id))
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        if thread_ids:
+            await self.client.prune_checkpoints([str(t) for t in thread_ids], strategy=strategy)
+
+
+def _conflict(e: baton.VersionMismatch, thread: str, ns: str, parent: str) -> ThreadConflict:
+    where = f"thread {thread!r}" + (f" (namespace {ns!r})" if ns else "")
+    head = e.current_head or "none"
+    return ThreadConflict(
+        f"another process extended {where} first: its head is {head}, not {parent or 'empty'} as this run "
+        "loaded it; this checkpoint was not written (load the thread again to continue from its head)",
+        code=e.code, status=e.status, details=e.details, index=e.index,
+    )
