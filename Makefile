@@ -10,7 +10,7 @@ PKGS    := ./...
 # every target's budget, a count or a duration (FUZZTIME=5m to dig deeper).
 FUZZTIME ?=
 
-.PHONY: all build run test unit fuzz fmt fmt-check vet lint bench bench-fsm chaos chaos-short clean image test-deploy test-deploy-maybe test-manifests
+.PHONY: all build run test unit fuzz fmt fmt-check vet lint bench bench-fsm chaos chaos-short clean image test-deploy test-deploy-maybe test-manifests test-python
 
 all: build
 
@@ -49,7 +49,7 @@ run: build
 	$(BIN)/batond local --nodes 3
 
 ## test: everything CI checks; the deploy suite too when a Docker engine answers
-test: fmt-check vet build test-manifests unit fuzz test-deploy-maybe
+test: fmt-check vet build test-manifests unit test-python fuzz test-deploy-maybe
 
 ## unit: every package under -race; then fsm again without it, where its
 ## long random loops run in full and its heap measurements run at all
