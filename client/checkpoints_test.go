@@ -77,6 +77,15 @@ func TestCheckpointRequestShapes(t *testing.T) {
 		}, "PUT", "/v1/tenants/acme/checkpoint-policies", "", `{"prefix":"","keep_last":5,"max_age_ms":5400000}`},
 		{"ListCheckpointPolicies", func(c *client.Client) error { _, err := c.ListCheckpointPolicies(bg, "acme"); return err },
 			"GET", "/v1/tenants/acme/checkpoint-policies", "", ``},
+		{"ListTenantCheckpoints of every thread", func(c *client.Client) error {
+			_, err := c.ListTenantCheckpoints(bg, "acme", client.ListTenantCheckpointsOptions{})
+			return err
+		}, "GET", "/v1/tenants/acme/checkpoints", "limit=100", ``},
+		{"ListTenantCheckpoints of a thread's default namespace", func(c *client.Client) error {
+			_, err := c.ListTenantCheckpoints(bg, "acme", client.ListTenantCheckpointsOptions{Thread: new("a/b"), NS: new(""),
+				BeforeID: "1f0", PendingWrites: true, Limit: 5})
+			return err
+		}, "GET", "/v1/tenants/acme/checkpoints", "before_id=1f0&checkpoint_ns=&limit=5&pending_writes=true&thread=a%2Fb", ``},
 	})
 }
 

@@ -3,7 +3,10 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/baton-dev/baton/client/wire"
@@ -123,6 +126,80 @@ func (c *Client) ListCheckpointPolicies(ctx context.Context, tenant string, opts
 	list := make([]CheckpointPolicy, len(out.Policies))
 	for i, w := range out.Policies {
 		list[i] = w.policy()
+	}
+	return list, nil
+}
+
+// ListTenantCheckpointsOptions selects the checkpoints of
+// ListTenantCheckpoints; nil Thread or NS do not filter.
+type ListTenantCheckpointsOptions struct {
+	Thread *string // one thread; nil: every thread the caller may read
+	NS     *string // one namespace ("" the default one); nil: every namespace
+	// BeforeID keeps the checkpoints whose id sorts before it (LangGraph's
+	// before, on time-ordered ids); "": all.
+	BeforeID      string
+	Filter        map[string]any // metadata members to match, as ListCheckpoints'
+	Limit         int            // at most this many; 0: the server's page size (100)
+	PendingWrites bool           // each checkpoint with its pending writes
+}
+
+// ListTenantCheckpoints lists checkpoints across threads and namespaces
+// (LangGraph's list with no thread_id or no checkpoint_ns): by thread,
+// then namespace, newest first within a namespace, following the server's
+// page tokens until it has Limit (100 when 0) or the list ends. Data held
+// in chunks is read checkpoint by checkpoint, as ListCheckpoints does.
+func (c *Client) ListTenantCheckpoints(ctx context.Context, tenant string, f ListTenantCheckpointsOptions, opts ...RequestOption) ([]Checkpoint, error) {
+	if err := required("tenant", tenant); err != nil {
+		return nil, err
+	}
+	q := url.Values{}
+	if f.Thread != nil {
+		q.Set("thread", *f.Thread)
+	}
+	if f.NS != nil {
+		q.Set("checkpoint_ns", *f.NS)
+	}
+	setIf(q, "before_id", f.BeforeID)
+	if f.PendingWrites {
+		q.Set("pending_writes", "true")
+	}
+	if len(f.Filter) > 0 {
+		b, err := json.Marshal(f.Filter)
+		if err != nil {
+			return nil, fmt.Errorf("%w: filter: %v", ErrInvalidArgument, err)
+		}
+		q.Set("filter", string(b))
+	}
+	want := f.Limit
+	if want <= 0 {
+		want = defaultCheckpointListLimit
+	}
+	list := []Checkpoint{}
+	for {
+		q.Set("limit", strconv.Itoa(want-len(list)))
+		var out struct {
+			Checkpoints   []Checkpoint `json:"checkpoints"`
+			NextPageToken string       `json:"next_page_token"`
+		}
+		if _, err := c.Do(ctx, http.MethodGet, withQuery(tenantPath(tenant, "checkpoints"), q), nil, &out, opts...); err != nil {
+			return nil, err
+		}
+		list = append(list, out.Checkpoints...)
+		if len(list) >= want || out.NextPageToken == "" {
+			break
+		}
+		q.Set("page_token", out.NextPageToken)
+	}
+	for i := range list {
+		cp := &list[i]
+		if len(cp.DataChunks) == 0 {
+			continue
+		}
+		full, err := c.GetCheckpointNS(ctx, tenant, cp.ThreadID, cp.CheckpointNS, cp.CheckpointID, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("reading the data of checkpoint %s: %w", cp.CheckpointID, err)
+		}
+		cp.Data = full.Data
 	}
 	return list, nil
 }

@@ -725,3 +725,83 @@ func (a *CheckpointWritesArgs) jsonFields() [][]byte {
 	}
 	return out
 }
+
+// TenantCheckpointsQuery selects the checkpoints of ListTenantCheckpoints.
+type TenantCheckpointsQuery struct {
+	Thread   *string // one thread; nil: every thread
+	NS       *string // one namespace; nil: every namespace
+	BeforeID string  // only ids that sort before it (LangGraph's before); "": all
+	// From is where the walk resumes: the last key a previous page
+	// examined (its next), exclusive; "": the start.
+	From    string
+	Limit   int
+	Match   func(metadata []byte) bool // nil: all
+	Visible func(thread string) bool   // the caller's read grants
+	Writes  bool                       // with each checkpoint's pending writes
+}
+
+// ListTenantCheckpoints lists a tenant's checkpoints across threads and
+// namespaces (LangGraph's list with no thread or no checkpoint_ns): in the
+// key order of threads, then of namespaces (every other namespace of a
+// thread before its default one), newest first within a namespace. A page
+// examines at most MaxListWalk keys of the threads (records, writes and
+// order entries alike) and maxListWalkBytes of records; next is the last
+// key examined when more may follow, even when the page is empty.
+func (f *FSM) ListTenantCheckpoints(tenant string, q TenantCheckpointsQuery) (out []CheckpointView, next string, index uint64) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	prefix := "t/" + tenant + "/th/"
+	if q.Thread != nil {
+		prefix = threadPrefix(tenant, *q.Thread)
+	}
+	out = []CheckpointView{}
+	walked, size, last := 0, 0, ""
+	f.st.Scan(prefix, q.From, func(k string, _ []byte) bool {
+		if k == q.From {
+			return true
+		}
+		if len(out) == q.Limit || walked == MaxListWalk || size >= maxListWalkBytes {
+			next = last
+			return false
+		}
+		walked, last = walked+1, k
+		nsp, id, ok := orderKeyParts(k)
+		if !ok || (q.BeforeID != "" && id >= q.BeforeID) {
+			return true
+		}
+		raw, ok := f.st.Get(nsp + "c/" + id)
+		if !ok {
+			return true
+		}
+		size += len(raw)
+		var c Checkpoint
+		if decode(raw, &c) != nil || (q.NS != nil && c.NS != *q.NS) || (q.Visible != nil && !q.Visible(c.Thread)) ||
+			(q.Match != nil && !q.Match(c.Metadata)) {
+			return true
+		}
+		v := CheckpointView{Checkpoint: &c}
+		if q.Writes {
+			v.Pending = pendingWrites(f.st, tenant, c.Thread, c.NS, c.ID)
+		}
+		out = append(out, v)
+		return true
+	})
+	return out, next, f.applied
+}
+
+// orderKeyParts splits a namespace's order key, <nsp>o/<^seq>/<id>, into
+// the namespace's prefix and the checkpoint id; ok is false for any other
+// key of a thread. An escaped thread or namespace has no "/", and ids are
+// names, so the key's shape is unambiguous.
+func orderKeyParts(k string) (nsp, id string, ok bool) {
+	i := strings.LastIndex(k, "/o/")
+	if i < 0 {
+		return "", "", false
+	}
+	rest := k[i+3:]
+	seq, id, ok := strings.Cut(rest, "/")
+	if !ok || len(seq) != 16 || strings.Contains(id, "/") {
+		return "", "", false
+	}
+	return k[:i+1], id, true
+}

@@ -375,6 +375,8 @@ func TestOpenAPIResponses(t *testing.T) {
 	sc.call(t, "PUT", T+"/checkpoint-policies", `{"prefix":"tmp/","keep_last":5,"max_age_ms":60000}`, admin, 200, "")
 	sc.call(t, "PUT", T+"/checkpoint-policies", `{"keep_last":5}`, admin, 400, "invalid_argument")
 	sc.call(t, "GET", T+"/checkpoint-policies", nil, admin, 200, "")
+	sc.call(t, "GET", T+"/checkpoints?pending_writes=true&limit=5", nil, admin, 200, "")
+	sc.call(t, "GET", T+"/checkpoints?before_id=..", nil, admin, 400, "invalid_argument")
 	sc.call(t, "PUT", T+"/threads/tmp%2Fx/checkpoints/c1", `{"data":1}`, admin, 201, "")
 	sc.call(t, "GET", T+"/threads/tmp%2Fx/checkpoints/c1", nil, admin, 200, "")
 	sc.call(t, "DELETE", th, nil, admin, 204, "")

@@ -1,9 +1,11 @@
 package server
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/baton-dev/baton/client/wire"
 	"github.com/baton-dev/baton/fsm"
@@ -15,8 +17,73 @@ func (s *Server) threadRoutes(add func(string, string, routeKind, handlerFunc)) 
 	add("POST", "/v1/tenants/{tenant}/threads/{thread}/copy", routeWrite, s.handleThreadCopy)
 	add("POST", "/v1/tenants/{tenant}/checkpoints/prune", routeWrite, s.handleThreadPrune)
 	add("POST", "/v1/tenants/{tenant}/checkpoints/delete-runs", routeWrite, s.handleDeleteRuns)
+	add("GET", "/v1/tenants/{tenant}/checkpoints", routeRead, s.handleTenantCheckpoints)
 	add("PUT", "/v1/tenants/{tenant}/checkpoint-policies", routeWrite, s.handleCheckpointPolicyPut)
 	add("GET", "/v1/tenants/{tenant}/checkpoint-policies", routeRead, s.handleCheckpointPolicyList)
+}
+
+// handleTenantCheckpoints lists checkpoints across threads and namespaces
+// (LangGraph's list with no thread_id or no checkpoint_ns): the threads
+// the caller may read, one thread when given, one namespace when given
+// (even empty: the default one).
+func (s *Server) handleTenantCheckpoints(w http.ResponseWriter, r *http.Request, id *identity) error {
+	tenant := r.PathValue("tenant")
+	if err := s.inTenant(id, tenant); err != nil {
+		return err
+	}
+	qv := r.URL.Query()
+	var q fsm.TenantCheckpointsQuery
+	if qv.Has("thread") {
+		th := qv.Get("thread")
+		if err := validText("thread", th, 1, maxThreadIDBytes); err != nil {
+			return err
+		}
+		if err := id.allow(tenant, resCheckpoints, th, actRead); err != nil {
+			return err
+		}
+		q.Thread = &th
+	} else if !id.admin && !grantsReach(id.grants, resCheckpoints, "", actRead) {
+		return errorf(fsm.CodeForbidden, "principal %q has no read grant on checkpoints", id.principal)
+	}
+	if qv.Has(checkpointNSParameter) {
+		ns, err := checkpointNS(r)
+		if err != nil {
+			return err
+		}
+		q.NS = &ns
+	}
+	if b := qv.Get("before_id"); b != "" {
+		if err := validName("before_id", b); err != nil {
+			return err
+		}
+		q.BeforeID = b
+	}
+	var err error
+	if q.Limit, err = queryLimit(r, 100, 1000); err != nil {
+		return err
+	}
+	if q.Match, err = metadataFilter(r); err != nil {
+		return err
+	}
+	if q.Writes, err = boolParam(r, "pending_writes"); err != nil {
+		return err
+	}
+	if t := qv.Get("page_token"); t != "" {
+		b, err := base64.RawURLEncoding.DecodeString(t)
+		if err != nil || !strings.HasPrefix(string(b), "t/"+tenant+"/th/") {
+			return badRequest("page_token is not one this server returned")
+		}
+		q.From = string(b)
+	}
+	if !id.admin {
+		q.Visible = func(thread string) bool { return grantsAllow(id.grants, resCheckpoints, thread, actRead) }
+	}
+	list, next, index := s.fsm.ListTenantCheckpoints(tenant, q)
+	answer := map[string]any{"checkpoints": list}
+	if next != "" {
+		answer["next_page_token"] = base64.RawURLEncoding.EncodeToString([]byte(next))
+	}
+	return s.readReply(w, index, answer)
 }
 
 // Bounds of checkpoint policies (docs/api.md "Checkpoints").

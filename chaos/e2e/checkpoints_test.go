@@ -134,6 +134,21 @@ func TestCheckpointLangGraphSaver(t *testing.T) {
 		}
 	}
 
+	// list with no checkpoint_ns: every namespace of a thread; with no
+	// thread: every thread, the large checkpoint's data read whole.
+	if list, err := saver.ListTenantCheckpoints(ctx, tenant, client.ListTenantCheckpointsOptions{Thread: &threads[1], Limit: 1000}); err != nil || len(list) != 3*len(namespaces) {
+		t.Fatalf("list of every namespace of %q: %v, %d checkpoints", threads[1], err, len(list))
+	}
+	all, err := saver.ListTenantCheckpoints(ctx, tenant, client.ListTenantCheckpointsOptions{Limit: 1000, PendingWrites: true})
+	if err != nil || len(all) != 3*len(namespaces)*len(threads) {
+		t.Fatalf("list of every thread: %v, %d checkpoints, want %d", err, len(all), 3*len(namespaces)*len(threads))
+	}
+	for _, cp := range all {
+		if cp.CheckpointID == "1ef-03" && cp.ThreadID == threads[0] && cp.CheckpointNS == namespaces[1] && !jsonEqual(cp.Data, big) {
+			t.Fatalf("the large checkpoint in the list of every thread: %d bytes", len(cp.Data))
+		}
+	}
+
 	// copy_thread: every namespace, the pending writes and the large
 	// checkpoint's chunks, which the copy keeps after its source is gone.
 	const copied = "copy of the first thread"
