@@ -224,3 +224,27 @@ def test_async_graph(cluster: Cluster) -> None:
             assert final["steps"] == ["research", "review", "publish"] and ran["review"] == 1
 
     asyncio.run(main())
+
+
+def test_list_scopes(lg_client: baton.Client) -> None:
+    """list as LangGraph scopes it: a config without checkpoint_ns lists every namespace of its
+    thread, no config every thread, an empty checkpoint_ns the root namespace only; before compares
+    ids, across threads too."""
+    saver = BatonSaver(lg_client)
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    stored: list[Any] = []
+    for thread, ns in [("t1", ""), ("t1", "child:1"), ("t2", "")]:
+        cfg: Any = {"configurable": {"thread_id": thread, "checkpoint_ns": ns}}
+        cp = empty_checkpoint()
+        stored.append(saver.put(cfg, cp, {"source": "input", "step": -1}, {}))
+    ids = [s["configurable"]["checkpoint_id"] for s in stored]
+    t1_all = [t.checkpoint["id"] for t in saver.list({"configurable": {"thread_id": "t1"}})]
+    assert sorted(t1_all) == sorted(ids[:2])
+    assert [t.config["configurable"]["checkpoint_ns"] for t in saver.list({"configurable": {"thread_id": "t1"}})] \
+        == ["child:1", ""]
+    assert [t.checkpoint["id"] for t in saver.list({"configurable": {"thread_id": "t1", "checkpoint_ns": ""}})] \
+        == [ids[0]]
+    assert sorted(t.checkpoint["id"] for t in saver.list(None)) == sorted(ids)
+    assert sorted(t.checkpoint["id"] for t in saver.list(None, before=stored[2])) == sorted(ids[:2])
+    assert len(list(saver.list(None, limit=2))) == 2

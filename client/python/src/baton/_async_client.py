@@ -1068,6 +1068,46 @@ class AsyncClient:
                 return
             token = page.next_page_token
 
+    async def list_tenant_checkpoints(
+        self,
+        *,
+        thread: str | None = None,
+        ns: str | None = None,
+        filter: dict[str, Any] | None = None,
+        before_id: str | None = None,
+        limit: int | None = None,
+        page_token: str | None = None,
+        pending_writes: bool = False,
+        tenant: str | None = None,
+    ) -> Page[Checkpoint]:
+        """One page of checkpoints across threads and namespaces (LangGraph's list with no thread or no
+        namespace): ``thread`` None is every thread the caller may read, ``ns`` None every namespace
+        (``""`` the default one); ``before_id`` keeps ids that sort before it. By thread, then
+        namespace, newest first within one."""
+        path = query(self._tp(tenant) + "/checkpoints", thread=thread, checkpoint_ns=ns,  # "" is sent: one namespace
+                     filter=None if filter is None else json.dumps(filter, separators=(",", ":")),
+                     before_id=before_id, limit=limit, page_token=page_token or None,
+                     pending_writes=True if pending_writes else None)
+        return await self._call("GET", path, _page(Checkpoint, "checkpoints"))
+
+    async def iter_tenant_checkpoints(self, *, thread: str | None = None, ns: str | None = None,
+                                      filter: dict[str, Any] | None = None, before_id: str | None = None,
+                                      limit: int | None = None, pending_writes: bool = False,
+                                      tenant: str | None = None) -> AsyncIterator[Checkpoint]:
+        """list_tenant_checkpoints, following page tokens (empty pages too), until ``limit``."""
+        token = ""
+        n = 0
+        while True:
+            page = await self.list_tenant_checkpoints(thread=thread, ns=ns, filter=filter, before_id=before_id,
+                                                      limit=None if limit is None else limit - n, page_token=token,
+                                                      pending_writes=pending_writes, tenant=tenant)
+            for c in page.items:
+                yield c
+                n += 1
+            if not page.next_page_token or (limit is not None and n >= limit):
+                return
+            token = page.next_page_token
+
     async def put_writes(self, thread: str, checkpoint_id: str, task_id: str,
                          writes: Sequence[tuple[str, Any] | dict[str, Any]], *, task_path: str | None = None,
                          ns: str | None = None, fence: Fence | None = None, tenant: str | None = None,

@@ -99,6 +99,15 @@ def _metadata_json(config: RunnableConfig, metadata: CheckpointMetadata) -> Any:
     return json.loads(json.dumps(md, default=str))
 
 
+def _list_scope(config: RunnableConfig | None) -> tuple[str | None, str | None]:
+    """The thread and namespace a list is about: None for every one (no config, no thread_id, no
+    checkpoint_ns key; an empty checkpoint_ns is the default namespace)."""
+    c = (config or {}).get("configurable") or {}
+    thread = c.get("thread_id")
+    ns = c.get("checkpoint_ns")
+    return (None if thread is None else str(thread)), (None if ns is None else str(ns))
+
+
 def _configurable(config: RunnableConfig) -> dict[str, Any]:
     c = config.get("configurable")
     if not isinstance(c, dict) or "thread_id" not in c:
@@ -204,16 +213,18 @@ class BatonSaver(BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        if config is None:
-            raise ValueError("BatonSaver lists the checkpoints of one thread: give a config with its thread_id")
-        c = _configurable(config)
-        thread, ns = str(c["thread_id"]), str(c.get("checkpoint_ns") or "")
+        thread, ns = _list_scope(config)
         before_id = get_checkpoint_id(before) if before else None
-        for cp in self.client.iter_checkpoints(thread, ns=ns, filter=filter or None, before=before_id,
-                                               limit=limit, pending_writes=True):
+        if thread is not None and ns is not None:  # one namespace of one thread: its own, cheaper list
+            pages = self.client.iter_checkpoints(thread, ns=ns, filter=filter or None, before=before_id,
+                                                 limit=limit, pending_writes=True)
+        else:
+            pages = self.client.iter_tenant_checkpoints(thread=thread, ns=ns, filter=filter or None,
+                                                        before_id=before_id, limit=limit, pending_writes=True)
+        for cp in pages:
             if cp.data is None and cp.data_chunks:  # held in chunks: read whole
-                cp = self.client.get_checkpoint(thread, cp.checkpoint_id, ns=ns)
-            yield self._codec.tuple(cp, ns)
+                cp = self.client.get_checkpoint(cp.thread_id, cp.checkpoint_id, ns=cp.checkpoint_ns)
+            yield self._codec.tuple(cp, cp.checkpoint_ns)
 
     def put(
         self,
@@ -345,16 +356,18 @@ class AsyncBatonSaver(BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        if config is None:
-            raise ValueError("AsyncBatonSaver lists the checkpoints of one thread: give a config with its thread_id")
-        c = _configurable(config)
-        thread, ns = str(c["thread_id"]), str(c.get("checkpoint_ns") or "")
+        thread, ns = _list_scope(config)
         before_id = get_checkpoint_id(before) if before else None
-        async for cp in self.client.iter_checkpoints(thread, ns=ns, filter=filter or None, before=before_id,
-                                                     limit=limit, pending_writes=True):
+        if thread is not None and ns is not None:
+            pages = self.client.iter_checkpoints(thread, ns=ns, filter=filter or None, before=before_id,
+                                                 limit=limit, pending_writes=True)
+        else:
+            pages = self.client.iter_tenant_checkpoints(thread=thread, ns=ns, filter=filter or None,
+                                                        before_id=before_id, limit=limit, pending_writes=True)
+        async for cp in pages:
             if cp.data is None and cp.data_chunks:
-                cp = await self.client.get_checkpoint(thread, cp.checkpoint_id, ns=ns)
-            yield self._codec.tuple(cp, ns)
+                cp = await self.client.get_checkpoint(cp.thread_id, cp.checkpoint_id, ns=cp.checkpoint_ns)
+            yield self._codec.tuple(cp, cp.checkpoint_ns)
 
     async def aput(
         self,
