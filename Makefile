@@ -76,6 +76,8 @@ vet:
 lint: fmt-check vet
 
 ## bench: Baton against etcd and PostgreSQL (installs them when absent),
+## the Python SDK against the Go SDK and LangGraph's savers (venvs bin/py and
+## bin/py-bench, made by bench/python/venv.sh when absent),
 ## rewriting docs/benchmarks.md; then the 1 GiB artifact benchmark and the
 ## state-machine micro-benchmarks. QUICK=1 for a short run.
 bench: build

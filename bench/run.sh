@@ -4,6 +4,9 @@
 # postgresql), then runs the suite's driver, which builds batond and the
 # peers' program, runs every workload on every system one after the other,
 # and writes docs/benchmarks.md, the SVG charts and docs/bench/results.json.
+# Before the Python rows (sdk, langgraph) the driver runs
+# bench/python/venv.sh, which makes bin/py (as make test-python does) and
+# bin/py-bench (bench/python/requirements.txt) when absent.
 #
 #   bash bench/run.sh            # the full suite (make bench)
 #   QUICK=1 bash bench/run.sh    # a short version (make bench QUICK=1)

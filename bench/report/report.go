@@ -31,11 +31,25 @@ var names = map[string]string{
 	result.SystemBaton:    "Baton",
 	result.SystemEtcd:     "etcd",
 	result.SystemPostgres: "PostgreSQL",
+	result.SystemSQLite:   "SQLite",
+}
+
+// Options are what the report takes besides the suite.
+type Options struct {
+	// Include are hand-written Markdown files (docs/bench/chunking.md)
+	// appended verbatim at the end, each after a blank line, so that a
+	// section measured by hand survives the page's rewrite.
+	Include []string
 }
 
 // Write renders s as Markdown to mdPath and writes its charts into
 // chartDir, which the Markdown links relative to mdPath's directory.
 func Write(s *result.Suite, mdPath, chartDir string) error {
+	return WriteWith(s, mdPath, chartDir, Options{})
+}
+
+// WriteWith is Write with options.
+func WriteWith(s *result.Suite, mdPath, chartDir string, opt Options) error {
 	if err := os.MkdirAll(chartDir, 0o755); err != nil {
 		return err
 	}
@@ -51,6 +65,13 @@ func Write(s *result.Suite, mdPath, chartDir string) error {
 	w.render()
 	if w.err != nil {
 		return w.err
+	}
+	for _, path := range opt.Include {
+		frag, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("report: include: %w", err)
+		}
+		w.b.WriteString("\n" + strings.TrimSpace(string(frag)) + "\n")
 	}
 	return os.WriteFile(mdPath, []byte(w.b.String()), 0o644)
 }
@@ -147,6 +168,8 @@ func (w *writer) render() {
 	w.recovery()
 	w.scale()
 	w.soak()
+	w.sdk()
+	w.langgraph()
 	w.pinnedSection()
 	w.notes()
 	w.phases()
@@ -280,7 +303,9 @@ func (w *writer) goalList() []goal {
 	} else {
 		gs = append(gs, goal{"scale: resident memory per node reported", "—", "not measured"})
 	}
-	return append(gs, w.soakGoals()...)
+	gs = append(gs, w.soakGoals()...)
+	gs = append(gs, w.sdkGoals()...)
+	return append(gs, w.langgraphGoals()...)
 }
 
 func (w *writer) goals() {
@@ -368,7 +393,7 @@ func (w *writer) compare(workload, label string, systems []string, rows []row) {
 		head = append(head, names[s])
 	}
 	for _, s := range systems[1:] {
-		head = append(head, "Baton/"+names[s])
+		head = append(head, names[systems[0]]+"/"+names[s])
 	}
 	for range head {
 		sep = append(sep, "---")
@@ -813,6 +838,9 @@ func (w *writer) notes() {
 	}
 	for _, r := range w.all {
 		label := names[r.System] + " " + r.Workload
+		if r.Client != "" {
+			label = names[r.System] + " " + r.Workload + " (" + r.Client + " SDK)"
+		}
 		if r.Variant != "" {
 			label += " " + r.Variant
 		}
@@ -866,6 +894,9 @@ func (w *writer) method() {
 	w.p("- Every run has a warm-up and a measured window; only operations that start in the window count. Latency percentiles come from log-bucketed histograms (within about 1%%). Each worker's random choices come from the seed.")
 	w.p("- The same code (`bench/loadgen`) drives and measures every system; Baton's side lives in `bench/baton`, the peers' in the separate module `bench/peers` (so their client libraries stay out of Baton's go.mod).")
 	w.p("- fsync latency is measured on every run with the same probe, in the filesystem that holds the data directories.")
+	if len(w.variants(result.WorkloadSDK)) > 0 || len(w.variants(result.WorkloadLangGraph)) > 0 {
+		w.p("- The Python rows (sdk, langgraph) are driven by asyncio programs in `bench/python`, run by the driver as subprocesses: they measure as `bench/loadgen` does (closed loop, the same warm-up and window rules, the same log-bucketed histogram) and hand the driver a run as JSON. The Python SDK runs in the venv `make test-python` builds (`bin/py`), the savers in the bench venv (`bin/py-bench`, `bench/python/requirements.txt`), the client installed from the tree in both (`bench/python/venv.sh`). A Python process runs one event loop on one core: at high concurrency its own CPU, on the cores the servers share, is part of what these rows measure.")
+	}
 	if w.atDefault {
 		w.p("- A full run repeats cas and queue in three rounds, interleaved across the systems and, for the pinned runs, the two GOMAXPROCS settings (each round starts one system-and-setting later), and compares each system's median round at each setting: on a shared virtual machine one system's figures have moved by up to 40%% between runs minutes apart, so a single pass favours whichever system met the quieter minutes.")
 		w.p("- GOMAXPROCS: the headline runs start every batond and etcd member with no GOMAXPROCS in its environment (`cmd/batond/cluster.ProcsRuntime`, `peerbench --procs default`); the pinned runs with GOMAXPROCS = cores / members (`cmd/batond/cluster.ProcsShare`, `peerbench --procs pinned`). `--pinned=false` leaves the pinned runs out; `--pinned-workloads` chooses them (default cas, queue).")

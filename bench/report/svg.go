@@ -47,6 +47,7 @@ var systemColors = map[string]string{
 	result.SystemBaton:    "#1f5fbf",
 	result.SystemEtcd:     "#d0342c",
 	result.SystemPostgres: "#2e8b3e",
+	result.SystemSQLite:   "#6b6b6b",
 }
 
 var spareColors = []string{"#8a4fbf", "#d98a1c", "#1c9aa8", "#6b6b6b"}

@@ -13,6 +13,9 @@ const (
 	SystemBaton    = "baton"
 	SystemEtcd     = "etcd"
 	SystemPostgres = "postgres"
+	// SystemSQLite is LangGraph's SQLite saver (langgraph-checkpoint-sqlite),
+	// a peer in the langgraph workload only.
+	SystemSQLite = "sqlite"
 )
 
 // Workloads, as Run.Workload spells them.
@@ -23,6 +26,23 @@ const (
 	WorkloadRecovery = "recovery"
 	WorkloadScale    = "scale"
 	WorkloadSoak     = "soak"
+	// WorkloadSDK is the cas operation through the Python SDK and the Go
+	// SDK on one cluster (issue 28); Run.Client tells them apart.
+	WorkloadSDK = "sdk"
+	// WorkloadLangGraph is a LangGraph step (put, put_writes, get_tuple)
+	// through a checkpoint saver (issue 29): Baton's, PostgreSQL's, SQLite's.
+	WorkloadLangGraph = "langgraph"
+)
+
+// SDKs of the sdk workload, as Run.Client spells them.
+const (
+	ClientGo = "go"
+	// ClientPython is the Python SDK, one AsyncClient shared by the
+	// workers (the goals' configuration).
+	ClientPython = "python"
+	// ClientPythonPerWorker is the Python SDK with an AsyncClient per
+	// worker, as the Go SDK's workers each have their own client.
+	ClientPythonPerWorker = "python-per-worker"
 )
 
 // The members' GOMAXPROCS settings, as Run.Procs spells them.
@@ -48,6 +68,9 @@ type Run struct {
 	Procs string `json:"procs,omitempty"`
 	// Variant distinguishes runs of one workload, e.g. "C=64" or "W=64".
 	Variant string `json:"variant,omitempty"`
+	// Client is the SDK that drove the run in the sdk workload (ClientGo,
+	// ClientPython); empty elsewhere (the Go SDK).
+	Client string `json:"client,omitempty"`
 	// Round numbers the repetitions of a workload that runs several
 	// times in one suite (1, 2, ...); 0 when it runs once.
 	Round    int     `json:"round,omitempty"`
@@ -80,8 +103,13 @@ type Run struct {
 	Failed string `json:"failed,omitempty"`
 }
 
-// Key names a run within a suite: "cas/C=64/etcd".
-func (r *Run) Key() string { return r.Workload + "/" + r.Variant + "/" + r.System }
+// Key names a run within a suite: "cas/C=64/etcd", "sdk/C=64/baton/python".
+func (r *Run) Key() string {
+	if r.Client != "" {
+		return r.Workload + "/" + r.Variant + "/" + r.System + "/" + r.Client
+	}
+	return r.Workload + "/" + r.Variant + "/" + r.System
+}
 
 // Metric returns a named metric and whether it is present.
 func (r *Run) Metric(name string) (float64, bool) {

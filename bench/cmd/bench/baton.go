@@ -63,7 +63,23 @@ func (s *suite) baton(ctx context.Context, w, procs string) ([]*result.Run, erro
 		}
 		return err
 	}
+	// runMany is run for the workloads that measure several runs on one
+	// cluster (sdk: the Go SDK's and the Python SDK's).
+	runMany := func(name string, f func(env *baton.Env) ([]*result.Run, error)) error {
+		env, err := s.env(ctx, procs, name)
+		if err != nil {
+			return err
+		}
+		defer env.Close()
+		rs, err := f(env)
+		runs = append(runs, rs...)
+		return err
+	}
 	switch w {
+	case result.WorkloadSDK:
+		return runs, s.sdk(ctx, runMany)
+	case result.WorkloadLangGraph:
+		return runs, s.langgraphBaton(ctx, runMany)
 	case "cas":
 		for _, n := range pl.casClients {
 			logf("  baton cas C=%d", n)

@@ -69,9 +69,19 @@ type options struct {
 	// to the default runs, which leave it to the Go runtime.
 	pinned          bool
 	pinnedWorkloads []string
+	// The Python rows (sdk, langgraph): the interpreters of the two venvs
+	// and whether bench/python/venv.sh makes or updates them first.
+	pythonSDK, pythonLG string
+	pythonVenv          bool
+	// include are hand-written Markdown fragments the report ends with.
+	include []string
 }
 
-var allWorkloads = []string{"cas", "queue", "handoff", "recovery", "scale", "soak"}
+var allWorkloads = []string{"cas", "queue", "handoff", "recovery", "scale", "soak", "sdk", "langgraph"}
+
+// pythonWorkloads are the workloads with a Python load driver
+// (bench/python).
+var pythonWorkloads = []string{result.WorkloadSDK, result.WorkloadLangGraph}
 
 // defaultPinned are the workloads that also run pinned unless
 // --pinned=false: the two whose figures compare the systems' throughput
@@ -104,7 +114,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.peerbench, "peerbench", "", "peerbench binary (default: built from bench/peers)")
 	fs.StringVar(&o.etcdBin, "etcd-bin", "etcd", "etcd binary")
 	workloads := fs.String("workloads", strings.Join(allWorkloads, ","), "workloads to run")
-	systems := fs.String("systems", "baton,etcd,postgres", "systems to run")
+	systems := fs.String("systems", "baton,etcd,postgres,sqlite", "systems to run (sqlite: LangGraph's SQLite saver, langgraph only)")
 	fs.StringVar(&o.pprofDir, "pprof", "", "also profile the Baton leader's CPU under cas C=64 in an extra run, into this directory")
 	fs.StringVar(&o.command, "command", "", "the command to show in the report (default: this command line)")
 	fs.BoolVar(&o.verbose, "v", false, "copy the nodes' logs to stderr")
@@ -118,6 +128,10 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.rounds, "rounds", 0, "override how many interleaved rounds cas and queue run (full: 3, quick: 1)")
 	fs.BoolVar(&o.pinned, "pinned", true, "also run --pinned-workloads with every batond and etcd member at GOMAXPROCS = cores / members (the report's second table); the headline runs leave GOMAXPROCS to the Go runtime")
 	pinned := fs.String("pinned-workloads", strings.Join(defaultPinned, ","), "workloads that also run pinned, when they run (with --pinned)")
+	fs.StringVar(&o.pythonSDK, "python", "bin/py/bin/python", "sdk: the Python of the venv make test-python builds (relative to the module root)")
+	fs.StringVar(&o.pythonLG, "python-bench", "bin/py-bench/bin/python", "langgraph: the Python of the bench venv, bench/python/requirements.txt (relative to the module root)")
+	fs.BoolVar(&o.pythonVenv, "python-venv", true, "before sdk or langgraph, make or update the venvs with bench/python/venv.sh (the client installed from the tree)")
+	include := fs.String("include", "docs/bench/chunking.md", "hand-written Markdown fragments the report ends with, comma-separated (relative to the module root)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -128,6 +142,7 @@ func parseFlags(args []string) (*options, error) {
 	o.workloads = splitList(*workloads)
 	o.systems = splitList(*systems)
 	o.pinnedWorkloads = splitList(*pinned)
+	o.include = splitList(*include)
 	for _, w := range o.workloads {
 		if !slices.Contains(allWorkloads, w) {
 			return nil, fmt.Errorf("--workloads: unknown %q (want %s)", w, strings.Join(allWorkloads, ","))
@@ -139,8 +154,8 @@ func parseFlags(args []string) (*options, error) {
 		}
 	}
 	for _, s := range o.systems {
-		if s != result.SystemBaton && s != result.SystemEtcd && s != result.SystemPostgres {
-			return nil, fmt.Errorf("--systems: unknown %q (want baton, etcd, postgres)", s)
+		if s != result.SystemBaton && s != result.SystemEtcd && s != result.SystemPostgres && s != result.SystemSQLite {
+			return nil, fmt.Errorf("--systems: unknown %q (want baton, etcd, postgres, sqlite)", s)
 		}
 	}
 	return o, nil
@@ -206,7 +221,20 @@ func rerender(o *options) error {
 	if err := jsonUnmarshal(data, &res); err != nil {
 		return err
 	}
-	return report.Write(&res, o.out, o.charts)
+	return report.WriteWith(&res, o.out, o.charts, report.Options{Include: includePaths(o.include)})
+}
+
+// includePaths resolves the --include fragments against the module root.
+func includePaths(paths []string) []string {
+	root, err := cluster.ModuleRoot()
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		if err == nil && !filepath.IsAbs(p) {
+			p = filepath.Join(root, p)
+		}
+		out[i] = p
+	}
+	return out
 }
 
 // suite is one run of the suite in progress.
@@ -216,6 +244,8 @@ type suite struct {
 	res  *result.Suite
 	work string
 	temp bool
+	// round is the round of the step running (1, 2, ...).
+	round int
 }
 
 // phase runs f and records its wall-clock time; an error is logged and
@@ -267,6 +297,11 @@ func (s *suite) prepare(ctx context.Context) error {
 			return err
 		})
 		if err != nil {
+			return err
+		}
+	}
+	if s.needPython() {
+		if err := s.preparePython(ctx); err != nil {
 			return err
 		}
 	}
@@ -336,6 +371,7 @@ func (s *suite) step(ctx context.Context, st step) error {
 		return ctx.Err()
 	}
 	s.phase(st.name(), func() error {
+		s.round = st.round
 		runs, err := s.runOne(ctx, st.system, st.workload, st.procs)
 		for _, r := range runs {
 			r.Procs = st.procs
@@ -360,9 +396,12 @@ func (s *suite) step(ctx context.Context, st step) error {
 func (s *suite) runOne(ctx context.Context, sys, w, procs string) ([]*result.Run, error) {
 	var runs []*result.Run
 	var err error
-	if sys == result.SystemBaton {
+	switch sys {
+	case result.SystemBaton:
 		runs, err = s.baton(ctx, w, procs)
-	} else {
+	case result.SystemSQLite:
+		runs, err = s.sqlite(ctx, w)
+	default:
 		runs, err = s.peer(ctx, sys, w, procs)
 	}
 	if err != nil {
@@ -378,13 +417,18 @@ func hasWorkload(system, workload string) bool {
 	case result.SystemEtcd:
 		return workload == "cas" || workload == "queue" || workload == "recovery" || workload == "soak"
 	case result.SystemPostgres:
-		return workload == "queue"
+		return workload == "queue" || workload == "langgraph"
+	case result.SystemSQLite:
+		return workload == "langgraph"
 	}
 	return false
 }
 
 func summary(r *result.Run) string {
 	line := fmt.Sprintf("%s %s %s: %.0f ops/s", r.System, r.Workload, r.Variant, r.OpsPerSec)
+	if r.Client != "" {
+		line = fmt.Sprintf("%s %s %s (%s SDK): %.0f ops/s", r.System, r.Workload, r.Variant, r.Client, r.OpsPerSec)
+	}
 	if r.Procs == result.ProcsPinned {
 		line = fmt.Sprintf("%s %s %s (pinned): %.0f ops/s", r.System, r.Workload, r.Variant, r.OpsPerSec)
 	}
@@ -453,6 +497,9 @@ func (s *suite) peer(ctx context.Context, system, w, procs string) ([]*result.Ru
 		"--kill-first", p.kills.First.String(), "--kill-period", p.kills.Period.String(),
 		"--kill-down", p.kills.Down.String(), "--kills", fmt.Sprint(p.kills.Count), "--etcd-bin", s.o.etcdBin,
 		"--procs", procs}
+	if w == result.WorkloadLangGraph {
+		args = append(args, s.lgPeerArgs()...)
+	}
 	cmd := exec.CommandContext(ctx, s.o.peerbench, args...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -486,7 +533,7 @@ func (s *suite) write() error {
 	if err := s.writeJSON(); err != nil {
 		return err
 	}
-	if err := report.Write(s.res, s.o.out, s.o.charts); err != nil {
+	if err := report.WriteWith(s.res, s.o.out, s.o.charts, report.Options{Include: includePaths(s.o.include)}); err != nil {
 		return err
 	}
 	logf("wrote %s and charts in %s (%.1f s in all)", s.o.out, s.o.charts, s.res.Finished.Sub(s.res.Started).Seconds())

@@ -16,10 +16,11 @@ import (
 // workload, the same for every system.
 type plan struct {
 	warmup, duration time.Duration
-	// rounds is how many times cas and queue run, interleaved across the
-	// systems (round 1: Baton then its peers; round 2: the next system
-	// first; ...), so that a slow minute of a shared machine falls on one
-	// round of one system and the report can take each system's median.
+	// rounds is how many times cas, queue, sdk and langgraph run,
+	// interleaved across the systems (round 1: Baton then its peers; round
+	// 2: the next system first; ...; sdk, Baton's alone, alternates which
+	// SDK goes first), so that a slow minute of a shared machine falls on
+	// one round of one system and the report can take each system's median.
 	rounds          int
 	casClients      []int
 	queueWorkers    []int
@@ -37,6 +38,13 @@ type plan struct {
 	soak         baton.SoakParams
 	soakWarmup   time.Duration
 	soakDuration time.Duration
+	// sdkClients are the sdk workload's client counts: the cas operation
+	// through the Python SDK and the Go SDK (issue 28).
+	sdkClients []int
+	// lgThreads are the langgraph workload's concurrent LangGraph threads,
+	// each a conversation of lgSteps steps (issue 29).
+	lgThreads []int
+	lgSteps   int
 }
 
 // fullPlan is `make bench`: the conditions of the goals.
@@ -54,6 +62,8 @@ func fullPlan() plan {
 		scaleWarmup:     2 * time.Second, scaleDuration: 10 * time.Second,
 		soak:       baton.SoakParams{Clients: 64, SampleEvery: 10 * time.Second},
 		soakWarmup: 5 * time.Second, soakDuration: 30*time.Minute - 5*time.Second,
+		sdkClients: []int{1, 64},
+		lgThreads:  []int{1, 32}, lgSteps: 20,
 	}
 }
 
@@ -71,6 +81,8 @@ func quickPlan() plan {
 		scaleWarmup:     time.Second, scaleDuration: 4 * time.Second,
 		soak:       baton.SoakParams{Clients: 64, SampleEvery: 10 * time.Second},
 		soakWarmup: 5 * time.Second, soakDuration: 3*time.Minute - 5*time.Second,
+		sdkClients: []int{1, 64},
+		lgThreads:  []int{1, 32}, lgSteps: 20,
 	}
 }
 
@@ -104,6 +116,16 @@ func (p *plan) override(o *options) error {
 	return nil
 }
 
+// multiRound reports whether workload w runs in plan.rounds interleaved
+// rounds: those whose figures compare systems (or SDKs) under load.
+func multiRound(w string) bool {
+	switch w {
+	case result.WorkloadCAS, result.WorkloadQueue, result.WorkloadSDK, result.WorkloadLangGraph:
+		return true
+	}
+	return false
+}
+
 // step is one phase of a suite run: one workload on one system with the
 // members at one GOMAXPROCS setting (result.ProcsDefault or
 // result.ProcsPinned), in round round of rounds.
@@ -134,7 +156,7 @@ func (st step) name() string {
 // GOMAXPROCS left to the Go runtime (the headline figures), and, with
 // --pinned, on Baton and etcd again at GOMAXPROCS = cores / members for
 // the --pinned-workloads (PostgreSQL is not a Go program: it runs once).
-// cas and queue run p.rounds times, interleaved: each round runs every
+// cas, queue, sdk and langgraph run p.rounds times, interleaved: each round runs every
 // (system, setting) pair once, starting one pair later than the round
 // before, so that a slow minute of a shared machine falls on one round of
 // one pair.
@@ -150,13 +172,13 @@ func schedule(o *options, p plan) []step {
 		}
 		if o.pinned && slices.Contains(o.pinnedWorkloads, w) {
 			for _, sys := range o.systems {
-				if hasWorkload(sys, w) && sys != result.SystemPostgres {
+				if hasWorkload(sys, w) && sys != result.SystemPostgres && sys != result.SystemSQLite {
 					pairs = append(pairs, pair{sys, result.ProcsPinned})
 				}
 			}
 		}
 		rounds := 1
-		if w == "cas" || w == "queue" {
+		if multiRound(w) {
 			rounds = max(p.rounds, 1)
 		}
 		for round := 1; round <= rounds; round++ {

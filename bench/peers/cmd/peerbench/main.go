@@ -12,6 +12,8 @@
 //	peerbench --system etcd --workloads soak --warmup 5s --duration 29m55s --work DIR --out etcd.json
 //	peerbench --system etcd --workloads cas --procs default --work DIR --out etcd.json
 //	peerbench --system postgres --workloads queue --work DIR --out pg.json
+//	peerbench --system postgres --workloads langgraph --python bin/py-bench/bin/python \
+//	    --lg-script bench/python/lgbench.py --work DIR --out pg.json
 package main
 
 import (
@@ -30,6 +32,7 @@ import (
 	"github.com/baton-dev/baton/bench/loadgen"
 	"github.com/baton-dev/baton/bench/peers/etcdbench"
 	"github.com/baton-dev/baton/bench/peers/pgbench"
+	"github.com/baton-dev/baton/bench/pyrun"
 	"github.com/baton-dev/baton/bench/result"
 	"github.com/baton-dev/baton/cmd/batond/cluster"
 )
@@ -48,6 +51,11 @@ type options struct {
 	// procs is the etcd members' GOMAXPROCS setting, result.ProcsPinned
 	// or result.ProcsDefault.
 	procs string
+	// The langgraph workload: PostgreSQL's LangGraph saver driven by the
+	// suite's Python driver (bench/python/lgbench.py).
+	python, lgScript string
+	lgThreads        []int
+	lgSteps          int
 }
 
 func main() {
@@ -82,6 +90,10 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.etcdBin, "etcd-bin", "etcd", "etcd binary")
 	fs.StringVar(&o.procs, "procs", result.ProcsPinned, "etcd members' GOMAXPROCS: pinned (cores / members, as Baton's cmd/batond/cluster.MemberProcs, unless GOMAXPROCS is set) or default (left to etcd's Go runtime; GOMAXPROCS removed from their environment)")
 	fs.StringVar(&o.pgBin, "pg-bin", "", "PostgreSQL bin directory (default: newest /usr/lib/postgresql/*/bin)")
+	fs.StringVar(&o.python, "python", "", "langgraph: the Python of the bench venv (bin/py-bench/bin/python)")
+	fs.StringVar(&o.lgScript, "lg-script", "", "langgraph: bench/python/lgbench.py")
+	lgThreads := fs.String("lg-threads", "1,32", "langgraph: concurrent LangGraph threads")
+	fs.IntVar(&o.lgSteps, "lg-steps", 20, "langgraph: steps of each thread before a new one")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -97,6 +109,9 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if o.queueWorkers, err = ints(*qw); err != nil {
 		return nil, fmt.Errorf("--queue-workers: %w", err)
+	}
+	if o.lgThreads, err = ints(*lgThreads); err != nil {
+		return nil, fmt.Errorf("--lg-threads: %w", err)
 	}
 	return o, nil
 }
@@ -213,8 +228,8 @@ func runEtcd(ctx context.Context, o *options, workload string) ([]*result.Run, e
 }
 
 func runPostgres(ctx context.Context, o *options, workload string) ([]*result.Run, error) {
-	if workload != result.WorkloadQueue {
-		return nil, fmt.Errorf("postgres has no %q workload (queue)", workload)
+	if workload != result.WorkloadQueue && workload != result.WorkloadLangGraph {
+		return nil, fmt.Errorf("postgres has no %q workload (queue, langgraph)", workload)
 	}
 	bin := o.pgBin
 	if bin == "" {
@@ -222,6 +237,9 @@ func runPostgres(ctx context.Context, o *options, workload string) ([]*result.Ru
 		if bin, err = pgbench.FindBinDir(); err != nil {
 			return nil, err
 		}
+	}
+	if workload == result.WorkloadLangGraph {
+		return langgraphPostgres(ctx, o, bin)
 	}
 	var runs []*result.Run
 	for _, n := range o.queueWorkers {
@@ -239,6 +257,38 @@ func runPostgres(ctx context.Context, o *options, workload string) ([]*result.Ru
 		if err != nil {
 			return runs, err
 		}
+		runs = append(runs, r)
+	}
+	return runs, nil
+}
+
+// langgraphPostgres runs the LangGraph step through langgraph-checkpoint-
+// postgres's AsyncPostgresSaver (bench/python/lgbench.py), on a fresh
+// server for each thread count, set up as for the queue workload.
+func langgraphPostgres(ctx context.Context, o *options, bin string) ([]*result.Run, error) {
+	if o.python == "" || o.lgScript == "" {
+		return nil, errors.New("langgraph needs --python and --lg-script")
+	}
+	var runs []*result.Run
+	for _, n := range o.lgThreads {
+		dir := filepath.Join(o.work, fmt.Sprintf("postgres-langgraph-%d", n))
+		if err := os.RemoveAll(dir); err != nil {
+			return runs, err
+		}
+		s, err := pgbench.Start(ctx, bin, dir, n)
+		if err != nil {
+			return runs, err
+		}
+		logf("postgres langgraph T=%d", n)
+		args := []string{"--saver", "postgres", "--dsn", s.URL(), "--threads", strconv.Itoa(n),
+			"--steps-per-thread", strconv.Itoa(o.lgSteps), "--warmup", o.warmup.String(),
+			"--duration", o.duration.String(), "--seed", strconv.FormatUint(o.seed, 10)}
+		r, err := pyrun.Run(ctx, o.python, o.lgScript, args, os.Stderr)
+		s.Close()
+		if err != nil {
+			return runs, err
+		}
+		r.Procs = result.ProcsDefault
 		runs = append(runs, r)
 	}
 	return runs, nil
