@@ -28,6 +28,7 @@ var layers = []struct {
 	{"test support", []string{"chaos/artifactfake"}},
 	{"raft", []string{"server/core/node"}},
 	{"chunk plane", []string{"server/core/chunkplane"}},
+	{"mcp", []string{"server/mcpserver"}},
 	{"http", []string{"server"}},
 	{"launcher", []string{"cmd/batond/cluster"}},
 	{"binaries", []string{"cmd/batond", "cmd/baton"}},

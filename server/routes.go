@@ -38,6 +38,7 @@ func (s *Server) routes() {
 	for pattern, methods := range s.routeTable() {
 		s.mux.Handle(pattern, s.dispatch(methods))
 	}
+	s.mcpRoute()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf("not_found", "no such endpoint: %s %s", r.Method, r.URL.Path))
 		s.drainBody(w, r)

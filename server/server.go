@@ -30,6 +30,7 @@ import (
 	"github.com/baton-dev/baton/server/core/chunkstore"
 	"github.com/baton-dev/baton/server/core/node"
 	"github.com/baton-dev/baton/server/core/tlsconf"
+	"github.com/baton-dev/baton/server/mcpserver"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -97,7 +98,9 @@ type Config struct {
 	// copies and repair, publishing this node's address) https with this
 	// configuration: the peers' API serves TLS.
 	PeerClientTLS *tls.Config
-	Logger        *slog.Logger
+	// MCP configures /mcp (mcp.go).
+	MCP    MCPConfig
+	Logger *slog.Logger
 }
 
 // Build is a binary's version, commit and Go version.
@@ -153,6 +156,8 @@ type Server struct {
 	// catchUpTarget: the commit index /readyz waits for before caughtUp,
 	// fixed by its first probe (0: not asked yet).
 	catchUpTarget atomic.Uint64
+	// mcp serves /mcp (mcp.go); nil when disabled.
+	mcp *mcpserver.HTTPHandler
 
 	// ctx is the server's lifetime: every background call (the loops and
 	// the calls they make) runs under it, and Close cancels it.
@@ -198,6 +203,9 @@ func (s *Server) Start() {
 func (s *Server) Close() {
 	s.closeOnce.Do(func() {
 		s.cancel()
+		if s.mcp != nil {
+			s.mcp.Close()
+		}
 		s.wg.Wait()
 		s.chunks.Close()
 		s.proxy.close()

@@ -19,6 +19,7 @@ func commandTree() []*command {
 		checkpointCommand(),
 		opCommand(),
 		watchCommand(),
+		mcpCommand(),
 		versionCommand(),
 	}
 }

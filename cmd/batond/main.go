@@ -113,6 +113,7 @@ type options struct {
 	sessionTTL                                   time.Duration
 	limits                                       fsm.Limits
 	maxWatches                                   int
+	mcp                                          server.MCPConfig
 	failpoints                                   bool
 	watchHistoryBytes                            int64
 	pprofAddr                                    string
@@ -238,6 +239,9 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.Int64Var(&o.limits.IdemTenantBytes, "idempotency-tenant-bytes", fsm.DefaultIdemTenantBytes, "bytes of Idempotency-Key answers kept per tenant; past it the tenant's oldest are dropped; the leader's value is the cluster's")
 	fs.Int64Var(&o.limits.MaxStateBytes, "max-state-bytes", defaultMaxStateBytes(), "bytes of data the state may hold (as etcd's --quota-backend-bytes); past it writes that grow the state get 507 resource_exhausted; 0: no limit; default a quarter of this machine's memory; the leader's value is the cluster's")
 	fs.IntVar(&o.maxWatches, "max-watches-per-principal", 64, "watches one principal may hold open on this node (0: no cap); more get 429 rate_limited")
+	fs.IntVar(&o.mcp.MaxSessions, "mcp-max-sessions", 256, "MCP sessions (/mcp) this node holds at once; one more is 503")
+	fs.DurationVar(&o.mcp.IdleTimeout, "mcp-idle-timeout", 10*time.Minute, "an MCP session that sent nothing for this long ends, and its claim is released")
+	fs.BoolVar(&o.mcp.Disabled, "mcp-disable", false, "do not serve /mcp")
 	fs.Int64Var(&o.maxCheckpointBytes, "max-checkpoint-bytes", 16<<20, "largest checkpoint data held in chunks, in bytes (read whole to check it is JSON); more get 413 too_large")
 	fs.DurationVar(&o.chunkGCGrace, "chunk-gc-grace", time.Hour, "how long a chunk no artifact references is kept")
 	fs.Int64Var(&o.watchHistoryBytes, "watch-history-bytes", fsm.DefaultWatchHistoryBytes, "bytes of recent events kept in memory for watchers; a watcher further behind gets 410 compacted")
@@ -424,7 +428,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger) error {
 	defer chunks.Close()
 	bi := buildinfo.Get()
 	scfg := server.Config{Build: server.Build{Version: bi.Version, Commit: bi.Commit, GoVersion: bi.GoVersion}, AdminToken: token, IdempotencyTTL: o.idemTTL, BodyTimeout: o.http.bodyTimeout, Limits: o.limits, MaxWatchesPerPrincipal: o.maxWatches, Faults: cfg.Faults,
-		Chunks: chunks, ChunkGCGrace: o.chunkGCGrace, Logger: log, PeerTLS: peer, MaxCheckpointBytes: o.maxCheckpointBytes}
+		Chunks: chunks, ChunkGCGrace: o.chunkGCGrace, Logger: log, PeerTLS: peer, MaxCheckpointBytes: o.maxCheckpointBytes, MCP: o.mcp}
 	if api != nil {
 		scfg.PeerClientTLS = tlsconf.HTTPClientConfig(peer)
 	}
@@ -589,6 +593,10 @@ func (o *options) validateNode() error {
 		return errors.New("--watch-history-bytes must be at least 1 MiB (1048576)")
 	case o.maxWatches < 0:
 		return errors.New("--max-watches-per-principal must not be negative (0: no cap)")
+	case o.mcp.MaxSessions < 1:
+		return errors.New("--mcp-max-sessions must be at least 1 (--mcp-disable turns /mcp off)")
+	case o.mcp.IdleTimeout < time.Second:
+		return errors.New("--mcp-idle-timeout must be at least 1s")
 	case o.chunkGCGrace < 0:
 		return errors.New("--chunk-gc-grace must not be negative")
 	case o.maxCheckpointBytes < 1:
