@@ -1,0 +1,127 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// mcpToken adds the admin token to an MCP client's requests.
+type mcpToken struct{ next http.RoundTripper }
+
+func (m mcpToken) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+testAdminToken)
+	return m.next.RoundTrip(r)
+}
+
+func mcpCall(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if res.IsError {
+		b, _ := json.Marshal(res.Content)
+		t.Fatalf("%s: tool error %s", name, b)
+	}
+	return res.StructuredContent.(map[string]any)
+}
+
+// TestMCPSessionOnFollower runs /mcp in-process (under -race in make
+// unit): a follower serves the session, its tool calls go through the
+// node's own handler (forwarded to the leader, a watch streamed), the
+// session renews a short lease on its own, and closing the session
+// releases its claim.
+func TestMCPSessionOnFollower(t *testing.T) {
+	c := newCluster(t, 3)
+	leader := c.WaitForLeader(t)
+	f := c.Followers(leader)[0]
+	if st, _, b := c.do(t, leader, http.MethodPut, "/v1/tenants/acme", nil, adminAuth()); st != http.StatusCreated {
+		t.Fatalf("create tenant: %d %s", st, b)
+	}
+	for _, id := range []string{"t1", "t2"} {
+		if st, _, b := c.do(t, leader, http.MethodPost, "/v1/tenants/acme/tasks", map[string]any{"task_id": id, "queue": "q"}, adminAuth()); st != http.StatusCreated {
+			t.Fatalf("create task: %d %s", st, b)
+		}
+	}
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: "http://" + c.nodes[f].httpAddr + "/mcp?tenant=acme",
+			HTTPClient: &http.Client{Transport: mcpToken{tr}}, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+
+	task := func(id string) map[string]any {
+		_, _, b := c.do(t, leader, http.MethodGet, "/v1/tenants/acme/tasks/"+id, nil, adminAuth())
+		var v map[string]any
+		decodeBody(t, b, &v)
+		return v
+	}
+	claimed := mcpCall(t, cs, "claim_task", map[string]any{"queue": "q", "lease_seconds": 1})["task"].(map[string]any)
+	v0 := claimed["version"].(float64)
+	waitFor(t, "the session to renew the lease twice", func() string {
+		if v := task("t1")["version"].(float64); v < v0+2 {
+			return "version still " + claimed["task_id"].(string)
+		}
+		return ""
+	})
+
+	// A bounded watch, streamed from the follower: nothing, then a change.
+	if out := mcpCall(t, cs, "wait_for_change", map[string]any{"resources": []string{"kv"}, "timeout_seconds": 1}); out["changed"] != false {
+		t.Fatalf("wait_for_change before any change: %v", out)
+	}
+	got := make(chan map[string]any, 1)
+	go func() {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "wait_for_change",
+			Arguments: map[string]any{"resources": []string{"kv"}, "prefix": "notes/", "timeout_seconds": 30}})
+		if err != nil || res.IsError {
+			got <- map[string]any{"error": err, "result": res}
+			return
+		}
+		got <- res.StructuredContent.(map[string]any)
+	}()
+	// Written until the waiter sees it: the watch starts at an index the
+	// test cannot observe, so a write made before it began may be missed.
+	var out map[string]any
+	deadline := time.Now().Add(waitTimeout)
+	for out == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("wait_for_change did not see the kv writes")
+		}
+		mcpCall(t, cs, "kv_put", map[string]any{"namespace": "notes", "key": "k", "value": map[string]any{"n": 1}})
+		select {
+		case out = <-got:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if out["changed"] != true {
+		t.Fatalf("wait_for_change: %v", out)
+	}
+
+	if done := mcpCall(t, cs, "complete_task", map[string]any{}); done["status"] != "done" {
+		t.Fatalf("complete_task: %v", done)
+	}
+	mcpCall(t, cs, "claim_task", map[string]any{"queue": "q", "lease_seconds": 600})
+	if task("t2")["owner"] == "" {
+		t.Fatal("t2 not claimed")
+	}
+	cs.Close()
+	waitFor(t, "the ended session's claim to be released", func() string {
+		if o := task("t2")["owner"]; o != "" {
+			return "owner " + o.(string)
+		}
+		return ""
+	})
+}
