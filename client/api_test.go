@@ -18,8 +18,10 @@ func TestNewValidates(t *testing.T) {
 		wantErr string
 	}{
 		{"ok", client.Config{Endpoints: []string{"http://127.0.0.1:7001", "https://b.example/"}}, ""},
-		{"no endpoints", client.Config{}, "at least one endpoint"},
-		{"no scheme", client.Config{Endpoints: []string{"127.0.0.1:7001"}}, "invalid endpoint"},
+		{"no endpoints", client.Config{}, "no endpoints: set Config.Endpoints"},
+		{"empty endpoint", client.Config{Endpoints: []string{""}}, "endpoint 1 of 1 in Config.Endpoints is empty"},
+		{"no scheme", client.Config{Endpoints: []string{"127.0.0.1:7001"}}, ""},
+		{"no scheme, bad host", client.Config{Endpoints: []string{"h:1/?x=1"}}, "query"},
 		{"ftp", client.Config{Endpoints: []string{"ftp://h:1"}}, "scheme must be http or https"},
 		{"no host", client.Config{Endpoints: []string{"http://"}}, "missing host"},
 		{"query", client.Config{Endpoints: []string{"http://h:1/?x=1"}}, "query"},

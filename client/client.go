@@ -29,8 +29,10 @@ const (
 
 // Config configures a Client.
 type Config struct {
-	// Endpoints are the base URLs of the nodes, e.g. "http://127.0.0.1:7001".
-	// At least one is required.
+	// Endpoints are the nodes' base URLs ("https://10.0.0.1:7001") or
+	// addresses ("10.0.0.1:7001"): an address without a scheme is https
+	// when TLS, CAFile or CertFile is set, http otherwise, as in the CLI.
+	// At least one is required (FromEnv reads them from BATON_ENDPOINTS).
 	Endpoints []string
 	// Token is sent as "Authorization: Bearer <Token>" when not empty.
 	Token string
@@ -82,10 +84,13 @@ type Config struct {
 // Validate reports the first problem with c, if any.
 func (c Config) Validate() error {
 	if len(c.Endpoints) == 0 {
-		return errors.New("client: at least one endpoint is required")
+		return errors.New("client: no endpoints: set Config.Endpoints (host:port or URLs), or build the client with client.FromEnv, which reads BATON_ENDPOINTS")
 	}
-	for _, ep := range c.Endpoints {
-		if _, err := parseEndpoint(ep); err != nil {
+	for i, ep := range c.Endpoints {
+		if strings.TrimSpace(ep) == "" {
+			return fmt.Errorf("client: endpoint %d of %d in Config.Endpoints is empty (an empty BATON_ENDPOINTS split on commas? client.FromEnv skips blanks)", i+1, len(c.Endpoints))
+		}
+		if _, err := parseEndpoint(c.endpointURL(ep)); err != nil {
 			return err
 		}
 	}
@@ -134,7 +139,7 @@ func New(cfg Config) (*Client, error) {
 		dialRetry: cfg.DialRetry,
 	}
 	for _, ep := range cfg.Endpoints {
-		norm, _ := parseEndpoint(ep)
+		norm, _ := parseEndpoint(cfg.endpointURL(ep))
 		c.endpoints = append(c.endpoints, norm)
 		host := ""
 		if u, err := url.Parse(norm); err == nil {
@@ -161,6 +166,19 @@ func New(cfg Config) (*Client, error) {
 // Endpoints returns the normalized endpoints, in configuration order.
 func (c *Client) Endpoints() []string {
 	return append([]string(nil), c.endpoints...)
+}
+
+// endpointURL gives an endpoint without a scheme one: https when the
+// default HTTP client has TLS settings, http otherwise.
+func (c Config) endpointURL(ep string) string {
+	ep = strings.TrimSpace(ep)
+	if strings.Contains(ep, "://") {
+		return ep
+	}
+	if c.TLS != nil || c.CAFile != "" || c.CertFile != "" {
+		return "https://" + ep
+	}
+	return "http://" + ep
 }
 
 // parseEndpoint checks that raw is an http(s) base URL and returns it

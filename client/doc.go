@@ -1,11 +1,15 @@
 // Package client is the Go SDK for Baton, a Raft-replicated coordination
 // store for multi-agent systems. It speaks the HTTP API of docs/api.md (version 1).
 //
-// A Client is built once with New and is safe for concurrent use:
+// A Client is built once and is safe for concurrent use. FromEnv reads
+// the variables the CLI reads (BATON_ENDPOINTS, BATON_TOKEN, BATON_CACERT,
+// BATON_CERT, BATON_KEY; what `batond local` prints); New takes a Config:
 //
+//	c, err := client.FromEnv()
 //	c, err := client.New(client.Config{
-//		Endpoints: []string{"http://127.0.0.1:7001", "http://127.0.0.1:7002"},
+//		Endpoints: []string{"https://10.0.0.1:7001", "https://10.0.0.2:7001"},
 //		Token:     os.Getenv("BATON_TOKEN"),
+//		CAFile:    "/etc/baton/tls/ca.pem",
 //	})
 //	task, err := c.ClaimQueue(ctx, "acme", "research", client.QueueClaimRequest{
 //		Owner: "worker-1", Lease: 30 * time.Second,

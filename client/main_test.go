@@ -35,6 +35,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// batondBin is the batond that TestMain built, for tests that start
+// clusters of their own.
+var batondBin string
+
 func startExampleNode() (stop func(), err error) {
 	dir, err := os.MkdirTemp("", "baton-client-examples-")
 	if err != nil {
@@ -51,6 +55,7 @@ func startExampleNode() (stop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
+	batondBin = bin
 	c, err := cluster.New(cluster.Config{Binary: bin, BaseDir: dir, Nodes: 1, Fast: true})
 	if err != nil {
 		return nil, err
