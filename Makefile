@@ -10,7 +10,7 @@ PKGS    := ./...
 # every target's budget, a count or a duration (FUZZTIME=5m to dig deeper).
 FUZZTIME ?=
 
-.PHONY: all build run test unit fuzz fmt fmt-check vet lint bench bench-fsm chaos chaos-short clean image test-deploy test-deploy-maybe test-manifests test-python
+.PHONY: all build run test unit fuzz fmt fmt-check vet lint bench bench-fsm chaos chaos-net chaos-short clean image test-deploy test-deploy-maybe test-manifests test-python
 
 all: build
 
@@ -93,15 +93,25 @@ CHAOS_RUNS  ?= 100
 CHAOS_SEED  ?= 1
 CHAOS_NODES ?= 3
 CHAOS_OUT   ?= $(BIN)/chaos
+CHAOS_NET_RUNS ?= 30
 
-## chaos: the long chaos schedule (chaos/README.md); failing runs are kept
-## in CHAOS_OUT with the command that replays them
+## chaos: the long chaos schedule (chaos/README.md), faults through
+## failpoints, then chaos-net; failing runs are kept in CHAOS_OUT with the
+## command that replays them
 chaos: build
 	$(GO) run ./chaos/cmd/chaos --runs $(CHAOS_RUNS) --seed $(CHAOS_SEED) --nodes $(CHAOS_NODES) --batond $(BIN)/batond --out $(CHAOS_OUT)
+	$(MAKE) chaos-net
+
+## chaos-net: CHAOS_NET_RUNS runs with every member in a network namespace
+## of its own and every kind of fault, the partitions, one-way loss, delay
+## and flapping links made in the network (root; iproute2 and iptables are
+## installed when missing)
+chaos-net: build
+	$(GO) run ./chaos/cmd/chaos --netns --runs $(CHAOS_NET_RUNS) --seed $(CHAOS_SEED) --nodes $(CHAOS_NODES) --batond $(BIN)/batond --out $(CHAOS_OUT)-net
 
 ## chaos-short: the chaos part of `make test` on its own
 chaos-short:
-	$(GO) test -race -count=1 -timeout 10m ./chaos/checker/ ./chaos/faults/ ./chaos/history/ ./chaos/workload/ ./chaos/runner/
+	$(GO) test -race -count=1 -timeout 10m ./chaos/checker/ ./chaos/faults/ ./chaos/history/ ./chaos/workload/ ./chaos/runner/ ./chaos/netns/
 
 ## test-deploy: the image, then deploy/compose.yaml on the Docker engine
 ## (deploy/dockertest: tour, leader killed and partitioned, rolling restart,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/baton-dev/baton/chaos/netns"
 	"github.com/baton-dev/baton/client"
 	"github.com/baton-dev/baton/cmd/batond/cluster"
 )
@@ -17,6 +18,19 @@ type Injector struct {
 	// Admin is a client with the admin token over every node, for
 	// membership changes and leadership transfers.
 	Admin *client.Client
+	// Network, when set, holds the nodes' network namespaces: partitions
+	// and cuts are then made in the network (iptables) rather than by
+	// failpoints, and the kinds of NetOnly can be injected.
+	Network *netns.Net
+}
+
+// partitioner makes the cuts of IsolateLeader, CutPair, OneWay and Split:
+// Net (failpoints) or a netns.Net.
+type partitioner interface {
+	Cut(ctx context.Context, from, to int) error
+	Partition(ctx context.Context, groups ...[]int) error
+	Isolate(ctx context.Context, i int) error
+	Heal(ctx context.Context) error
 }
 
 // Heal undoes one injected fault and returns a note on what happened
@@ -32,7 +46,12 @@ func quiet(f func(ctx context.Context) error) Heal {
 // and the function that heals it.
 func (in *Injector) Inject(ctx context.Context, f Fault) (string, Heal, error) {
 	c := in.C
-	net := Net{C: c}
+	var net partitioner = Net{C: c}
+	if in.Network != nil {
+		net = in.Network
+	} else if NetOnly(f.Kind) {
+		return "", nil, fmt.Errorf("faults: %s needs the nodes in network namespaces (chaos/netns)", f.Kind)
+	}
 	n := c.Size()
 	leader := in.leader(ctx)
 	target := leader
@@ -61,7 +80,7 @@ func (in *Injector) Inject(ctx context.Context, f Fault) (string, Heal, error) {
 		if other == target {
 			other = (target + 1) % n
 		}
-		if err := net.CutBoth(ctx, target, other); err != nil {
+		if err := net.Partition(ctx, []int{target}, []int{other}); err != nil {
 			return "", nil, err
 		}
 		return fmt.Sprintf("cut %s%s <-> %s%s", id(target), role(target, leader), id(other), role(other, leader)), quiet(net.Heal), nil
@@ -83,6 +102,31 @@ func (in *Injector) Inject(ctx context.Context, f Fault) (string, Heal, error) {
 			return "", nil, err
 		}
 		return fmt.Sprintf("split %v | %v (leader %s)", ids(c, majority), ids(c, minority), idOrNone(c, leader)), quiet(net.Heal), nil
+	case Loss:
+		// One way between the leader and a follower: the leader's
+		// messages lost (OnLeader), or the follower's answers.
+		from, to := target, leader
+		if f.OnLeader || leader < 0 {
+			from, to = target, in.follower(target, f.Pick)
+		}
+		if err := in.Network.Loss(ctx, from, to, f.LossPct); err != nil {
+			return "", nil, err
+		}
+		return fmt.Sprintf("loss %d%%: %s%s -> %s%s", f.LossPct, id(from), role(from, leader), id(to), role(to, leader)), quiet(in.Network.Heal), nil
+	case Delay:
+		if err := in.Network.Delay(ctx, target, f.Delay); err != nil {
+			return "", nil, err
+		}
+		how := "netem"
+		if !in.Network.Netem() {
+			how = "tbf, no netem in this kernel"
+		}
+		return fmt.Sprintf("delay %s%s's packets by %v (%s)", id(target), role(target, leader), f.Delay, how), quiet(in.Network.Heal), nil
+	case Flap:
+		if err := in.Network.Flap(ctx, target, f.FlapPeriod); err != nil {
+			return "", nil, err
+		}
+		return fmt.Sprintf("flap %s%s's link every %v", id(target), role(target, leader), f.FlapPeriod), quiet(in.Network.Heal), nil
 	case ClockSkew:
 		return in.skew(ctx, f, leader)
 	case WipeRejoin:

@@ -47,21 +47,48 @@ const (
 	// WipeRejoin kills a follower, deletes its data, removes it from the
 	// membership and has it join again as a new member.
 	WipeRejoin Kind = "wipe-rejoin"
+
+	// The kinds below exist only in the network (chaos/netns): a run with
+	// Injector.Network.
+
+	// Loss drops a share of the packets one way between the leader and a
+	// follower (Fault.LossPct).
+	Loss Kind = "loss"
+	// Delay delays what one node sends (Fault.Delay).
+	Delay Kind = "delay"
+	// Flap takes one node's link down and up again (Fault.FlapPeriod).
+	Flap Kind = "flap"
 )
 
-// Kinds are all kinds, in rotation order.
+// Kinds are the kinds of a run whose faults go through failpoints, in
+// rotation order.
 var Kinds = []Kind{Kill, Pause, IsolateLeader, CutPair, OneWay, Split, ClockSkew, WipeRejoin}
 
-// ParseKinds parses a comma-separated list of kinds; "" or "all" is Kinds.
+// NetKinds are the kinds of a run in network namespaces, in rotation
+// order: every fault of the network (the partitions of Kinds are then made
+// in the network too).
+var NetKinds = []Kind{IsolateLeader, Loss, CutPair, Delay, OneWay, Flap, Split}
+
+// AllKinds are every kind: Kinds, then the kinds only the network makes.
+var AllKinds = []Kind{Kill, Pause, IsolateLeader, CutPair, OneWay, Split, ClockSkew, WipeRejoin, Loss, Delay, Flap}
+
+// NetOnly reports whether k needs a run in network namespaces.
+func NetOnly(k Kind) bool { return k == Loss || k == Delay || k == Flap }
+
+// ParseKinds parses a comma-separated list of kinds; "" or "all" is Kinds,
+// "net" is NetKinds.
 func ParseKinds(s string) ([]Kind, error) {
 	if s == "" || s == "all" {
 		return Kinds, nil
+	}
+	if s == "net" {
+		return NetKinds, nil
 	}
 	var out []Kind
 	for _, part := range strings.Split(s, ",") {
 		k := Kind(strings.TrimSpace(part))
 		found := false
-		for _, known := range Kinds {
+		for _, known := range AllKinds {
 			if k == known {
 				found = true
 			}
@@ -88,6 +115,12 @@ type Fault struct {
 	// Skew is the clock offset of a ClockSkew fault: the leader runs Skew
 	// ahead (or behind, when negative) and another node the opposite.
 	Skew time.Duration
+	// LossPct is the share of packets a Loss fault drops, 20 to 100.
+	LossPct int
+	// Delay is how long a Delay fault delays each packet.
+	Delay time.Duration
+	// FlapPeriod is a Flap fault's period: its link is down half of it.
+	FlapPeriod time.Duration
 }
 
 func (f Fault) String() string {
@@ -96,8 +129,15 @@ func (f Fault) String() string {
 		role = "leader"
 	}
 	s := fmt.Sprintf("%s on %s at %v for %v", f.Kind, role, f.At, f.Hold)
-	if f.Kind == ClockSkew {
+	switch f.Kind {
+	case ClockSkew:
 		s += fmt.Sprintf(" skew %v", f.Skew)
+	case Loss:
+		s += fmt.Sprintf(" %d%%", f.LossPct)
+	case Delay:
+		s += fmt.Sprintf(" by %v", f.Delay)
+	case Flap:
+		s += fmt.Sprintf(" every %v", f.FlapPeriod)
 	}
 	return s
 }
@@ -146,6 +186,12 @@ func Schedule(p Plan) []Fault {
 			f.OnLeader = true
 		case WipeRejoin:
 			f.OnLeader = false
+		case Loss:
+			f.LossPct = 20 + 10*rng.IntN(9)
+		case Delay:
+			f.Delay = time.Duration(50+rng.IntN(300)) * time.Millisecond
+		case Flap:
+			f.FlapPeriod = time.Duration(200+rng.IntN(600)) * time.Millisecond
 		}
 		if f.At+f.Hold > end {
 			break

@@ -50,6 +50,32 @@ func TestConsecutiveSeedsCoverEveryKind(t *testing.T) {
 	}
 }
 
+// TestNetSchedule: three consecutive seeds plan every kind of the network
+// (TestNetChaosShort's runs), each with its parameters in range.
+func TestNetSchedule(t *testing.T) {
+	seen := map[Kind]bool{}
+	for seed := int64(1); seed < 4; seed++ {
+		for _, f := range Schedule(Plan{Seed: seed, Traffic: time.Minute, PerRun: 3, Kinds: NetKinds}) {
+			seen[f.Kind] = true
+			switch {
+			case f.Kind == Loss && (f.LossPct < 20 || f.LossPct > 100),
+				f.Kind == Delay && (f.Delay < 50*time.Millisecond || f.Delay > 350*time.Millisecond),
+				f.Kind == Flap && (f.FlapPeriod < 200*time.Millisecond || f.FlapPeriod > 800*time.Millisecond):
+				t.Errorf("seed %d: %v out of range", seed, f)
+			}
+		}
+	}
+	if len(seen) != len(NetKinds) {
+		t.Errorf("three consecutive seeds planned kinds %v, want all %d of NetKinds", seen, len(NetKinds))
+	}
+	if k, err := ParseKinds("net"); err != nil || !reflect.DeepEqual(k, NetKinds) {
+		t.Errorf(`ParseKinds("net") = %v, %v; want NetKinds`, k, err)
+	}
+	if k, err := ParseKinds("loss,delay,flap"); err != nil || !reflect.DeepEqual(k, []Kind{Loss, Delay, Flap}) {
+		t.Errorf(`ParseKinds("loss,delay,flap") = %v, %v`, k, err)
+	}
+}
+
 func TestParseKinds(t *testing.T) {
 	if k, err := ParseKinds("all"); err != nil || len(k) != len(Kinds) {
 		t.Errorf(`ParseKinds("all") = %v, %v; want every kind`, k, err)

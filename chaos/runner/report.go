@@ -233,7 +233,7 @@ func (s *Summary) Table(w io.Writer) {
 	row := func(name string, v any, note string) { fmt.Fprintf(tw, "%s\t%v\t %s\n", name, v, note) }
 	row("runs", s.Runs, fmt.Sprintf("failed %d, harness errors %d", s.Failed, s.HarnessErrors))
 	row("faults", s.TotalFaults(), fmt.Sprintf("injection or heal errors %d", s.FaultErrors))
-	for _, k := range faults.Kinds {
+	for _, k := range faults.AllKinds {
 		if n := s.Faults[string(k)]; n > 0 {
 			row("  "+string(k), n, fmt.Sprintf("ops with unknown outcome while active: %d", s.Disrupted[string(k)]))
 		}

@@ -39,6 +39,7 @@ import (
 	"github.com/baton-dev/baton/chaos/checker"
 	"github.com/baton-dev/baton/chaos/faults"
 	"github.com/baton-dev/baton/chaos/history"
+	"github.com/baton-dev/baton/chaos/netns"
 	"github.com/baton-dev/baton/chaos/workload"
 	"github.com/baton-dev/baton/client"
 	"github.com/baton-dev/baton/cmd/batond/cluster"
@@ -77,6 +78,10 @@ type Config struct {
 	// agents and checkers trust its CA. Not with Transport (a middlebox
 	// speaks plain HTTP).
 	TLS bool
+	// Netns, when set, runs the nodes in its network namespaces, makes the
+	// partitions in the network and allows the kinds of faults.NetOnly.
+	// The process must run in its network namespace (netns.Net.Command).
+	Netns *netns.Net
 	// Workload overrides the workload's defaults (agent counts, lease).
 	Workload workload.Config
 	// Logf reports progress; nil is silent.
@@ -101,6 +106,9 @@ func (c Config) withDefaults() Config {
 	}
 	if len(c.Kinds) == 0 {
 		c.Kinds = faults.Kinds
+		if c.Netns != nil {
+			c.Kinds = faults.NetKinds
+		}
 	}
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}
@@ -120,6 +128,9 @@ func (c Config) ReplayCommand(seed int64) string {
 	cmd := fmt.Sprintf("go run ./chaos/cmd/chaos --runs 1 --seed %d --traffic %v", seed, c.Traffic)
 	if c.external() {
 		return cmd + " --endpoints " + strings.Join(c.Endpoints, ",") + " --token-file <admin token file>"
+	}
+	if c.Netns != nil {
+		cmd += " --netns"
 	}
 	return cmd + fmt.Sprintf(" --nodes %d --faults-per-run %d --kinds %s", c.Nodes, c.FaultsPerRun, strings.Join(kinds, ","))
 }
@@ -251,8 +262,20 @@ func startCluster(ctx context.Context, cfg Config, dir string) (*environment, er
 	if cfg.TLS && cfg.Transport != nil {
 		return nil, fmt.Errorf("runner: TLS and a Transport (a plain-HTTP middlebox) do not go together")
 	}
-	c, err := cluster.New(cluster.Config{Binary: cfg.Binary, Nodes: cfg.Nodes, BaseDir: filepath.Join(dir, "cluster"),
-		Fast: true, ExtraArgs: extraArgs, TLS: cfg.TLS})
+	ccfg := cluster.Config{Binary: cfg.Binary, Nodes: cfg.Nodes, BaseDir: filepath.Join(dir, "cluster"),
+		Fast: true, ExtraArgs: extraArgs, TLS: cfg.TLS}
+	if n := cfg.Netns; n != nil {
+		if n.Nodes() != cfg.Nodes {
+			return nil, fmt.Errorf("runner: %d nodes in a network of %d", cfg.Nodes, n.Nodes())
+		}
+		// Each node has a namespace of its own, where these ports are free.
+		ccfg.Hosts, ccfg.Launch = n.Hosts(), n.Launch
+		ccfg.HTTPPorts, ccfg.RaftPorts = cluster.SequentialPorts(7001, cfg.Nodes), cluster.SequentialPorts(8001, cfg.Nodes)
+		if err := n.Heal(ctx); err != nil { // what a previous run may have left
+			return nil, err
+		}
+	}
+	c, err := cluster.New(ccfg)
 	if err != nil {
 		return nil, err
 	}
@@ -341,7 +364,7 @@ func traffic(ctx context.Context, cfg Config, env *environment, w *workload.Work
 	case cfg.nemesis != nil:
 		wg.Go(func() { cfg.nemesis(ctx, env.c, rec) })
 	case len(plan) > 0:
-		injector := &faults.Injector{C: env.c, Admin: env.admin}
+		injector := &faults.Injector{C: env.c, Admin: env.admin, Network: cfg.Netns}
 		wg.Go(func() { runFaults(ctx, cfg, injector, plan, rec, begin) })
 	}
 	sleepCtx(ctx, cfg.Traffic)
@@ -437,6 +460,11 @@ func heal(ctx context.Context, cfg Config, env *environment) {
 			if err := c.Restart(hctx, i); err != nil {
 				cfg.Logf("seed %d: restart %s after the run: %v", cfg.Seed, c.ID(i), err)
 			}
+		}
+	}
+	if cfg.Netns != nil {
+		if err := cfg.Netns.Heal(hctx); err != nil {
+			cfg.Logf("seed %d: heal the network: %v", cfg.Seed, err)
 		}
 	}
 	if err := (faults.Net{C: c}).Heal(hctx); err != nil {

@@ -4,6 +4,7 @@
 //	go run ./chaos/cmd/chaos --runs 100                 # what `make chaos` runs
 //	go run ./chaos/cmd/chaos --runs 1 --seed 42         # replay one run
 //	go run ./chaos/cmd/chaos --nodes 5 --runs 10
+//	go run ./chaos/cmd/chaos --netns --runs 30         # members in network namespaces, faults in the network (root)
 //	go run ./chaos/cmd/chaos --endpoints http://127.0.0.1:7001,http://127.0.0.1:7002,http://127.0.0.1:7003 \
 //	    --token-file /tmp/baton-local/admin-token       # against `batond local --insecure` (plain HTTP only)
 //
@@ -20,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -29,6 +31,7 @@ import (
 	"github.com/baton-dev/baton/chaos/checker"
 	"github.com/baton-dev/baton/chaos/faults"
 	"github.com/baton-dev/baton/chaos/history"
+	"github.com/baton-dev/baton/chaos/netns"
 	"github.com/baton-dev/baton/chaos/runner"
 	"github.com/baton-dev/baton/cmd/batond/cluster"
 )
@@ -49,6 +52,7 @@ type options struct {
 	verbose      bool
 	check        string
 	insecure     bool
+	netns        bool
 }
 
 func parse(args []string, stderr io.Writer) (*options, error) {
@@ -70,6 +74,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.verbose, "v", false, "print the faults as they are injected")
 	fs.BoolVar(&o.insecure, "insecure", false, "run the clusters over plain HTTP (default: TLS everywhere, as batond local)")
 	fs.StringVar(&o.check, "check", "", "only run the checkers on a saved history.json and print their report")
+	fs.BoolVar(&o.netns, "netns", false, "run every member in a network namespace of its own and make the partitions, one-way loss, delay and flapping links in the network (needs root; --kinds all is then every kind, net the network's)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -82,6 +87,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	if o.nodes != 3 && o.nodes != 5 {
 		return nil, fmt.Errorf("--nodes %d: want 3 or 5", o.nodes)
 	}
+	if o.netns && o.endpoints != "" {
+		return nil, errors.New("--netns and --endpoints do not go together")
+	}
 	if o.traffic < 2*time.Second {
 		return nil, fmt.Errorf("--traffic %v: want at least 2s", o.traffic)
 	}
@@ -90,10 +98,18 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 
 func kindList() string {
 	var s []string
-	for _, k := range faults.Kinds {
+	for _, k := range faults.AllKinds {
 		s = append(s, string(k))
 	}
-	return strings.Join(s, ",")
+	return strings.Join(s, ",") + " (" + strings.Join(kindNames(faults.Kinds), ",") + " without --netns)"
+}
+
+func kindNames(kinds []faults.Kind) []string {
+	var s []string
+	for _, k := range kinds {
+		s = append(s, string(k))
+	}
+	return s
 }
 
 func main() {
@@ -115,10 +131,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if o.check != "" {
 		return recheck(o.check, stdout, stderr)
 	}
+	inside, err := netns.FromEnv()
+	if err != nil {
+		fmt.Fprintln(stderr, "chaos:", err)
+		return 2
+	}
+	if o.netns && inside == nil {
+		return outside(ctx, o, args, stdout, stderr)
+	}
 	cfg, err := configure(ctx, o, stdout)
 	if err != nil {
 		fmt.Fprintln(stderr, "chaos:", err)
 		return 2
+	}
+	if o.netns {
+		cfg.Netns = inside
+		if o.kinds == "all" {
+			cfg.Kinds = faults.AllKinds
+		}
 	}
 	fmt.Fprintf(stdout, "chaos: %d runs from seed %d, %s, artifacts in %s\n", o.runs, o.seed, mode(o), cfg.OutDir)
 	n := 0
@@ -149,7 +179,80 @@ func mode(o *options) string {
 	if o.endpoints != "" {
 		return "against " + o.endpoints + " (no faults)"
 	}
-	return fmt.Sprintf("%d nodes, %v of traffic, %d faults per run", o.nodes, o.traffic, o.faultsPerRun)
+	where := ""
+	if o.netns {
+		where = " in network namespaces"
+	}
+	return fmt.Sprintf("%d nodes%s, %v of traffic, %d faults per run", o.nodes, where, o.traffic, o.faultsPerRun)
+}
+
+// outside makes the network namespaces of --netns, runs this command again
+// inside them (where the members can be reached) with the same flags, and
+// removes them when it ends.
+func outside(ctx context.Context, o *options, args []string, stdout, stderr io.Writer) int {
+	if err := netns.EnsureTools(ctx, func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }); err != nil {
+		fmt.Fprintln(stderr, "chaos: --netns:", err)
+		return 2
+	}
+	if err := netns.Check(); err != nil {
+		fmt.Fprintln(stderr, "chaos: --netns: cannot make network namespaces here:", err)
+		return 2
+	}
+	if swept, err := netns.Sweep(); err != nil {
+		fmt.Fprintln(stderr, "chaos: sweep:", err)
+	} else if len(swept) > 0 {
+		fmt.Fprintf(stderr, "chaos: removed namespaces left by earlier runs: %v\n", swept)
+	}
+	if o.batond == "" { // build once, here, for the command inside
+		dir, err := os.MkdirTemp("", "baton-chaos-bin-")
+		if err != nil {
+			fmt.Fprintln(stderr, "chaos:", err)
+			return 2
+		}
+		defer os.RemoveAll(dir)
+		bctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		o.batond, err = cluster.BuildBatond(bctx, dir)
+		cancel()
+		if err != nil {
+			fmt.Fprintln(stderr, "chaos:", err)
+			return 2
+		}
+	}
+	if o.seed == 0 {
+		o.seed = time.Now().UnixNano() % 1_000_000
+	}
+	n, err := netns.Setup(ctx, o.nodes)
+	if err != nil {
+		fmt.Fprintln(stderr, "chaos:", err)
+		return 2
+	}
+	defer func() {
+		if err := n.Close(); err != nil {
+			fmt.Fprintln(stderr, "chaos:", err)
+		}
+	}()
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(stderr, "chaos:", err)
+		return 2
+	}
+	batond, err := filepath.Abs(o.batond)
+	if err != nil {
+		fmt.Fprintln(stderr, "chaos:", err)
+		return 2
+	}
+	// Later flags win: the seed chosen here and the binary built here.
+	cmd := n.Command(ctx, exe, append(args, "--seed", fmt.Sprint(o.seed), "--batond", batond)...)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Run(); err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) && exit.ExitCode() > 0 {
+			return exit.ExitCode()
+		}
+		fmt.Fprintln(stderr, "chaos: --netns:", err)
+		return 2
+	}
+	return 0
 }
 
 // configure turns the options into a runner configuration, building batond

@@ -184,6 +184,9 @@ func (c *Cluster) launchAll() ([]*process, error) {
 		return nil, err
 	}
 	for _, n := range c.nodes {
+		if c.cfg.Hosts != nil {
+			break // not this process's addresses: nothing to probe
+		}
 		if err := checkPortFree(n.httpPort, n.id+" http"); err != nil {
 			return nil, err
 		}
@@ -206,6 +209,9 @@ func (c *Cluster) launchAll() ([]*process, error) {
 // assignPorts picks free ports for the nodes that have none. Called with
 // c.mu held.
 func (c *Cluster) assignPorts() error {
+	if c.cfg.Hosts != nil {
+		return nil // Validate made sure every node has its ports
+	}
 	// One call for every node: ports picked in separate calls can repeat,
 	// since each listener is closed before the next call.
 	ports, err := FreePorts(2 * len(c.nodes))
@@ -234,8 +240,12 @@ func (c *Cluster) launch(i int) (*process, error) {
 	for j, m := range c.nodes {
 		raftPorts[j] = m.raftPort
 	}
-	args := nodeArgs(c.cfg, n.id, n.dataDir, n.httpPort, n.raftPort, PeersFlag(raftPorts), n.joinURL)
-	p, err := startProcess(c.cfg.Binary, args, c.env(), n.logPath, n.out, func(p *process) { c.exited(i, p) })
+	args := nodeArgs(c.cfg, n.id, n.dataDir, n.httpPort, n.raftPort, peersFlag(c.cfg.Hosts, raftPorts), n.joinURL)
+	bin := c.cfg.Binary
+	if c.cfg.Launch != nil {
+		bin, args = c.cfg.Launch(i, bin, args)
+	}
+	p, err := startProcess(bin, args, c.env(), n.logPath, n.out, func(p *process) { c.exited(i, p) })
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %s: %w", n.id, err)
 	}

@@ -70,6 +70,17 @@ type Config struct {
 	// StopTimeout bounds how long Stop waits after SIGTERM before SIGKILL;
 	// 0 means DefaultStopTimeout.
 	StopTimeout time.Duration
+	// Hosts, when set, holds one address per node, in node order, that the
+	// node listens on and its peers and clients reach it by, instead of
+	// Host: nodes in network namespaces of their own (chaos/netns). Such
+	// addresses are not this process's, so the harness probes no port:
+	// HTTPPorts and RaftPorts are then required.
+	Hosts []string
+	// Launch, when set, wraps node i's command line: it returns the program
+	// and arguments that run binary with args in the node's environment
+	// (such as "ip netns exec NS binary args..."). The wrapper must exec
+	// the binary in its own process, so that signals reach the node.
+	Launch func(i int, binary string, args []string) (string, []string)
 }
 
 // ProcsRule is how the harness sets its nodes' GOMAXPROCS.
@@ -131,6 +142,19 @@ func (c Config) Validate() error {
 			}
 		}
 	}
+	if c.Hosts != nil {
+		if len(c.Hosts) != c.Nodes {
+			return fmt.Errorf("cluster: Config.Hosts has %d addresses, want %d (one per node)", len(c.Hosts), c.Nodes)
+		}
+		if c.HTTPPorts == nil || c.RaftPorts == nil {
+			return errors.New("cluster: Config.Hosts needs HTTPPorts and RaftPorts")
+		}
+		for _, h := range c.Hosts {
+			if h == "" || strings.ContainsAny(h, ":/ ") {
+				return fmt.Errorf("cluster: Config.Hosts: %q is not a host name or IPv4 address", h)
+			}
+		}
+	}
 	if err := validatePorts("HTTPPorts", c.HTTPPorts, c.Nodes); err != nil {
 		return err
 	}
@@ -187,23 +211,42 @@ func NodeID(i int) string { return "n" + strconv.Itoa(i+1) }
 func hostPort(port int) string { return Host + ":" + strconv.Itoa(port) }
 
 // PeersFlag builds the value of --peers: "n1=127.0.0.1:8001,n2=...".
-func PeersFlag(raftPorts []int) string {
+func PeersFlag(raftPorts []int) string { return peersFlag(nil, raftPorts) }
+
+// peersFlag is PeersFlag with node i at hosts[i] (Host when hosts is nil).
+func peersFlag(hosts []string, raftPorts []int) string {
 	parts := make([]string, len(raftPorts))
 	for i, p := range raftPorts {
-		parts[i] = NodeID(i) + "=" + hostPort(p)
+		parts[i] = NodeID(i) + "=" + joinHostPort(hostAt(hosts, i), p)
 	}
 	return strings.Join(parts, ",")
 }
+
+// hostAt is node i's address: hosts[i], or Host when hosts is nil.
+func hostAt(hosts []string, i int) string {
+	if hosts == nil {
+		return Host
+	}
+	return hosts[i]
+}
+
+func joinHostPort(host string, port int) string { return host + ":" + strconv.Itoa(port) }
 
 // nodeArgs builds the command line of one node. With joinURL empty the node
 // bootstraps from peers; otherwise it joins through joinURL and gets no
 // --peers.
 func nodeArgs(c Config, id, dataDir string, httpPort, raftPort int, peers, joinURL string) []string {
+	host := Host
+	for i := range c.Hosts {
+		if NodeID(i) == id {
+			host = c.Hosts[i]
+		}
+	}
 	args := []string{
 		"--id=" + id,
 		"--data-dir=" + dataDir,
-		"--http-addr=" + hostPort(httpPort),
-		"--raft-addr=" + hostPort(raftPort),
+		"--http-addr=" + joinHostPort(host, httpPort),
+		"--raft-addr=" + joinHostPort(host, raftPort),
 	}
 	if joinURL == "" {
 		args = append(args, "--peers="+peers)

@@ -25,6 +25,19 @@ func TestConfigValidate(t *testing.T) {
 			c.Nodes = 5
 			c.HTTPPorts, c.RaftPorts = SequentialPorts(7001, 5), SequentialPorts(8001, 5)
 		}, ""},
+		{"hosts with ports", func(c *Config) {
+			c.Hosts = []string{"10.1.0.1", "10.1.0.2", "10.1.0.3"}
+			c.HTTPPorts, c.RaftPorts = SequentialPorts(7001, 3), SequentialPorts(8001, 3)
+		}, ""},
+		{"hosts without ports", func(c *Config) { c.Hosts = []string{"10.1.0.1", "10.1.0.2", "10.1.0.3"} }, "needs HTTPPorts and RaftPorts"},
+		{"hosts for two of three", func(c *Config) {
+			c.Hosts = []string{"10.1.0.1", "10.1.0.2"}
+			c.HTTPPorts, c.RaftPorts = SequentialPorts(7001, 3), SequentialPorts(8001, 3)
+		}, "Config.Hosts has 2 addresses, want 3"},
+		{"host with a port", func(c *Config) {
+			c.Hosts = []string{"10.1.0.1:1", "10.1.0.2", "10.1.0.3"}
+			c.HTTPPorts, c.RaftPorts = SequentialPorts(7001, 3), SequentialPorts(8001, 3)
+		}, "is not a host name"},
 		{"no binary", func(c *Config) { c.Binary = "" }, "Config.Binary is required"},
 		{"no base dir", func(c *Config) { c.BaseDir = "" }, "Config.BaseDir is required"},
 		{"negative nodes", func(c *Config) { c.Nodes = -1 }, "Config.Nodes is -1, want 1 to 9"},
@@ -173,6 +186,22 @@ func TestNodeArgs(t *testing.T) {
 				t.Errorf("nodeArgs =\n%q\nwant\n%q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestNodeArgsHosts: with Config.Hosts each node listens on, and its peers
+// dial, its own address (nodes in network namespaces).
+func TestNodeArgsHosts(t *testing.T) {
+	hosts := []string{"10.1.0.1", "10.1.0.2", "10.1.0.3"}
+	cfg := Config{Hosts: hosts}
+	peers := peersFlag(hosts, []int{8001, 8002, 8003})
+	if want := "n1=10.1.0.1:8001,n2=10.1.0.2:8002,n3=10.1.0.3:8003"; peers != want {
+		t.Errorf("peersFlag = %q, want %q", peers, want)
+	}
+	got := nodeArgs(cfg, "n2", "/d/n2/data", 7002, 8002, peers, "")
+	want := []string{"--id=n2", "--data-dir=/d/n2/data", "--http-addr=10.1.0.2:7002", "--raft-addr=10.1.0.2:8002", "--peers=" + peers}
+	if !slices.Equal(got, want) {
+		t.Errorf("nodeArgs =\n%q\nwant\n%q", got, want)
 	}
 }
 

@@ -156,13 +156,14 @@ func (c *Cluster) ID(i int) string { return c.node(i).id }
 // AdminToken is the token the nodes accept as admin.
 func (c *Cluster) AdminToken() string { return c.token }
 
-// HTTPAddr is node i's "127.0.0.1:port". Ports picked by Start are known
+// HTTPAddr is node i's "127.0.0.1:port" (its Config.Hosts address when
+// set). Ports picked by Start are known
 // only once Start has run; before, the port is 0.
 func (c *Cluster) HTTPAddr(i int) string {
 	n := c.node(i)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return hostPort(n.httpPort)
+	return joinHostPort(hostAt(c.cfg.Hosts, i), n.httpPort)
 }
 
 // RaftAddr is node i's Raft "127.0.0.1:port" (see HTTPAddr).
@@ -170,7 +171,7 @@ func (c *Cluster) RaftAddr(i int) string {
 	n := c.node(i)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return hostPort(n.raftPort)
+	return joinHostPort(hostAt(c.cfg.Hosts, i), n.raftPort)
 }
 
 // URL is node i's base URL, "http://127.0.0.1:port" ("https://..." with

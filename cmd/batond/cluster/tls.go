@@ -37,7 +37,7 @@ func (c *Cluster) Scheme() string {
 }
 
 // ensureCerts makes the CA and the node certificates that are missing
-// (valid for 127.0.0.1, localhost and the node id). A restarted cluster
+// (valid for 127.0.0.1, localhost, Config.Hosts and the node id). A restarted cluster
 // keeps its own. Called with c.mu held, before a node starts.
 func (c *Cluster) ensureCerts() error {
 	if !c.cfg.TLS {
@@ -60,7 +60,8 @@ func (c *Cluster) ensureCerts() error {
 	if len(missing) == 0 {
 		return nil
 	}
-	if _, err := tlsconf.Generate(dir, ca, missing, []string{Host, "localhost"}); err != nil {
+	hosts := append([]string{Host, "localhost"}, c.cfg.Hosts...)
+	if _, err := tlsconf.Generate(dir, ca, missing, hosts); err != nil {
 		return fmt.Errorf("cluster: certificates: %w", err)
 	}
 	return nil

@@ -1,0 +1,241 @@
+package netns_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baton-dev/baton/chaos/faults"
+	"github.com/baton-dev/baton/chaos/netns"
+	"github.com/baton-dev/baton/chaos/runner"
+	"github.com/baton-dev/baton/cmd/batond/cluster"
+	"go.uber.org/goleak"
+)
+
+// batondEnv hands the batond built by the parent to the re-executed test.
+const batondEnv = "BATON_NETNS_TEST_BATOND"
+
+var (
+	batond    string
+	batondErr error
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "chaos-netns-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	switch {
+	case os.Getenv(batondEnv) != "":
+		batond = os.Getenv(batondEnv)
+	case !testing.Short():
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		batond, batondErr = cluster.BuildBatond(ctx, dir)
+		cancel()
+	}
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}))
+}
+
+// TestNetns runs a cluster whose members are in network namespaces of
+// their own, joined by a bridge, and injects faults in the network: first
+// a partition that must depose the leader, then the short chaos schedule
+// of the network's fault kinds (partitions, one-way loss, delay, a
+// flapping link), whose checkers must find no anomaly.
+//
+// The test makes the namespaces, then runs itself again inside the
+// network namespace (where the members can be reached), as the child that
+// does the work; where namespaces cannot be made it is skipped with a
+// banner.
+func TestNetns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: no real batond processes")
+	}
+	if batondErr != nil {
+		t.Fatalf("batond did not build: %v", batondErr)
+	}
+	n, err := netns.FromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != nil {
+		t.Run("partition", func(t *testing.T) { partition(t, n) })
+		t.Run("chaos", func(t *testing.T) { chaos(t, n) })
+		return
+	}
+	n = setup(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := n.Command(ctx, exe, "-test.run=^TestNetns$", "-test.v", "-test.count=1", "-test.timeout=7m")
+	cmd.Env = append(cmd.Env, batondEnv+"="+batond)
+	if err := stream(t, cmd); err != nil {
+		t.Fatalf("the test inside the namespaces failed: %v", err)
+	}
+}
+
+// setup makes a topology of n members, or skips the test with a banner
+// when this machine cannot; the topology is removed when the test ends.
+func setup(t *testing.T, nodes int) *netns.Net {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	err := netns.EnsureTools(ctx, t.Logf)
+	if err == nil {
+		err = netns.Check()
+	}
+	if err != nil {
+		banner := "\n" + strings.Repeat("#", 72) + "\n" +
+			"###  NETWORK NAMESPACE CHAOS TESTS SKIPPED: cannot make namespaces\n" +
+			"###  " + err.Error() + "\n" +
+			"###  (needs root, iproute2 and iptables; see chaos/README.md)\n" +
+			strings.Repeat("#", 72) + "\n"
+		fmt.Fprint(os.Stderr, banner)
+		t.Skip(banner)
+	}
+	if swept, err := netns.Sweep(); err != nil {
+		t.Logf("sweep: %v", err)
+	} else if len(swept) > 0 {
+		t.Logf("swept namespaces left by earlier runs: %v", swept)
+	}
+	n, err := netns.Setup(ctx, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := n.Close(); err != nil {
+			t.Errorf("remove the namespaces: %v", err)
+		}
+		for _, name := range []string{n.NS(), n.Member(0)} {
+			if _, err := os.Stat(filepath.Join("/var/run/netns", name)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("namespace %s still there after Close", name)
+			}
+		}
+	})
+	if !n.Netem() {
+		t.Logf("no netem in this kernel: delays are made with a token bucket (tbf)")
+	}
+	return n
+}
+
+// stream runs cmd and logs its output line by line as it comes.
+func stream(t *testing.T, cmd *exec.Cmd) error {
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		t.Log("| " + sc.Text())
+	}
+	return cmd.Wait()
+}
+
+// partition cuts the leader from the other members in the network: they
+// must elect another, and once healed all must agree again.
+func partition(t *testing.T, n *netns.Net) {
+	c, err := cluster.New(cluster.Config{Binary: batond, Nodes: n.Nodes(), BaseDir: t.TempDir(), Fast: true,
+		Hosts: n.Hosts(), Launch: n.Launch,
+		HTTPPorts: cluster.SequentialPorts(7001, n.Nodes()), RaftPorts: cluster.SequentialPorts(8001, n.Nodes())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	old, err := c.WaitLeader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.URL(old); !strings.Contains(got, netns.Subnet) {
+		t.Fatalf("node URL %s is not in the namespaces' range %s0/24", got, netns.Subnet)
+	}
+	if err := n.Isolate(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	var rest []int
+	for i := range n.Nodes() {
+		if i != old {
+			rest = append(rest, i)
+		}
+	}
+	leader, err := c.WaitLeader(ctx, rest...)
+	if err != nil {
+		t.Fatalf("the members cut from leader %s elected none: %v", c.ID(old), err)
+	}
+	if leader == old {
+		t.Fatalf("leader %s still leads the members cut from it", c.ID(old))
+	}
+	t.Logf("isolated %s in the network; %s was elected", c.ID(old), c.ID(leader))
+	if err := n.Heal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WaitLeader(ctx); err != nil {
+		t.Fatalf("after healing: %v", err)
+	}
+	if _, err := c.WaitConverged(ctx); err != nil {
+		t.Fatalf("after healing: %v", err)
+	}
+}
+
+// chaos is the short schedule of the network's fault kinds: three runs of
+// three faults whose seeds (1, 2, 3) cover all seven kinds.
+func chaos(t *testing.T, n *netns.Net) {
+	cfg := runner.Config{Binary: batond, Nodes: n.Nodes(), Seed: 1, Traffic: 9 * time.Second, FaultsPerRun: 3,
+		OutDir: t.TempDir(), Logf: t.Logf, TLS: true, Netns: n, Kinds: faults.NetKinds}
+	if d := os.Getenv("CHAOS_OUT"); d != "" {
+		cfg.OutDir = d
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	s := runner.Series(ctx, cfg, 3, func(r *runner.Result) {
+		t.Logf("seed %d: %d faults, %d ops (ok %d, failed %d, unknown %d), %d anomalies, %v",
+			r.Seed, len(r.Faults), r.Ops.Total, r.Ops.OK, r.Ops.Fail, r.Ops.Unknown, len(r.Anomalies), r.Duration.Round(time.Millisecond))
+		if r.Err != nil {
+			t.Errorf("seed %d: %v", r.Seed, r.Err)
+		}
+		for _, f := range r.Faults {
+			t.Logf("  fault %s: %s", f.Kind, f.Description)
+		}
+	})
+	var b strings.Builder
+	s.Table(&b)
+	t.Log("\n" + b.String())
+	if s.TotalAnomalies() > 0 {
+		for _, r := range s.FailedRuns {
+			if b, err := os.ReadFile(filepath.Join(r.Dir, "report.txt")); err == nil {
+				t.Logf("report of seed %d:\n%s", r.Seed, b)
+			}
+		}
+		t.Fatalf("got %d anomalies, want 0 (set CHAOS_OUT=DIR to keep the artifacts)", s.TotalAnomalies())
+	}
+	if n := len(s.Faults); n != len(faults.NetKinds) {
+		t.Logf("note: %d fault kinds were injected (%v), %d were planned", n, s.Faults, len(faults.NetKinds))
+	}
+	if s.Ops.Total < 300 {
+		t.Errorf("got %d operations, want at least 300: the workload barely ran", s.Ops.Total)
+	}
+}
