@@ -476,7 +476,7 @@ export class BatonClient {
   }
 
   /** A streamed GET with failover; the caller reads or destroys the answer. */
-  async openStream(path: string, extraHeaders: Record<string, string>, signal?: AbortSignal, fromIndex?: number): Promise<IncomingMessage> {
+  async openStream(path: string, extraHeaders: Record<string, string>, signal?: AbortSignal, fromIndex?: number): Promise<IncomingMessage & { endpointIndex: number }> {
     const t = this.transport;
     const deadline = Date.now() + t.maxRetryMs;
     const n = t.endpoints.length;
@@ -491,7 +491,7 @@ export class BatonClient {
         const res = await t.open(ep, call, t.timeoutMs);
         if (res.statusCode === 200) {
           t.prefer(idx, text(res.headers["x-baton-leader"] ?? ""));
-          return res;
+          return Object.assign(res, { endpointIndex: idx });
         }
         const body = await readBody(res, t.timeoutMs).catch(() => Buffer.alloc(0));
         r = classify(res.statusCode ?? 0, res.headers, body);

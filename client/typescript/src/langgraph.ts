@@ -74,19 +74,22 @@ function configurable(config: RunnableConfig): Record<string, unknown> {
   return c;
 }
 
-export class BatonSaver extends BaseCheckpointSaver<string> {
+export class BatonSaver extends BaseCheckpointSaver<number> {
   private readonly heads = new Heads();
 
   constructor(readonly client: BatonClient, serde?: SerializerProtocol) {
     super(serde);
   }
 
-  /** Versions that sort as strings, with a random part so that two forks of one checkpoint never name different values alike. */
-  override getNextVersion(current: string | number | undefined): string {
-    let n = 0;
-    if (typeof current === "number") n = Math.floor(current);
-    else if (typeof current === "string") n = Number.parseInt(current.split(".")[0] ?? "0", 10) || 0;
-    return `${String(n + 1).padStart(32, "0")}.${Math.random().toFixed(16).slice(2)}`;
+  /**
+   * The next channel version: the next integer plus a random fraction, so
+   * that two forks of one checkpoint never give different values the same
+   * version (values are stored once per channel version, the first kept).
+   * Numbers, as LangGraph.js's graphs take savers of number versions.
+   */
+  override getNextVersion(current: number | undefined): number {
+    const n = typeof current === "number" ? Math.floor(current) : Number.parseInt(String(current ?? 0), 10) || 0;
+    return n + 1 + Math.random() * 0.999;
   }
 
   private async typed(value: unknown): Promise<Typed> {

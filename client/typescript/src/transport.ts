@@ -324,12 +324,7 @@ export class Transport {
       return { retry: true, answered: false, retryAfterMs: 0, leader: "", rateLimited: false,
         error: new Unavailable(`${status} answer without a body`) };
     }
-    const r = classify(status, res.headers, body);
-    if (r.error?.code === "outcome_unknown" && (call.key || call.place)) {
-      // The write may have been applied: the retry carries the same key or place.
-      r.retry = true;
-    }
-    return r;
+    return classifyFor(call, status, res.headers, body);
   }
 
   transportFailure(endpoint: string, call: Call, e: unknown): Result {
@@ -477,6 +472,24 @@ export class Transport {
   get sessionId(): string {
     return this.sess.id;
   }
+
+  /** Numbers the next writes in session id, as if the client had opened it (tests: a session the cluster does not know). */
+  useSession(id: string): void {
+    this.sess.id = id;
+    this.sess.next = 1;
+    this.sess.inflight = new Set();
+  }
+}
+
+/**
+ * The Result of a complete answer to call: a 504 outcome_unknown is retried
+ * only when the call carries what makes a retry safe (its Idempotency-Key
+ * or session place), since the write may have been applied.
+ */
+export function classifyFor(call: Pick<Call, "key" | "place">, status: number, h: http.IncomingHttpHeaders, body: Buffer): Result {
+  const r = classify(status, h, body);
+  if (r.error?.code === "outcome_unknown" && (call.key || call.place)) r.retry = true;
+  return r;
 }
 
 export function classify(status: number, h: http.IncomingHttpHeaders, body: Buffer): Result {

@@ -51,6 +51,11 @@ export class Watch implements AsyncIterableIterator<WatchEvent> {
   private closed = false;
   private readonly idleMs: number;
   private readonly abort = new AbortController();
+  /** The index (in the client's endpoints) of the node streaming, or to try next. */
+  get endpointIndex(): number {
+    return this.ep;
+  }
+
   /** Streams opened after the first. */
   reconnects = 0;
 
@@ -83,6 +88,14 @@ export class Watch implements AsyncIterableIterator<WatchEvent> {
     return Promise.resolve({ value: undefined, done: true });
   }
 
+  /**
+   * Opens the stream now (it opens on the first next() otherwise): without
+   * fromIndex or afterId, the watch sees the changes applied after this.
+   */
+  async start(): Promise<void> {
+    if (!this.lines && !this.closed) await this.connect();
+  }
+
   close(): void {
     this.closed = true;
     this.abort.abort(new Error("watch closed"));
@@ -101,6 +114,7 @@ export class Watch implements AsyncIterableIterator<WatchEvent> {
     if (this.cursor) h["Last-Event-ID"] = this.cursor;
     else if (this.fromIndex) path = query(path, { from_index: this.fromIndex });
     const res = await this.client.openStream(path, h, this.abort.signal, this.ep);
+    this.ep = res.endpointIndex;
     if (!this.cursor && !this.fromIndex) {
       // The stream starts at the node's applied index: a reconnect resumes
       // from there, so that no change in between is missed.

@@ -4,7 +4,7 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { cdc } from "../src/index.js";
+import { cdc } from "@baton-dev/client";
 
 interface Part { kind: "sha256ctr" | "fill"; seed?: string; byte?: number; length: number }
 interface Vector { name: string; parts: Part[]; length: number; sha256: string; chunks: { offset: number; size: number; sha256: string }[] }

@@ -1,5 +1,5 @@
 import { inject } from "vitest";
-import { BatonClient, type ClientOptions } from "../src/index.js";
+import { BatonClient, type ClientOptions } from "@baton-dev/client";
 import { uid } from "./cluster.js";
 
 export const cluster = () => inject("cluster");
