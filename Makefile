@@ -49,7 +49,7 @@ run: build
 	$(BIN)/batond local --nodes 3
 
 ## test: everything CI checks; the deploy suite too when a Docker engine answers
-test: fmt-check vet build test-manifests unit test-python fuzz test-deploy-maybe
+test: fmt-check vet build test-manifests unit test-python test-typescript fuzz test-deploy-maybe
 
 ## unit: every package under -race; then fsm again without it, where its
 ## long random loops run in full and its heap measurements run at all
@@ -146,6 +146,20 @@ test-python: build
 	cd client/python && $(CURDIR)/$(PY)/bin/ruff check src tests tools
 	cd client/python && $(CURDIR)/$(PY)/bin/mypy --strict src/baton src/langgraph
 	cd client/python && BATOND=$(CURDIR)/$(BIN)/batond $(CURDIR)/$(PY)/bin/pytest -q -p no:cacheprovider tests
+
+## test-typescript: the TypeScript SDK and LangGraph.js checkpointer
+## (client/typescript, docs/typescript.md): npm ci from the committed
+## package-lock.json, tsc --strict, eslint, then vitest (its global setup
+## starts a three-node TLS cluster of bin/batond), which runs the SDK's
+## tests, docs/typescript.md's examples and
+## @langchain/langgraph-checkpoint-validation against BatonSaver
+TS := client/typescript
+.PHONY: test-typescript
+test-typescript: build
+	cd $(TS) && npm ci --no-audit --no-fund --loglevel=error
+	cd $(TS) && npx tsc -p tsconfig.json && npx tsc -p tsconfig.test.json
+	cd $(TS) && npx eslint src test
+	cd $(TS) && BATOND=$(CURDIR)/$(BIN)/batond npx vitest run
 
 clean:
 	rm -rf $(BIN)
