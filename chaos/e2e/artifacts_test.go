@@ -299,10 +299,16 @@ func artChunkFiles(c *cluster.Cluster, i int) map[string]bool {
 	return have
 }
 
+// artCatchUp bounds a node's catch-up of artifact content: repair (a pass
+// every 2 s that fetches what the node lacks) and a read of the content. A
+// liveness bound, not a timing: on an idle machine both take about 2 s for
+// 7 MB, under load several times that.
+const artCatchUp = 60 * time.Second
+
 // artWaitHolds waits until node i has every chunk of m on its own disk.
 func artWaitHolds(t *testing.T, c *cluster.Cluster, i int, m *client.Manifest) {
 	t.Helper()
-	artWait(t, 15*time.Second, fmt.Sprintf("%s holding every chunk body", c.ID(i)), func() (bool, string) {
+	artWait(t, artCatchUp, fmt.Sprintf("%s holding every chunk body", c.ID(i)), func() (bool, string) {
 		have := artChunkFiles(c, i)
 		var lack []string
 		for _, ch := range m.Chunks {
@@ -316,13 +322,19 @@ func artWaitHolds(t *testing.T, c *cluster.Cluster, i int, m *client.Manifest) {
 
 // artReadOn downloads m from node i alone, from its local state, and checks
 // the bytes; it polls until the node has applied the manifest.
+//
+// An attempt is not cut by a deadline of its own: a download that makes
+// progress runs to its end, and one that stalls fails by the SDK's idle
+// timeout (no byte for Config.Timeout). A deadline per attempt (5 s, once)
+// cut a 7 MB download on a loaded machine and started it again from the
+// first byte, so that no attempt could finish: TestArtifactFollowerCatchUp
+// failed so in a `make test`, while the node had caught up.
 func artReadOn(t *testing.T, c *cluster.Cluster, i int, m *client.Manifest, want []byte) {
 	t.Helper()
 	cl := nodeClient(t, c, i, c.AdminToken())
-	artWait(t, 15*time.Second, fmt.Sprintf("a stale read of the content on %s", c.ID(i)), func() (bool, string) {
+	ctx := ctxFor(t, artCatchUp)
+	artWait(t, artCatchUp, fmt.Sprintf("a stale read of the content on %s", c.ID(i)), func() (bool, string) {
 		var got bytes.Buffer
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
 		n, err := cl.DownloadArtifact(ctx, artTenant, m.Name, m.Version, &got, client.At(c.URL(i)), client.Stale())
 		if errors.Is(err, client.ErrNotFound) || errors.Is(err, client.ErrUnavailable) {
 			return false, err.Error()
