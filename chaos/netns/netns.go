@@ -14,6 +14,13 @@
 // only inside these namespaces: nothing is added to the namespace the
 // process started in, and no traffic leaves the namespaces made here.
 //
+// Names: each member resolves the others by their ids (n1, n2, ...)
+// through a hosts file of its own, and the clients' namespace does not,
+// as a Docker host does not resolve the service names of a compose
+// project: a member may advertise "n1:7001". Every namespace gets a
+// resolv.conf that names only its own loopback, so a lookup never leaves
+// it. (ip netns exec mounts /etc/netns/<namespace>/* over /etc/*.)
+//
 // The clients (the workload, the checkers' reads, the harness's polls) run
 // in the network namespace: a program re-executes itself there with
 // Command, and the re-executed process finds its topology with FromEnv.
@@ -219,6 +226,34 @@ func (n *Net) build(ctx context.Context) error {
 			return err
 		}
 	}
+	return n.writeEtc()
+}
+
+// etcDir is where ip netns exec finds the files it mounts over /etc for
+// namespace name.
+func etcDir(name string) string { return "/etc/netns/" + name }
+
+// writeEtc writes every namespace's resolv.conf and the members' hosts.
+func (n *Net) writeEtc() error {
+	resolv := []byte("# chaos/netns: lookups stay in this namespace\nnameserver 127.0.0.1\n")
+	hosts := "127.0.0.1 localhost\n"
+	for i := range n.nodes {
+		hosts += n.Host(i) + " n" + strconv.Itoa(i+1) + "\n"
+	}
+	files := map[string]map[string][]byte{n.NS(): {"resolv.conf": resolv}}
+	for i := range n.nodes {
+		files[n.Member(i)] = map[string][]byte{"resolv.conf": resolv, "hosts": []byte(hosts)}
+	}
+	for name, fs := range files {
+		if err := os.MkdirAll(etcDir(name), 0o755); err != nil {
+			return fmt.Errorf("netns: %w", err)
+		}
+		for f, b := range fs {
+			if err := os.WriteFile(etcDir(name)+"/"+f, b, 0o644); err != nil {
+				return fmt.Errorf("netns: %w", err)
+			}
+		}
+	}
 	return nil
 }
 
@@ -306,8 +341,12 @@ func (n *Net) Close() error {
 	return errors.Join(errs...)
 }
 
-// remove kills the processes in namespace name and deletes it.
+// remove kills the processes in namespace name and deletes it, with its
+// files in /etc/netns.
 func remove(name string) error {
+	if err := os.RemoveAll(etcDir(name)); err != nil {
+		return fmt.Errorf("netns: %w", err)
+	}
 	if _, err := os.Stat("/var/run/netns/" + name); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -345,14 +384,25 @@ func Sweep() ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("netns: ip netns list: %w", err)
 	}
+	var names []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			names = append(names, f[0])
+		}
+	}
+	if entries, err := os.ReadDir("/etc/netns"); err == nil {
+		for _, e := range entries {
+			if _, err := os.Stat("/var/run/netns/" + e.Name()); errors.Is(err, os.ErrNotExist) {
+				names = append(names, e.Name()) // files whose namespace is gone
+			}
+		}
+	}
 	var swept []string
 	var errs []error
-	for _, line := range strings.Split(string(out), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 0 || !strings.HasPrefix(f[0], Prefix) {
+	for _, name := range names {
+		if !strings.HasPrefix(name, Prefix) {
 			continue
 		}
-		name := f[0]
 		digits := strings.TrimPrefix(name, Prefix)
 		if k := strings.IndexFunc(digits, func(r rune) bool { return r < '0' || r > '9' }); k >= 0 {
 			digits = digits[:k]

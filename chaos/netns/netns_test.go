@@ -3,12 +3,14 @@ package netns_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -20,12 +22,16 @@ import (
 	"go.uber.org/goleak"
 )
 
-// batondEnv hands the batond built by the parent to the re-executed test.
-const batondEnv = "BATON_NETNS_TEST_BATOND"
+// batondEnv and batonEnv hand the binaries built by the parent to the
+// re-executed test.
+const (
+	batondEnv = "BATON_NETNS_TEST_BATOND"
+	batonEnv  = "BATON_NETNS_TEST_BATON"
+)
 
 var (
-	batond    string
-	batondErr error
+	batond, baton string
+	batondErr     error
 )
 
 func TestMain(m *testing.M) {
@@ -37,10 +43,13 @@ func TestMain(m *testing.M) {
 	}
 	switch {
 	case os.Getenv(batondEnv) != "":
-		batond = os.Getenv(batondEnv)
+		batond, baton = os.Getenv(batondEnv), os.Getenv(batonEnv)
 	case !testing.Short():
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		batond, batondErr = cluster.BuildBatond(ctx, dir)
+		if batondErr == nil {
+			baton, batondErr = buildCLI(ctx, dir)
+		}
 		cancel()
 	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
@@ -72,6 +81,7 @@ func TestNetns(t *testing.T) {
 	}
 	if n != nil {
 		t.Run("partition", func(t *testing.T) { partition(t, n) })
+		t.Run("status", func(t *testing.T) { status(t, n) })
 		t.Run("chaos", func(t *testing.T) { chaos(t, n) })
 		return
 	}
@@ -83,7 +93,7 @@ func TestNetns(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := n.Command(ctx, exe, "-test.run=^TestNetns$", "-test.v", "-test.count=1", "-test.timeout=7m")
-	cmd.Env = append(cmd.Env, batondEnv+"="+batond)
+	cmd.Env = append(cmd.Env, batondEnv+"="+batond, batonEnv+"="+baton)
 	if err := stream(t, cmd); err != nil {
 		t.Fatalf("the test inside the namespaces failed: %v", err)
 	}
@@ -122,8 +132,10 @@ func setup(t *testing.T, nodes int) *netns.Net {
 			t.Errorf("remove the namespaces: %v", err)
 		}
 		for _, name := range []string{n.NS(), n.Member(0)} {
-			if _, err := os.Stat(filepath.Join("/var/run/netns", name)); !errors.Is(err, os.ErrNotExist) {
-				t.Errorf("namespace %s still there after Close", name)
+			for _, dir := range []string{"/var/run/netns", "/etc/netns"} {
+				if _, err := os.Stat(filepath.Join(dir, name)); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("%s still there after Close", filepath.Join(dir, name))
+				}
 			}
 		}
 	})
@@ -237,5 +249,122 @@ func chaos(t *testing.T, n *netns.Net) {
 	}
 	if s.Ops.Total < 300 {
 		t.Errorf("got %d operations, want at least 300: the workload barely ran", s.Ops.Total)
+	}
+}
+
+// buildCLI builds the baton CLI into dir.
+func buildCLI(ctx context.Context, dir string) (string, error) {
+	root, err := cluster.ModuleRoot()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "baton")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/baton")
+	cmd.Dir = root
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/baton: %v\n%s", err, msg)
+	}
+	return out, nil
+}
+
+// status: members that advertise names only they resolve ("n1:7001", as
+// in deploy/compose.yaml, where the host does not resolve the service
+// names) are reported through the endpoints the CLI was given, and one
+// that no endpoint reaches is reported with the reason.
+func status(t *testing.T, n *netns.Net) {
+	c, err := cluster.New(cluster.Config{Binary: batond, Nodes: n.Nodes(), BaseDir: t.TempDir(), Fast: true, TLS: true,
+		Hosts: n.Hosts(), HTTPPorts: cluster.SequentialPorts(7001, n.Nodes()), RaftPorts: cluster.SequentialPorts(8001, n.Nodes()),
+		Launch: func(i int, bin string, args []string) (string, []string) {
+			return n.Launch(i, bin, append(args, fmt.Sprintf("--advertise-http-addr=%s:%d", cluster.NodeID(i), 7001+i)))
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Every member publishes its advertised address through the log.
+	advertised := map[string]string{}
+	for i := range n.Nodes() {
+		advertised[c.ID(i)] = fmt.Sprintf("%s:%d", c.ID(i), 7001+i)
+	}
+	for {
+		l, err := c.WaitLeader(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := c.Status(ctx, l)
+		named := 0
+		for _, m := range st.Members {
+			if err == nil && m.HTTPAddr == advertised[m.ID] {
+				named++
+			}
+		}
+		if named == n.Nodes() {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("members never advertised their names: %+v %v", st, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	type view struct {
+		Nodes []struct {
+			ID      string `json:"id"`
+			Answers bool   `json:"answers"`
+			Error   string `json:"error"`
+			Via     string `json:"via"`
+		} `json:"nodes"`
+	}
+	run := func(endpoints ...string) (view, string) {
+		t.Helper()
+		var v view
+		for _, format := range []string{"json", "table"} {
+			cmd := exec.CommandContext(ctx, baton, "status", "-o", format)
+			cmd.Env = append(os.Environ(), "BATON_ENDPOINTS="+strings.Join(endpoints, ","), "BATON_CACERT="+c.CAFile(),
+				"BATON_TOKEN="+c.AdminToken())
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("baton status -o %s: %v\n%s", format, err, out)
+			}
+			if format == "table" {
+				return v, string(out)
+			}
+			if err := json.Unmarshal(out, &v); err != nil || len(v.Nodes) != n.Nodes() {
+				t.Fatalf("baton status -o json: %v\n%s", err, out)
+			}
+		}
+		return v, ""
+	}
+
+	v, table := run(c.Endpoints()...)
+	t.Logf("baton status, every node an endpoint:\n%s", table)
+	for i, node := range v.Nodes {
+		if !node.Answers || node.Via != c.URL(i) || node.ID != c.ID(i) {
+			t.Errorf("baton status with every endpoint: got %+v, want %s answering via %s\n%s", node, c.ID(i), c.URL(i), table)
+		}
+	}
+	for i := range n.Nodes() {
+		row := fmt.Sprintf(`(?m)^%s\s+true\s+yes\s+\S+\s+[0-9]+\s+[0-9]+\s+[0-9]+\s+%s:%d \(via %s\)$`,
+			c.ID(i), c.ID(i), 7001+i, regexp.QuoteMeta(c.URL(i)))
+		if !regexp.MustCompile(row).MatchString(table) {
+			t.Errorf("baton status: got\n%s\nwant a row matching %s", table, row)
+		}
+	}
+
+	// One endpoint: the others are out of reach, and the error says why.
+	v, table = run(c.URL(0))
+	t.Logf("baton status -e %s:\n%s", c.URL(0), table)
+	for i, node := range v.Nodes {
+		switch {
+		case i == 0 && (!node.Answers || node.Via != c.URL(0)):
+			t.Errorf("baton status -e %s: got %+v, want it answering", c.URL(0), node)
+		case i > 0 && (node.Answers || !strings.Contains(node.Error, "does not resolve here") || !strings.Contains(node.Error, "--endpoints")):
+			t.Errorf("baton status -e %s: got %+v, want %s not answering, its advertised name unresolved and --endpoints suggested\n%s",
+				c.URL(0), node, c.ID(i), table)
+		}
 	}
 }

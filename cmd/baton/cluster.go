@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -69,39 +72,88 @@ type nodeView struct {
 	// Lag is how many entries of the leader's commit index the member has
 	// not applied yet (0 when it is caught up or does not answer).
 	Lag uint64 `json:"lag"`
+	// Via is the URL the member answered at: one of --endpoints that is
+	// this member, else its advertised HTTP address.
+	Via string `json:"via,omitempty"`
 }
 
 // memberTimeout bounds the wait for one member's answer: a paused or cut
 // off node shows as not answering instead of holding the whole status.
 const memberTimeout = 3 * time.Second
 
-// askMembers asks every member with a known HTTP address for its own view,
-// all at once, each within the command's deadline.
+// own is one node's answer to GET /v1/cluster?consistency=stale at url.
+type own struct {
+	url string
+	st  *client.ClusterStatus
+	err error
+}
+
+// askMembers asks every member for its own view, all at once, each within
+// memberTimeout: through the --endpoints address that answers as that
+// member, else through the HTTP address it advertises. The advertised
+// address is the one its peers use, which this machine may not resolve or
+// reach (a compose project's service name, seen from the Docker host):
+// the endpoints are the addresses the user gave for this machine.
 func (a *app) askMembers(ctx context.Context, c *client.Client, st *client.ClusterStatus) []nodeView {
-	views := make([]nodeView, len(st.Members))
+	eps, _ := a.endpointURLs() // already parsed once by connect
+	ask := func(url string) own {
+		ctx, cancel := context.WithTimeout(ctx, memberTimeout)
+		defer cancel()
+		got, err := c.ClusterAt(ctx, url)
+		return own{url: url, st: got, err: err}
+	}
+	answers := make([]own, len(eps)+len(st.Members))
 	var wg sync.WaitGroup
+	for i, url := range eps {
+		wg.Go(func() { answers[i] = ask(url) })
+	}
 	for i, m := range st.Members {
-		views[i] = nodeView{ID: m.ID}
-		if m.HTTPAddr == "" {
-			views[i].Error = "its HTTP address is not known"
-			continue
+		if url := a.endpointURL(m.HTTPAddr); m.HTTPAddr != "" && !slices.Contains(eps, url) {
+			wg.Go(func() { answers[len(eps)+i] = ask(url) })
 		}
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(ctx, memberTimeout)
-			defer cancel()
-			own, err := c.ClusterAt(ctx, a.endpointURL(m.HTTPAddr))
-			if err != nil {
-				views[i].Error = err.Error()
-				return
-			}
-			v := &views[i]
-			v.Answers, v.State, v.Term, v.AppliedIndex = true, own.State, own.Term, own.AppliedIndex
-			if st.CommitIndex > own.AppliedIndex {
-				v.Lag = st.CommitIndex - own.AppliedIndex
-			}
-		})
 	}
 	wg.Wait()
+
+	views := make([]nodeView, len(st.Members))
+	for i, m := range st.Members {
+		v := &views[i]
+		v.ID = m.ID
+		ans, found := own{}, false
+		for _, e := range answers[:len(eps)] {
+			if e.err == nil && e.st.NodeID == m.ID {
+				ans, found = e, true
+				break
+			}
+		}
+		advertised := a.endpointURL(m.HTTPAddr)
+		if !found && m.HTTPAddr != "" {
+			ans = answers[len(eps)+i]
+			if k := slices.Index(eps, advertised); k >= 0 {
+				ans = answers[k] // an endpoint is the advertised address
+			}
+		}
+		switch {
+		case found:
+		case m.HTTPAddr == "":
+			v.Error = "its HTTP address is not known, and no endpoint (--endpoints) answered as " + m.ID
+			continue
+		case ans.err != nil:
+			v.Error = ans.err.Error()
+			var dns *net.DNSError
+			if errors.As(ans.err, &dns) {
+				v.Error = fmt.Sprintf("its advertised address %s does not resolve here (%v), and no endpoint (--endpoints) answered as %s: add one that reaches it",
+					m.HTTPAddr, dns, m.ID)
+			}
+			continue
+		case ans.st.NodeID != m.ID:
+			v.Error = fmt.Sprintf("its advertised address %s answered as %q", m.HTTPAddr, ans.st.NodeID)
+			continue
+		}
+		v.Answers, v.Via, v.State, v.Term, v.AppliedIndex = true, ans.url, ans.st.State, ans.st.Term, ans.st.AppliedIndex
+		if st.CommitIndex > ans.st.AppliedIndex {
+			v.Lag = st.CommitIndex - ans.st.AppliedIndex
+		}
+	}
 	return views
 }
 
@@ -131,7 +183,11 @@ func printStatus(w io.Writer, st *client.ClusterStatus, nodes []nodeView) {
 			fmt.Fprintf(w, "%s\t%v\tno: %s\t-\t-\t-\t-\t%s\n", m.ID, m.Voter, n.Error, dash(m.HTTPAddr))
 			continue
 		}
-		fmt.Fprintf(w, "%s\t%v\tyes\t%s\t%d\t%d\t%d\t%s\n", m.ID, m.Voter, dash(n.State), n.Term, n.AppliedIndex, n.Lag, dash(m.HTTPAddr))
+		addr := dash(m.HTTPAddr)
+		if hostPort := strings.TrimPrefix(strings.TrimPrefix(n.Via, "https://"), "http://"); n.Via != "" && hostPort != m.HTTPAddr {
+			addr += " (via " + n.Via + ")"
+		}
+		fmt.Fprintf(w, "%s\t%v\tyes\t%s\t%d\t%d\t%d\t%s\n", m.ID, m.Voter, dash(n.State), n.Term, n.AppliedIndex, n.Lag, addr)
 	}
 }
 
