@@ -114,12 +114,9 @@ func (in *Injector) Inject(ctx context.Context, f Fault) (string, Heal, error) {
 		}
 		return fmt.Sprintf("loss %d%%: %s%s -> %s%s", f.LossPct, id(from), role(from, leader), id(to), role(to, leader)), quiet(in.Network.Heal), nil
 	case Delay:
-		if err := in.Network.Delay(ctx, target, f.Delay); err != nil {
+		how, err := in.Network.Delay(ctx, target, f.Delay)
+		if err != nil {
 			return "", nil, err
-		}
-		how := "netem"
-		if !in.Network.Netem() {
-			how = "tbf, no netem in this kernel"
 		}
 		return fmt.Sprintf("delay %s%s's packets by %v (%s)", id(target), role(target, leader), f.Delay, how), quiet(in.Network.Heal), nil
 	case Flap:

@@ -59,20 +59,49 @@ func (n *Net) Isolate(ctx context.Context, i int) error {
 	return n.Partition(ctx, []int{i}, rest)
 }
 
-// Delay delays what member i sends by d: with netem where the kernel has
-// it; otherwise with a token bucket of a rate that makes a packet's queue
-// time, under the traffic of a busy member, of the order of d (a slow
-// link: its delay grows with the traffic, up to d for a full queue).
-func (n *Net) Delay(ctx context.Context, i int, d time.Duration) error {
+// Delay delays every packet member i sends by d, and returns how: with
+// netem where the kernel has it; else by holding each packet in an NFQUEUE
+// for d (delay_linux.go); else, where no queue can be bound, with a token
+// bucket whose queue delays what exceeds its rate, up to d: a slow link.
+func (n *Net) Delay(ctx context.Context, i int, d time.Duration) (string, error) {
 	if err := n.check(i, i); err != nil {
-		return err
+		return "", err
 	}
 	ms := strconv.FormatInt(max(d.Milliseconds(), 1), 10) + "ms"
 	if n.netem {
-		return n.inMember(ctx, i, "tc", "qdisc", "replace", "dev", "eth0", "root", "netem", "delay", ms)
+		return "netem", n.inMember(ctx, i, "tc", "qdisc", "replace", "dev", "eth0", "root", "netem", "delay", ms)
 	}
-	return n.inMember(ctx, i, "tc", "qdisc", "replace", "dev", "eth0", "root", "tbf",
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.delays[i] != nil {
+		return "", fmt.Errorf("netns: member %d is delayed already", i+1)
+	}
+	queue := uint16(100 + i)
+	q, qerr := openDelayer(n.Member(i), queue, d)
+	if qerr == nil {
+		err := n.inMember(ctx, i, "iptables", "-w", "-A", "OUTPUT", "-o", "eth0", "-j", "NFQUEUE",
+			"--queue-num", strconv.Itoa(int(queue)), "--queue-bypass")
+		if err != nil {
+			q.close()
+			return "", err
+		}
+		n.delays[i] = q
+		return "nfqueue", nil
+	}
+	err := n.inMember(ctx, i, "tc", "qdisc", "replace", "dev", "eth0", "root", "tbf",
 		"rate", "256kbit", "burst", "1540", "latency", ms)
+	return "tbf: " + qerr.Error(), err
+}
+
+// Delayed is how many packets NFQUEUE delays have held and let go.
+func (n *Net) Delayed() int64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	total := n.delayed
+	for _, q := range n.delays {
+		total += q.sent.Load()
+	}
+	return total
 }
 
 // Flap takes member i's link down and up again every period (down for half
@@ -149,6 +178,16 @@ func (n *Net) Heal(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	// The NFQUEUE rules are gone: let what the queues hold go.
+	n.mu.Lock()
+	for i, q := range n.delays {
+		if err := q.close(); err != nil {
+			errs = append(errs, err)
+		}
+		n.delayed += q.sent.Load()
+		delete(n.delays, i)
+	}
+	n.mu.Unlock()
 	return errors.Join(errs...)
 }
 

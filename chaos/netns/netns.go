@@ -30,9 +30,11 @@
 //
 // Cuts and loss are iptables DROP rules in the sending member's OUTPUT
 // chain (a cut is a loss of every packet); a partition cuts both
-// directions of every pair across it. Delay is a tc qdisc on the member's
-// eth0: netem where the kernel has it, otherwise a token bucket (tbf)
-// whose queue delays what exceeds its rate: a slow link. A flapping link
+// directions of every pair across it. Delay is tc netem on the member's
+// eth0 where the kernel has it; otherwise (this project's machines) an
+// iptables rule hands the member's outgoing packets to an NFQUEUE that
+// this package holds each one in for the delay (delay_linux.go), and,
+// where no queue can be bound, a token bucket (tbf): a slow link. A flapping link
 // takes the member's bridge port down and up. The clients' address is
 // never cut, so an agent sees a partitioned member as a real client would
 // see a member cut from its peers; a flapping or delayed link does affect
@@ -82,8 +84,10 @@ type Net struct {
 	ip    string // path of ip
 	netem bool   // the kernel has sch_netem
 
-	mu    sync.Mutex
-	flaps map[int]*flap
+	mu      sync.Mutex
+	flaps   map[int]*flap
+	delays  map[int]*delayer // NFQUEUE delays in force
+	delayed int64            // packets that closed delays let go
 }
 
 type flap struct {
@@ -192,7 +196,7 @@ func Setup(ctx context.Context, n int) (*Net, error) {
 	seq.n++
 	k := seq.n
 	seq.Unlock()
-	net := &Net{id: fmt.Sprintf("%s%d-%d", Prefix, os.Getpid(), k), nodes: n, ip: ip, flaps: map[int]*flap{}}
+	net := &Net{id: fmt.Sprintf("%s%d-%d", Prefix, os.Getpid(), k), nodes: n, ip: ip, flaps: map[int]*flap{}, delays: map[int]*delayer{}}
 	if err := net.build(ctx); err != nil {
 		net.Close()
 		return nil, err
@@ -295,7 +299,7 @@ func (n *Net) Launch(i int, binary string, args []string) (string, []string) {
 func (n *Net) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, n.ip, append([]string{"netns", "exec", n.NS(), name}, args...)...)
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%d,%t", EnvVar, n.id, n.nodes, n.netem))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = childAttr()
 	cmd.WaitDelay = 5 * time.Second
 	return cmd
 }
@@ -320,14 +324,14 @@ func FromEnv() (*Net, error) {
 	if err != nil {
 		return nil, fmt.Errorf("netns: %w", err)
 	}
-	return &Net{id: f[0], nodes: nodes, ip: ip, netem: f[2] == "true", flaps: map[int]*flap{}}, nil
+	return &Net{id: f[0], nodes: nodes, ip: ip, netem: f[2] == "true", flaps: map[int]*flap{}, delays: map[int]*delayer{}}, nil
 }
 
 // Close heals every fault, kills the processes left in the namespaces and
 // deletes the namespaces (with their links). It returns the first error
 // and tries every step.
 func (n *Net) Close() error {
-	n.stopFlaps()
+	n.Heal(context.Background())
 	var errs []error
 	names := []string{n.NS()}
 	for i := range n.nodes {

@@ -140,7 +140,7 @@ func setup(t *testing.T, nodes int) *netns.Net {
 		}
 	})
 	if !n.Netem() {
-		t.Logf("no netem in this kernel: delays are made with a token bucket (tbf)")
+		t.Logf("no netem in this kernel: delays hold packets in an NFQUEUE")
 	}
 	return n
 }
@@ -210,6 +210,33 @@ func partition(t *testing.T, n *netns.Net) {
 	}
 	if _, err := c.WaitConverged(ctx); err != nil {
 		t.Fatalf("after healing: %v", err)
+	}
+
+	// A delay holds what one member sends: its heartbeats or answers go
+	// through the delay, and healing lets everything held go.
+	how, err := n.Delay(ctx, old, 150*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := n.Delayed()
+	t0 := time.Now()
+	if _, err := c.Status(ctx, old); err != nil {
+		t.Fatalf("a delayed member does not answer: %v", err)
+	}
+	t.Logf("delay of %s by 150ms (%s): its status answered in %v", c.ID(old), how, time.Since(t0).Round(time.Millisecond))
+	if how == "nfqueue" {
+		for n.Delayed() == before {
+			if ctx.Err() != nil {
+				t.Fatalf("the NFQUEUE delay of %s let no packet go", c.ID(old))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if err := n.Heal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WaitConverged(ctx); err != nil {
+		t.Fatalf("after the delay: %v", err)
 	}
 }
 
