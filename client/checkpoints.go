@@ -56,6 +56,7 @@ type Checkpoint struct {
 	CreatedAt     time.Time       `json:"created_at"`
 	DataChunks    []ChunkRef      `json:"data_chunks,omitempty"` // where Data is held, for a large checkpoint
 	ExpiresAt     *time.Time      `json:"expires_at,omitempty"`  // when a retention policy's max age deletes it
+	Blobs         []Blob          `json:"blobs,omitempty"`       // the channel values it names, with their bytes
 	PendingWrites []PendingWrite  `json:"pending_writes,omitempty"`
 }
 
@@ -101,6 +102,20 @@ type PutCheckpointRequest struct {
 	// CheckpointInlineMax, name chunks the tenant holds whose bytes, in
 	// order, are the data. Leave it empty.
 	DataChunks []ChunkRef `json:"data_chunks,omitempty"`
+	// BlobVersions names the channel values the checkpoint holds, by
+	// version; Blobs brings those new to the namespace (the others an
+	// earlier checkpoint of it put). See docs/api.md "Checkpoints".
+	BlobVersions map[string]string `json:"blob_versions,omitempty"`
+	Blobs        []Blob            `json:"blobs,omitempty"`
+}
+
+// Blob is a channel value of a checkpoint, stored once per (channel,
+// version) of its namespace: bytes of a serializer's type.
+type Blob struct {
+	Channel string `json:"channel"`
+	Version string `json:"version"`
+	Type    string `json:"type"`
+	Data    []byte `json:"b64"`
 }
 
 // PutCheckpoint appends checkpoint id to a thread's namespace (req.NS). The

@@ -61,6 +61,11 @@ func TestCheckpointRequestShapes(t *testing.T) {
 		{"DeleteThread fenced", func(c *client.Client) error {
 			return c.DeleteThread(bg, "acme", "chat-7", &client.Fence{TaskID: "t", Token: 9})
 		}, "DELETE", "/v1/tenants/acme/threads/chat-7", "", `{"fence":{"task_id":"t","token":9}}`},
+		{"PutCheckpoint with blobs", func(c *client.Client) error {
+			_, err := c.PutCheckpoint(bg, "acme", "t", "c2", client.PutCheckpointRequest{ParentID: "c1", Data: json.RawMessage(`{}`),
+				BlobVersions: map[string]string{"m": "2", "a": "1"}, Blobs: []client.Blob{{Channel: "m", Version: "2", Type: "json", Data: []byte(`[1]`)}}})
+			return err
+		}, "PUT", "/v1/tenants/acme/threads/t/checkpoints/c2", "", `{"parent_id":"c1","data":{},"blob_versions":{"a":"1","m":"2"},"blobs":[{"channel":"m","version":"2","type":"json","b64":"WzFd"}]}`},
 		{"CopyThread", func(c *client.Client) error { _, err := c.CopyThread(bg, "acme", "a/b", "c", nil); return err },
 			"POST", "/v1/tenants/acme/threads/a%2Fb/copy", "", `{"target":"c"}`},
 		{"PruneThreads keep latest", func(c *client.Client) error {

@@ -140,7 +140,11 @@ func (p ArtifactPolicy) wire() wire.ArtifactPolicy {
 }
 
 func (r PutCheckpointRequest) wire() wire.CheckpointPut {
-	w := wire.CheckpointPut{Data: r.Data, Metadata: r.Metadata, Fork: r.Fork, Fence: r.Fence, DataChunks: r.DataChunks}
+	w := wire.CheckpointPut{Data: r.Data, Metadata: r.Metadata, Fork: r.Fork, Fence: r.Fence, DataChunks: r.DataChunks,
+		BlobVersions: r.BlobVersions}
+	for _, b := range r.Blobs {
+		w.Blobs = append(w.Blobs, wire.CheckpointBlob{Channel: b.Channel, Version: b.Version, Type: b.Type, Data: b.Data})
+	}
 	if r.ParentID != "" {
 		w.ParentID = &r.ParentID
 	}

@@ -39,6 +39,9 @@ type Checkpoint struct {
 	// ExpiresAt is when a retention policy's max age deletes the
 	// checkpoint (cpretention.go), 0 for never. Came with version 5.
 	ExpiresAt int64 `codec:",omitempty"`
+	// BlobRefs names the channel values the checkpoint holds, stored once
+	// per version of its namespace (cpblobs.go). Came with version 5.
+	BlobRefs []BlobRef `codec:",omitempty"`
 }
 
 // PendingWrite is one write a task made in the step after a checkpoint
@@ -82,6 +85,7 @@ type checkpointJSON struct {
 	CreatedAt     string          `json:"created_at"`
 	DataChunks    []ChunkRef      `json:"data_chunks,omitempty"`
 	ExpiresAt     string          `json:"expires_at,omitempty"`
+	Blobs         []BlobView      `json:"blobs,omitempty"`
 	PendingWrites []PendingWrite  `json:"pending_writes,omitempty"`
 }
 
@@ -91,6 +95,7 @@ type checkpointJSON struct {
 type CheckpointView struct {
 	*Checkpoint
 	Pending []PendingWrite
+	Blobs   []BlobView // the values it names, joined (answers, not events)
 }
 
 // MarshalJSON renders the checkpoint of docs/api.md.
@@ -98,7 +103,7 @@ func (v CheckpointView) MarshalJSON() ([]byte, error) {
 	c := v.Checkpoint
 	out := checkpointJSON{ThreadID: c.Thread, NS: c.NS, CheckpointID: c.ID, ParentID: c.ParentID,
 		Data: jsonOrNull(c.Data), Metadata: jsonOrEmpty(c.Metadata), CreatedAt: FormatMillis(c.CreatedAt),
-		DataChunks: c.Chunks, PendingWrites: v.Pending}
+		DataChunks: c.Chunks, PendingWrites: v.Pending, Blobs: v.Blobs}
 	if c.ExpiresAt != 0 {
 		out.ExpiresAt = FormatMillis(c.ExpiresAt)
 	}
@@ -124,6 +129,10 @@ type CheckpointPutArgs struct {
 	// RunID is the metadata's run_id (the server reads it), with
 	// EntryVersion5.
 	RunID string `codec:",omitempty"`
+	// Blobs are the new channel values of the put, BlobRefs every value
+	// the checkpoint names (sorted by channel), with EntryVersion5.
+	Blobs    []CheckpointBlob `codec:",omitempty"`
+	BlobRefs []BlobRef        `codec:",omitempty"`
 }
 
 // CheckpointWritesArgs records a task's pending writes. NS came with
@@ -158,7 +167,7 @@ const MaxThreadChunkRefs = 65_536
 // unescaped in keys, see threadPrefix) need EntryVersion4, so that an
 // older member refuses the entry instead of applying it to other keys.
 func (a *CheckpointPutArgs) entryVersion() byte {
-	if a.RunID != "" {
+	if a.RunID != "" || len(a.Blobs) > 0 || len(a.BlobRefs) > 0 {
 		return EntryVersion5
 	}
 	return cpVersion(a.Thread, a.NS, len(a.Chunks) > 0)
@@ -313,7 +322,7 @@ func threadHead(st *Store, tenant, thread, ns string) string {
 
 func sameCheckpoint(c *Checkpoint, a *CheckpointPutArgs) bool {
 	return c.ParentID == a.ParentID && bytes.Equal(c.Data, a.Data) && bytes.Equal(c.Metadata, a.Metadata) &&
-		slices.Equal(c.Chunks, a.Chunks)
+		slices.Equal(c.Chunks, a.Chunks) && slices.Equal(c.BlobRefs, a.BlobRefs)
 }
 
 // cpEventKey is a checkpoint's key in watch events: thread/id in the
@@ -363,8 +372,14 @@ func applyCheckpointPut(f *FSM, ctx *applyCtx, c *Command) *Result {
 			return r
 		}
 	}
+	if !validBlobRefs(a.BlobRefs) {
+		return fail(CodeInvalidArgument, "blob_versions must be sorted by channel, each channel once", nil)
+	}
+	if r := f.putBlobs(c.Tenant, a.Thread, a.NS, a.Blobs, a.BlobRefs); r != nil {
+		return r
+	}
 	cp := &Checkpoint{Tenant: c.Tenant, Thread: a.Thread, NS: a.NS, ID: a.ID, ParentID: a.ParentID, Data: a.Data,
-		Metadata: a.Metadata, Chunks: a.Chunks, Seq: ctx.nextSeq(), CreatedAt: ctx.now, RunID: a.RunID}
+		Metadata: a.Metadata, Chunks: a.Chunks, Seq: ctx.nextSeq(), CreatedAt: ctx.now, RunID: a.RunID, BlobRefs: a.BlobRefs}
 	policy := f.retainCheckpoint(ctx, cp)
 	f.markCheckpoints4(a.Thread, a.NS, len(a.Chunks) > 0)
 	f.indexRun(cp)
@@ -632,7 +647,7 @@ func (f *FSM) GetCheckpoint(tenant, thread, ns, id string) (*CheckpointView, uin
 	if !ok {
 		return nil, f.applied, false
 	}
-	return &CheckpointView{Checkpoint: c, Pending: pendingWrites(f.st, tenant, thread, ns, id)}, f.applied, true
+	return &CheckpointView{Checkpoint: c, Pending: pendingWrites(f.st, tenant, thread, ns, id), Blobs: blobViews(f.st, c)}, f.applied, true
 }
 
 // ThreadHead is the id of the newest checkpoint of a thread's namespace
@@ -704,7 +719,10 @@ func (f *FSM) ListCheckpoints(tenant, thread, ns, before string, limit int, matc
 		if decode(raw, &c) != nil {
 			return true
 		}
-		v := CheckpointView{Checkpoint: &c}
+		v := CheckpointView{Checkpoint: &c, Blobs: blobViews(f.st, &c)}
+		for _, b := range v.Blobs {
+			size += len(b.Data)
+		}
 		if writes {
 			v.Pending = pendingWrites(f.st, tenant, thread, ns, id)
 			for _, w := range v.Pending {
@@ -779,7 +797,10 @@ func (f *FSM) ListTenantCheckpoints(tenant string, q TenantCheckpointsQuery) (ou
 			(q.Match != nil && !q.Match(c.Metadata)) {
 			return true
 		}
-		v := CheckpointView{Checkpoint: &c}
+		v := CheckpointView{Checkpoint: &c, Blobs: blobViews(f.st, &c)}
+		for _, b := range v.Blobs {
+			size += len(b.Data)
+		}
 		if q.Writes {
 			v.Pending = pendingWrites(f.st, tenant, c.Thread, c.NS, c.ID)
 		}

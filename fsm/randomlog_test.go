@@ -20,6 +20,7 @@ import (
 func randomLog(seed uint64, entries int) []*raft.Log {
 	g := &logGen{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), now: 1_700_000_000_000,
 		aux:   rand.New(rand.NewPCG(seed, 17)),
+		cpx:   rand.New(rand.NewPCG(seed, 23)),
 		heads: map[string]string{}, state: New()}
 	var logs []*raft.Log
 	index := uint64(0)
@@ -50,7 +51,11 @@ type logGen struct {
 	// aux draws the choices of kinds added later (retention), so that
 	// they leave rng's sequence, and what the tests above exercise, as
 	// it was.
-	aux   *rand.Rand
+	aux *rand.Rand
+	// cpx draws the choices of this release's checkpoint kinds and fields
+	// (run ids, blobs, copy, prune, run deletes, retention), so that those
+	// of aux stay as they were.
+	cpx   *rand.Rand
 	now   int64
 	state *FSM // the log so far, applied
 
@@ -287,8 +292,15 @@ func (g *logGen) command(index uint64, first bool) *Command {
 		key := c.Tenant + "/" + th + "\x00" + ns
 		a := &CheckpointPutArgs{Thread: th, NS: ns, ID: g.name("cp", 30), ParentID: g.heads[key],
 			Data: []byte(`{"s":1}`), Fence: fc}
-		if g.aux.IntN(3) == 0 {
+		if g.cpx.IntN(3) == 0 {
 			a.RunID = g.name("run", 3)
+		}
+		if g.cpx.IntN(3) == 0 { // a channel value by version: new, or one stored before
+			v := fmt.Sprintf("v%d", g.cpx.IntN(4))
+			a.BlobRefs = []BlobRef{{Channel: "m", Version: v}}
+			if g.cpx.IntN(2) == 0 {
+				a.Blobs = []CheckpointBlob{{Channel: "m", Version: v, Type: "json", Data: []byte(`"` + v + `"`)}}
+			}
 		}
 		if rng.IntN(4) == 0 {
 			a.Fork, a.ParentID = true, g.name("cp", 30)
@@ -318,7 +330,7 @@ func (g *logGen) command(index uint64, first bool) *Command {
 			c.Tenant = tenant
 		}
 		c = NewCommand(KindThreadDelete, now, c.Tenant, "", a)
-		switch g.aux.IntN(14) { // or another end of a thread's life, or retention
+		switch g.cpx.IntN(14) { // or another end of a thread's life, or retention
 		case 0, 1: // a thread that had a put
 			c = NewCommand(KindThreadDelete, now, g.lastPut[0], "", &ThreadDeleteArgs{Thread: g.lastPut[1]})
 		case 2:
@@ -326,14 +338,14 @@ func (g *logGen) command(index uint64, first bool) *Command {
 			c = NewCommand(KindThreadCopy, now, tn, "", &ThreadCopyArgs{Source: th, Target: g.name("copy", 40)})
 		case 3:
 			c = NewCommand(KindThreadPrune, now, c.Tenant, "", &ThreadPruneArgs{Threads: []string{g.thread(), g.thread()},
-				KeepLatest: g.aux.IntN(3) != 0, Fence: a.Fence})
+				KeepLatest: g.cpx.IntN(3) != 0, Fence: a.Fence})
 		case 4:
 			c = NewCommand(KindCheckpointDeleteRuns, now, c.Tenant, "", &CheckpointDeleteRunsArgs{RunIDs: []string{g.name("run", 3)}, Fence: a.Fence})
 		case 5:
-			c = NewCommand(KindCheckpointPolicy, now, c.Tenant, "", &CheckpointPolicyArgs{Prefix: g.thread()[:g.aux.IntN(3)],
-				KeepLast: uint64(g.aux.IntN(3)), MaxAgeMs: int64(g.aux.IntN(3) * 500)})
+			c = NewCommand(KindCheckpointPolicy, now, c.Tenant, "", &CheckpointPolicyArgs{Prefix: g.thread()[:g.cpx.IntN(3)],
+				KeepLast: uint64(g.cpx.IntN(3)), MaxAgeMs: int64(g.cpx.IntN(3) * 500)})
 		case 6:
-			c = NewCommand(KindCheckpointPurge, now, "", "", &CheckpointPurgeArgs{Max: 1 + g.aux.IntN(3)})
+			c = NewCommand(KindCheckpointPurge, now, "", "", &CheckpointPurgeArgs{Max: 1 + g.cpx.IntN(3)})
 		}
 
 	case 28:

@@ -275,6 +275,7 @@ func (f *FSM) deleteCheckpoint(ctx *applyCtx, tenant, thread, ns, id string) boo
 	if cp.RunID != "" {
 		f.st.Delete(cpRunKey(tenant, cp))
 	}
+	f.releaseBlobs(tenant, thread, ns, cp.BlobRefs)
 	if cp.ExpiresAt != 0 {
 		f.st.Delete(cpExpiryKey(tenant, cp))
 	}

@@ -211,3 +211,66 @@ func TestCheckpointRetention(t *testing.T) {
 	}
 	w.refused(CodeResourceExhausted, KindCheckpointPolicy, "acme", &CheckpointPolicyArgs{Prefix: "one-more", KeepLast: 1})
 }
+
+// TestCheckpointBlobs: channel values stored once per (channel, version):
+// a put brings its new values and names the rest; a value goes with the
+// last checkpoint that names it; a put naming a value never stored, or
+// storing one it does not name, is refused and writes nothing.
+func TestCheckpointBlobs(t *testing.T) {
+	w := newWorld(t)
+	blob := func(ch, v, data string) CheckpointBlob {
+		return CheckpointBlob{Channel: ch, Version: v, Type: "json", Data: []byte(data)}
+	}
+	put := func(id, parent string, blobs []CheckpointBlob, refs ...BlobRef) *CheckpointPutArgs {
+		return &CheckpointPutArgs{Thread: "th", ID: id, ParentID: parent, Data: []byte(`{}`), Blobs: blobs, BlobRefs: refs}
+	}
+	ref := func(ch, v string) BlobRef { return BlobRef{Channel: ch, Version: v} }
+	w.ok(KindCheckpointPut, "acme", put("c1", "", []CheckpointBlob{blob("a", "1", `"a1"`), blob("m", "1", `["x"]`)}, ref("a", "1"), ref("m", "1")))
+	// c2 changes m only: it brings m@2 and names a@1, stored by c1.
+	w.ok(KindCheckpointPut, "acme", put("c2", "c1", []CheckpointBlob{blob("m", "2", `["x","y"]`)}, ref("a", "1"), ref("m", "2")))
+	v, _, _ := w.f.GetCheckpoint("acme", "th", "", "c2")
+	if got := string(mustJSON(v.Blobs)); got != `[{"channel":"a","version":"1","type":"json","b64":"ImExIg=="},{"channel":"m","version":"2","type":"json","b64":"WyJ4IiwieSJd"}]` {
+		t.Errorf("c2's blobs: %s", got)
+	}
+	if n := countKeys(w, nsPrefix("acme", "th", "")+"b/"); n != 3 {
+		t.Errorf("blobs stored: %d, want 3 (a@1 once for both)", n)
+	}
+	// Refused, nothing written: a value never stored; a value not named;
+	// refs out of order.
+	w.refused(CodeInvalidArgument, KindCheckpointPut, "acme", put("c3", "c2", nil, ref("a", "9")))
+	w.refused(CodeInvalidArgument, KindCheckpointPut, "acme", put("c3", "c2", []CheckpointBlob{blob("z", "1", `1`)}, ref("a", "1")))
+	w.refused(CodeInvalidArgument, KindCheckpointPut, "acme", put("c3", "c2", nil, ref("m", "2"), ref("a", "1")))
+	// A version already stored keeps its bytes, as LangGraph's Postgres
+	// saver keeps them.
+	w.ok(KindCheckpointPut, "acme", put("c3", "c2", []CheckpointBlob{blob("m", "2", `"other"`)}, ref("m", "2")))
+	if v, _, _ := w.f.GetCheckpoint("acme", "th", "", "c3"); len(v.Blobs) != 1 || string(v.Blobs[0].Data) != `["x","y"]` {
+		t.Errorf("c3's m@2: %+v, want the bytes c2 stored", v.Blobs)
+	}
+	w.ok(KindThreadPrune, "acme", &ThreadPruneArgs{Threads: []string{"th"}, KeepLatest: false})
+	w.ok(KindCheckpointPut, "acme", put("c1", "", []CheckpointBlob{blob("a", "1", `"a1"`), blob("m", "1", `["x"]`)}, ref("a", "1"), ref("m", "1")))
+	w.ok(KindCheckpointPut, "acme", put("c2", "c1", []CheckpointBlob{blob("m", "2", `["x","y"]`)}, ref("a", "1"), ref("m", "2")))
+	// A retried put is answered again and counts no second reference.
+	w.ok(KindCheckpointPut, "acme", put("c2", "c1", []CheckpointBlob{blob("m", "2", `["x","y"]`)}, ref("a", "1"), ref("m", "2")))
+	// keep_latest: c1 goes, and m@1 with it (only c1 named it); a@1 stays.
+	w.ok(KindThreadPrune, "acme", &ThreadPruneArgs{Threads: []string{"th"}, KeepLatest: true})
+	if _, ok := w.f.st.Get(cpBlobKey("acme", "th", "", "m", "1")); ok {
+		t.Errorf("m@1 outlived the only checkpoint that named it")
+	}
+	if v, _, _ := w.f.GetCheckpoint("acme", "th", "", "c2"); len(v.Blobs) != 2 {
+		t.Errorf("c2 after the prune: %d blobs, want 2", len(v.Blobs))
+	}
+	// A copy holds its own; deleting the source leaves the copy whole.
+	w.ok(KindThreadCopy, "acme", &ThreadCopyArgs{Source: "th", Target: "th2"})
+	w.ok(KindThreadDelete, "acme", &ThreadDeleteArgs{Thread: "th"})
+	if v, _, _ := w.f.GetCheckpoint("acme", "th2", "", "c2"); len(v.Blobs) != 2 || string(v.Blobs[1].Data) != `["x","y"]` {
+		t.Errorf("the copy's c2: %+v", v)
+	}
+	if v := NewCommand(KindCheckpointPut, 1, "acme", "", put("x", "", nil, ref("a", "1"))).ver; v != EntryVersion5 {
+		t.Errorf("entry version of a put with blobs: %d, want %d", v, EntryVersion5)
+	}
+}
+
+func countKeys(w *world, prefix string) (n int) {
+	w.f.st.Scan(prefix, "", func(string, []byte) bool { n++; return true })
+	return n
+}

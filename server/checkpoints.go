@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -135,8 +137,53 @@ func checkpointPutArgs(req *wire.CheckpointPut, cpID string, maxBytes int64) (*f
 		return nil, err
 	}
 	a.RunID = runIDOf(a.Metadata)
+	if a.Blobs, a.BlobRefs, err = checkpointBlobs(req); err != nil {
+		return nil, err
+	}
 	a.Fence, err = fenceArg(req.Fence)
 	return a, err
+}
+
+// Bounds of a checkpoint's blobs (docs/api.md "Checkpoints").
+const (
+	maxCheckpointBlobRefs = 4096 // channels a checkpoint names
+	maxBlobVersionBytes   = 256
+	maxBlobTypeBytes      = 64
+)
+
+// checkpointBlobs validates blob_versions and blobs: the values a
+// checkpoint names, sorted by channel for the command, and the new ones,
+// each named by blob_versions.
+func checkpointBlobs(req *wire.CheckpointPut) ([]fsm.CheckpointBlob, []fsm.BlobRef, error) {
+	if len(req.BlobVersions) > maxCheckpointBlobRefs {
+		return nil, nil, badRequest("blob_versions names %d channels; at most %d", len(req.BlobVersions), maxCheckpointBlobRefs)
+	}
+	refs := make([]fsm.BlobRef, 0, len(req.BlobVersions))
+	for ch, v := range req.BlobVersions {
+		if err := validText("blob_versions channel", ch, 1, maxWriteChannelBytes); err != nil {
+			return nil, nil, err
+		}
+		if err := validText("blob_versions["+strconv.Quote(ch)+"]", v, 1, maxBlobVersionBytes); err != nil {
+			return nil, nil, err
+		}
+		refs = append(refs, fsm.BlobRef{Channel: ch, Version: v})
+	}
+	slices.SortFunc(refs, func(a, b fsm.BlobRef) int { return strings.Compare(a.Channel, b.Channel) })
+	blobs := make([]fsm.CheckpointBlob, len(req.Blobs))
+	for i, b := range req.Blobs {
+		at := "blobs[" + strconv.Itoa(i) + "]"
+		if v, ok := req.BlobVersions[b.Channel]; !ok || v != b.Version {
+			return nil, nil, badRequest("%s (%s@%s) is not a value blob_versions names", at, b.Channel, b.Version)
+		}
+		if err := validText(at+".type", b.Type, 1, maxBlobTypeBytes); err != nil {
+			return nil, nil, err
+		}
+		if b.Data == nil {
+			return nil, nil, badRequest("%s.b64 is required (the value's bytes, base64)", at)
+		}
+		blobs[i] = fsm.CheckpointBlob{Channel: b.Channel, Version: b.Version, Type: b.Type, Data: b.Data}
+	}
+	return blobs, refs, nil
 }
 
 // checkpointChunks validates data_chunks: 1 to maxCheckpointChunks chunks

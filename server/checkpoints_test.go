@@ -564,3 +564,50 @@ func TestTenantCheckpointList(t *testing.T) {
 		t.Errorf("pages of one: %q", got)
 	}
 }
+
+// TestCheckpointBlobsHTTP: channel values by version over HTTP: a put
+// brings its new values and names the rest; a GET and a list answer them
+// joined; a value named but never stored, or stored but not named, is
+// refused.
+func TestCheckpointBlobsHTTP(t *testing.T) {
+	fx := newAPIFixture(t)
+	admin := adminAuth()
+	do := func(method, path string, body any) (int, string) {
+		t.Helper()
+		st, _, b := fx.c.do(t, 0, method, path, body, admin)
+		return st, string(b)
+	}
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	if st, b := do("PUT", cpPath("th", "/checkpoints/c1"), fmt.Sprintf(`{"data":{"v":1},"blob_versions":{"m":"1","a":"1"},
+		"blobs":[{"channel":"m","version":"1","type":"msgpack","b64":%q},{"channel":"a","version":"1","type":"json","b64":%q}]}`, b64("\x91\xa1x"), b64(`"a"`))); st != 201 {
+		t.Fatalf("put c1: %d %s", st, b)
+	}
+	if st, b := do("PUT", cpPath("th", "/checkpoints/c2"), fmt.Sprintf(`{"parent_id":"c1","data":{"v":1},"blob_versions":{"m":"2","a":"1"},
+		"blobs":[{"channel":"m","version":"2","type":"msgpack","b64":%q}]}`, b64("\x92\xa1x\xa1y"))); st != 201 {
+		t.Fatalf("put c2: %d %s", st, b)
+	}
+	want := fmt.Sprintf(`"blobs":[{"channel":"a","version":"1","type":"json","b64":%q},{"channel":"m","version":"2","type":"msgpack","b64":%q}]`, b64(`"a"`), b64("\x92\xa1x\xa1y"))
+	if st, b := do("GET", cpPath("th", "/checkpoints/c2"), nil); st != 200 || !strings.Contains(b, want) {
+		t.Errorf("GET c2: %d %s\nwant %s", st, b, want)
+	}
+	if st, b := do("GET", cpPath("th", "/checkpoints?limit=1"), nil); st != 200 || !strings.Contains(b, want) {
+		t.Errorf("list: %d %s\nwant %s", st, b, want)
+	}
+	for _, tc := range []struct{ name, body, code string }{
+		{"a value never stored", `{"parent_id":"c2","data":1,"blob_versions":{"m":"9"}}`, "invalid_argument"},
+		{"a value not named", fmt.Sprintf(`{"parent_id":"c2","data":1,"blob_versions":{"m":"2"},"blobs":[{"channel":"z","version":"1","type":"json","b64":%q}]}`, b64("1")), "invalid_argument"},
+		{"no type", fmt.Sprintf(`{"parent_id":"c2","data":1,"blob_versions":{"z":"1"},"blobs":[{"channel":"z","version":"1","b64":%q}]}`, b64("1")), "invalid_argument"},
+		{"bad base64", `{"parent_id":"c2","data":1,"blob_versions":{"z":"1"},"blobs":[{"channel":"z","version":"1","type":"json","b64":"!!"}]}`, "invalid_argument"},
+	} {
+		if st, b := do("PUT", cpPath("th", "/checkpoints/c3"), tc.body); errorCode([]byte(b)) != tc.code {
+			t.Errorf("%s: %d %s, want %s", tc.name, st, b, tc.code)
+		}
+	}
+	if st, b := do("GET", cpPath("th", "/checkpoints/missing-blobs-probe"), nil); st != 404 {
+		t.Errorf("probe: %d %s", st, b)
+	}
+	st, b := do("PUT", cpPath("th", "/checkpoints/c3"), `{"parent_id":"c2","data":1,"blob_versions":{"m":"9"}}`)
+	if st != 400 || !strings.Contains(b, `"missing_blobs":["m@9"]`) {
+		t.Errorf("a value never stored: %d %s, want missing_blobs", st, b)
+	}
+}

@@ -291,6 +291,19 @@ type CheckpointPut struct {
 	Fork       bool            `json:"fork,omitempty"`
 	Fence      *Fence          `json:"fence,omitempty"`
 	DataChunks []ChunkRef      `json:"data_chunks,omitempty"`
+	// BlobVersions names the channel values the checkpoint holds, by
+	// version; Blobs brings those of them that are new to the namespace.
+	BlobVersions map[string]string `json:"blob_versions,omitempty"`
+	Blobs        []CheckpointBlob  `json:"blobs,omitempty"`
+}
+
+// CheckpointBlob is one channel value of a checkpoint put: bytes of a
+// serializer's type (LangGraph's serde), base64 in JSON.
+type CheckpointBlob struct {
+	Channel string `json:"channel"`
+	Version string `json:"version"`
+	Type    string `json:"type"`
+	Data    []byte `json:"b64"`
 }
 
 // CheckpointWrites is the body of PUT

@@ -248,3 +248,51 @@ def test_list_scopes(lg_client: baton.Client) -> None:
     assert sorted(t.checkpoint["id"] for t in saver.list(None)) == sorted(ids)
     assert sorted(t.checkpoint["id"] for t in saver.list(None, before=stored[2])) == sorted(ids[:2])
     assert len(list(saver.list(None, limit=2))) == 2
+
+
+def test_values_stored_once_per_version(lg_client: baton.Client) -> None:
+    """A put sends only the values whose version is new (as LangGraph's Postgres saver writes
+    checkpoint_blobs); the others are the namespace's already. When those went with the checkpoints
+    that held them, the saver sends every value again."""
+    saver = BatonSaver(lg_client)
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    sent: list[list[str]] = []
+    put = lg_client.put_checkpoint
+
+    def counting_put(*args: Any, **kw: Any) -> Any:
+        sent.append(sorted(b.channel for b in kw.get("blobs") or ()))
+        return put(*args, **kw)
+
+    lg_client.put_checkpoint = counting_put  # type: ignore[method-assign]
+    thread = uid("blobs")
+    cfg: Any = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+    history = ["hi"]
+    for step in range(3):
+        cp = empty_checkpoint()
+        cp["channel_values"] = {"messages": list(history), "topic": "fencing"}
+        cp["channel_versions"] = {"messages": str(step + 1), "topic": "1"}
+        new = {"messages": str(step + 1), "topic": "1"} if step == 0 else {"messages": str(step + 1)}
+        cfg = saver.put(cfg, cp, {"source": "loop", "step": step}, new)
+        history.append(f"m{step}")
+    assert sent == [["messages", "topic"], ["messages"], ["messages"]]
+    latest = saver.get_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": ""}})
+    assert latest is not None
+    assert latest.checkpoint["channel_values"] == {"messages": ["hi", "m0", "m1"], "topic": "fencing"}
+    # keep_latest: the head keeps topic@1; its first holder went, yet the head still names it.
+    lg_client.prune_checkpoints([thread])
+    sent.clear()
+    cp = empty_checkpoint()
+    cp["channel_values"] = {"messages": history[:3], "topic": "fencing"}
+    cp["channel_versions"] = {"messages": "3", "topic": "1"}
+    cfg = saver.put(cfg, cp, {"source": "loop", "step": 3}, {})
+    assert sent == [[]]
+    # A value no checkpoint holds any more: the put that names it sends every value again.
+    cp = empty_checkpoint()
+    cp["channel_values"] = {"messages": ["gone"], "topic": "fencing"}
+    cp["channel_versions"] = {"messages": "0", "topic": "1"}
+    sent.clear()
+    saver.put(cfg, cp, {"source": "loop", "step": 4}, {})
+    assert sent == [[], ["messages", "topic"]]
+    again = saver.get_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": ""}})
+    assert again is not None and again.checkpoint["channel_values"]["messages"] == ["gone"]

@@ -48,6 +48,7 @@ from ._errors import (
 from ._models import (
     ArtifactPolicy,
     ArtifactSummary,
+    Blob,
     Checkpoint,
     CheckpointPolicy,
     ChunkRef,
@@ -80,6 +81,7 @@ __all__ = [
     "ArtifactPolicy",
     "CheckpointPolicy",
     "ArtifactSummary",
+    "Blob",
     "async_exactly_once",
     "async_once",
     "exactly_once",

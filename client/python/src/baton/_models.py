@@ -8,6 +8,7 @@ fields ending in ``_ms``. Fields the server adds later are ignored.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -324,6 +325,26 @@ class PendingWrite:
 
 
 @dataclass(frozen=True, slots=True)
+class Blob:
+    """A channel value of a checkpoint, stored once per (channel, version) of its namespace: bytes of
+    a serializer's ``type``."""
+
+    channel: str
+    version: str
+    type: str
+    data: bytes = b""
+
+    @classmethod
+    def from_json(cls, d: Any) -> Blob:
+        return cls(channel=str(d.get("channel", "")), version=str(d.get("version", "")), type=str(d.get("type", "")),
+                   data=base64.b64decode(d.get("b64") or ""))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"channel": self.channel, "version": self.version, "type": self.type,
+                "b64": base64.b64encode(self.data).decode("ascii")}
+
+
+@dataclass(frozen=True, slots=True)
 class Checkpoint:
     thread_id: str
     checkpoint_id: str
@@ -335,6 +356,7 @@ class Checkpoint:
     created_at: datetime | None = None
     pending_writes: tuple[PendingWrite, ...] = ()
     expires_at: datetime | None = None  # when a retention policy's max age deletes it
+    blobs: tuple[Blob, ...] = ()  # the channel values it names, with their bytes
     index: int = field(default=0, compare=False)  # X-Baton-Index of the answer: watch from here
 
     @classmethod
@@ -342,6 +364,7 @@ class Checkpoint:
         return _build(
             cls,
             d,
+            blobs=lambda v: tuple(Blob.from_json(b) for b in v or ()),
             data_chunks=_chunks,
             pending_writes=lambda v: tuple(PendingWrite.from_json(p) for p in v or ()),
         )

@@ -11,7 +11,7 @@ import dataclasses
 import hashlib
 import json
 import os
-from collections.abc import Iterator, Callable, Iterable, Sequence
+from collections.abc import Iterator, Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import IO, Any, TypeVar
@@ -65,6 +65,7 @@ from ._errors import (
 from ._models import (
     ArtifactPolicy,
     ArtifactSummary,
+    Blob,
     Checkpoint,
     CheckpointPolicy,
     ChunkRef,
@@ -997,15 +998,20 @@ class Client:
         metadata: Any = None,
         fork: bool | None = None,
         fence: Fence | None = None,
+        blob_versions: Mapping[str, str] | None = None,
+        blobs: Sequence[Blob] = (),
         tenant: str | None = None,
         idempotency_key: str | None = None,
     ) -> Checkpoint:
         """Appends a checkpoint to a thread's namespace. ``parent_id`` must be the head (VersionMismatch
         with ``current_head`` otherwise) unless ``fork``. Data over 512 KiB (as JSON) is uploaded as
-        chunks and named by ``data_chunks``; the answer carries the data either way."""
+        chunks and named by ``data_chunks``; the answer carries the data either way. ``blob_versions``
+        names the channel values the checkpoint holds (channel to version) and ``blobs`` brings those
+        new to the namespace; each value is stored once per version."""
         t = self._tenant(tenant)
         body = compact({"parent_id": parent_id, "metadata": metadata, "fork": fork or None,
-                        "fence": fence_json(fence)})
+                        "fence": fence_json(fence), "blob_versions": dict(blob_versions) if blob_versions else None,
+                        "blobs": [b.to_json() for b in blobs] or None})
         text = dumps(data)
         extra = 0.0
         if len(text) <= CHECKPOINT_INLINE_MAX:

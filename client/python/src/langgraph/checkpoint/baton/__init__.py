@@ -49,6 +49,10 @@ __all__ = ["AsyncBatonSaver", "BatonSaver", "ThreadConflict"]
 # forgot forks instead of extending guarded (see the module's doc).
 HEADS_REMEMBERED = 10_000
 
+# The most bytes of new channel values a put sends as blobs, within the server's 1 MiB request (base64
+# takes a third more); larger ones travel in the checkpoint's data, which may go through chunks.
+BLOBS_INLINE_MAX = 640 << 10
+
 
 class ThreadConflict(baton.VersionMismatch):
     """Another process extended the thread first: this run's checkpoint was not written.
@@ -122,13 +126,34 @@ class _Codec:
     def __init__(self, serde: SerializerProtocol) -> None:
         self.serde = serde
 
-    def checkpoint_data(self, checkpoint: Checkpoint) -> dict[str, Any]:
+    def checkpoint_put(
+        self, checkpoint: Checkpoint, new_versions: ChannelVersions, *, every_value: bool = False
+    ) -> tuple[dict[str, Any], dict[str, str], list[baton.Blob]]:
+        """The put of a checkpoint: its data (the checkpoint without its channel values), the versions
+        of its values, and the values new to the namespace (``new_versions``; every one with
+        ``every_value``). Values are stored once per (channel, version), as LangGraph's own savers keep
+        checkpoint_blobs. When they are too large for one request, or a value has no version, they
+        travel inside the data instead (which may then go through chunks)."""
         rest = {k: v for k, v in checkpoint.items() if k != "channel_values"}
-        values = checkpoint.get("channel_values") or {}
-        return {
-            "checkpoint": _typed(self.serde, rest),
-            "channel_values": {ch: _typed(self.serde, v) for ch, v in values.items()},
-        }
+        values: dict[str, Any] = dict(checkpoint.get("channel_values") or {})
+        versions = checkpoint.get("channel_versions") or {}
+        data: dict[str, Any] = {"checkpoint": _typed(self.serde, rest)}
+        blob_versions: dict[str, str] = {}
+        blobs: list[baton.Blob] = []
+        size = 0
+        for ch, value in values.items():
+            if ch not in versions:
+                break
+            blob_versions[ch] = str(versions[ch])
+            if every_value or ch in new_versions:
+                kind, raw = self.serde.dumps_typed(value)
+                blobs.append(baton.Blob(channel=ch, version=blob_versions[ch], type=kind, data=raw))
+                size += len(raw)
+        else:
+            if size <= BLOBS_INLINE_MAX:
+                return data, blob_versions, blobs
+        data["channel_values"] = {ch: _typed(self.serde, v) for ch, v in values.items()}
+        return data, {}, []
 
     def writes(self, writes: Sequence[tuple[str, Any]]) -> list[dict[str, Any]]:
         return [
@@ -139,9 +164,10 @@ class _Codec:
     def tuple(self, cp: baton.Checkpoint, ns: str) -> CheckpointTuple:
         data = cp.data if isinstance(cp.data, dict) else {}
         checkpoint = cast(Checkpoint, _untyped(self.serde, data["checkpoint"]))
-        checkpoint["channel_values"] = {
-            ch: _untyped(self.serde, v) for ch, v in (data.get("channel_values") or {}).items()
-        }
+        values = {ch: _untyped(self.serde, v) for ch, v in (data.get("channel_values") or {}).items()}
+        for b in cp.blobs:
+            values[b.channel] = self.serde.loads_typed((b.type, b.data))
+        checkpoint["channel_values"] = values
         thread = cp.thread_id
         config: RunnableConfig = {
             "configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": cp.checkpoint_id}
@@ -237,11 +263,19 @@ class BatonSaver(BaseCheckpointSaver[str]):
         thread, ns = str(c["thread_id"]), str(c.get("checkpoint_ns") or "")
         parent = get_checkpoint_id(config) or ""
         guarded = self._heads.seen(thread, ns, parent)
+        md = _metadata_json(config, metadata)
+        data, versions, blobs = self._codec.checkpoint_put(checkpoint, new_versions)
         try:
-            self.client.put_checkpoint(
-                thread, checkpoint["id"], self._codec.checkpoint_data(checkpoint), ns=ns,
-                parent_id=parent or None, metadata=_metadata_json(config, metadata), fork=not guarded,
-            )
+            try:
+                self.client.put_checkpoint(thread, checkpoint["id"], data, ns=ns, parent_id=parent or None,
+                                           metadata=md, fork=not guarded, blob_versions=versions, blobs=blobs)
+            except baton.InvalidArgument as e:
+                if "missing_blobs" not in e.details:
+                    raise
+                # A value this put took as stored went with the checkpoints that named it: send them all.
+                data, versions, blobs = self._codec.checkpoint_put(checkpoint, new_versions, every_value=True)
+                self.client.put_checkpoint(thread, checkpoint["id"], data, ns=ns, parent_id=parent or None,
+                                           metadata=md, fork=not guarded, blob_versions=versions, blobs=blobs)
         except baton.VersionMismatch as e:
             raise _conflict(e, thread, ns, parent) from e
         self._heads.saw(thread, ns, checkpoint["id"])
@@ -380,11 +414,18 @@ class AsyncBatonSaver(BaseCheckpointSaver[str]):
         thread, ns = str(c["thread_id"]), str(c.get("checkpoint_ns") or "")
         parent = get_checkpoint_id(config) or ""
         guarded = self._heads.seen(thread, ns, parent)
+        md = _metadata_json(config, metadata)
+        data, versions, blobs = self._codec.checkpoint_put(checkpoint, new_versions)
         try:
-            await self.client.put_checkpoint(
-                thread, checkpoint["id"], self._codec.checkpoint_data(checkpoint), ns=ns,
-                parent_id=parent or None, metadata=_metadata_json(config, metadata), fork=not guarded,
-            )
+            try:
+                await self.client.put_checkpoint(thread, checkpoint["id"], data, ns=ns, parent_id=parent or None,
+                                                 metadata=md, fork=not guarded, blob_versions=versions, blobs=blobs)
+            except baton.InvalidArgument as e:
+                if "missing_blobs" not in e.details:
+                    raise
+                data, versions, blobs = self._codec.checkpoint_put(checkpoint, new_versions, every_value=True)
+                await self.client.put_checkpoint(thread, checkpoint["id"], data, ns=ns, parent_id=parent or None,
+                                                 metadata=md, fork=not guarded, blob_versions=versions, blobs=blobs)
         except baton.VersionMismatch as e:
             raise _conflict(e, thread, ns, parent) from e
         self._heads.saw(thread, ns, checkpoint["id"])
