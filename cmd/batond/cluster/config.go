@@ -67,7 +67,8 @@ type Config struct {
 	// HTTP) over mutual TLS. URLs are https; clients need CAFile (or
 	// ClientTLS).
 	TLS bool
-	// StopTimeout bounds how long Stop waits after SIGTERM before SIGKILL;
+	// StopTimeout bounds how long Stop waits after SIGTERM before SIGQUIT
+	// (the stacks of a Go program, in its log) and SIGKILL;
 	// 0 means DefaultStopTimeout.
 	StopTimeout time.Duration
 	// Hosts, when set, holds one address per node, in node order, that the

@@ -126,7 +126,9 @@ func (p *process) kill() error {
 }
 
 // terminate sends SIGTERM (and SIGCONT, so a paused process can act on it),
-// waits up to grace, then kills.
+// waits up to grace, then sends SIGQUIT, on which a Go program writes every
+// goroutine's stack to its log (why it did not stop), and kills it if it
+// is still there a second later.
 func (p *process) terminate(grace time.Duration) error {
 	p.mu.Lock()
 	p.expected = true
@@ -144,8 +146,15 @@ func (p *process) terminate(grace time.Duration) error {
 	if p.waitExit(grace) {
 		return nil
 	}
+	if err := p.signal(syscall.SIGQUIT); err == nil && p.waitExit(quitWait) {
+		return nil
+	}
 	return p.kill()
 }
+
+// quitWait is how long a process that ignored SIGTERM has to write its
+// stacks after SIGQUIT.
+const quitWait = time.Second
 
 // pause sends SIGSTOP; resume sends SIGCONT.
 func (p *process) pause() error  { return p.setPaused(true, syscall.SIGSTOP) }
