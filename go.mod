@@ -62,3 +62,5 @@ require (
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+ignore ./client/typescript/node_modules
