@@ -16,8 +16,14 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 )
 
-// openAPIFile is the API contract these tests hold the server to.
-const openAPIFile = "../docs/openapi.yaml"
+// openAPIFile is the API contract these tests hold the server to, and
+// openAPIInternalFile the routes nodes call on each other, kept out of the
+// public document; together they describe every route.
+const (
+	openAPIFile         = "../docs/openapi.yaml"
+	openAPIInternalFile = "../docs/openapi-internal.yaml"
+	internalPrefix      = "/v1/internal/"
+)
 
 // loadOpenAPI loads and validates docs/openapi.yaml, once for the whole
 // package (about a second under -race). The document is shared: a test
@@ -31,19 +37,36 @@ func loadOpenAPI(t testing.TB) *openapi3.T {
 	return doc
 }
 
-var openAPIDoc = sync.OnceValues(func() (*openapi3.T, error) {
-	doc, err := openapi3.NewLoader().LoadFromFile(openAPIFile)
+var openAPIDoc = sync.OnceValues(func() (*openapi3.T, error) { return loadSpec(openAPIFile) })
+
+// loadOpenAPIInternal loads docs/openapi-internal.yaml, whose shared
+// components are references into openapi.yaml.
+func loadOpenAPIInternal(t testing.TB) *openapi3.T {
+	t.Helper()
+	doc, err := openAPIInternalDoc()
 	if err != nil {
-		return nil, fmt.Errorf("loading %s: %v", openAPIFile, err)
+		t.Fatal(err)
+	}
+	return doc
+}
+
+var openAPIInternalDoc = sync.OnceValues(func() (*openapi3.T, error) { return loadSpec(openAPIInternalFile) })
+
+func loadSpec(file string) (*openapi3.T, error) {
+	loader := openapi3.NewLoader()
+	loader.IsExternalRefsAllowed = true
+	doc, err := loader.LoadFromFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("loading %s: %v", file, err)
 	}
 	if err := doc.Validate(context.Background()); err != nil {
-		return nil, fmt.Errorf("%s is not a valid OpenAPI document: %v", openAPIFile, err)
+		return nil, fmt.Errorf("%s is not a valid OpenAPI document: %v", file, err)
 	}
 	if !doc.IsOpenAPI31OrLater() {
-		return nil, fmt.Errorf("%s declares openapi %q, want 3.1", openAPIFile, doc.OpenAPI)
+		return nil, fmt.Errorf("%s declares openapi %q, want 3.1", file, doc.OpenAPI)
 	}
 	return doc, nil
-})
+}
 
 // servedRoutes is every "METHOD pattern" the server registers, the
 // failpoint routes included (they exist on a node started with
@@ -95,12 +118,33 @@ func documentedRoutes(t *testing.T, doc *openapi3.T) map[string][]string {
 }
 
 // TestOpenAPIRoutes checks that every route the server registers is
-// documented in docs/openapi.yaml and that every documented operation is a
-// route the server registers, by method and ServeMux pattern.
+// documented in docs/openapi.yaml or, for the /v1/internal/ routes, in
+// docs/openapi-internal.yaml, and that every documented operation is a
+// route the server registers, by method and ServeMux pattern. No route is
+// in both files, and the public one has no internal route.
 func TestOpenAPIRoutes(t *testing.T) {
-	doc := loadOpenAPI(t)
+	doc, internal := loadOpenAPI(t), loadOpenAPIInternal(t)
 	served := servedRoutes()
-	documented := documentedRoutes(t, doc)
+	public, private := documentedRoutes(t, doc), documentedRoutes(t, internal)
+	documented := map[string][]string{}
+	for r, paths := range public {
+		documented[r] = append(documented[r], paths...)
+		if strings.Contains(r, " "+internalPrefix) {
+			t.Errorf("%s documents %s, an internal route: it belongs in %s", openAPIFile, r, openAPIInternalFile)
+		}
+	}
+	for r, paths := range private {
+		documented[r] = append(documented[r], paths...)
+		if !strings.Contains(r, " "+internalPrefix) {
+			t.Errorf("%s documents %s, which is not under %s: it belongs in %s", openAPIInternalFile, r, internalPrefix, openAPIFile)
+		}
+		if len(public[r]) > 0 {
+			t.Errorf("%s is documented in both %s and %s", r, openAPIFile, openAPIInternalFile)
+		}
+	}
+	if len(private) == 0 {
+		t.Fatalf("%s documents no route", openAPIInternalFile)
+	}
 	if len(served) < 50 {
 		t.Fatalf("the server registers %d routes; the route table was not read", len(served))
 	}
@@ -129,7 +173,12 @@ func TestOpenAPIRoutes(t *testing.T) {
 // with sample parameter values, is served by the pattern the spec says it
 // is: an x-baton-pattern cannot name a route that serves other URLs.
 func TestOpenAPIPathsReachTheirPattern(t *testing.T) {
-	doc := loadOpenAPI(t)
+	paths := map[string]*openapi3.PathItem{}
+	for _, doc := range []*openapi3.T{loadOpenAPI(t), loadOpenAPIInternal(t)} {
+		for path, item := range doc.Paths.Map() {
+			paths[path] = item
+		}
+	}
 	patterns := map[string]bool{}
 	for r := range servedRoutes() {
 		_, pattern, _ := strings.Cut(r, " ")
@@ -147,7 +196,7 @@ func TestOpenAPIPathsReachTheirPattern(t *testing.T) {
 		"key":         "dir/leaf",
 		"ref":         "report-42/approved",
 	}
-	for path, item := range doc.Paths.Map() {
+	for path, item := range paths {
 		want, err := specPattern(path, item)
 		if err != nil {
 			t.Error(err)
@@ -163,6 +212,19 @@ func TestOpenAPIPathsReachTheirPattern(t *testing.T) {
 		if got != want {
 			t.Errorf("%s (as %s) is served by pattern %q, want %q", path, url, got, want)
 		}
+	}
+}
+
+// TestOpenAPIServers: the public document's servers are the nodes that
+// `make run` (batond local, TLS by default) serves: https on 7001-7003.
+func TestOpenAPIServers(t *testing.T) {
+	var got []string
+	for _, s := range loadOpenAPI(t).Servers {
+		got = append(got, s.URL)
+	}
+	want := []string{"https://127.0.0.1:7001", "https://127.0.0.1:7002", "https://127.0.0.1:7003"}
+	if !slices.Equal(got, want) {
+		t.Errorf("%s servers %v, want %v (what make run serves)", openAPIFile, got, want)
 	}
 }
 
