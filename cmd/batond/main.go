@@ -396,6 +396,13 @@ func serve(ctx context.Context, o *options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	expiry, err := certExpiry(peer, api)
+	if err != nil {
+		return err
+	}
+	if err := prometheus.DefaultRegisterer.Register(expiry); err != nil {
+		return err
+	}
 	switch {
 	case api == nil:
 		log.Warn("TLS is off: the HTTP API and the Raft port accept anyone who can reach them, and tokens travel in clear text; " +
@@ -484,7 +491,8 @@ func serve(ctx context.Context, o *options, log *slog.Logger) error {
 }
 
 // installRaftMetrics sends hashicorp/raft's go-metrics (and the node's own
-// timers) to Prometheus, named baton_<key>.
+// timers) to Prometheus as baton_<key>, renamed to Prometheus' conventions
+// by metricsink.
 func installRaftMetrics() error {
 	sink := metricsink.New("baton")
 	if err := prometheus.DefaultRegisterer.Register(sink); err != nil {

@@ -159,7 +159,7 @@ func TestDashboardMetricsExist(t *testing.T) {
 				missing = append(missing, n+" ("+panel+")")
 			}
 		}
-		if present["baton_raft_replication_heartbeat_"+c.ID(others(c, leader)[0])+"_count"] {
+		if present["baton_raft_replication_heartbeat_"+c.ID(others(c, leader)[0])+"_seconds_count"] {
 			return false, "", fmt.Errorf("a peer id is still inside a metric name")
 		}
 		return len(missing) == 0, fmt.Sprintf("missing %v", missing), nil

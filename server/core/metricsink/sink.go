@@ -1,18 +1,20 @@
 // Package metricsink keeps the go-metrics that hashicorp/raft (and the node
-// package) emit as Prometheus metrics: samples (timers, in ms) as
-// histograms, counters as counters, gauges as gauges.
+// package) emit as Prometheus metrics: samples as histograms, counters as
+// counters, gauges as gauges, named and described by Prometheus'
+// conventions (names.go): snake_case, times in seconds under _seconds,
+// _total on counters, a HELP that explains.
 //
 // It replaces go-metrics' own Prometheus sink, which keeps every timer as a
 // summary (a lock and a quantile stream per observation) and builds the
-// metric's name and a lookup key as new strings on every call. Raft times
-// several steps of every log entry on every node, so on a busy cluster that
-// sink cost about 2% of the leader's CPU and 1.5% of each follower's. Here
-// a metric is found by a hash of its key and labels, computed without
-// allocating, and a histogram observation is a few atomic adds.
+// metric's name and a lookup key as new strings on every call; raft times
+// several steps of every log entry on every node. Here a metric is found by
+// a hash of its key and labels, computed without allocating, and a
+// histogram observation is a few atomic adds.
 //
-// A metric that has not changed for Idle (a leader-only timer on a node
-// that lost leadership, a gauge of a removed peer) is left out of /metrics
-// until it changes again, as go-metrics' sink does.
+// A series, once emitted, is served for as long as the process lives (a
+// leader-only timer on a node that lost leadership keeps its counts), so
+// that rate() and increase() over it stay right; go-metrics' sink dropped
+// series idle for a minute.
 package metricsink
 
 import (
@@ -20,18 +22,18 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	metrics "github.com/hashicorp/go-metrics/compat"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Buckets are the histogram bounds of samples, in ms (go-metrics timers
-// are in ms): 10 µs to about 5 s, doubling.
-var Buckets = prometheus.ExponentialBuckets(0.01, 2, 20)
-
-// Idle is how long a metric may go unchanged before it is left out.
-const Idle = time.Minute
+// Histogram bounds by unit: times from 10 µs to about 5 s, doubling;
+// counts from 1 to 8192; ratios in tenths.
+var (
+	secondsBuckets = prometheus.ExponentialBuckets(0.00001, 2, 20)
+	countBuckets   = prometheus.ExponentialBuckets(1, 2, 14)
+	ratioBuckets   = prometheus.LinearBuckets(0.1, 0.1, 10)
+)
 
 type kind uint8
 
@@ -45,7 +47,6 @@ const (
 // value is not usable; call New.
 type Sink struct {
 	prefix string
-	now    func() time.Time
 
 	byHash sync.Map   // uint64 -> *entry, the head of a chain of entries with that hash
 	mu     sync.Mutex // serialises adding entries
@@ -54,8 +55,6 @@ type Sink struct {
 	// (name and labels): two keys that sanitise to one name share its
 	// metric rather than make /metrics fail on a duplicate.
 	named map[string]*entry
-
-	collectMu sync.Mutex // serialises Collect's idle bookkeeping
 }
 
 // entry is one metric: a key, its labels and its kind.
@@ -64,16 +63,12 @@ type entry struct {
 	parts  []string
 	labels []metrics.Label
 	next   atomic.Pointer[entry] // the next entry with the same hash
+	scale  float64               // what a value is multiplied by: 1/1000 for a time in ms
 
 	hist    prometheus.Histogram
 	counter prometheus.Counter
 	gauge   prometheus.Gauge
-	writes  atomic.Uint64 // updates so far, to tell an idle metric
-	alias   bool          // shares the metric of the entry that owns its series; not collected itself
-	owner   *entry        // the entry whose writes count this one's updates: itself, or its series' owner
-
-	seenWrites uint64    // writes at the last Collect that saw it change, under collectMu
-	seenAt     time.Time // when that was
+	alias   bool // shares the metric of the entry that owns its series; not collected itself
 }
 
 var (
@@ -81,10 +76,9 @@ var (
 	_ prometheus.Collector = (*Sink)(nil)
 )
 
-// New returns a sink whose metrics are named prefix_<key parts joined by
-// "_">, with the characters Prometheus forbids replaced by "_".
+// New returns a sink whose metrics are named prefix_<name> (names.go).
 func New(prefix string) *Sink {
-	return &Sink{prefix: prefix, now: time.Now, named: map[string]*entry{}}
+	return &Sink{prefix: prefix, named: map[string]*entry{}}
 }
 
 // SetGauge implements metrics.MetricSink.
@@ -93,8 +87,7 @@ func (s *Sink) SetGauge(key []string, val float32) { s.SetGaugeWithLabels(key, v
 // SetGaugeWithLabels implements metrics.MetricSink.
 func (s *Sink) SetGaugeWithLabels(key []string, val float32, labels []metrics.Label) {
 	e := s.get(kindGauge, key, labels)
-	e.gauge.Set(float64(val))
-	e.owner.writes.Add(1)
+	e.gauge.Set(float64(val) * e.scale)
 }
 
 // EmitKey implements metrics.MetricSink; a key-value event has no
@@ -112,7 +105,6 @@ func (s *Sink) IncrCounterWithLabels(key []string, val float32, labels []metrics
 	}
 	e := s.get(kindCounter, key, labels)
 	e.counter.Add(float64(val))
-	e.owner.writes.Add(1)
 }
 
 // AddSample implements metrics.MetricSink.
@@ -121,8 +113,7 @@ func (s *Sink) AddSample(key []string, val float32) { s.AddSampleWithLabels(key,
 // AddSampleWithLabels implements metrics.MetricSink.
 func (s *Sink) AddSampleWithLabels(key []string, val float32, labels []metrics.Label) {
 	e := s.get(kindSample, key, labels)
-	e.hist.Observe(float64(val))
-	e.owner.writes.Add(1)
+	e.hist.Observe(float64(val) * e.scale)
 }
 
 // get finds the entry of (k, key, labels), creating it on first use.
@@ -161,16 +152,17 @@ func (s *Sink) get(k kind, key []string, labels []metrics.Label) *entry {
 }
 
 func (s *Sink) newEntry(k kind, key []string, labels []metrics.Label) *entry {
-	e := &entry{kind: k, parts: append([]string(nil), key...), labels: append([]metrics.Label(nil), labels...),
-		seenAt: s.now()}
-	e.owner = e
-	name := Name(s.prefix, key)
+	e := &entry{kind: k, parts: append([]string(nil), key...), labels: append([]metrics.Label(nil), labels...), scale: 1}
+	name, help, u := describe(s.prefix, k, key)
+	if u == unitMillis && k != kindCounter {
+		e.scale = 1.0 / 1000
+	}
 	var constLabels prometheus.Labels
 	series := []string{name}
 	if len(labels) > 0 {
 		constLabels = prometheus.Labels{}
 		for _, l := range labels {
-			constLabels[sanitize(l.Name)] = l.Value
+			constLabels[sanitize(snake(l.Name))] = l.Value
 		}
 		for n, v := range constLabels {
 			series = append(series, n+"="+v)
@@ -182,7 +174,6 @@ func (s *Sink) newEntry(k kind, key []string, labels []metrics.Label) *entry {
 		e.alias = true
 		if owner.kind == k { // the same series: count into it
 			e.gauge, e.counter, e.hist = owner.gauge, owner.counter, owner.hist
-			e.owner = owner
 			return e
 		}
 		// The same series as another kind: keep this one's figures out of
@@ -192,12 +183,19 @@ func (s *Sink) newEntry(k kind, key []string, labels []metrics.Label) *entry {
 	}
 	switch k {
 	case kindGauge:
-		e.gauge = prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: name, ConstLabels: constLabels})
+		e.gauge = prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: constLabels})
 	case kindCounter:
-		e.counter = prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: name, ConstLabels: constLabels})
+		e.counter = prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: constLabels})
 	case kindSample:
-		e.hist = prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: name + " (ms)",
-			ConstLabels: constLabels, Buckets: Buckets})
+		buckets := secondsBuckets
+		switch u {
+		case unitCount:
+			buckets = countBuckets
+		case unitRatio:
+			buckets = ratioBuckets
+		}
+		e.hist = prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help,
+			ConstLabels: constLabels, Buckets: buckets})
 	}
 	return e
 }
@@ -234,34 +232,16 @@ func (e *entry) metric() prometheus.Collector {
 // collector.
 func (s *Sink) Describe(chan<- *prometheus.Desc) {}
 
-// Collect implements prometheus.Collector: every metric that changed within
-// Idle.
+// Collect implements prometheus.Collector: every metric emitted so far.
 func (s *Sink) Collect(ch chan<- prometheus.Metric) {
 	s.mu.Lock()
 	all := s.all[:len(s.all):len(s.all)]
 	s.mu.Unlock()
-	s.collectMu.Lock()
-	defer s.collectMu.Unlock()
-	now := s.now()
 	for _, e := range all {
-		if w := e.writes.Load(); w != e.seenWrites {
-			e.seenWrites, e.seenAt = w, now
+		if !e.alias {
+			e.metric().Collect(ch)
 		}
-		if e.alias || now.Sub(e.seenAt) > Idle {
-			continue
-		}
-		e.metric().Collect(ch)
 	}
-}
-
-// Name is the Prometheus name of a go-metrics key under prefix, as
-// go-metrics' own Prometheus sink names it.
-func Name(prefix string, key []string) string {
-	name := strings.Join(key, "_")
-	if prefix != "" {
-		name = prefix + "_" + name
-	}
-	return sanitize(name)
 }
 
 var forbidden = strings.NewReplacer(" ", "_", ".", "_", "=", "_", "-", "_", "/", "_")

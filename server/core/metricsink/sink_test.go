@@ -2,10 +2,11 @@ package metricsink
 
 import (
 	"fmt"
+	"math"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	metrics "github.com/hashicorp/go-metrics/compat"
 	"github.com/prometheus/client_golang/prometheus"
@@ -56,34 +57,35 @@ func TestSinkKinds(t *testing.T) {
 	if len(fams) != 4 {
 		t.Errorf("families %d, want 4: %v", len(fams), fams)
 	}
-	h := fams["baton_raft_commitTime"]
+	h := fams["baton_raft_commit_time_seconds"]
 	if h.GetType() != dto.MetricType_HISTOGRAM {
-		t.Fatalf("commitTime type %v, want histogram", h.GetType())
+		t.Fatalf("commit_time_seconds type %v, want histogram", h.GetType())
 	}
 	hist := h.GetMetric()[0].GetHistogram()
-	if hist.GetSampleCount() != 2 || hist.GetSampleSum() != 3.5 {
-		t.Errorf("commitTime count %d sum %v, want 2 and 3.5", hist.GetSampleCount(), hist.GetSampleSum())
+	if hist.GetSampleCount() != 2 || math.Abs(hist.GetSampleSum()-0.0035) > 1e-9 {
+		t.Errorf("commit_time_seconds count %d sum %v, want 2 and 0.0035 (3.5 ms)", hist.GetSampleCount(), hist.GetSampleSum())
 	}
-	// Bucket bounds are in ms: 0.5 falls at or below 0.64, 3 above 2.56.
+	// Raft's ms are observed in seconds: 0.5 ms falls at or below 0.64 ms,
+	// 3 ms above 2.56 ms.
 	for _, b := range hist.GetBucket() {
 		want := uint64(0)
 		switch {
-		case b.GetUpperBound() >= 3:
+		case b.GetUpperBound() >= 0.003:
 			want = 2
-		case b.GetUpperBound() >= 0.5:
+		case b.GetUpperBound() >= 0.0005:
 			want = 1
 		}
 		if b.GetCumulativeCount() != want {
 			t.Errorf("bucket le=%v: %d, want %d", b.GetUpperBound(), b.GetCumulativeCount(), want)
 		}
 	}
-	if c := fams["baton_raft_apply"]; c.GetType() != dto.MetricType_COUNTER || c.GetMetric()[0].GetCounter().GetValue() != 3 {
+	if c := fams["baton_raft_apply_total"]; c.GetType() != dto.MetricType_COUNTER || c.GetMetric()[0].GetCounter().GetValue() != 3 {
 		t.Errorf("apply: %v, want a counter at 3", c)
 	}
 	if g := fams["baton_raft_peers"]; g.GetType() != dto.MetricType_GAUGE || g.GetMetric()[0].GetGauge().GetValue() != 5 {
 		t.Errorf("peers: %v, want a gauge at 5", g)
 	}
-	rpc := fams["baton_raft_replication_appendEntries_rpc"]
+	rpc := fams["baton_raft_replication_append_entries_rpc_seconds"]
 	if len(rpc.GetMetric()) != 2 {
 		t.Fatalf("appendEntries rpc series %d, want one per peer", len(rpc.GetMetric()))
 	}
@@ -99,15 +101,52 @@ func TestSinkKinds(t *testing.T) {
 func TestSinkNames(t *testing.T) {
 	for _, c := range []struct {
 		prefix string
+		k      kind
 		key    []string
 		want   string
 	}{
-		{"baton", []string{"raft", "leader", "dispatchLog"}, "baton_raft_leader_dispatchLog"},
-		{"baton", []string{"raft", "net", "rpc-decode"}, "baton_raft_net_rpc_decode"},
-		{"", []string{"a.b", "c d", "e=f", "g/h"}, "a_b_c_d_e_f_g_h"},
+		{"baton", kindSample, []string{"raft", "leader", "dispatchLog"}, "baton_raft_leader_dispatch_log_seconds"},
+		{"baton", kindSample, []string{"raft", "net", "getRPCType"}, "baton_raft_net_get_rpc_type_seconds"},
+		{"baton", kindSample, []string{"raft", "net", "rpc-decode"}, "baton_raft_net_rpc_decode_seconds"},
+		{"baton", kindSample, []string{"raft", "fsm", "applyBatchNum"}, "baton_raft_fsm_apply_batch_entries"},
+		{"baton", kindSample, []string{"raft", "thread", "fsm", "saturation"}, "baton_raft_thread_fsm_saturation_ratio"},
+		{"baton", kindGauge, []string{"raft", "leader", "oldestLogAge"}, "baton_raft_leader_oldest_log_age_seconds"},
+		{"baton", kindGauge, []string{"raft", "peers"}, "baton_raft_peers"},
+		{"baton", kindGauge, []string{"raft", "someNewGauge"}, "baton_raft_some_new_gauge"},
+		{"baton", kindCounter, []string{"raft", "state", "leader"}, "baton_raft_state_leader_total"},
+		{"baton", kindCounter, []string{"raft", "transition", "heartbeat_timeout"}, "baton_raft_transition_heartbeat_timeout_total"},
+		{"baton", kindSample, []string{"node", "propose_wait"}, "baton_node_propose_wait_seconds"},
+		{"", kindGauge, []string{"a.b", "c d", "e=f", "g/h"}, "a_b_c_d_e_f_g_h"},
 	} {
-		if got := Name(c.prefix, c.key); got != c.want {
-			t.Errorf("Name(%q, %q) = %q, want %q", c.prefix, c.key, got, c.want)
+		if got, _, _ := describe(c.prefix, c.k, c.key); got != c.want {
+			t.Errorf("describe(%q, %v, %q) = %q, want %q", c.prefix, c.k, c.key, got, c.want)
+		}
+	}
+}
+
+// Every metric of the table follows Prometheus' conventions: snake_case,
+// a unit suffix where it has one, _total on counters, a help that is more
+// than the name. A counter key may also be emitted as a sample or gauge
+// elsewhere, so each kind is checked.
+func TestSinkKnownConventions(t *testing.T) {
+	snakeRE := regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+	for key, sp := range known {
+		for _, k := range []kind{kindGauge, kindCounter, kindSample} {
+			name, help, u := describe("baton", k, strings.Split(key, "."))
+			if !snakeRE.MatchString(name) || strings.Contains(name, "__") {
+				t.Errorf("%s: %q is not snake_case", key, name)
+			}
+			switch {
+			case k == kindCounter && !strings.HasSuffix(name, "_total"):
+				t.Errorf("%s: counter %q lacks _total", key, name)
+			case k != kindCounter && u == unitMillis && !strings.HasSuffix(name, "_seconds"):
+				t.Errorf("%s: time %q lacks _seconds", key, name)
+			case k != kindCounter && strings.HasSuffix(name, "_total"):
+				t.Errorf("%s: %q ends in _total but is not a counter", key, name)
+			}
+			if len(help) < 20 || help == name || sp.help == "" {
+				t.Errorf("%s: help %q does not explain", key, help)
+			}
 		}
 	}
 }
@@ -121,34 +160,31 @@ func TestSinkSameSeries(t *testing.T) {
 	s.IncrCounter([]string{"a_b"}, 2)
 	s.SetGauge([]string{"a", "b"}, 7) // also x_a_b, but a gauge
 	fams := gather(t, s)
-	c := fams["x_a_b"]
+	c := fams["x_a_b_total"]
 	if c.GetType() != dto.MetricType_COUNTER || len(c.GetMetric()) != 1 || c.GetMetric()[0].GetCounter().GetValue() != 3 {
-		t.Errorf("x_a_b: %v, want one counter at 3", c)
+		t.Errorf("x_a_b_total: %v, want one counter at 3", c)
 	}
 }
 
-func TestSinkIdle(t *testing.T) {
-	now := time.Unix(1000, 0)
+// A series stays on /metrics for as long as the process lives, however
+// long it goes unchanged: there is no idle clock any more (go-metrics'
+// sink, and this one before, dropped a series unchanged for a minute,
+// which broke rate() over a leader-only timer after a leader change).
+func TestSinkKeepsSeries(t *testing.T) {
 	s := New("baton")
-	s.now = func() time.Time { return now }
 	s.AddSample([]string{"raft", "commitTime"}, 1)
 	s.SetGauge([]string{"raft", "peers"}, 3)
-	if n := len(gather(t, s)); n != 2 {
-		t.Fatalf("families %d, want 2", n)
-	}
-	now = now.Add(Idle / 2)
-	s.SetGauge([]string{"raft", "peers"}, 3) // the same value, but an update
-	now = now.Add(Idle/2 + time.Second)
-	fams := gather(t, s)
-	if _, ok := fams["baton_raft_commitTime"]; ok {
-		t.Error("commitTime unchanged for longer than Idle is still collected")
-	}
-	if _, ok := fams["baton_raft_peers"]; !ok {
-		t.Error("peers, updated within Idle, is not collected")
-	}
-	s.AddSample([]string{"raft", "commitTime"}, 1)
-	if h, ok := gather(t, s)["baton_raft_commitTime"]; !ok || h.GetMetric()[0].GetHistogram().GetSampleCount() != 2 {
-		t.Errorf("commitTime after a new sample: %v, want collected with both samples", h)
+	for range 3 {
+		fams := gather(t, s)
+		if len(fams) != 2 {
+			t.Fatalf("families %d, want 2", len(fams))
+		}
+		if h := fams["baton_raft_commit_time_seconds"]; h.GetMetric()[0].GetHistogram().GetSampleCount() != 1 {
+			t.Errorf("commit_time_seconds: %v, want its one sample", h)
+		}
+		if h := fams["baton_raft_commit_time_seconds"]; !strings.Contains(h.GetHelp(), "commit") {
+			t.Errorf("commit_time_seconds help %q", h.GetHelp())
+		}
 	}
 }
 
@@ -212,7 +248,7 @@ func TestSinkConcurrent(t *testing.T) {
 	fams := gather(t, s)
 	var total uint64
 	for i := 0; i < 10; i++ {
-		total += fams[fmt.Sprintf("baton_k_%d", i)].GetMetric()[0].GetHistogram().GetSampleCount()
+		total += fams[fmt.Sprintf("baton_k_%d_seconds", i)].GetMetric()[0].GetHistogram().GetSampleCount()
 	}
 	if total != 8*500 {
 		t.Errorf("%d samples counted, want %d", total, 8*500)
