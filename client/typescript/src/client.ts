@@ -4,7 +4,7 @@
 import { readFileSync, createReadStream, createWriteStream, promises as fsp } from "node:fs";
 import { createHash } from "node:crypto";
 import type { IncomingMessage } from "node:http";
-import { chunksOf } from "./cdc.js";
+import { chunksOf, split } from "./cdc.js";
 import { BatonError, DigestMismatch, InvalidArgument, NotFound, Unavailable } from "./errors.js";
 import type {
   ArtifactPolicy, ArtifactSummary, Checkpoint, CheckpointPolicy, ChunkRef, ClusterStatus, Fence, Grant, KVEntry,
@@ -90,6 +90,8 @@ export function sha256(b: Uint8Array): string {
 }
 
 const DIGEST_RE = /^sha256:[0-9a-f]{64}$/;
+/** Checkpoint data over this many bytes of JSON goes through the chunk store (as the Go SDK's CheckpointInlineMax). */
+export const CHECKPOINT_INLINE_MAX = 512 << 10;
 const MISSING_BATCH = 10_000;
 const UPLOAD_BATCH_CHUNKS = 64;
 const UPLOAD_BATCH_BYTES = 64 << 20;
@@ -527,16 +529,34 @@ export class BatonClient {
   private cp(thread: string, o: CallOptions): string {
     return this.tp(o) + "/threads/" + seg(thread);
   }
-  /** Puts a checkpoint; parentId must be the namespace's head unless fork is true. */
+  /**
+   * Puts a checkpoint; parentId must be the namespace's head unless fork is
+   * true. Data of over CHECKPOINT_INLINE_MAX bytes of JSON is cut into
+   * chunks and uploaded first (only those the tenant lacks), then named by
+   * data_chunks; the answer carries the data either way.
+   */
   async putCheckpoint(thread: string, checkpointId: string, data: unknown, f: {
     ns?: string; parentId?: string; metadata?: unknown; fork?: boolean; fence?: Fence; blobVersions?: Record<string, string>; blobs?: Blob[];
   } = {}, o: CallOptions = {}): Promise<Checkpoint> {
+    const json = Buffer.from(JSON.stringify(data === undefined ? null : data));
+    let dataChunks: ChunkRef[] | undefined;
+    if (json.length > CHECKPOINT_INLINE_MAX) {
+      const tenant = this.tenantOf(o);
+      const chunks = split(json);
+      dataChunks = chunks.map((c) => ({ digest: sha256(c), size: c.length }));
+      const st = { size: 0, chunks: 0, chunksUploaded: 0, bytesSent: 0 };
+      await this.storeChunks(tenant, chunks.map((c, i) => [dataChunks![i]!.digest, c]), st, o.signal);
+    }
     const body = compact({
-      parent_id: f.parentId || undefined, data, metadata: f.metadata, fork: f.fork || undefined, fence: f.fence,
+      parent_id: f.parentId || undefined, data: dataChunks ? undefined : data === undefined ? null : data, data_chunks: dataChunks,
+      metadata: f.metadata, fork: f.fork || undefined, fence: f.fence,
       blob_versions: f.blobVersions && Object.keys(f.blobVersions).length ? f.blobVersions : undefined,
       blobs: f.blobs && f.blobs.length ? f.blobs : undefined,
     });
-    return this.v("PUT", query(this.cp(thread, o) + "/checkpoints/" + seg(checkpointId), { checkpoint_ns: f.ns || undefined }), body, o);
+    const cp = await this.v<Checkpoint>("PUT", query(this.cp(thread, o) + "/checkpoints/" + seg(checkpointId), { checkpoint_ns: f.ns || undefined }), body,
+      { ...o, extraTimeoutMs: dataChunks ? json.length / (64 << 10) : 0 });
+    if (dataChunks) cp.data = JSON.parse(json.toString("utf8")) as unknown;
+    return cp;
   }
   async getCheckpoint(thread: string, checkpointId: string, f: { ns?: string } = {}, o: CallOptions = {}): Promise<Checkpoint> {
     return this.v("GET", query(this.cp(thread, o) + "/checkpoints/" + seg(checkpointId), { checkpoint_ns: f.ns || undefined }), undefined, o);

@@ -218,3 +218,16 @@ describe("configuration and errors", () => {
     a.close();
   });
 });
+
+describe("large checkpoints", () => {
+  it("sends data over 512 KiB through the chunk store and reads it back whole", async () => {
+    const th = uid("big");
+    const data = { blob: randomBytes(3 << 20).toString("base64"), n: 1 };
+    const put = await c.putCheckpoint(th, "c1", data);
+    expect(put.data).toEqual(data);
+    expect(put.data_chunks?.length).toBeGreaterThan(0);
+    expect((await c.getCheckpoint(th, "c1")).data).toEqual(data);
+    const [listed] = await c.listCheckpoints(th).then((p) => p.items);
+    expect([listed!.data, listed!.data_chunks?.length]).toEqual([null, put.data_chunks?.length]);
+  });
+});

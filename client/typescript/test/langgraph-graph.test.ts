@@ -82,4 +82,16 @@ describe("a LangGraph.js graph on Baton", () => {
     const fork = await b.put(old!.config, { ...emptyCheckpoint(), id: uuid6(3) }, { ...meta, step: 1 }, {});
     expect((await b.getTuple({ configurable: { thread_id: thread } }))!.config).toEqual(fork);
   });
+
+  it("keeps a state larger than a request: values inline in chunked data, read whole by getTuple and list", async () => {
+    const thread = uid("thread");
+    const saver = new BatonSaver(c1);
+    const big = "x".repeat(3 << 20);
+    const cp = { ...emptyCheckpoint(), id: uuid6(0), channel_values: { doc: big, n: 1 }, channel_versions: { doc: 1, n: 1 } };
+    const cfg = await saver.put({ configurable: { thread_id: thread } }, cp, { source: "input", step: -1, parents: {} }, { doc: 1, n: 1 });
+    expect((await saver.getTuple(cfg))!.checkpoint.channel_values).toEqual({ doc: big, n: 1 });
+    const listed = [];
+    for await (const t of saver.list({ configurable: { thread_id: thread } })) listed.push(t);
+    expect(listed.map((t) => t.checkpoint.channel_values)).toEqual([{ doc: big, n: 1 }]);
+  });
 });
