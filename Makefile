@@ -151,14 +151,14 @@ test-python: build
 ## (client/typescript, docs/typescript.md): npm ci from the committed
 ## package-lock.json, tsc --strict, eslint, then vitest (its global setup
 ## starts a three-node TLS cluster of bin/batond), which runs the SDK's
-## tests, docs/typescript.md's examples and
-## @langchain/langgraph-checkpoint-validation against BatonSaver
+## tests, docs/typescript.md's examples, the sdk benchmark's driver for a
+## second and @langchain/langgraph-checkpoint-validation against BatonSaver
 TS := client/typescript
 .PHONY: test-typescript
 test-typescript: build
 	cd $(TS) && npm ci --no-audit --no-fund --loglevel=error
-	cd $(TS) && npx tsc -p tsconfig.json && npx tsc -p tsconfig.test.json
-	cd $(TS) && npx eslint src test
+	cd $(TS) && npx tsc -p tsconfig.json && npx tsc -p tsconfig.bench.json && npx tsc -p tsconfig.test.json
+	cd $(TS) && npx eslint src test bench
 	cd $(TS) && BATOND=$(CURDIR)/$(BIN)/batond npx vitest run
 
 clean:

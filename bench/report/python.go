@@ -31,6 +31,7 @@ const (
 	sysPythonSDK       = "python-sdk"
 	sysGoSDK           = "go-sdk"
 	sysPythonPerWorker = "python-sdk-per-worker"
+	sysTypeScriptSDK   = "typescript-sdk"
 )
 
 func init() {
@@ -40,6 +41,8 @@ func init() {
 	names[sysPythonPerWorker] = "Python SDK, a client per worker"
 	systemColors[sysGoSDK] = systemColors[result.SystemBaton]
 	systemColors[sysPythonPerWorker] = "#8a4fbf"
+	names[sysTypeScriptSDK] = "TypeScript SDK"
+	systemColors[sysTypeScriptSDK] = "#2f74c0"
 }
 
 // sdkSuite is the suite's sdk runs, their System the SDK's pseudo-system.
@@ -58,6 +61,8 @@ func (w *writer) sdkSuite() *result.Suite {
 			c.System = sysGoSDK
 		case result.ClientPythonPerWorker:
 			c.System = sysPythonPerWorker
+		case result.ClientTypeScript:
+			c.System = sysTypeScriptSDK
 		default:
 			continue
 		}
@@ -84,6 +89,14 @@ func (w *writer) sdkGoals() []goal {
 			metIf(pp-gp <= SDKLatencyGoal)})
 	} else {
 		gs = append(gs, goal{latText, "—", "not measured"})
+	}
+	tsText := fmt.Sprintf("sdk C=64: TypeScript SDK ops/s ≥ %.0f%% of the Go SDK's", SDKThroughputGoal*100)
+	if ts, gr := s.Find(result.WorkloadSDK, "C=64", sysTypeScriptSDK), s.Find(result.WorkloadSDK, "C=64", sysGoSDK); ok(ts) && ok(gr) {
+		r := ts.OpsPerSec / gr.OpsPerSec
+		gs = append(gs, goal{tsText, fmt.Sprintf("%s vs %s ops/s: %.0f%%", rate(ts.OpsPerSec), rate(gr.OpsPerSec), r*100),
+			metIf(r >= SDKThroughputGoal)})
+	} else {
+		gs = append(gs, goal{tsText, "—", "not measured"})
 	}
 	return gs
 }
@@ -115,10 +128,10 @@ func (w *writer) sdk() {
 		return
 	}
 	w.p("## sdk: the Python SDK beside the Go SDK\n")
-	w.p("The cas operation (a fenced `update_task` of one's own claimed task, result `{\"n\": <count>}`) from C concurrent workers: through the Go SDK (the cas workload's code, a `client.Client` per worker, goroutines in the driver); through the Python SDK (`bench/python/sdkbench.py`: one process, one asyncio event loop, C tasks sharing one `baton.AsyncClient`, the goals' configuration); and through the Python SDK with an `AsyncClient` per worker (`--workers-per-client 1`, as the Go workers each have their own client). The three run one after the other on the same fresh cluster for each C, each round starting with the next of them. Goals (issue 28), on the shared `AsyncClient`: the Python SDK reaches at least %.0f%% of the Go SDK's ops/s at C=64, and its p50 at C=1 is within %s ms of the Go SDK's.\n",
-		SDKThroughputGoal*100, msec(SDKLatencyGoal))
+	w.p("The cas operation (a fenced `update_task` of one's own claimed task, result `{\"n\": <count>}`) from C concurrent workers: through the Go SDK (the cas workload's code, a `client.Client` per worker, goroutines in the driver); through the Python SDK (`bench/python/sdkbench.py`: one process, one asyncio event loop, C tasks sharing one `baton.AsyncClient`, the goals' configuration); through the Python SDK with an `AsyncClient` per worker (`--workers-per-client 1`, as the Go workers each have their own client); and through the TypeScript SDK (`client/typescript/bench/sdkbench.ts`: one Node process, C workers sharing one `BatonClient`). The four run one after the other on the same fresh cluster for each C, each round starting with the next of them. Goals (issue 28), on the shared `AsyncClient`: the Python SDK reaches at least %.0f%% of the Go SDK's ops/s at C=64, and its p50 at C=1 is within %s ms of the Go SDK's; (issue 30) the TypeScript SDK reaches at least %.0f%% of the Go SDK's ops/s at C=64.\n",
+		SDKThroughputGoal*100, msec(SDKLatencyGoal), SDKThroughputGoal*100)
 	sub := &writer{s: s, all: s.Runs, atDefault: w.atDefault, chartDir: w.chartDir, chartRel: w.chartRel}
-	systems := []string{sysPythonSDK, sysGoSDK, sysPythonPerWorker}
+	systems := []string{sysPythonSDK, sysGoSDK, sysPythonPerWorker, sysTypeScriptSDK}
 	sub.compare(result.WorkloadSDK, "clients", systems, []row{opsRow, latRow("p50 ms", "", 0.5), latRow("p99 ms", "", 0.99),
 		latRow("p99.9 ms", "", 0.999), errRow})
 	sub.rounds(result.WorkloadSDK, "clients", "ops/s", systems)

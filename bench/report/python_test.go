@@ -10,7 +10,7 @@ import (
 	"github.com/baton-dev/baton/bench/result"
 )
 
-// TestPythonRows: the sdk runs are told apart by their client, the
+// TestPythonRows: the sdk runs (Go, Python, TypeScript) are told apart by their client, the
 // langgraph runs by their saver, and both rows' goals are judged.
 func TestPythonRows(t *testing.T) {
 	s := &result.Suite{Started: time.Now(), Finished: time.Now().Add(time.Minute), Command: "make bench",
@@ -29,6 +29,7 @@ func TestPythonRows(t *testing.T) {
 		sdk(result.ClientGo, "C=64", 8000, 7*time.Millisecond),
 		sdk(result.ClientPython, "C=64", 5000, 12*time.Millisecond),
 		sdk(result.ClientPythonPerWorker, "C=64", 6000, 10*time.Millisecond),
+		sdk(result.ClientTypeScript, "C=64", 4000, 14*time.Millisecond),
 		sdk(result.ClientGo, "C=1", 800, time.Millisecond),
 		sdk(result.ClientPython, "C=1", 600, 1500*time.Microsecond),
 		lg(result.SystemBaton, "T=32", 400, 80*time.Millisecond),
@@ -40,11 +41,12 @@ func TestPythonRows(t *testing.T) {
 	text := render(t, s)
 	contains(t, text,
 		"| sdk C=64: Python SDK ops/s ≥ 60% of the Go SDK's | 5,000 vs 8,000 ops/s: 62% | **met** |",
+		"| sdk C=64: TypeScript SDK ops/s ≥ 60% of the Go SDK's | 4,000 vs 8,000 ops/s: 50% | **missed** |",
 		"| langgraph T=32: Baton steps/s ≥ the PostgreSQL saver's | 400 vs 300 steps/s: 1.33× | **met** |",
 		"| langgraph T=1: Baton p50 step ≤ 2× the PostgreSQL saver's",
 		"## sdk: the Python SDK beside the Go SDK",
-		"| clients | figure | Python SDK | Go SDK | Python SDK, a client per worker | Python SDK/Go SDK |",
-		"| 64 | ops/s | 5,000 | 8,000 | 6,000 | 0.62× |",
+		"| clients | figure | Python SDK | Go SDK | Python SDK, a client per worker | TypeScript SDK | Python SDK/Go SDK |",
+		"| 64 | ops/s | 5,000 | 8,000 | 6,000 | 4,000 | 0.62× |",
 		"## langgraph: a LangGraph step through three checkpoint savers",
 		"| 32 | steps/s | 400 | 300 | 500 | 1.33× | 0.80× |",
 	)

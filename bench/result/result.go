@@ -43,6 +43,9 @@ const (
 	// ClientPythonPerWorker is the Python SDK with an AsyncClient per
 	// worker, as the Go SDK's workers each have their own client.
 	ClientPythonPerWorker = "python-per-worker"
+	// ClientTypeScript is the TypeScript SDK, one BatonClient shared by
+	// the workers of one Node process.
+	ClientTypeScript = "typescript"
 )
 
 // The members' GOMAXPROCS settings, as Run.Procs spells them.

@@ -73,6 +73,10 @@ type options struct {
 	// and whether bench/python/venv.sh makes or updates them first.
 	pythonSDK, pythonLG string
 	pythonVenv          bool
+	// The TypeScript row (sdk): node, and whether the driver is built
+	// first (npm ci, tsc in client/typescript).
+	node    string
+	tsBuild bool
 	// include are hand-written Markdown fragments the report ends with.
 	include []string
 }
@@ -131,6 +135,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.pythonSDK, "python", "bin/py/bin/python", "sdk: the Python of the venv make test-python builds (relative to the module root)")
 	fs.StringVar(&o.pythonLG, "python-bench", "bin/py-bench/bin/python", "langgraph: the Python of the bench venv, bench/python/requirements.txt (relative to the module root)")
 	fs.BoolVar(&o.pythonVenv, "python-venv", true, "before sdk or langgraph, make or update the venvs with bench/python/venv.sh (the client installed from the tree)")
+	fs.StringVar(&o.node, "node", "node", "sdk: the Node.js (20+) that runs the TypeScript SDK's driver (client/typescript/bench/sdkbench.ts)")
+	fs.BoolVar(&o.tsBuild, "ts-build", true, "before sdk, build the TypeScript SDK and its driver in client/typescript (npm ci, tsc)")
 	include := fs.String("include", "docs/bench/chunking.md", "hand-written Markdown fragments the report ends with, comma-separated (relative to the module root)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -302,6 +308,11 @@ func (s *suite) prepare(ctx context.Context) error {
 	}
 	if s.needPython() {
 		if err := s.preparePython(ctx); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(o.workloads, result.WorkloadSDK) {
+		if err := s.prepareTypeScript(ctx); err != nil {
 			return err
 		}
 	}

@@ -139,7 +139,8 @@ func (s *suite) sdk(ctx context.Context, run func(name string, f func(env *baton
 				f      func() (*result.Run, error)
 			}
 			order := []sdkRun{{result.ClientGo, goRun}, {result.ClientPython, pyRun(result.ClientPython)},
-				{result.ClientPythonPerWorker, pyRun(result.ClientPythonPerWorker)}}
+				{result.ClientPythonPerWorker, pyRun(result.ClientPythonPerWorker)},
+				{result.ClientTypeScript, func() (*result.Run, error) { return s.tsRun(ctx, env, n) }}}
 			if s.round > 1 { // round r starts with the (r-1)th
 				k := (s.round - 1) % len(order)
 				order = append(order[k:], order[:k]...)
