@@ -164,7 +164,10 @@ func stream(t *testing.T, cmd *exec.Cmd) error {
 }
 
 // partition cuts the leader from the other members in the network: they
-// must elect another, and once healed all must agree again.
+// must elect another, and once healed all must agree again. Then each
+// other fault of the network, with what it must do: a delayed member
+// still answers, a follower the leader cannot reach loses its leader, a
+// member whose link is down cannot be reached.
 func partition(t *testing.T, n *netns.Net) {
 	c, err := cluster.New(cluster.Config{Binary: batond, Nodes: n.Nodes(), BaseDir: t.TempDir(), Fast: true,
 		Hosts: n.Hosts(), Launch: n.Launch,
@@ -237,6 +240,54 @@ func partition(t *testing.T, n *netns.Net) {
 	}
 	if _, err := c.WaitConverged(ctx); err != nil {
 		t.Fatalf("after the delay: %v", err)
+	}
+
+	// A one-way loss of everything the leader sends to a follower: the
+	// follower hears no heartbeat and loses its leader.
+	leader, err = c.WaitLeader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := (leader + 1) % n.Nodes()
+	if err := n.Loss(ctx, leader, f, 100); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, c.ID(f)+" losing its leader", func() bool {
+		st, err := c.Status(ctx, f)
+		return err == nil && (st.Leader.ID == "" || st.State == cluster.StateCandidate)
+	})
+	if err := n.Heal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WaitLeader(ctx); err != nil {
+		t.Fatalf("after the loss: %v", err)
+	}
+
+	// A flapping link, down for the first half of its period: the member
+	// cannot be reached; healing brings it back.
+	if err := n.Flap(ctx, f, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, c.ID(f)+" out of reach", func() bool {
+		_, err := c.Status(ctx, f)
+		return err != nil
+	})
+	if err := n.Heal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WaitConverged(ctx); err != nil {
+		t.Fatalf("after the flap: %v", err)
+	}
+}
+
+// waitFor polls cond until it holds, failing the test when ctx ends.
+func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		if ctx.Err() != nil {
+			t.Fatalf("%s: not before the deadline", what)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
