@@ -689,6 +689,26 @@ export class BatonClient {
     return this.v("POST", "/v1/cluster/leadership-transfer", to ? { to } : {}, o);
   }
 
+  /**
+   * A full backup of the cluster (admin): its stream (docs/operations.md
+   * "Backup and restore", beginning "BATONBAK") handed to write(block);
+   * the byte count. `baton`'s restore reads it.
+   */
+  async backup(write: (block: Buffer) => void | Promise<void>, o: CallOptions = {}): Promise<number> {
+    const res = await this.openStream("/v1/cluster/backup", { Accept: "application/octet-stream" }, o.signal);
+    let n = 0;
+    try {
+      for await (const b of res as AsyncIterable<Buffer>) {
+        await write(b);
+        n += b.length;
+      }
+      if (!res.complete) throw new Unavailable(`backup cut after ${n} bytes`);
+    } finally {
+      res.destroy();
+    }
+    return n;
+  }
+
   private async page<T>(path: string, field: string, o: CallOptions): Promise<Page<T>> {
     const r = await this.call<Record<string, unknown>>("GET", path, undefined, o);
     const items = (r.value?.[field] ?? []) as T[];

@@ -211,6 +211,16 @@ describe("configuration and errors", () => {
     expect(errorFromAnswer(418, "teapot")).toBeInstanceOf(BatonError);
   });
 
+  it("streams a backup of the cluster", async () => {
+    const a = admin();
+    const parts: Buffer[] = [];
+    const n = await a.backup((b) => void parts.push(b));
+    const all = Buffer.concat(parts);
+    expect(n).toBe(all.length);
+    expect(all.subarray(0, 8).toString()).toBe("BATONBAK");
+    a.close();
+  });
+
   it("needs a tenant for tenant routes", async () => {
     const a = admin();
     await expect(a.getTask("x")).rejects.toBeInstanceOf(InvalidArgument);
