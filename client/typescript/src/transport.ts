@@ -9,7 +9,7 @@
 
 import * as http from "node:http";
 import * as https from "node:https";
-import { randomBytes, randomInt } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import { BatonError, IdempotencyExpired, InvalidArgument, Unavailable, errorFromAnswer } from "./errors.js";
 
@@ -545,8 +545,4 @@ export function readBody(res: IncomingMessage, timeoutMs: number, max = MAX_ANSW
       reject(new Error("answer cut short"));
     });
   });
-}
-
-export function jitter(ms: number): number {
-  return ms - randomInt(Math.max(Math.floor(ms / 4), 1));
 }
