@@ -106,7 +106,7 @@ type PutCheckpointRequest struct {
 	// version; Blobs brings those new to the namespace (the others an
 	// earlier checkpoint of it put). See docs/api.md "Checkpoints".
 	BlobVersions map[string]string `json:"blob_versions,omitempty"`
-	Blobs        []Blob            `json:"blobs,omitempty"`
+	Blobs        []Blob            `json:"-"` // sent as blobs
 }
 
 // Blob is a channel value of a checkpoint, stored once per (channel,
@@ -267,11 +267,11 @@ const defaultCheckpointListLimit = 100
 // TaskID (at TaskPath, optional) made in the step after a checkpoint of
 // namespace NS. TaskID and NS travel in the URL; Fence may be nil.
 type PutWritesRequest struct {
-	NS       string
-	TaskID   string
-	TaskPath string
-	Writes   []Write
-	Fence    *Fence
+	NS       string  `json:"-"`
+	TaskID   string  `json:"-"`
+	TaskPath string  `json:"task_path,omitempty"`
+	Writes   []Write `json:"-"` // sent as writes
+	Fence    *Fence  `json:"fence,omitempty"`
 }
 
 // PutWrites records the pending writes req.TaskID made in the step after

@@ -133,10 +133,10 @@ func TestRequestBodiesUnchanged(t *testing.T) {
 		}, `{}`},
 		{"writes", func() error {
 			return c.PutWrites(ctx, "acme", "th", "c1", client.PutWritesRequest{NS: "n", TaskID: "t1", Writes: []client.Write{{Channel: "c", Value: json.RawMessage(`1`)}}, Fence: fence})
-		}, `{"writes":[1],"fence":{"task_id":"t0","token":9}}`},
+		}, `{"writes":[{"channel":"c","value":1}],"fence":{"task_id":"t0","token":9}}`},
 		{"writes, empty", func() error {
 			return c.PutWrites(ctx, "acme", "th", "c1", client.PutWritesRequest{TaskID: "t1"})
-		}, `{"writes":null}`},
+		}, `{"writes":[]}`},
 		{"delete thread", func() error { return c.DeleteThread(ctx, "acme", "th", fence) }, `{"fence":{"task_id":"t0","token":9}}`},
 		{"delete thread, no fence", func() error { return c.DeleteThread(ctx, "acme", "th", nil) }, ``},
 		{"kv put", func() error {
@@ -178,7 +178,7 @@ func TestRequestBodiesUnchanged(t *testing.T) {
 			return nil
 		}
 		return c.PutWrites(ctx, "acme", "th", "c1", client.PutWritesRequest{TaskID: "t1"}) // the one request sent
-	}, `{"writes":null}`})
+	}, `{"writes":[]}`})
 	for _, tc := range calls {
 		before := len(rec.requests())
 		if err := tc.call(); err != nil {

@@ -42,12 +42,14 @@ func rawWrite(ctx context.Context, hc *http.Client, url, token, method, path str
 }
 
 // rawWriteRetried is rawWrite retried while the cluster is unavailable
-// (an election), for up to 20 seconds: a retry in a session is safe.
+// (an election: 503, or 504 outcome_unknown when leadership was lost
+// after proposing), for up to 20 seconds: a retry in a session is safe.
 func rawWriteRetried(ctx context.Context, hc *http.Client, url, token, method, path string, body any, sid, seq, ack uint64) (int, []byte, bool, error) {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		st, b, replay, err := rawWrite(ctx, hc, url, token, method, path, body, sid, seq, ack)
-		if (err == nil && st != http.StatusServiceUnavailable) || time.Now().After(deadline) || ctx.Err() != nil {
+		again := st == http.StatusServiceUnavailable || st == http.StatusGatewayTimeout
+		if (err == nil && !again) || time.Now().After(deadline) || ctx.Err() != nil {
 			return st, b, replay, err
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -178,7 +180,9 @@ func TestSessionRetryAfterLeaderKillAppliedOnce(t *testing.T) {
 func TestSessionStateBoundedUnderWrites(t *testing.T) {
 	t.Parallel() // see doc.go: no timing asserted
 	const budget = 1 << 20
-	c := startCluster(t, 3, fmt.Sprintf("--session-bytes=%d", budget))
+	// One tenant fills the whole budget: its own bound (a quarter by
+	// default) is the whole budget here.
+	c := startCluster(t, 3, fmt.Sprintf("--session-bytes=%d", budget), fmt.Sprintf("--session-tenant-bytes=%d", budget))
 	ctx := ctxFor(t, 120*time.Second)
 	hc := httpFor(c)
 	admin := adminClient(t, c)
