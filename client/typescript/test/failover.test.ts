@@ -1,6 +1,7 @@
 // Failover, exactly-once retries through client sessions, and the
 // replacement of a session the cluster does not have. Nodes are killed
 // and restarted, so this file restores the cluster before it ends.
+import { randomBytes } from "node:crypto";
 import { afterAll, describe, expect, it } from "vitest";
 import { AlreadyExists, BatonClient, Unavailable } from "@baton-dev/client";
 import { classifyFor } from "../src/transport.js";
@@ -60,6 +61,39 @@ describe("failover", () => {
     for await (const t of c.iterTasks({ queue: "q" })) listed.push(t.task_id);
     expect(listed.sort()).toEqual([...ids].sort());
     await cl.restart(leader);
+    await cl.leader();
+    c.close();
+    admin.close();
+  });
+
+  it("starts a download cut midway (its node killed) again on another node, and returns the right bytes", async () => {
+    const cl = await start();
+    const admin = client(cl);
+    const tenant = uid("t");
+    await admin.createTenant(tenant);
+    const c = client(cl, { tenant, maxRetryMs: 30_000 });
+    const data = randomBytes(48 << 20);
+    const m = await c.uploadArtifact("big", data);
+    let parts: Buffer[] = [];
+    let restarts = 0;
+    let killed = -1;
+    await c.downloadArtifact("big", m.version, {
+      write: async (b) => {
+        parts.push(b);
+        if (killed < 0) {
+          // The first block is in: kill the node the client is reading from.
+          killed = c.transport.preferredIndex;
+          await cl.kill(killed);
+        }
+      },
+      restart: () => {
+        restarts++;
+        parts = [];
+      },
+    });
+    expect(restarts).toBeGreaterThan(0);
+    expect(Buffer.concat(parts).equals(data)).toBe(true);
+    await cl.restart(killed);
     await cl.leader();
     c.close();
     admin.close();
