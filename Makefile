@@ -10,7 +10,7 @@ PKGS    := ./...
 # every target's budget, a count or a duration (FUZZTIME=5m to dig deeper).
 FUZZTIME ?=
 
-.PHONY: all build run test unit fuzz fmt fmt-check vet lint bench bench-fsm chaos chaos-net chaos-short clean image test-deploy test-deploy-maybe test-manifests test-python
+.PHONY: all build run test unit fuzz fmt fmt-check vet lint bench bench-fsm chaos chaos-net chaos-short clean image test-deploy test-deploy-maybe test-manifests test-python release test-release
 
 all: build
 
@@ -44,12 +44,25 @@ image:
 	DOCKER_BUILDKIT=0 docker build --quiet --build-arg VERSION=$(VERSION) -t $(IMAGE) .
 	@echo "built $(IMAGE)"
 
+## release: VERSION=vX.Y.Z (semantic, with the v): static batond and baton
+## (CGO_ENABLED=0) for linux and darwin on amd64 and arm64, one tar.gz per
+## platform with LICENSE, README.md and CHANGELOG.md, the image (saved as
+## a tar.gz) when a Docker engine answers, and SHA256SUMS, in bin/release
+## (deploy/release.sh; docs/versioning.md says what a version promises)
+release:
+	VERSION=$(VERSION) GO=$(GO) OUT=$(BIN)/release sh deploy/release.sh
+
+## test-release: release.sh for one cross-compiled target (darwin/arm64),
+## its archive, checksums and binaries checked (deploy/release_test.sh)
+test-release:
+	GO=$(GO) sh deploy/release_test.sh
+
 ## run: a local three-node cluster on 127.0.0.1:7001-7003 (Ctrl-C stops it)
 run: build
 	$(BIN)/batond local --nodes 3
 
 ## test: everything CI checks; the deploy suite too when a Docker engine answers
-test: fmt-check vet build test-manifests unit test-python test-typescript fuzz test-deploy-maybe
+test: fmt-check vet build test-manifests test-release unit test-python test-typescript fuzz test-deploy-maybe
 
 ## unit: every package under -race; then fsm again without it, where its
 ## long random loops run in full and its heap measurements run at all
