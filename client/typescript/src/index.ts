@@ -12,3 +12,4 @@ export type { Handler, WorkerOptions } from "./worker.js";
 export { newIdempotencyKey } from "./transport.js";
 export type { Meta } from "./transport.js";
 export * as cdc from "./cdc.js";
+export { OpFailed, OpInDoubt, OpUnrecorded, once, paramsDigest } from "./once.js";

@@ -10,6 +10,7 @@ import type { BatonClient, CallOptions, TxnOp, UploadSource, UploadStats } from 
 import { BatonError, Fenced, InvalidArgument, LeaseLost, LeaseReleased, NotFound, Unavailable } from "./errors.js";
 import type { Checkpoint, Fence, KVEntry, Manifest, PendingWrite, Ref, Task } from "./models.js";
 import { Backoff, sleep } from "./transport.js";
+import { once } from "./once.js";
 
 const MAX_FAIL_ERROR = 4096;
 
@@ -209,6 +210,11 @@ export class TaskContext {
     const fenced = ops.map((op) => (["kv.put", "kv.delete", "ref.set"].includes(op.op) && !("fence" in op) ? { ...op, fence: this.fence } : op));
     return this.fenced((o) => this.client.txn(fenced, o));
   }
+  /** once() under this lease: the op carries the task's id and fence. */
+  async once<T>(opId: string, fn: () => Promise<T>, o: { kind: string; params?: unknown }): Promise<T> {
+    return this.fenced(() => once(this.client, opId, fn, { ...o, taskId: this.task.task_id, fence: this.fence, tenant: this.tenant }));
+  }
+
   /** An operations-ledger record under this lease: begin, or finish, fenced. */
   async beginOp(opId: string, kind: string, paramsDigest: string): Promise<{ op: import("./models.js").Op; created: boolean }> {
     return this.fenced((o) => this.client.beginOp(opId, { kind, paramsDigest, taskId: this.task.task_id, fence: this.fence }, o));

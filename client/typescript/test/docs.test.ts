@@ -47,6 +47,7 @@ it("runs every example of docs/typescript.md", async () => {
   expect(printed.some((l) => /^fenced; current token \d+$/.test(l))).toBe(true);
   expect(printed.some((l) => /^true sha256:[0-9a-f]{64}$/.test(l))).toBe(true);
   expect(printed.some((l) => /^version moved on to \d+$/.test(l))).toBe(true);
+  expect(printed).toContain("sent once: m-2 m-2");
   expect(printed).toContain("c2 1");
   expect(printed).toContain("put notes/watched");
   expect(printed).toContain("true not_found 404");
