@@ -245,6 +245,8 @@ export interface WorkerOptions {
   safetyMarginMs?: number;
   tenant?: string;
   onError?: (task: Task, e: unknown) => void;
+  /** run() stops gracefully on SIGTERM and SIGINT (true): no new claims, tasks in flight finish. */
+  handleSignals?: boolean;
 }
 
 /**
@@ -252,7 +254,10 @@ export interface WorkerOptions {
  * on each. When it returns, the task is completed (doneStatus, the returned
  * value as result, lease released) unless the handler completed, failed or
  * released it itself; when it throws, the attempt is failed (the server's
- * attempts and backoff apply; NonRetryable makes it dead).
+ * attempts and backoff apply; NonRetryable makes it dead). run() stops
+ * gracefully on stop(), SIGTERM or SIGINT: no new claims, and the tasks in
+ * flight finish (a long-poll claim under way still completes, and a task
+ * it brings is processed).
  */
 export class Worker {
   readonly owner: string;
@@ -288,7 +293,14 @@ export class Worker {
 
   /** Claims and runs tasks until stop(); rejects with the error that stopped it (a claim's 403...). */
   async run(): Promise<void> {
-    await Promise.all(Array.from({ length: this.concurrency }, () => this.slot()));
+    const stop = () => this.stop();
+    const signals = this.o.handleSignals === false ? [] : (["SIGTERM", "SIGINT"] as const);
+    for (const s of signals) process.on(s, stop);
+    try {
+      await Promise.all(Array.from({ length: this.concurrency }, () => this.slot()));
+    } finally {
+      for (const s of signals) process.off(s, stop);
+    }
     if (this.fatal !== undefined) throw this.fatal;
   }
 
