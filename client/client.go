@@ -36,18 +36,11 @@ type Config struct {
 	Endpoints []string
 	// Token is sent as "Authorization: Bearer <Token>" when not empty.
 	Token string
-	// HTTPClient is used for every request; nil means the default: plain
-	// http:// requests are written and answered on the caller's goroutine
-	// over a pool of kept-alive connections (transport.go; on unix
-	// systems), https and proxied ones go through a net/http Transport;
-	// both pools are sized for many concurrent callers. Its Timeout, if any, applies on top of
-	// Config.Timeout.
+	// HTTPClient is used for every request; nil means the default: a
+	// net/http Transport (TLS from the fields below) whose pool of
+	// kept-alive connections is sized for many concurrent callers. Its
+	// Timeout, if any, applies on top of Config.Timeout.
 	HTTPClient *http.Client
-	// StdHTTPTransport has the default HTTP client send plain-HTTP
-	// requests through net/http's Transport too, which hands every
-	// request to a connection's writer goroutine and every answer from
-	// its reader goroutine. Not used with HTTPClient.
-	StdHTTPTransport bool
 	// Timeout bounds one attempt against one endpoint (default 10s).
 	Timeout time.Duration
 	// MaxRetry bounds the time spent retrying one call (default 15s).
@@ -106,8 +99,8 @@ func (c Config) Validate() error {
 	if (c.CertFile == "") != (c.KeyFile == "") {
 		return errors.New("client: give both CertFile and KeyFile, or neither")
 	}
-	if c.HTTPClient != nil && (c.TLS != nil || c.CAFile != "" || c.CertFile != "" || c.StdHTTPTransport) {
-		return errors.New("client: TLS settings and StdHTTPTransport apply to the default HTTP client: configure HTTPClient's Transport instead")
+	if c.HTTPClient != nil && (c.TLS != nil || c.CAFile != "" || c.CertFile != "") {
+		return errors.New("client: TLS settings apply to the default HTTP client: configure HTTPClient's Transport instead")
 	}
 	return nil
 }
@@ -152,7 +145,7 @@ func New(cfg Config) (*Client, error) {
 		if err != nil {
 			return nil, err
 		}
-		c.hc = defaultHTTPClient(tc, canPeek && !cfg.StdHTTPTransport)
+		c.hc = defaultHTTPClient(tc)
 	}
 	if c.timeout == 0 {
 		c.timeout = DefaultTimeout
@@ -200,14 +193,13 @@ func parseEndpoint(raw string) (string, error) {
 	return strings.TrimRight(raw, "/"), nil
 }
 
-func defaultHTTPClient(tc *tls.Config, direct bool) *http.Client {
+// defaultHTTPClient is net/http's Transport, for http and https alike,
+// keeping up to 256 idle connections per node for many concurrent callers.
+func defaultHTTPClient(tc *tls.Config) *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.TLSClientConfig = tc
 	t.MaxIdleConns = 1024
 	t.MaxIdleConnsPerHost = 256
-	if direct {
-		return &http.Client{Transport: newDirectTransport(t, t.MaxIdleConnsPerHost)}
-	}
 	return &http.Client{Transport: t}
 }
 

@@ -15,8 +15,7 @@ import (
 	"github.com/baton-dev/baton/server/core/tlsconf"
 )
 
-// The TLS settings reach the default client's https path (the fallback
-// Transport of the hand-written plain-HTTP one): the CA file is trusted,
+// The TLS settings reach the default client's transport: the CA file is trusted,
 // the client certificate is presented, and an untrusted server is a
 // final error, not one retried for the whole budget.
 func TestTLSConfig(t *testing.T) {
@@ -94,5 +93,28 @@ func TestTLSConfig(t *testing.T) {
 	}
 	if _, err := New(Config{Endpoints: []string{ts.URL}, CAFile: srvFiles.CA, HTTPClient: http.DefaultClient}); err == nil {
 		t.Error("TLS settings with HTTPClient were accepted")
+	}
+}
+
+// The default HTTP client is net/http's Transport for plain HTTP too
+// (the SDK's own plain-HTTP transport is gone), with TLS settings
+// refused beside a caller's HTTPClient.
+func TestDefaultHTTPClientTransport(t *testing.T) {
+	for _, ep := range []string{"http://127.0.0.1:1", "https://127.0.0.1:1"} {
+		c, err := New(Config{Endpoints: []string{ep}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, ok := c.hc.Transport.(*http.Transport)
+		if !ok {
+			t.Fatalf("%s: the default client's transport is %T, want *http.Transport", ep, c.hc.Transport)
+		}
+		if tr.MaxIdleConnsPerHost != 256 {
+			t.Errorf("%s: MaxIdleConnsPerHost %d, want 256", ep, tr.MaxIdleConnsPerHost)
+		}
+	}
+	if err := (Config{Endpoints: []string{"http://127.0.0.1:1"}, CAFile: "ca.pem",
+		HTTPClient: http.DefaultClient}).Validate(); err == nil {
+		t.Error("CAFile with an HTTPClient of the caller's: no error")
 	}
 }

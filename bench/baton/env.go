@@ -32,9 +32,6 @@ type EnvConfig struct {
 	Procs cluster.ProcsRule
 	// Output, when set, receives the nodes' log lines.
 	Output io.Writer
-	// StdHTTPTransport gives the workers' SDK clients
-	// client.Config.StdHTTPTransport (the default is the SDK's own).
-	StdHTTPTransport bool
 }
 
 // Env is a running Baton cluster with a tenant and a principal whose
@@ -43,8 +40,6 @@ type Env struct {
 	Cluster *cluster.Cluster
 	Admin   *client.Client
 	Token   string // the bench principal's token
-
-	stdHTTPTransport bool
 }
 
 // StartEnv starts the cluster, waits for a leader and every node ready,
@@ -66,7 +61,7 @@ func StartEnv(ctx context.Context, cfg EnvConfig) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := &Env{Cluster: c, stdHTTPTransport: cfg.StdHTTPTransport}
+	env := &Env{Cluster: c}
 	if err := env.start(ctx); err != nil {
 		c.Close()
 		return nil, err
@@ -116,7 +111,7 @@ func (e *Env) Client(i int) (*client.Client, error) {
 	eps := e.Cluster.Endpoints()
 	k := i % len(eps)
 	rotated := append(append([]string(nil), eps[k:]...), eps[:k]...)
-	return client.New(client.Config{Endpoints: rotated, Token: e.Token, StdHTTPTransport: e.stdHTTPTransport})
+	return client.New(client.Config{Endpoints: rotated, Token: e.Token})
 }
 
 // Clients returns n clients, as Client(0..n-1).

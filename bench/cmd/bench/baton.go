@@ -33,7 +33,7 @@ func (s *suite) env(ctx context.Context, procs, name string, extra ...string) (*
 	if procs == result.ProcsPinned {
 		rule = cluster.ProcsShare
 	}
-	cfg := baton.EnvConfig{Binary: s.o.batond, BaseDir: dir, Procs: rule, StdHTTPTransport: s.o.stdHTTPTransport,
+	cfg := baton.EnvConfig{Binary: s.o.batond, BaseDir: dir, Procs: rule,
 		ExtraArgs: append(append([]string(nil), s.o.batondArgs...), extra...)}
 	if s.o.verbose {
 		cfg.Output = os.Stderr

@@ -56,12 +56,11 @@ type options struct {
 	verbose    bool
 	onlyReport string
 	// Overrides of the plan; zero keeps the plan's.
-	casClients       string
-	batondArgs       []string
-	stdHTTPTransport bool
-	warmup           time.Duration
-	duration         time.Duration
-	rounds           int
+	casClients string
+	batondArgs []string
+	warmup     time.Duration
+	duration   time.Duration
+	rounds     int
 	// soakDuration is the soak's whole run, warm-up included.
 	soakDuration time.Duration
 	// pinned adds, for pinnedWorkloads, runs with every batond and etcd
@@ -125,7 +124,6 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.onlyReport, "report-from", "", "only render the report from this results.json")
 	fs.StringVar(&o.casClients, "cas-clients", "", "override the cas client counts, e.g. 64,256")
 	batondArgs := fs.String("batond-args", "", "extra batond flags for every Baton cluster, space-separated (the report shows them)")
-	fs.BoolVar(&o.stdHTTPTransport, "sdk-std-transport", false, "Baton's workers use the SDK's client.Config.StdHTTPTransport (net/http's Transport) instead of its default (not for headline figures)")
 	fs.DurationVar(&o.warmup, "warmup", 0, "override the warm-up of each run")
 	fs.DurationVar(&o.duration, "duration", 0, "override the measured window of each run")
 	fs.DurationVar(&o.soakDuration, "soak-duration", 0, "override the soak's whole length, warm-up included (full: 30m, quick: 3m)")
@@ -137,7 +135,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.pythonVenv, "python-venv", true, "before sdk or langgraph, make or update the venvs with bench/python/venv.sh (the client installed from the tree)")
 	fs.StringVar(&o.node, "node", "node", "sdk: the Node.js (20+) that runs the TypeScript SDK's driver (client/typescript/bench/sdkbench.ts)")
 	fs.BoolVar(&o.tsBuild, "ts-build", true, "before sdk, build the TypeScript SDK and its driver in client/typescript (npm ci, tsc)")
-	include := fs.String("include", "docs/bench/chunking.md", "hand-written Markdown fragments the report ends with, comma-separated (relative to the module root)")
+	include := fs.String("include", "docs/bench/chunking.md,docs/bench/sdk-transport.md", "hand-written Markdown fragments the report ends with, comma-separated (relative to the module root)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
