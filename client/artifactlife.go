@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/baton-dev/baton/client/wire"
+	"github.com/baton-dev/baton/fsm/wire"
 )
 
 // Listing artifact names, deleting versions and keep-last policies

@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/baton-dev/baton/client/wire"
+	"github.com/baton-dev/baton/fsm/wire"
 )
 
 // Artifacts are immutable, versioned blobs (docs/api.md "Chunks and artifacts").

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/baton-dev/baton/client/wire"
+	"github.com/baton-dev/baton/fsm/wire"
 )
 
 // Checkpoint is one link of the append-only chain of execution checkpoints

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/baton-dev/baton/client/wire"
+	"github.com/baton-dev/baton/fsm/wire"
 )
 
 // ClusterStatus is GET /v1/cluster as seen by the answering node.

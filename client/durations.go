@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/baton-dev/baton/client/wire"
+	"github.com/baton-dev/baton/fsm/wire"
 )
 
 // The request structs carry durations as time.Duration, times as

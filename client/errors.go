@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/baton-dev/baton/client/wire"
+	"github.com/baton-dev/baton/fsm/wire"
 )
 
 // Sentinel errors, one per error code of docs/api.md. An *Error returned by the

@@ -10,7 +10,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/baton-dev/baton/client/wire"
+	"github.com/baton-dev/baton/fsm/wire"
 )
 
 // Op states. Started is set by BeginOp; Unknown may later become Succeeded

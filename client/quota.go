@@ -4,7 +4,7 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/baton-dev/baton/client/wire"
+	"github.com/baton-dev/baton/fsm/wire"
 )
 
 // TenantQuota is a tenant's state quota and what its data takes (0: no

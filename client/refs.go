@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/baton-dev/baton/client/wire"
+	"github.com/baton-dev/baton/fsm/wire"
 )
 
 // Ref is a named, movable pointer to an artifact version

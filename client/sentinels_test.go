@@ -3,7 +3,7 @@ package client
 import (
 	"testing"
 
-	"github.com/baton-dev/baton/client/wire"
+	"github.com/baton-dev/baton/fsm/wire"
 )
 
 // Every code the server may answer with (wire.Status, the server's own

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/baton-dev/baton/client/wire"
+	"github.com/baton-dev/baton/fsm/wire"
 )
 
 // Task is a unit of work in a queue, as stored by the cluster.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/baton-dev/baton/client/wire"
+	"github.com/baton-dev/baton/fsm/wire"
 )
 
 // Grant gives a principal actions on the objects of one resource whose name

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/baton-dev/baton/client/wire"
+	"github.com/baton-dev/baton/fsm/wire"
 )
 
 // CopyThread copies every checkpoint and pending write of thread source,

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/baton-dev/baton/client/wire"
+	"github.com/baton-dev/baton/fsm/wire"
 )
 
 // TxnOp is one operation of a transaction. On the wire it is the JSON

@@ -12,7 +12,7 @@ import (
 
 // TestRequestBodiesUnchanged pins the bytes the SDK sends for each request
 // body, fully set and left empty: its request types are converted to the
-// wire package's (client/wire), and the server decodes what it always
+// wire package's (fsm/wire), and the server decodes what it always
 // did only if the members, their order, their spelling and what is left
 // out stay exactly as they were.
 func TestRequestBodiesUnchanged(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/baton-dev/baton/client/wire"
+	"github.com/baton-dev/baton/fsm/wire"
 )
 
 // Artifact command kinds.

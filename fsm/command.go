@@ -3,7 +3,7 @@ package fsm
 import (
 	"encoding/json"
 
-	"github.com/baton-dev/baton/client/wire"
+	"github.com/baton-dev/baton/fsm/wire"
 )
 
 // Kind names a command.

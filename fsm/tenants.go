@@ -3,7 +3,7 @@ package fsm
 import (
 	"fmt"
 
-	"github.com/baton-dev/baton/client/wire"
+	"github.com/baton-dev/baton/fsm/wire"
 )
 
 // Grant allows actions on one resource's objects whose names start with

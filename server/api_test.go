@@ -1,7 +1,7 @@
 package server
 
 import (
-	"github.com/baton-dev/baton/client/wire"
+	"github.com/baton-dev/baton/fsm/wire"
 	"net/http"
 	"slices"
 	"strings"

@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/baton-dev/baton/client/wire"
 	"github.com/baton-dev/baton/fsm"
+	"github.com/baton-dev/baton/fsm/wire"
 )
 
 // Listing artifact names, deleting versions and keep-last policies

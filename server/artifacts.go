@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/baton-dev/baton/client/wire"
 	"github.com/baton-dev/baton/fsm"
+	"github.com/baton-dev/baton/fsm/wire"
 )
 
 // artifactRoutes: one pattern serves by-id and the name's versions, since

@@ -12,8 +12,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/baton-dev/baton/client/wire"
 	"github.com/baton-dev/baton/fsm"
+	"github.com/baton-dev/baton/fsm/wire"
 )
 
 // Bounds of the checkpoint API (docs/api.md "Checkpoints").

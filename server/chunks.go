@@ -10,8 +10,8 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/baton-dev/baton/client/wire"
 	"github.com/baton-dev/baton/fsm"
+	"github.com/baton-dev/baton/fsm/wire"
 	"github.com/baton-dev/baton/server/core/chunkplane"
 	"github.com/baton-dev/baton/server/core/chunkstore"
 )

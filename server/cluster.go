@@ -8,8 +8,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/baton-dev/baton/client/wire"
 	"github.com/baton-dev/baton/fsm"
+	"github.com/baton-dev/baton/fsm/wire"
 	"github.com/baton-dev/baton/server/core/node"
 )
 

@@ -3,7 +3,7 @@ package server
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/baton-dev/baton/client/wire"
+	"github.com/baton-dev/baton/fsm/wire"
 	"net/http"
 	"slices"
 	"strconv"

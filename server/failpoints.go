@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/baton-dev/baton/client/wire"
+	"github.com/baton-dev/baton/fsm/wire"
 )
 
 // failpointRoutes exist only on a node started with --failpoints: the chaos

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/baton-dev/baton/client/wire"
 	"github.com/baton-dev/baton/fsm"
+	"github.com/baton-dev/baton/fsm/wire"
 )
 
 // fenceArg validates an optional fence guard.

@@ -3,8 +3,8 @@ package server
 import (
 	"net/http"
 
-	"github.com/baton-dev/baton/client/wire"
 	"github.com/baton-dev/baton/fsm"
+	"github.com/baton-dev/baton/fsm/wire"
 )
 
 // mayReadArtifact checks that the caller may read the artifact a ref is

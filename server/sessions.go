@@ -5,8 +5,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/baton-dev/baton/client/wire"
 	"github.com/baton-dev/baton/fsm"
+	"github.com/baton-dev/baton/fsm/wire"
 )
 
 // sessionRoutes: POST /v1/sessions opens a client session for the caller

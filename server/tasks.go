@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/baton-dev/baton/client/wire"
 	"github.com/baton-dev/baton/fsm"
+	"github.com/baton-dev/baton/fsm/wire"
 )
 
 func (s *Server) taskRoutes(add func(string, string, routeKind, handlerFunc)) {

@@ -9,8 +9,8 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/baton-dev/baton/client/wire"
 	"github.com/baton-dev/baton/fsm"
+	"github.com/baton-dev/baton/fsm/wire"
 )
 
 // The request bodies of the task endpoints (docs/api.md "Tasks") are

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/baton-dev/baton/client/wire"
 	"github.com/baton-dev/baton/fsm"
+	"github.com/baton-dev/baton/fsm/wire"
 )
 
 // The thread lifecycle past delete (LangGraph's copy_thread, prune and

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/baton-dev/baton/client/wire"
 	"github.com/baton-dev/baton/fsm"
+	"github.com/baton-dev/baton/fsm/wire"
 )
 
 // watchResources are the resources a watch may name.

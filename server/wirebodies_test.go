@@ -50,7 +50,7 @@ func TestHandlersDecodeWireTypes(t *testing.T) {
 				}
 				typ := varType(fn, v)
 				if !allowedBodyType(fn, typ) {
-					t.Errorf("%s: %s decodes %s into %s; body types are defined in client/wire", at, fn.Name.Name, v, exprString(typ))
+					t.Errorf("%s: %s decodes %s into %s; body types are defined in fsm/wire", at, fn.Name.Name, v, exprString(typ))
 				}
 				return true
 			})

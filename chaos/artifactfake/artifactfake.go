@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/client"
-	"github.com/baton-dev/baton/client/wire"
+	"github.com/baton-dev/baton/fsm/wire"
 )
 
 // Tenant is the one tenant the node serves.

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/baton-dev/baton/client/wire"
 	"github.com/baton-dev/baton/cmd/batond/cluster"
+	"github.com/baton-dev/baton/fsm/wire"
 )
 
 // Network and clock faults, through the failpoints of nodes started with

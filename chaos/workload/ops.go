@@ -14,7 +14,7 @@ import (
 
 	"github.com/baton-dev/baton/chaos/history"
 	"github.com/baton-dev/baton/client"
-	"github.com/baton-dev/baton/client/wire"
+	"github.com/baton-dev/baton/fsm/wire"
 )
 
 // caller makes recorded calls for one client id.
