@@ -20,8 +20,9 @@ import (
 // its commands have all of version 2's fields. A member that predates
 // lifecycles refuses it rather than apply it without the fields it does
 // not know. EntryVersion4 is the same for what came after the lifecycle,
-// and EntryVersion5 for what came after version 4 (commandSpec.Since and
-// entryVersioner say which kinds and fields).
+// EntryVersion5 for what came after version 4, and EntryVersion6 for what
+// came after version 5 (commandSpec.Since and entryVersioner say which kinds
+// and fields).
 //
 // An entry's version is the latest its commands need (EncodeEntry): a
 // cluster that uses none of the newer kinds or fields writes the entries
@@ -32,8 +33,9 @@ const (
 	EntryVersion3 byte = 3
 	EntryVersion4 byte = 4
 	EntryVersion5 byte = 5
+	EntryVersion6 byte = 6
 	// EntryVersionLatest is the newest version this build reads and writes.
-	EntryVersionLatest = EntryVersion5
+	EntryVersionLatest = EntryVersion6
 )
 
 // MaxCommandsPerEntry bounds how many commands group commit packs into one

@@ -19,13 +19,15 @@ import (
 // with a lifecycle part (lifecycleMarkerKey): a member that predates
 // lifecycles refuses it instead of dropping the part. snapshotFormat3 is
 // the same again for what came after (snapshotMarkers), and
-// snapshotFormat4 for what came after format 3. All are read.
+// snapshotFormat4 for what came after format 3, snapshotFormat5 for what
+// came after format 4. All are read.
 const (
 	snapshotFormat       = 1
 	snapshotFormat2      = 2
 	snapshotFormat3      = 3
 	snapshotFormat4      = 4
-	snapshotFormatLatest = snapshotFormat4
+	snapshotFormat5      = 5
+	snapshotFormatLatest = snapshotFormat5
 )
 
 // snapshotMarkers: a state that holds a marker key is written in (at
