@@ -49,6 +49,10 @@ var commandTable = []commandSpec{
 	{Kind: KindKVPut, Args: KVPutArgs{}, Apply: applyKVPut, Txn: true},
 	{Kind: KindKVDelete, Args: KVDeleteArgs{}, Apply: applyKVDelete, Txn: true},
 	{Kind: KindKVPurge, Args: KVPurgeArgs{}, Apply: applyKVPurge},
+	// LangGraph's store (kvstore.go). The leader proposes store.purge.
+	{Kind: KindStoreWrite, Args: StoreWriteArgs{}, Apply: applyStoreWrite, Since: EntryVersion6},
+	{Kind: KindStoreTouch, Args: StoreTouchArgs{}, Apply: applyStoreTouch, Since: EntryVersion6},
+	{Kind: KindStorePurge, Args: StorePurgeArgs{}, Apply: applyStorePurge, Since: EntryVersion6},
 
 	// Checkpoints (checkpoints.go).
 	{Kind: KindCheckpointPut, Args: CheckpointPutArgs{}, Apply: applyCheckpointPut},

@@ -269,6 +269,10 @@ func (g *logGen) command(index uint64, first bool) *Command {
 		c.Args = encode(&KVPutArgs{Namespace: "ns", Key: g.name("k", 3), Value: []byte(`1`),
 			TTLMs: int64(rng.IntN(2) * rng.IntN(3000)), ExpectVersion: g.version(), Fence: g.fence(c)})
 	case 22:
+		if g.aux.IntN(3) == 0 {
+			c = g.storeCommand(now, tenant)
+			break
+		}
 		c = &Command{Kind: KindKVDelete, Now: now, Tenant: tenant}
 		a := &KVDeleteArgs{Namespace: "ns", Key: g.name("k", 3), ExpectVersion: g.version(), Fence: g.fence(c)}
 		if e, _, ok := g.state.GetKV(c.Tenant, "ns", a.Key, now); ok && rng.IntN(2) == 0 {
@@ -279,6 +283,8 @@ func (g *logGen) command(index uint64, first bool) *Command {
 		c = NewCommand(KindKVPurge, now, "", "", &KVPurgeArgs{Max: 1 + rng.IntN(3)})
 		if g.aux.IntN(2) == 0 { // retained tasks whose period ran out
 			c = NewCommand(KindTaskPurge, now, "", "", &TaskPurgeArgs{Max: 1 + g.aux.IntN(3)})
+		} else if g.aux.IntN(2) == 0 { // LangGraph store items (version 6)
+			c = g.storeCommand(now, tenant)
 		}
 
 	case 24, 25:
@@ -511,4 +517,20 @@ func (g *logGen) session(c *Command) {
 			c.Tenant = o.tenant
 		}
 	}
+}
+
+// storeCommand is a knowledge-store write, touch or purge (kvstore.go).
+func (g *logGen) storeCommand(now int64, tenant string) *Command {
+	ns := []string{g.name("a", 2), g.name("b", 2)}[:1+g.aux.IntN(2)]
+	switch g.aux.IntN(3) {
+	case 0:
+		return NewCommand(KindStoreTouch, now, tenant, "", &StoreTouchArgs{Items: []StoreRef{{NS: ns, Key: g.name("k", 3)}}})
+	case 1:
+		return NewCommand(KindStorePurge, now, "", "", &StorePurgeArgs{Max: 1 + g.aux.IntN(3)})
+	}
+	op := StoreWriteOp{NS: ns, Key: g.name("k", 3), TTLMs: int64(g.aux.IntN(2) * g.aux.IntN(3000))}
+	if g.aux.IntN(3) != 0 {
+		op.Value, op.Vectors = []byte(`{"n":1}`), [][]float32{{1, float32(g.aux.IntN(3))}}
+	}
+	return NewCommand(KindStoreWrite, now, tenant, "", &StoreWriteArgs{Ops: []StoreWriteOp{op}})
 }

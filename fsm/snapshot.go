@@ -47,6 +47,7 @@ var snapshotMarkers = []struct {
 	{claimedMarkerKey, snapshotFormat4},      // a task's ClaimedFrom (task.go)
 	// A per-tenant session budget (limits.go).
 	{sessionTenantMarkerKey, snapshotFormat4},
+	{storeMarkerKey, snapshotFormat5}, // LangGraph store items (kvstore.go)
 }
 
 // snapshotFormatOf is the format a snapshot of st is written in.

@@ -281,6 +281,15 @@ func TestOpenAPIResponses(t *testing.T) {
 	sc.call(t, "DELETE", T+"/kv/notes/ttl", nil, admin, 204, "")
 	sc.call(t, "GET", T+"/kv/notes/ttl", nil, admin, 404, "not_found")
 
+	// The knowledge store (LangGraph).
+	sc.call(t, "POST", T+"/store/write", `{"ops":[{"namespace":["users","alice"],"key":"m1","value":{"text":"likes tea","n":1},"vectors":[[1,0]],"ttl_minutes":60},{"namespace":["users","bob"],"key":"m2","value":{"n":2}},{"namespace":["users"],"key":"gone"}]}`, admin, 200, "")
+	sc.call(t, "POST", T+"/store/write", `{"ops":[{"namespace":["a.b"],"key":"k","value":{}}]}`, admin, 400, "invalid_argument")
+	sc.call(t, "POST", T+"/store/get", `{"items":[{"namespace":["users","alice"],"key":"m1"},{"namespace":["users"],"key":"nope"}],"refresh_ttl":true}`, admin, 200, "")
+	sc.call(t, "POST", T+"/store/search", `{"namespace_prefix":["users"],"filter":{"n":{"$gte":1}},"vector":[1,1],"limit":5,"offset":0,"refresh_ttl":true}`, admin, 200, "")
+	sc.call(t, "POST", T+"/store/search?consistency=stale", `{"namespace_prefix":[]}`, bearer(worker.Token), 200, "")
+	sc.call(t, "POST", T+"/store/write", `{"ops":[{"namespace":["users"],"key":"k","value":{}}]}`, bearer(worker.Token), 403, "forbidden")
+	sc.call(t, "POST", T+"/store/namespaces", `{"match_conditions":[{"match_type":"suffix","path":["*"]}],"max_depth":1,"limit":10}`, admin, 200, "")
+
 	// A transaction, and one that fails with op_index.
 	sc.call(t, "POST", T+"/txn", `{"ops":[
 		{"op":"task.create","task_id":"review-42","queue":"review"},

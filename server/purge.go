@@ -64,6 +64,7 @@ func (s *Server) purgeExpired() {
 	if !s.cluster.IsLeader() {
 		return
 	}
+	s.purgeStore() // kvstore.go
 	if next := s.fsm.NextKVExpiry(); next == 0 || next > s.now() {
 		return
 	}

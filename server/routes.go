@@ -91,6 +91,7 @@ func (s *Server) routeTable() map[string]map[string]route {
 	s.tenantRoutes(add)
 	s.taskRoutes(add)
 	s.kvRoutes(add)
+	s.storeRoutes(add)
 	s.checkpointRoutes(add)
 	s.threadRoutes(add)
 	s.opRoutes(add)

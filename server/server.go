@@ -98,6 +98,9 @@ type Config struct {
 	// copies and repair, publishing this node's address) https with this
 	// configuration: the peers' API serves TLS.
 	PeerClientTLS *tls.Config
+	// StoreScanMax bounds the items or namespaces one knowledge-store
+	// search or listing examines (batond --store-scan-max); default 10,000.
+	StoreScanMax int
 	// MCP configures /mcp (mcp.go).
 	MCP    MCPConfig
 	Logger *slog.Logger

@@ -113,6 +113,7 @@ type options struct {
 	sessionTTL                                   time.Duration
 	limits                                       fsm.Limits
 	maxWatches                                   int
+	storeScanMax                                 int
 	mcp                                          server.MCPConfig
 	failpoints                                   bool
 	watchHistoryBytes                            int64
@@ -239,6 +240,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.Int64Var(&o.limits.IdemTenantBytes, "idempotency-tenant-bytes", fsm.DefaultIdemTenantBytes, "bytes of Idempotency-Key answers kept per tenant; past it the tenant's oldest are dropped; the leader's value is the cluster's")
 	fs.Int64Var(&o.limits.MaxStateBytes, "max-state-bytes", defaultMaxStateBytes(), "bytes of data the state may hold (as etcd's --quota-backend-bytes); past it writes that grow the state get 507 resource_exhausted; 0: no limit; default a quarter of this machine's memory; the leader's value is the cluster's")
 	fs.IntVar(&o.maxWatches, "max-watches-per-principal", 64, "watches one principal may hold open on this node (0: no cap); more get 429 rate_limited")
+	fs.IntVar(&o.storeScanMax, "store-scan-max", 10_000, "items or namespaces one knowledge-store search or namespace listing examines at most (a search past it answers truncated)")
 	fs.IntVar(&o.mcp.MaxSessions, "mcp-max-sessions", 256, "MCP sessions (/mcp) this node holds at once; one more is 503")
 	fs.DurationVar(&o.mcp.IdleTimeout, "mcp-idle-timeout", 10*time.Minute, "an MCP session that sent nothing for this long ends, and its claim is released")
 	fs.BoolVar(&o.mcp.Disabled, "mcp-disable", false, "do not serve /mcp")
@@ -434,7 +436,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger) error {
 	}
 	defer chunks.Close()
 	bi := buildinfo.Get()
-	scfg := server.Config{Build: server.Build{Version: bi.Version, Commit: bi.Commit, GoVersion: bi.GoVersion}, AdminToken: token, IdempotencyTTL: o.idemTTL, BodyTimeout: o.http.bodyTimeout, Limits: o.limits, MaxWatchesPerPrincipal: o.maxWatches, Faults: cfg.Faults,
+	scfg := server.Config{Build: server.Build{Version: bi.Version, Commit: bi.Commit, GoVersion: bi.GoVersion}, AdminToken: token, IdempotencyTTL: o.idemTTL, BodyTimeout: o.http.bodyTimeout, Limits: o.limits, MaxWatchesPerPrincipal: o.maxWatches, StoreScanMax: o.storeScanMax, Faults: cfg.Faults,
 		Chunks: chunks, ChunkGCGrace: o.chunkGCGrace, Logger: log, PeerTLS: peer, MaxCheckpointBytes: o.maxCheckpointBytes, MCP: o.mcp}
 	if api != nil {
 		scfg.PeerClientTLS = tlsconf.HTTPClientConfig(peer)
@@ -601,6 +603,8 @@ func (o *options) validateNode() error {
 		return errors.New("--watch-history-bytes must be at least 1 MiB (1048576)")
 	case o.maxWatches < 0:
 		return errors.New("--max-watches-per-principal must not be negative (0: no cap)")
+	case o.storeScanMax < 1:
+		return errors.New("--store-scan-max must be at least 1")
 	case o.mcp.MaxSessions < 1:
 		return errors.New("--mcp-max-sessions must be at least 1 (--mcp-disable turns /mcp off)")
 	case o.mcp.IdleTimeout < time.Second:
