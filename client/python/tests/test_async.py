@@ -6,6 +6,7 @@ import asyncio
 import os
 from typing import Any
 
+import httpx
 import pytest
 from conftest import Cluster, uid
 
@@ -178,3 +179,26 @@ async def test_async_mutex_lock_cancelled_gives_back(cluster: Cluster, tenant: s
         assert (await holder.try_lock()).token > t.fencing_token - 1
         await holder.unlock()
         await waiter_client.aclose()
+
+
+async def test_requests_do_not_queue_behind_open_streams(cluster: Cluster, tenant: str) -> None:
+    # The client spreads requests over several httpx pools (baton._async_client._Pools). A watch
+    # holds its connection for as long as it lives; requests must go to the other pools rather
+    # than wait behind it. Two pools of one connection make the difference visible: taken in
+    # turn, every second request would wait for the watch (and time out).
+    from baton._async_client import _Pools
+    from baton._core import ssl_context
+
+    http = httpx.AsyncClient(transport=_Pools(ssl_context(cluster.ca), pools=2, per_pool=1), trust_env=False)
+    async with http, baton.AsyncClient(cluster.endpoints, token=cluster.token, tenant=tenant, ca_file=cluster.ca,
+                                       http_client=http, timeout=3, max_retry=0) as c:
+        start = (await c.cluster_status()).applied_index
+        w = c.watch(from_index=start, resources=["kv"], idle_timeout=30)
+        try:
+            await c.kv_put("streams", "first", 0)
+            ev = await w.__anext__()  # the watch's stream is open and held
+            assert ev.key == "streams/first"
+            for i in range(6):
+                assert (await c.kv_put("streams", f"k{i}", i)).value == i
+        finally:
+            await w.aclose()

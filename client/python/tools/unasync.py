@@ -31,7 +31,9 @@ RULES: list[tuple[str, str]] = [
     (r"\baiter_bytes\b", "iter_bytes"),
     (r"\baiter_lines\b", "iter_lines"),
     (r"\baread\b", "read"),
+    (r"\bhandle_async_request\b", "handle_request"),
     (r"\banext\(", "next("),
+    (r"\bAsyncByteStream\b", "SyncByteStream"),  # httpx.ByteStream is a concrete class
     (r"\bAsync([A-Z]\w*)", r"\1"),
     (r"\b_aio\b", "_sio"),
     (r"\b_async_(client|helpers)\b", r"_sync_\1"),

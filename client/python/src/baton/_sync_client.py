@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import threading
 from collections.abc import Iterator, Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
@@ -153,6 +154,65 @@ class _StreamCut(Unavailable):
     """A download cut midway: nothing wrong was written, it may start again elsewhere."""
 
 
+class _Pools(httpx.BaseTransport):
+    """httpx's own transport, as several connection pools; a request goes to the least busy.
+    httpcore's pool scans every connection it holds each time a request starts or ends, so one
+    pool of 64 busy connections spends most of a process's CPU on that scan (CPU per fenced update
+    at C=64: docs/benchmarks.md, "Python SDK"). A request counts as busy until its response is
+    closed, so a long watch stream keeps later requests off its pool."""
+
+    def __init__(self, verify: Any, pools: int = 64, per_pool: int = 4) -> None:
+        lim = httpx.Limits(max_connections=per_pool, max_keepalive_connections=per_pool)
+        self._pools = [httpx.HTTPTransport(verify=verify, limits=lim) for _ in range(pools)]
+        self._busy = [0] * pools
+        self._mu = threading.Lock()  # held without awaiting: the sync client's threads share it
+
+    def _take(self) -> int:
+        with self._mu:
+            i = min(range(len(self._busy)), key=self._busy.__getitem__)
+            self._busy[i] += 1
+            return i
+
+    def _give(self, i: int) -> None:
+        with self._mu:
+            self._busy[i] -= 1
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        i = self._take()
+        try:
+            r = self._pools[i].handle_request(request)
+        except BaseException:
+            self._give(i)
+            raise
+        assert isinstance(r.stream, httpx.SyncByteStream)
+        return httpx.Response(r.status_code, headers=r.headers, extensions=r.extensions,
+                              stream=_Released(r.stream, lambda: self._give(i)))
+
+    def close(self) -> None:
+        for pool in self._pools:
+            pool.close()
+
+
+class _Released(httpx.SyncByteStream):
+    """A response body that calls release once, when it is closed."""
+
+    def __init__(self, inner: httpx.SyncByteStream, release: Callable[[], None]) -> None:
+        self._inner = inner
+        self._release: Callable[[], None] | None = release
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self._inner:
+            yield chunk
+
+    def close(self) -> None:
+        try:
+            self._inner.close()
+        finally:
+            release, self._release = self._release, None
+            if release is not None:
+                release()
+
+
 class Client:
     """A client of a Baton cluster (threads). Safe to share among tasks of one event loop.
 
@@ -190,9 +250,8 @@ class Client:
         self._open_lock = _io.Lock()
         self._own_http = http_client is None
         self._http = http_client or httpx.Client(
-            verify=ssl_context(ca_file, cert_file, key_file),
+            transport=_Pools(ssl_context(ca_file, cert_file, key_file)),
             timeout=self.timeout,
-            limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
             trust_env=False,
         )
         self.upload_parallel = 4  # chunk uploads in flight at once
