@@ -186,6 +186,7 @@ type taskWire struct {
 	FailedAt         *time.Time      `json:"failed_at"`
 	RetentionMs      int64           `json:"retention_ms,omitempty"`
 	ExpiresAt        *time.Time      `json:"expires_at,omitempty"`
+	CancelRequested  bool            `json:"cancel_requested,omitempty"`
 }
 
 // MarshalJSON encodes the task as the API does, the backoff and the
@@ -194,7 +195,7 @@ func (t Task) MarshalJSON() ([]byte, error) {
 	return json.Marshal(taskWire{t.TenantID, t.TaskID, t.Queue, t.Status, t.Owner, t.LeaseUntil, t.FencingToken,
 		t.Version, t.Attempt, t.Priority, t.ArtifactID, t.Payload, t.Result, t.CreatedAt, t.UpdatedAt, t.MaxAttempts,
 		t.BackoffInitial.Milliseconds(), t.BackoffMax.Milliseconds(), t.AvailableAt, t.LastError, t.FailedAt,
-		t.Retention.Milliseconds(), t.ExpiresAt})
+		t.Retention.Milliseconds(), t.ExpiresAt, t.CancelRequested})
 }
 
 // UnmarshalJSON reads the API's form of a task.
@@ -206,6 +207,7 @@ func (t *Task) UnmarshalJSON(b []byte) error {
 	*t = Task{w.TenantID, w.TaskID, w.Queue, w.Status, w.Owner, w.LeaseUntil, w.FencingToken, w.Version, w.Attempt,
 		w.Priority, w.ArtifactID, w.Payload, w.Result, w.CreatedAt, w.UpdatedAt, w.MaxAttempts,
 		time.Duration(w.BackoffInitialMs) * time.Millisecond, time.Duration(w.BackoffMaxMs) * time.Millisecond,
-		w.AvailableAt, w.LastError, w.FailedAt, time.Duration(w.RetentionMs) * time.Millisecond, w.ExpiresAt}
+		w.AvailableAt, w.LastError, w.FailedAt, time.Duration(w.RetentionMs) * time.Millisecond, w.ExpiresAt,
+		w.CancelRequested}
 	return nil
 }

@@ -20,6 +20,10 @@ type QueueStats struct {
 	Waiting  int64 `json:"waiting"`
 	DueLater int64 `json:"due_later"`
 	Dead     int64 `json:"dead"`
+	// Running counts the tasks under a lease live at AsOf, whatever their
+	// status; LeaseExpired those with an owner whose lease ran out.
+	Running      int64 `json:"running"`
+	LeaseExpired int64 `json:"lease_expired"`
 	// OldestPendingAt is when the oldest claimable waiting task became
 	// claimable (nil: none is); OldestPendingAgeMs is AsOf minus that.
 	OldestPendingAt    *time.Time `json:"oldest_pending_at"`

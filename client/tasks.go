@@ -41,7 +41,24 @@ type Task struct {
 	// status is done, dead or cancelled and a period applies).
 	Retention time.Duration `json:"-"`
 	ExpiresAt *time.Time    `json:"expires_at,omitempty"`
+	// CancelRequested: someone cancelled the task while it was leased
+	// (CancelTask); its holder should stop and acknowledge.
+	CancelRequested bool `json:"cancel_requested,omitempty"`
 }
+
+// Running reports whether the task is under a lease that is live by the
+// local clock at now (the server decides by the leader's).
+func (t *Task) Running(now time.Time) bool {
+	return t.Owner != "" && t.LeaseUntil != nil && t.LeaseUntil.After(now)
+}
+
+// StatusCancelled is the status of a cancelled task (CancelTask).
+const StatusCancelled = "cancelled"
+
+// CancelTaskRequest is the body of CancelTask. With FencingToken, the
+// lease's holder cancels at once (acknowledging a requested
+// cancellation); Reason (at most 4,096 bytes) becomes last_error.
+type CancelTaskRequest = wire.TaskCancel
 
 // StatusDead is the status of a task that used its attempts or failed
 // without retry (see FailTask, RetryTask).
@@ -268,6 +285,18 @@ func (c *Client) RetryTask(ctx context.Context, tenant, id string, req RetryTask
 		return nil, err
 	}
 	return c.doTask(ctx, http.MethodPost, tenantPath(tenant, "tasks", id, "retry"), req, opts)
+}
+
+// CancelTask cancels a task: one without a live lease becomes
+// StatusCancelled at once, with its fencing token retired; a leased one
+// gets CancelRequested, and is cancelled when its holder acknowledges
+// (CancelTask with its token), releases or fails it, or its lease runs out.
+// ErrVersionMismatch for a task that is done or dead.
+func (c *Client) CancelTask(ctx context.Context, tenant, id string, req CancelTaskRequest, opts ...RequestOption) (*Task, error) {
+	if err := required("tenant", tenant, "task id", id); err != nil {
+		return nil, err
+	}
+	return c.doTask(ctx, http.MethodPost, tenantPath(tenant, "tasks", id, "cancel"), req, opts)
 }
 
 func (c *Client) doTask(ctx context.Context, method, path string, body any, opts []RequestOption) (*Task, error) {

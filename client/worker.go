@@ -18,6 +18,10 @@ var (
 	ErrLeaseLost     = errors.New("lease lost")     // the lease ended without this worker releasing it
 	ErrLeaseExpired  = errors.New("lease expired")  // renewals failed until the local lease deadline passed
 	ErrLeaseReleased = errors.New("lease released") // the lease was given back through Complete, Release or Update
+	// ErrCancelRequested: the task was cancelled (CancelTask) while this
+	// lease held it. The lease still holds until the worker acknowledges
+	// (Lease.AckCancel), releases or fails the task, or it runs out.
+	ErrCancelRequested = errors.New("task cancellation requested")
 )
 
 // Defaults of WorkerConfig fields left zero.
@@ -104,8 +108,11 @@ func (c WorkerConfig) Validate() error {
 }
 
 // WorkFunc is the agent's work on one claimed task. ctx is cancelled the
-// moment the lease is known lost (context.Cause then matches ErrLeaseLost)
-// or the caller's context ends. fn should finish with l.Complete or
+// moment the lease is known lost (context.Cause then matches ErrLeaseLost),
+// the task is known to be cancelled (a renewal showed cancel_requested;
+// context.Cause matches ErrCancelRequested: fn should stop, and the worker
+// acknowledges the cancellation once fn returns, unless fn completed or
+// released the task itself) or the caller's context ends. fn should finish with l.Complete or
 // l.Release; when it returns nil without doing so, the task stays leased
 // until the lease runs out (it is no longer renewed). When it returns an
 // error, the worker fails the attempt (FailTask with the error's message;
@@ -250,6 +257,7 @@ type Lease struct {
 	deadline  time.Time // local time before which the lease surely holds on the server
 	err       error     // why the lease ended; nil while held
 	releasing int       // releases in flight: a renewal refused meanwhile is not a loss
+	cancelReq bool      // a renewal showed cancel_requested
 }
 
 func newLease(w *Worker, t *Task, sent time.Time) *Lease {
@@ -375,7 +383,56 @@ func (l *Lease) Heartbeat(ctx context.Context, progress json.RawMessage) error {
 	if err := l.renew(ctx); err != nil {
 		return l.lostOr(fmt.Errorf("renew the lease of task %q: %w", l.task.TaskID, err))
 	}
+	if l.CancelRequested() {
+		return l.cancelCause()
+	}
 	return nil
+}
+
+// CancelRequested reports whether a renewal (the background one or
+// Heartbeat) showed that the task was cancelled while this lease held it.
+func (l *Lease) CancelRequested() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cancelReq
+}
+
+func (l *Lease) cancelCause() error {
+	return fmt.Errorf("%w: task %q", ErrCancelRequested, l.task.TaskID)
+}
+
+// AckCancel cancels the task under this lease's token, which ends the
+// lease: the task is cancelled at once and the token retired (a requested
+// cancellation is acknowledged so; without one, the holder cancels its own
+// task).
+func (l *Lease) AckCancel(ctx context.Context) (*Task, error) {
+	if err := l.beginRelease(); err != nil {
+		return nil, err
+	}
+	token := l.task.FencingToken
+	t, err := l.w.c.CancelTask(ctx, l.w.cfg.Tenant, l.task.TaskID, CancelTaskRequest{FencingToken: &token})
+	l.observe(err, true)
+	l.endRelease(err)
+	return t, err
+}
+
+// endCancelled ends a lease whose task was cancelled once fn returned
+// (with fnErr): the cancellation is acknowledged unless fn ended the lease
+// itself. The result matches ErrCancelRequested.
+func (l *Lease) endCancelled(fnErr error) error {
+	err := l.cancelCause()
+	if fnErr != nil && !errors.Is(fnErr, ErrCancelRequested) && !errors.Is(fnErr, context.Canceled) {
+		err = fmt.Errorf("%w (the handler returned: %w)", err, fnErr)
+	}
+	if l.Err() != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), l.w.cfg.ReleaseTimeout)
+	defer cancel()
+	if _, aerr := l.AckCancel(ctx); aerr != nil && !errors.Is(aerr, ErrFenced) && !errors.Is(aerr, ErrLeaseLost) {
+		err = errors.Join(err, fmt.Errorf("acknowledge the cancellation of task %q: %w", l.task.TaskID, aerr))
+	}
+	return err
 }
 
 // lostOr returns why the lease ended when it is known to have ended, else
@@ -464,7 +521,7 @@ func (l *Lease) sendRelease(timeout time.Duration) error {
 // renew extends the lease once and moves the local deadline.
 func (l *Lease) renew(ctx context.Context) error {
 	sent := time.Now()
-	_, err := l.w.c.RenewTask(ctx, l.w.cfg.Tenant, l.task.TaskID,
+	t, err := l.w.c.RenewTask(ctx, l.w.cfg.Tenant, l.task.TaskID,
 		RenewRequest{FencingToken: l.task.FencingToken, Lease: l.w.cfg.Lease})
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -474,6 +531,12 @@ func (l *Lease) renew(ctx context.Context) error {
 	if err == nil {
 		if d := sent.Add(l.w.cfg.Lease - l.w.cfg.SafetyMargin); d.After(l.deadline) {
 			l.deadline = d
+		}
+		if t != nil && t.CancelRequested && !l.cancelReq {
+			l.cancelReq = true
+			if l.cancel != nil {
+				l.cancel(l.cancelCause())
+			}
 		}
 		return nil
 	}
@@ -490,6 +553,8 @@ func (l *Lease) run(ctx context.Context, fn WorkFunc) error {
 	l.cancel = cancel
 	if errors.Is(l.err, ErrLeaseLost) {
 		cancel(l.err)
+	} else if l.cancelReq {
+		cancel(l.cancelCause())
 	}
 	l.mu.Unlock()
 	stop := l.startRenewer()
@@ -497,6 +562,9 @@ func (l *Lease) run(ctx context.Context, fn WorkFunc) error {
 	defer stop() // also when fn panics
 	err := fn(fctx, l)
 	stop()
+	if l.CancelRequested() {
+		return l.endCancelled(err)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			if rerr := l.releaseAfterFailure(); rerr != nil {

@@ -44,6 +44,9 @@ var commandTable = []commandSpec{
 	{Kind: KindQueuePolicy, Args: QueuePolicyArgs{}, Apply: applyQueuePolicy, Since: EntryVersion3},
 	// Retention (retention.go): the leader proposes task.purge.
 	{Kind: KindTaskPurge, Args: TaskPurgeArgs{}, Apply: applyTaskPurge, Since: EntryVersion4},
+	// Cancellation (cancel.go): the leader proposes task.cancel_sweep.
+	{Kind: KindTaskCancel, Args: TaskCancelArgs{}, Apply: applyTaskCancel, Since: EntryVersion6},
+	{Kind: KindTaskCancelSweep, Args: TaskCancelSweepArgs{}, Apply: applyTaskCancelSweep, Since: EntryVersion6},
 
 	// Knowledge store (kv.go). The leader proposes kv.purge.
 	{Kind: KindKVPut, Args: KVPutArgs{}, Apply: applyKVPut, Txn: true},

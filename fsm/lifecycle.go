@@ -167,6 +167,9 @@ func applyTaskFail(f *FSM, ctx *applyCtx, c *Command) *Result {
 	if t.FencingToken != a.FencingToken || t.Owner == "" {
 		return fenced(t, a.FencingToken)
 	}
+	if t.cancelDue(ctx.now) {
+		return cancelledFenced(t, a.FencingToken)
+	}
 	old := *t
 	if old.Life != nil {
 		l := *old.Life
@@ -185,6 +188,7 @@ func applyTaskFail(f *FSM, ctx *applyCtx, c *Command) *Result {
 		}
 		l.AvailableAt = ctx.now + backoffMs(l, max(t.Attempt, 1), a.Rand)
 	}
+	releaseCancelled(ctx, &old, t, false)
 	t.Version++
 	t.UpdatedAt = ctx.now
 	f.putTask(&old, t)
@@ -222,6 +226,7 @@ func applyTaskRetry(f *FSM, ctx *applyCtx, c *Command) *Result {
 	t.Owner, t.LeaseUntil = "", 0
 	t.Attempt, l.Failures = 0, 0
 	l.AvailableAt = availableAt(a.AvailableAt, a.DelayMs, ctx.now)
+	releaseCancelled(ctx, &old, t, true)
 	t.Version++
 	t.UpdatedAt = ctx.now
 	f.putTask(&old, t)
@@ -281,6 +286,10 @@ func markDead(f *FSM, ctx *applyCtx, t *Task) {
 // claimRefusal refuses a claim by id of a dead task or one whose lease ran
 // out on its last attempt.
 func claimRefusal(t *Task) *Result {
+	if t.CancelRequested {
+		return fail(CodeVersionMismatch, fmt.Sprintf("task %q has a cancellation requested", t.ID),
+			map[string]any{"current_status": t.Status, "cancel_requested": true})
+	}
 	if t.Status == StatusDead {
 		return fail(CodeVersionMismatch, fmt.Sprintf("task %q is dead; retry it first", t.ID),
 			map[string]any{"current_status": t.Status})

@@ -35,7 +35,10 @@ type queueIndex struct {
 	// later holds the delayed waiting tasks whose available_at is after
 	// clock, across queues, so that advancing the clock finds those that
 	// became due without looking at any other.
-	later   *btree.BTreeG[laterKey]
+	later *btree.BTreeG[laterKey]
+	// live holds the leased tasks whose lease_until is after clock, so
+	// that advancing the clock finds the leases that ran out.
+	live    *btree.BTreeG[laterKey]
 	clock   int64
 	pending []taskChange // changes of the command being applied
 }
@@ -53,7 +56,10 @@ type queueCounts struct {
 	// delayed ones, of which later are not due at clock.
 	ready          map[int64]int64
 	delayed, later int64
-	claims         [60]claimSecond
+	// The leased tasks (with an owner), of which live hold a lease that
+	// runs after clock: the running ones.
+	leased, live int64
+	claims       [60]claimSecond
 }
 
 // claimSecond counts the claims of one second (Unix s) of command time.
@@ -82,6 +88,8 @@ type taskFacts struct {
 	// ready).
 	waiting   bool
 	delayedAt int64
+	// leaseUntil: the lease's end when the task has an owner (0: none).
+	leaseUntil int64
 }
 
 type taskChange struct {
@@ -93,12 +101,16 @@ func factsOf(t *Task) *taskFacts {
 	if t == nil {
 		return nil
 	}
-	return &taskFacts{tenant: t.Tenant, queue: t.Queue, status: t.Status, seq: t.Seq, prio: t.Priority,
+	f := &taskFacts{tenant: t.Tenant, queue: t.Queue, status: t.Status, seq: t.Seq, prio: t.Priority,
 		waiting: t.Status == StatusPending && t.Owner == "" && t.LeaseUntil == 0, delayedAt: t.availableAt()}
+	if t.Owner != "" {
+		f.leaseUntil = max(t.LeaseUntil, 1)
+	}
+	return f
 }
 
 func newQueueIndex() *queueIndex {
-	return &queueIndex{tenants: map[string]*tenantQueues{}, later: btree.NewG(16, laterLess)}
+	return &queueIndex{tenants: map[string]*tenantQueues{}, later: btree.NewG(16, laterLess), live: btree.NewG(16, laterLess)}
 }
 
 // note records a change of one task (old or t nil: created or deleted)
@@ -135,10 +147,18 @@ func (q *queueIndex) advance(now int64) {
 	for {
 		k, ok := q.later.Min()
 		if !ok || k.at > now {
-			return
+			break
 		}
 		q.later.Delete(k)
 		k.qc.later--
+	}
+	for {
+		k, ok := q.live.Min()
+		if !ok || k.at > now {
+			return
+		}
+		q.live.Delete(k)
+		k.qc.live--
 	}
 }
 
@@ -165,6 +185,13 @@ func (q *queueIndex) add(f *taskFacts) {
 	qc := q.queue(f.tenant, f.queue)
 	qc.total++
 	qc.statuses[f.status]++
+	if f.leaseUntil != 0 {
+		qc.leased++
+		if f.leaseUntil > q.clock {
+			q.live.ReplaceOrInsert(laterKey{f.leaseUntil, f.seq, qc})
+			qc.live++
+		}
+	}
 	switch {
 	case !f.waiting:
 	case f.delayedAt == 0:
@@ -190,6 +217,12 @@ func (q *queueIndex) remove(f *taskFacts) {
 	qc.total--
 	if qc.statuses[f.status]--; qc.statuses[f.status] == 0 {
 		delete(qc.statuses, f.status)
+	}
+	if f.leaseUntil != 0 {
+		qc.leased--
+		if _, ok := q.live.Delete(laterKey{at: f.leaseUntil, seq: f.seq}); ok {
+			qc.live--
+		}
 	}
 	switch {
 	case !f.waiting:
@@ -258,6 +291,10 @@ type QueueStats struct {
 	// Waiting counts the tasks in status pending without a lease; DueLater
 	// those of them whose available_at is after AsOf.
 	Waiting, DueLater int64
+	// Running counts the tasks under a lease that is live at AsOf, whatever
+	// their status; LeaseExpired those with an owner whose lease ran out
+	// (not claimed again, released or cancelled since).
+	Running, LeaseExpired int64
 	// OldestWaitingSince is when the oldest claimable waiting task became
 	// claimable (its available_at, else its creation); 0 if none is.
 	OldestWaitingSince int64
@@ -274,6 +311,7 @@ func (f *FSM) queueStats(tenant, queue string) QueueStats {
 	}
 	qc := tq.queues[queue]
 	s.Tasks, s.DueLater = qc.total, qc.later
+	s.Running, s.LeaseExpired = qc.live, qc.leased-qc.live
 	s.Waiting = qc.delayed
 	for st, n := range qc.statuses {
 		s.ByStatus[st] = n

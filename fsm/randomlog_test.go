@@ -263,6 +263,19 @@ func (g *logGen) command(index uint64, first bool) *Command {
 		c.Args = encode(a)
 	case 19:
 		c = NewCommand(KindTaskDelete, now, tenant, "", &TaskDeleteArgs{ID: g.name("task", 5)})
+		switch g.aux.IntN(4) { // or a cancellation (version 6): by a caller, by the holder, or the sweep
+		case 0:
+			c = NewCommand(KindTaskCancel, now, tenant, "", &TaskCancelArgs{ID: g.name("task", 5), Reason: "stop"})
+		case 1:
+			c = &Command{Kind: KindTaskCancel, Now: now, Tenant: tenant}
+			a := &TaskCancelArgs{ID: g.name("task", 5)}
+			if fc := g.fence(c); fc != nil {
+				a.ID, a.FencingToken = fc.TaskID, &fc.Token
+			}
+			c = NewCommand(KindTaskCancel, now, c.Tenant, "", a)
+		case 2:
+			c = NewCommand(KindTaskCancelSweep, now, "", "", &TaskCancelSweepArgs{Max: 1 + g.aux.IntN(3)})
+		}
 
 	case 20, 21:
 		c = &Command{Kind: KindKVPut, Now: now, Tenant: tenant}

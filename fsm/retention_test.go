@@ -307,14 +307,14 @@ func TestQueueStats(t *testing.T) {
 
 // dumpQueueIndex is the index in a comparable form.
 func dumpQueueIndex(q *queueIndex) map[string]string {
-	out := map[string]string{"clock": fmt.Sprint(q.clock), "later": fmt.Sprint(q.later.Len())}
+	out := map[string]string{"clock": fmt.Sprint(q.clock), "later": fmt.Sprint(q.later.Len()), "live": fmt.Sprint(q.live.Len())}
 	for tn, tq := range q.tenants {
 		if tq.names.Len() != len(tq.queues) {
 			out[tn] = "names and queues differ"
 		}
 		for name, qc := range tq.queues {
-			out[tn+"/"+name] = fmt.Sprintf("total=%d statuses=%v ready=%v delayed=%d later=%d",
-				qc.total, qc.statuses, qc.ready, qc.delayed, qc.later)
+			out[tn+"/"+name] = fmt.Sprintf("total=%d statuses=%v ready=%v delayed=%d later=%d leased=%d live=%d",
+				qc.total, qc.statuses, qc.ready, qc.delayed, qc.later, qc.leased, qc.live)
 		}
 	}
 	return out
@@ -367,6 +367,13 @@ func checkStatsAgainstListing(t *testing.T, f *FSM, tenant string) {
 		}
 		w.Tasks++
 		w.ByStatus[task.Status]++
+		switch {
+		case task.Owner == "":
+		case task.LeaseUntil > clock:
+			w.Running++
+		default:
+			w.LeaseExpired++
+		}
 		if task.Status != StatusPending || task.Owner != "" || task.LeaseUntil != 0 {
 			continue
 		}

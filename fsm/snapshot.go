@@ -47,7 +47,8 @@ var snapshotMarkers = []struct {
 	{claimedMarkerKey, snapshotFormat4},      // a task's ClaimedFrom (task.go)
 	// A per-tenant session budget (limits.go).
 	{sessionTenantMarkerKey, snapshotFormat4},
-	{storeMarkerKey, snapshotFormat5}, // LangGraph store items (kvstore.go)
+	{storeMarkerKey, snapshotFormat5},  // LangGraph store items (kvstore.go)
+	{cancelMarkerKey, snapshotFormat5}, // a task's CancelRequested (cancel.go)
 }
 
 // snapshotFormatOf is the format a snapshot of st is written in.

@@ -35,6 +35,9 @@ type Task struct {
 	// takes it again. Cleared by a write that changes the status without
 	// a claim, or leaves the task without an owner.
 	ClaimedFrom string `codec:",omitempty"`
+	// CancelRequested: a cancellation was asked while the task was leased
+	// (cancel.go); its holder ends it. Only on a task with an owner.
+	CancelRequested bool `codec:",omitempty"`
 }
 
 // taskJSON is the wire form of a task (docs/api.md "Tasks").
@@ -65,6 +68,8 @@ type taskJSON struct {
 	// was before.
 	RetentionMs int64   `json:"retention_ms,omitempty"`
 	ExpiresAt   *string `json:"expires_at,omitempty"`
+	// Cancellation (cancel.go): left out unless requested, likewise.
+	CancelRequested bool `json:"cancel_requested,omitempty"`
 }
 
 // MarshalJSON renders the wire form, taskJSON.
@@ -72,7 +77,7 @@ func (t *Task) MarshalJSON() ([]byte, error) {
 	w := taskJSON{TenantID: t.Tenant, TaskID: t.ID, Queue: t.Queue, Status: t.Status, Owner: t.Owner,
 		FencingToken: t.FencingToken, Version: t.Version, Attempt: t.Attempt, Priority: t.Priority,
 		ArtifactID: t.ArtifactID, Payload: t.Payload, Result: t.Result,
-		CreatedAt: FormatMillis(t.CreatedAt), UpdatedAt: FormatMillis(t.UpdatedAt)}
+		CreatedAt: FormatMillis(t.CreatedAt), UpdatedAt: FormatMillis(t.UpdatedAt), CancelRequested: t.CancelRequested}
 	if t.LeaseUntil != 0 {
 		s := FormatMillis(t.LeaseUntil)
 		w.LeaseUntil = &s
@@ -219,6 +224,10 @@ func (f *FSM) putTask(old, t *Task) {
 			f.st.Put(ck, nil)
 		}
 	}
+	if t.Owner == "" {
+		t.CancelRequested = false // ended with the lease (releaseCancelled)
+	}
+	f.moveCancel(old, t)
 	if t.ClaimedFrom != "" && !f.st.Has(claimedMarkerKey) {
 		f.st.Put(claimedMarkerKey, []byte{1})
 	}
@@ -248,6 +257,7 @@ func (f *FSM) deleteTask(t *Task) {
 	f.stats.noteTask(t, nil, f.clock)
 	f.queues.note(t, nil)
 	f.moveExpiry(t, nil)
+	f.moveCancel(t, nil)
 	f.st.Delete(t.indexKey())
 	if ck := t.claimedKey(); ck != "" {
 		f.st.Delete(ck)

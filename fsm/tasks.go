@@ -290,6 +290,9 @@ func bestClaimable(st *Store, tenant, queue string, statuses []string, now int64
 				sooner(t.LeaseUntil)
 				return false // ordered by lease end: the rest are live
 			}
+			if t.CancelRequested {
+				return true // to be cancelled (cancel.go), never claimed again
+			}
 			if t.exhausted() {
 				return spent(t)
 			}
@@ -315,7 +318,7 @@ func bestClaimable(st *Store, tenant, queue string, statuses []string, now int64
 				sooner(t.LeaseUntil)
 				return false // ordered by lease end: the rest are live
 			}
-			if slices.Contains(statuses, t.Status) {
+			if slices.Contains(statuses, t.Status) || t.CancelRequested {
 				return true
 			}
 			if t.exhausted() {
@@ -349,6 +352,9 @@ func applyTaskRenew(f *FSM, ctx *applyCtx, c *Command) *Result {
 	if t.FencingToken != a.FencingToken || t.Owner == "" {
 		return fenced(t, a.FencingToken)
 	}
+	if t.cancelDue(ctx.now) {
+		return cancelledFenced(t, a.FencingToken)
+	}
 	old := *t
 	t.LeaseUntil = ctx.now + a.LeaseMs
 	t.Version++
@@ -372,6 +378,9 @@ func applyTaskUpdate(f *FSM, ctx *applyCtx, c *Command) *Result {
 	if a.FencingToken != nil && *a.FencingToken != t.FencingToken {
 		return fenced(t, *a.FencingToken)
 	}
+	if a.FencingToken != nil && t.cancelDue(ctx.now) {
+		return cancelledFenced(t, *a.FencingToken)
+	}
 	if a.FencingToken == nil && t.leaseLive(ctx.now) {
 		return leaseHeld(t)
 	}
@@ -388,6 +397,7 @@ func applyTaskUpdate(f *FSM, ctx *applyCtx, c *Command) *Result {
 		l.AvailableAt = availableAt(a.AvailableAt, a.DelayMs, ctx.now)
 		t.Life = &l
 	}
+	releaseCancelled(ctx, &old, t, false)
 	t.Version++
 	t.UpdatedAt = ctx.now
 	f.putTask(&old, t)

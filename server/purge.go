@@ -17,6 +17,7 @@ func (s *Server) purgeLoop() {
 		s.purgeExpired()
 		s.purgeRetained()
 		s.purgeCheckpoints()
+		s.sweepCancelled() // cancel.go
 	})
 }
 

@@ -62,7 +62,8 @@ func (f *fakeNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "GET /v1/tenants/acme/principals":
 		io.WriteString(w, `{"principals": [{"name": "ops", "grants": []}, {"name": "rev", "grants": [{"resource": "tasks", "prefix": "rev/", "actions": ["read", "write"]}]}]}`)
 	case "GET /v1/tenants/acme/tasks/t1", "POST /v1/tenants/acme/tasks/t1/claim", "POST /v1/tenants/acme/tasks/t1/update",
-		"POST /v1/tenants/acme/tasks/t1/fail", "POST /v1/tenants/acme/tasks/t1/retry", "POST /v1/tenants/acme/tasks":
+		"POST /v1/tenants/acme/tasks/t1/fail", "POST /v1/tenants/acme/tasks/t1/retry", "POST /v1/tenants/acme/tasks",
+		"POST /v1/tenants/acme/tasks/t1/cancel":
 		io.WriteString(w, sampleTask)
 	case "GET /v1/tenants/acme/tasks":
 		io.WriteString(w, `{"tasks": [`+sampleTask+`], "next_page_token": "p2"}`)
@@ -349,6 +350,9 @@ func TestRequestsSent(t *testing.T) {
 		{[]string{"task", "fail", "t1", "--fencing-token", "57", "--error", "bad input", "--non-retryable"},
 			"POST /v1/tenants/acme/tasks/t1/fail", `{"fencing_token":57,"error":"bad input","non_retryable":true}`},
 		{[]string{"task", "retry", "t1"}, "POST /v1/tenants/acme/tasks/t1/retry", `{}`},
+		{[]string{"task", "cancel", "t1", "--reason", "user stop"}, "POST /v1/tenants/acme/tasks/t1/cancel", `{"reason":"user stop"}`},
+		{[]string{"task", "cancel", "t1", "--fencing-token", "57", "--expect-version", "3"},
+			"POST /v1/tenants/acme/tasks/t1/cancel", `{"fencing_token":57,"expect_version":3}`},
 		{[]string{"task", "retry", "t1", "--delay", "1m", "--expect-version", "4"},
 			"POST /v1/tenants/acme/tasks/t1/retry", `{"expect_version":4,"delay_ms":60000}`},
 		{[]string{"task", "release", "t1", "--fencing-token", "57", "--at", "2030-01-02T03:04:05Z"},

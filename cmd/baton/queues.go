@@ -81,14 +81,16 @@ func printQueueStats(w io.Writer, st *client.QueueStats) {
 	if st.OldestPendingAt != nil {
 		oldest = fmt.Sprintf("%s (%s old)", timeText(*st.OldestPendingAt), st.OldestPendingAge().Round(time.Millisecond))
 	}
-	fmt.Fprintf(w, "queue:\t%s\ntasks:\t%d\nby status:\t%s\nwaiting:\t%d\ndue later:\t%d\ndead:\t%d\noldest pending:\t%s\nclaims per minute:\t%d\nas of:\t%s\n",
-		st.Queue, st.Tasks, statusCounts(st.ByStatus), st.Waiting, st.DueLater, st.Dead, oldest, st.ClaimsPerMinute, timeText(st.AsOf))
+	fmt.Fprintf(w, "queue:\t%s\ntasks:\t%d\nby status:\t%s\nwaiting:\t%d\ndue later:\t%d\nrunning:\t%d (%d more whose lease ran out)\ndead:\t%d\noldest pending:\t%s\nclaims per minute:\t%d\nas of:\t%s\n",
+		st.Queue, st.Tasks, statusCounts(st.ByStatus), st.Waiting, st.DueLater, st.Running, st.LeaseExpired, st.Dead, oldest,
+		st.ClaimsPerMinute, timeText(st.AsOf))
 }
 
 func printQueueList(w io.Writer, list *client.QueueList) {
-	fmt.Fprintln(w, "QUEUE\tTASKS\tWAITING\tDUE LATER\tDEAD\tCLAIMS/MIN\tBY STATUS")
+	fmt.Fprintln(w, "QUEUE\tTASKS\tWAITING\tDUE LATER\tDEAD\tCLAIMS/MIN\tRUNNING\tBY STATUS")
 	for _, q := range list.Queues {
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%s\n", q.Queue, q.Tasks, q.Waiting, q.DueLater, q.Dead, q.ClaimsPerMinute, statusCounts(q.ByStatus))
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", q.Queue, q.Tasks, q.Waiting, q.DueLater, q.Dead, q.ClaimsPerMinute, q.Running,
+			statusCounts(q.ByStatus))
 	}
 	if list.NextPageToken != "" {
 		fmt.Fprintf(w, "\nmore: --page-token %s\n", list.NextPageToken)

@@ -13,7 +13,7 @@ import (
 
 const sampleQueueStats = `{"queue": "q", "tasks": 5, "by_status": {"pending": 3, "dead": 1, "done": 1}, "waiting": 3,
 	"due_later": 1, "dead": 1, "oldest_pending_at": "2026-12-01T10:15:30.123Z", "oldest_pending_age_ms": 4200,
-	"claims_per_minute": 7, "as_of": "2026-12-01T10:15:34.323Z"}`
+	"claims_per_minute": 7, "running": 2, "lease_expired": 1, "as_of": "2026-12-01T10:15:34.323Z"}`
 
 // queueNode answers the queue statistics' routes and records requests.
 type queueNode struct {
@@ -63,7 +63,8 @@ func TestQueueStatsCLI(t *testing.T) {
 	if code != 0 || reqs[0] != "GET /v1/tenants/acme/queues/q? " {
 		t.Fatalf("stats: exit %d %q, requests %q", code, errOut, reqs)
 	}
-	for _, want := range []string{"tasks:", "5", "dead=1 done=1 pending=3", "due later:", "oldest pending:", "(4.2s old)", "claims per minute:", "7"} {
+	for _, want := range []string{"tasks:", "5", "dead=1 done=1 pending=3", "due later:", "oldest pending:", "(4.2s old)", "claims per minute:", "7",
+		"running:", "2 (1 more whose lease ran out)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stats output lacks %q:\n%s", want, out)
 		}
@@ -75,7 +76,7 @@ func TestQueueStatsCLI(t *testing.T) {
 	if code != 0 || reqs[0] != "GET /v1/tenants/acme/queues?limit=1&page_token=cA " {
 		t.Fatalf("ls: exit %d, requests %q", code, reqs)
 	}
-	if row := strings.Fields(strings.Split(out, "\n")[1]); len(row) < 6 || strings.Join(row[:6], " ") != "q 5 3 1 1 7" ||
+	if row := strings.Fields(strings.Split(out, "\n")[1]); len(row) < 7 || strings.Join(row[:7], " ") != "q 5 3 1 1 7 2" ||
 		!strings.Contains(out, "more: --page-token cQ") {
 		t.Errorf("ls output:\n%s", out)
 	}

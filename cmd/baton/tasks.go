@@ -22,7 +22,7 @@ func taskCommand() *command {
   baton task list --tenant acme --queue research`,
 		subs: []*command{taskCreateCommand(), taskGetCommand(), taskListCommand(), taskClaimCommand(),
 			taskRenewCommand(), taskUpdateCommand(), taskReleaseCommand(), taskFailCommand(), taskRetryCommand(),
-			taskDeleteCommand()},
+			taskCancelCommand(), taskDeleteCommand()},
 	}
 }
 
@@ -384,6 +384,46 @@ func taskRetryCommand() *command {
 			return a.taskCall(ctx, 0, func(ctx context.Context, c *client.Client) (*client.Task, error) {
 				t, err := c.RetryTask(ctx, tenant, id, req)
 				return t, taskRefusal(err, id, "retry", req.ExpectVersion, nil, nil)
+			})
+		},
+	}
+}
+
+func taskCancelCommand() *command {
+	var tenant, reason string
+	var expectVersion uint64
+	var token fencingToken
+	return &command{
+		name:    "cancel",
+		summary: "Cancel a task, or ask the holder of its lease to stop",
+		args:    "ID",
+		long: `A task without a live lease is cancelled at once (status cancelled) and
+its fencing token retired. A leased one gets cancel_requested: it is
+cancelled when its holder acknowledges (this command with --fencing-token),
+releases or fails it, or its lease runs out; after that no write under the
+holder's token succeeds. Needs write access to the task's queue.`,
+		examples: `  baton task cancel report-42 --tenant acme --reason "the user stopped the run"
+  baton task cancel report-42 --tenant acme --fencing-token 589825
+`,
+		flags: func(fs *pflag.FlagSet) {
+			tenantFlag(fs, &tenant)
+			fs.StringVar(&reason, "reason", "", "why (kept as last_error)")
+			fs.Uint64Var(&expectVersion, "expect-version", 0, "cancel only at this version")
+			token.declare(fs, "fencing token of your claim: the holder cancels (acknowledges) at once")
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			var id string
+			if err := inv.check([]arg{{"ID", &id}}, "tenant"); err != nil {
+				return err
+			}
+			tok, err := token.resolve(a, inv, false)
+			if err != nil {
+				return err
+			}
+			req := client.CancelTaskRequest{FencingToken: tok, ExpectVersion: inv.optUint("expect-version", expectVersion), Reason: reason}
+			return a.taskCall(ctx, 0, func(ctx context.Context, c *client.Client) (*client.Task, error) {
+				t, err := c.CancelTask(ctx, tenant, id, req)
+				return t, taskRefusal(err, id, "cancellation", req.ExpectVersion, nil, req.FencingToken)
 			})
 		},
 	}

@@ -200,6 +200,16 @@ type TaskRetry struct {
 	Availability
 }
 
+// TaskCancel is the body of POST /v1/tenants/{t}/tasks/{id}/cancel. With
+// FencingToken the lease's holder cancels, or acknowledges a requested
+// cancellation. Reason (at most 4,096 bytes) becomes the task's
+// last_error.
+type TaskCancel struct {
+	FencingToken  *uint64 `json:"fencing_token,omitempty"`
+	ExpectVersion *uint64 `json:"expect_version,omitempty"`
+	Reason        string  `json:"reason,omitempty"`
+}
+
 // QueuePolicy is the body of PUT /v1/tenants/{t}/queues/{queue}/policy,
 // and the shape of the policy the server answers (a record the state
 // machine renders, fsm.QueuePolicy, with the same members).
