@@ -240,7 +240,10 @@ func applyStoreWrite(f *FSM, ctx *applyCtx, c *Command) *Result {
 		it := &StoreItem{Tenant: c.Tenant, NS: op.NS, Key: op.Key, Value: op.Value, Vectors: op.Vectors,
 			CreatedAt: ctx.now, UpdatedAt: ctx.now, Version: version, TTLMs: op.TTLMs}
 		if had && old.Live(ctx.now) {
-			it.CreatedAt = old.CreatedAt
+			// updated_at grows with every update even when the leader's
+			// clock does not (two writes in one millisecond, a new leader
+			// whose clock is behind).
+			it.CreatedAt, it.UpdatedAt = old.CreatedAt, max(ctx.now, old.UpdatedAt+1)
 		}
 		if op.TTLMs > 0 {
 			it.ExpiresAt = ctx.now + op.TTLMs

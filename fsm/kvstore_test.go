@@ -34,6 +34,11 @@ func TestStoreItems(t *testing.T) {
 	if got[1] == nil || string(got[1].Value) != `{"v":2}` || got[2] != nil {
 		t.Fatalf("other items: %+v %+v", got[1], got[2])
 	}
+	w.now -= 100 // a leader whose clock is behind: updated_at still grows
+	w.ok(KindStoreWrite, "acme", &StoreWriteArgs{Ops: []StoreWriteOp{storePut(a, "k", `{"v":4}`)}})
+	if again, _, _ := w.f.GetStoreItems("acme", []StoreRef{{a, "k"}}, w.now); again[0].UpdatedAt <= got[0].UpdatedAt {
+		t.Errorf("updated_at %s after %s", again[0].UpdatedAt, got[0].UpdatedAt)
+	}
 	if !slices.Equal(got[0].Namespace, a) {
 		t.Errorf("namespace %q, want %q", got[0].Namespace, a)
 	}
