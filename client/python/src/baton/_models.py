@@ -386,6 +386,24 @@ class KVEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class StoreItem:
+    """An item of the knowledge store (LangGraph's BaseStore): a JSON object under a namespace of labels.
+    ``score``: the cosine similarity to a search's vector, None without one or for an item with no vector."""
+
+    namespace: tuple[str, ...]
+    key: str
+    value: dict[str, Any] = field(default_factory=dict)
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    expires_at: datetime | None = None
+    score: float | None = None
+
+    @classmethod
+    def from_json(cls, d: Any) -> StoreItem:
+        return _build(cls, d, namespace=tuple)
+
+
+@dataclass(frozen=True, slots=True)
 class Op:
     """A record of the operations ledger."""
 

@@ -84,6 +84,7 @@ from ._models import (
     QueueStats,
     Quota,
     Ref,
+    StoreItem,
     Task,
     TxnResult,
     UploadStats,
@@ -1277,6 +1278,59 @@ class Client:
             if not page.next_page_token:
                 return
             token = page.next_page_token
+
+    # Knowledge store (LangGraph's BaseStore; docs/api.md "Knowledge store (LangGraph)").
+
+    def store_write(self, ops: Sequence[Mapping[str, Any]], *, tenant: str | None = None,
+                          idempotency_key: str | None = None) -> int:
+        """Puts and deletes items, all or nothing: each op is ``{"namespace", "key", "value"?, "vectors"?,
+        "ttl_minutes"?}``, without ``value`` (or None) a delete. Returns how many ops were applied."""
+        body = {"ops": [{k: (list(v) if k == "namespace" else v) for k, v in op.items()} for op in ops]}
+        return self._call("POST", self._tp(tenant) + "/store/write",
+                                lambda a: int((a.json() or {}).get("written") or 0), body,
+                                idempotency_key=idempotency_key)
+
+    def store_get(self, items: Sequence[tuple[Sequence[str], str]], *, refresh_ttl: bool = False,
+                        tenant: str | None = None, stale: bool = False) -> list[StoreItem | None]:
+        """Several items in one round trip, None for one absent or expired; ``refresh_ttl`` moves the
+        expiry of those read that have a TTL."""
+        body: dict[str, Any] = {"items": [{"namespace": list(ns), "key": k} for ns, k in items]}
+        if refresh_ttl:
+            body["refresh_ttl"] = True
+        return self._call("POST", self._tp(tenant) + "/store/get",
+                                lambda a: [None if d is None else StoreItem.from_json(d)
+                                           for d in (a.json() or {}).get("items") or []],
+                                body, stale=stale, session=False)
+
+    def store_search(self, namespace_prefix: Sequence[str], *, filter: Mapping[str, Any] | None = None,
+                           vector: Sequence[float] | None = None, limit: int = 10, offset: int = 0,
+                           refresh_ttl: bool = False, tenant: str | None = None,
+                           stale: bool = False) -> list[StoreItem]:
+        """Items under a namespace prefix that pass ``filter``, most recently updated first; with
+        ``vector``, by descending cosine similarity (exact k-nearest, on the server)."""
+        body: dict[str, Any] = {"namespace_prefix": list(namespace_prefix), "limit": limit, "offset": offset}
+        if filter:
+            body["filter"] = dict(filter)
+        if vector is not None:
+            body["vector"] = list(vector)
+        if refresh_ttl:
+            body["refresh_ttl"] = True
+        return self._call("POST", self._tp(tenant) + "/store/search",
+                                lambda a: [StoreItem.from_json(d) for d in (a.json() or {}).get("items") or []],
+                                body, stale=stale, session=False)
+
+    def store_namespaces(self, *, match_conditions: Sequence[tuple[str, Sequence[str]]] = (),
+                               max_depth: int | None = None, limit: int = 100, offset: int = 0,
+                               tenant: str | None = None, stale: bool = False) -> list[tuple[str, ...]]:
+        """The namespaces holding items: ``match_conditions`` are ("prefix" or "suffix", labels), "*"
+        matching any one label; each cut to ``max_depth`` labels."""
+        body: dict[str, Any] = {"limit": limit, "offset": offset,
+                                "match_conditions": [{"match_type": t, "path": list(p)} for t, p in match_conditions]}
+        if max_depth is not None:
+            body["max_depth"] = max_depth
+        return self._call("POST", self._tp(tenant) + "/store/namespaces",
+                                lambda a: [tuple(ns) for ns in (a.json() or {}).get("namespaces") or []],
+                                body, stale=stale, session=False)
 
     # Operations ledger.
 
