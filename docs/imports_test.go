@@ -24,7 +24,7 @@ var layers = []struct {
 }{
 	{"wire", []string{"fsm/wire", "client/internal/cdc"}},
 	{"leaf", []string{"fsm", "client", "server/core/tlsconf", "server/core/chunkstore", "server/core/metricsink",
-		"cmd/internal/buildinfo", "cmd/internal/gctune", "docs"}},
+		"cmd/internal/buildinfo", "cmd/internal/gctune", "server/console", "docs"}},
 	{"test support", []string{"chaos/artifactfake"}},
 	{"raft", []string{"server/core/node"}},
 	{"chunk plane", []string{"server/core/chunkplane"}},
