@@ -62,7 +62,7 @@ run: build
 	$(BIN)/batond local --nodes 3
 
 ## test: everything CI checks; the deploy suite too when a Docker engine answers
-test: fmt-check vet build test-manifests test-release unit test-python test-typescript fuzz test-deploy-maybe
+test: lint build test-manifests test-release unit test-python test-typescript test-console fuzz test-deploy-maybe
 
 ## unit: every package under -race; then fsm again without it, where its
 ## long random loops run in full and its heap measurements run at all
@@ -86,7 +86,15 @@ fmt-check:
 vet:
 	$(GO) vet $(PKGS)
 
-lint: fmt-check vet
+## lint: gofmt, go vet and golangci-lint (the version pinned in
+## .ci/lint/go.mod, built into bin/ through the Go module proxy; its
+## configuration is .ci/golangci.yml)
+GOLANGCI := $(BIN)/golangci-lint
+lint: fmt-check vet $(GOLANGCI)
+	$(GOLANGCI) run --config .ci/golangci.yml ./...
+
+$(GOLANGCI): .ci/lint/go.mod .ci/lint/go.sum
+	cd .ci/lint && $(GO) build -o $(CURDIR)/$(GOLANGCI) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
 ## bench: Baton against etcd and PostgreSQL (installs them when absent),
 ## the Python SDK against the Go SDK and LangGraph's savers (venvs bin/py and
@@ -173,6 +181,30 @@ test-typescript: build
 	cd $(TS) && npx tsc -p tsconfig.json && npx tsc -p tsconfig.bench.json && npx tsc -p tsconfig.test.json
 	cd $(TS) && npx eslint src test bench
 	cd $(TS) && BATOND=$(CURDIR)/$(BIN)/batond npx vitest run
+
+## test-console: the web console (server/console, docs/console.md) in a real
+## browser: Chromium from Debian's packages (apt-get installs it when
+## missing), playwright-core from the committed package-lock.json (npm ci),
+## Node's test runner, against a three-node TLS cluster of bin/batond
+CONSOLE_E2E := server/console/e2e
+CHROMIUM    ?= /usr/bin/chromium
+.PHONY: test-console console-screenshots chromium
+test-console: build chromium
+	cd $(CONSOLE_E2E) && npm ci --no-audit --no-fund --loglevel=error
+	cd $(CONSOLE_E2E) && BATOND=$(CURDIR)/$(BIN)/batond BATON=$(CURDIR)/$(BIN)/baton CHROMIUM=$(CHROMIUM) \
+		node --test --test-concurrency=1 console.test.mjs
+
+## console-screenshots: docs/console/*.png, the console's main views on a
+## seeded three-node cluster (not part of make test)
+console-screenshots: build chromium
+	cd $(CONSOLE_E2E) && npm ci --no-audit --no-fund --loglevel=error
+	cd $(CONSOLE_E2E) && BATOND=$(CURDIR)/$(BIN)/batond BATON=$(CURDIR)/$(BIN)/baton CHROMIUM=$(CHROMIUM) \
+		OUT=$(CURDIR)/docs/console node screenshots.mjs
+
+chromium:
+	@if [ -x $(CHROMIUM) ]; then echo "chromium: $$($(CHROMIUM) --version 2>/dev/null)"; else \
+	echo "chromium: $(CHROMIUM) is missing; installing Debian's package: apt-get update && apt-get install -y chromium"; \
+	apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; fi
 
 clean:
 	rm -rf $(BIN)

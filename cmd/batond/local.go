@@ -187,6 +187,7 @@ func printLocal(w io.Writer, c *cluster.Cluster, o *localOptions, leader int) {
 	} else {
 		fmt.Fprintf(w, "  TLS             off (--insecure)\n")
 	}
+	fmt.Fprintf(w, "  web console     %s/ui/  (sign in with the admin token; docs/console.md)\n", c.URL(leader))
 	fmt.Fprintln(w)
 	for i := range c.Size() {
 		role := ""
