@@ -99,3 +99,28 @@ func TestKVEntryDecodes(t *testing.T) {
 		t.Errorf("got expires_at %v, want %v", e1.ExpiresAt, want)
 	}
 }
+
+func TestStoreRequestShapes(t *testing.T) {
+	runShapes(t, []shapeCase{
+		{"StoreWrite", func(c *client.Client) error {
+			return c.StoreWrite(bg, "acme", []client.StoreOp{
+				{Namespace: []string{"users", "a/b"}, Key: "k", Value: map[string]int{"n": 1}, Vectors: [][]float32{{1, 0.5}}, TTL: 90 * time.Second},
+				{Namespace: []string{"users"}, Key: "gone"}})
+		}, "POST", "/v1/tenants/acme/store/write", "",
+			`{"ops":[{"namespace":["users","a/b"],"key":"k","value":{"n":1},"vectors":[[1,0.5]],"ttl_minutes":1.5},{"namespace":["users"],"key":"gone"}]}`},
+		{"StoreGet", func(c *client.Client) error {
+			_, err := c.StoreGet(bg, "acme", []client.StoreRef{{Namespace: []string{"u"}, Key: "k"}}, true, client.Stale())
+			return err
+		}, "POST", "/v1/tenants/acme/store/get", "consistency=stale", `{"items":[{"namespace":["u"],"key":"k"}],"refresh_ttl":true}`},
+		{"StoreSearch", func(c *client.Client) error {
+			_, err := c.StoreSearch(bg, "acme", client.StoreSearchRequest{Filter: map[string]any{"n": map[string]int{"$gt": 1}},
+				Vector: []float32{1}, Limit: 5, Offset: 2})
+			return err
+		}, "POST", "/v1/tenants/acme/store/search", "", `{"namespace_prefix":[],"filter":{"n":{"$gt":1}},"vector":[1],"limit":5,"offset":2}`},
+		{"ListStoreNamespaces", func(c *client.Client) error {
+			_, err := c.ListStoreNamespaces(bg, "acme", client.StoreNamespacesRequest{Prefix: []string{"a", "*"}, Suffix: []string{"z"}, MaxDepth: 3})
+			return err
+		}, "POST", "/v1/tenants/acme/store/namespaces", "",
+			`{"match_conditions":[{"match_type":"prefix","path":["a","*"]},{"match_type":"suffix","path":["z"]}],"max_depth":3}`},
+	})
+}
