@@ -132,7 +132,7 @@ func TestSDKDocCompiles(t *testing.T) {
 			pos := te.Fset.Position(te.Pos)
 			t.Errorf("sdk.md:%d: %s", blk.line+pos.Line-bodyLine, te.Msg)
 		}}
-		conf.Check("sdkdoc", fset, []*ast.File{f}, nil)
+		_, _ = conf.Check("sdkdoc", fset, []*ast.File{f}, nil)
 	}
 }
 
@@ -156,7 +156,7 @@ func TestSDKDocCheckCatches(t *testing.T) {
 				hard++
 			}
 		}}
-		conf.Check("sdkdoc", fset, []*ast.File{f}, nil)
+		_, _ = conf.Check("sdkdoc", fset, []*ast.File{f}, nil)
 		if hard == 0 {
 			t.Errorf("no error reported for\n%s", body)
 		}

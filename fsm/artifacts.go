@@ -193,7 +193,7 @@ func applyArtifactPublish(f *FSM, ctx *applyCtx, c *Command) *Result {
 	}
 	var version uint64 = 1
 	if len(latest) > 0 {
-		fmt.Sscanf(string(latest), "%x", &version)
+		_, _ = fmt.Sscanf(string(latest), "%x", &version)
 		version++
 	}
 	m.Version, m.CreatedAt = version, FormatMillis(ctx.now)
@@ -335,7 +335,7 @@ func (f *FSM) OldestUnreferencedChunk() int64 {
 	defer f.mu.RUnlock()
 	var t int64
 	f.st.Scan(chunkGCPrefix, "", func(k string, _ []byte) bool {
-		fmt.Sscanf(k[len(chunkGCPrefix):len(chunkGCPrefix)+16], "%x", &t)
+		_, _ = fmt.Sscanf(k[len(chunkGCPrefix):len(chunkGCPrefix)+16], "%x", &t)
 		return false
 	})
 	return t

@@ -350,7 +350,7 @@ func TestSessionRecordCodec(t *testing.T) {
 	for _, rec := range recs {
 		checkRecordCodec(t, rec, decodeSessionRecord)
 		var back sessionRecord
-		if decodeSessionRecord(encode(rec), &back); back != *rec {
+		if err := decodeSessionRecord(encode(rec), &back); err != nil || back != *rec {
 			t.Fatalf("session record %+v read back as %+v", *rec, back)
 		}
 	}

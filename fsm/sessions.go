@@ -241,7 +241,7 @@ func remembered(c *Command, r *Result) bool {
 	if r.Code == CodeIdempotencyMismatch {
 		return false
 	}
-	return !(c.Kind == KindTaskQueueClaim && r.Outcome == OutcomeNoContent && !queueClaimFinal(c))
+	return c.Kind != KindTaskQueueClaim || r.Outcome != OutcomeNoContent || queueClaimFinal(c)
 }
 
 // dropAnswers drops the answers of rec's session at or below upTo and

@@ -47,14 +47,14 @@ func TestCheckpointThreadIDsAndNamespaces(t *testing.T) {
 	for i, th := range threads {
 		var cp map[string]any
 		st, b := do("GET", cpPath(th, "/checkpoints/latest"), nil)
-		if json.Unmarshal(b, &cp); st != 200 || cp["thread_id"] != th || cp["data"] != float64(i) {
+		if err := json.Unmarshal(b, &cp); err != nil || st != 200 || cp["thread_id"] != th || cp["data"] != float64(i) {
 			t.Errorf("GET latest of %q: %d %s", th, st, b)
 		}
 		if _, ok := cp["checkpoint_ns"]; ok {
 			t.Errorf("a checkpoint of the default namespace has checkpoint_ns: %s", b)
 		}
 		st, b = do("GET", cpPath(th, "/checkpoints/c1?checkpoint_ns=sub%3A1%7Cx"), nil)
-		if json.Unmarshal(b, &cp); st != 200 || cp["checkpoint_ns"] != "sub:1|x" || cp["data"] != fmt.Sprintf("ns%d", i) {
+		if err := json.Unmarshal(b, &cp); err != nil || st != 200 || cp["checkpoint_ns"] != "sub:1|x" || cp["data"] != fmt.Sprintf("ns%d", i) {
 			t.Errorf("GET c1 of %q in sub:1|x: %d %s", th, st, b)
 		}
 		if st, b := do("GET", cpPath(th, "/checkpoints?checkpoint_ns=other"), nil); st != 200 || string(b) != `{"checkpoints":[]}`+"\n" {
@@ -180,7 +180,7 @@ func TestCheckpointDataChunks(t *testing.T) {
 	}
 	st, b := put(writer, "u@example.com", "c1", `{"data_chunks":`+chunks+`,"metadata":{"big":true}}`)
 	var answer map[string]any
-	if json.Unmarshal(b, &answer); st != 201 || answer["data"] != nil || len(answer["data_chunks"].([]any)) != 2 {
+	if err := json.Unmarshal(b, &answer); err != nil || st != 201 || answer["data"] != nil || len(answer["data_chunks"].([]any)) != 2 {
 		t.Fatalf("PUT with data_chunks: %d %s", st, b)
 	}
 	if st, b := put(writer, "u@example.com", "c1", `{"data_chunks":`+chunks+`,"metadata":{"big":true}}`); st != 200 {
@@ -282,7 +282,7 @@ func TestCheckpointPendingWritesByIndex(t *testing.T) {
 		Pending json.RawMessage `json:"pending_writes"`
 	}
 	st, b := do("GET", cpPath("th", "/checkpoints/c1"), nil)
-	if json.Unmarshal(b, &cp); st != 200 || string(cp.Pending) != want {
+	if err := json.Unmarshal(b, &cp); err != nil || st != 200 || string(cp.Pending) != want {
 		t.Errorf("GET c1: %d pending_writes %s\nwant %s", st, cp.Pending, want)
 	}
 	var list struct {
@@ -292,7 +292,7 @@ func TestCheckpointPendingWritesByIndex(t *testing.T) {
 		} `json:"checkpoints"`
 	}
 	st, b = do("GET", cpPath("th", "/checkpoints?pending_writes=true"), nil)
-	if json.Unmarshal(b, &list); st != 200 || len(list.Checkpoints) != 2 || list.Checkpoints[0].Pending != nil || string(list.Checkpoints[1].Pending) != want {
+	if err := json.Unmarshal(b, &list); err != nil || st != 200 || len(list.Checkpoints) != 2 || list.Checkpoints[0].Pending != nil || string(list.Checkpoints[1].Pending) != want {
 		t.Errorf("list with pending_writes=true: %d %s", st, b)
 	}
 	st, b = do("GET", cpPath("th", "/checkpoints"), nil)

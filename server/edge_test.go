@@ -477,7 +477,7 @@ func TestEdgeSlowBodyTimesOut(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		conn.SetDeadline(time.Now().Add(5 * time.Second))
+		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
 		fmt.Fprintf(conn, "PUT /v1/tenants/acme/kv/notes/slow HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: 100\r\n\r\n{\"value\":", fx.research)
 		start := time.Now()
 		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)

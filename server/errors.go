@@ -47,8 +47,6 @@ func badRequest(format string, args ...any) *apiError {
 	return errorf(fsm.CodeInvalidArgument, format, args...)
 }
 
-var errUnavailable = errorf(codeUnavailable, "no leader or no quorum right now; retry")
-
 // writeError writes err as the error object of docs/api.md.
 func writeError(w http.ResponseWriter, err error) {
 	var ae *apiError

@@ -184,10 +184,10 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, limit int64)
 			return false
 		}
 		id, _ := f.cluster.Leader()
-		switch {
-		case id == "":
+		switch id {
+		case "":
 			why = "no leader is known right now"
-		case id == unusable:
+		case unusable:
 			why = fmt.Sprintf("the leader %s does not accept connections: %v", id, df.err)
 		default:
 			addr := f.leaderAddr(r.Context(), id)

@@ -85,8 +85,8 @@ func TestTaskWriteCheckedAsItApplies(t *testing.T) {
 			}
 			_, _, after := c.do(t, 0, "GET", "/v1/tenants/acme/tasks/t-1", nil, adminAuth())
 			var b, f map[string]any
-			json.Unmarshal(before, &b)
-			json.Unmarshal(after, &f)
+			_ = json.Unmarshal(before, &b)
+			_ = json.Unmarshal(after, &f)
 			if b["version"] != f["version"] || f["owner"] != "" {
 				t.Errorf("secret-q's t-1: got %s, want it unchanged (%s)", after, before)
 			}

@@ -40,7 +40,7 @@ func TestTooLargeBodyAnswered(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer conn.Close()
-			conn.SetDeadline(time.Now().Add(30 * time.Second))
+			_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
 			head := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: baton\r\nAuthorization: Bearer %s\r\nContent-Type: application/octet-stream\r\n",
 				tc.method, tc.path, testAdminToken)
 			body := strings.Repeat("x", tc.size)

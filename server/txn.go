@@ -175,13 +175,9 @@ func (s *Server) decodeTxnOp(id *identity, tenant string, raw []byte) (fsm.TxnOp
 		return fsm.TxnOp{}, nil, badRequest("unknown op %q", head.Op)
 	}
 	a, err := entry.decode(s, id, tenant, raw)
-	if err != nil {
-		if ae, ok := err.(*apiError); ok && ae.Code == fsm.CodeNotFound {
-			err = nil // a task made earlier in this transaction; the FSM decides
-		} else {
-			return fsm.TxnOp{}, nil, err
-		}
-	}
+	if ae, ok := err.(*apiError); err != nil && (!ok || ae.Code != fsm.CodeNotFound) {
+		return fsm.TxnOp{}, nil, err
+	} // not found: a task made earlier in this transaction; the FSM decides
 	return fsm.TxnOp{Kind: entry.kind, Args: fsm.EncodeArgs(a)}, a, nil
 }
 

@@ -81,7 +81,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.
 			return nil, badRequest("reading body: %v", err)
 		}
 		if deadline {
-			rc.SetReadDeadline(time.Time{})
+			_ = rc.SetReadDeadline(time.Time{})
 		}
 		return b, nil
 	}
@@ -94,7 +94,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.
 		return nil, badRequest("reading body: %v", err)
 	}
 	if deadline {
-		rc.SetReadDeadline(time.Time{})
+		_ = rc.SetReadDeadline(time.Time{})
 	}
 	return b, nil
 }

@@ -3,7 +3,6 @@ package baton
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -192,12 +191,3 @@ func createTask(id, queue string, payload any) client.TxnOp {
 // lease expires during one.
 const leaseFor = time.Hour
 
-// errorsIs reports whether err is any of targets.
-func errorsIs(err error, targets ...error) bool {
-	for _, t := range targets {
-		if errors.Is(err, t) {
-			return true
-		}
-	}
-	return false
-}

@@ -171,7 +171,7 @@ func Version(bin string, args ...string) string {
 // DirSize is the total size of the regular files under dir.
 func DirSize(dir string) int64 {
 	var total int64
-	filepath.Walk(dir, func(_ string, info os.FileInfo, err error) error {
+	_ = filepath.Walk(dir, func(_ string, info os.FileInfo, err error) error {
 		if err == nil && info.Mode().IsRegular() {
 			total += info.Size()
 		}
@@ -184,6 +184,6 @@ func DirSize(dir string) int64 {
 // unknown.
 func LoadAvg() float64 {
 	var v float64
-	fmt.Sscanf(readTrim("/proc/loadavg"), "%f", &v)
+	_, _ = fmt.Sscanf(readTrim("/proc/loadavg"), "%f", &v)
 	return v
 }

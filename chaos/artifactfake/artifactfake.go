@@ -438,7 +438,7 @@ func (n *Node) ref(w http.ResponseWriter, r *http.Request, ref string, body []by
 		reply(w, 200, v)
 	case "PUT":
 		var req wire.RefSet
-		json.Unmarshal(body, &req)
+		_ = json.Unmarshal(body, &req)
 		cur, ok := n.refs[ref]
 		if ok && cur.ArtifactID == req.ArtifactID {
 			reply(w, 200, cur)

@@ -290,7 +290,7 @@ func TestArtifactRetries(t *testing.T) {
 func artChunkFiles(c *cluster.Cluster, i int) map[string]bool {
 	have := map[string]bool{}
 	root := filepath.Join(c.DataDir(i), "chunks")
-	filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+	_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && len(d.Name()) == 64 {
 			have["sha256:"+d.Name()] = true
 		}

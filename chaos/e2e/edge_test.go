@@ -48,7 +48,7 @@ func edgeRawPost(addr, path, token string, size int, pace time.Duration) (int, t
 		return 0, 0, err
 	}
 	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(60 * time.Second))
+	_ = conn.SetDeadline(time.Now().Add(60 * time.Second))
 	hdr := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n",
 		path, addr, token, size)
 	if _, err := io.WriteString(conn, hdr); err != nil {

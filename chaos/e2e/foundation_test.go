@@ -746,7 +746,7 @@ func TestFoundationStaleReadsStayLocal(t *testing.T) {
 	paused := []int{leader}
 	t.Cleanup(func() {
 		for _, i := range paused {
-			c.Resume(i)
+			_ = c.Resume(i)
 		}
 	})
 	staleRead("leader " + c.ID(leader) + " paused")

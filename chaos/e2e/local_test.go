@@ -74,10 +74,10 @@ func runLocal(t *testing.T, args ...string) (map[string]string, string) {
 			lines <- sc.Text()
 		}
 		close(lines)
-		cmd.Wait()
+		_ = cmd.Wait()
 	}()
 	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Process.Signal(syscall.SIGTERM)
 		go func() {
 			for range lines {
 			}
@@ -85,7 +85,7 @@ func runLocal(t *testing.T, args ...string) (map[string]string, string) {
 		select {
 		case <-exited:
 		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
+			_ = cmd.Process.Kill()
 			<-exited
 		}
 	})

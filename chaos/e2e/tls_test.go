@@ -191,8 +191,8 @@ func dialRaw(t *testing.T, addr string) *rawConn {
 
 // roundTrip sends a request and reads its response, within d.
 func (rc *rawConn) roundTrip(req string, d time.Duration) (*http.Response, error) {
-	rc.SetDeadline(time.Now().Add(d))
-	defer rc.SetDeadline(time.Time{})
+	_ = rc.SetDeadline(time.Now().Add(d))
+	defer func() { _ = rc.SetDeadline(time.Time{}) }()
 	if _, err := io.WriteString(rc, req); err != nil {
 		return nil, err
 	}
@@ -207,7 +207,7 @@ func (rc *rawConn) roundTrip(req string, d time.Duration) (*http.Response, error
 
 // closedWithin reports whether the server closes the connection within d.
 func (rc *rawConn) closedWithin(d time.Duration) error {
-	rc.SetReadDeadline(time.Now().Add(d))
+	_ = rc.SetReadDeadline(time.Now().Add(d))
 	_, err := rc.br.ReadByte()
 	if err == nil {
 		return errors.New("the server sent more bytes")
@@ -274,10 +274,10 @@ func TestHTTPServerBounds(t *testing.T) {
 		}()
 		defer func() { close(stop); <-trickled }()
 		start := time.Now()
-		rc.SetReadDeadline(time.Now().Add(15 * time.Second))
+		_ = rc.SetReadDeadline(time.Now().Add(15 * time.Second))
 		resp, err := http.ReadResponse(rc.br, nil)
 		if err == nil {
-			io.Copy(io.Discard, resp.Body)
+			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode/100 == 2 {
 				t.Fatalf("a trickled body was accepted: %s", resp.Status)

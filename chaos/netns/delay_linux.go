@@ -24,7 +24,7 @@ import (
 
 const (
 	nfnlSubsysQueue   = 3
-	nfqnlMsgPacket    = nfnlSubsysQueue<<8 | 0
+	nfqnlMsgPacket    = nfnlSubsysQueue << 8
 	nfqnlMsgConfig    = nfnlSubsysQueue<<8 | 2
 	nfqnlMsgVerdictB  = nfnlSubsysQueue<<8 | 3 // verdict on every id up to one
 	nfqaPacketHdr     = 1
@@ -78,7 +78,7 @@ func openDelayer(ns string, queue uint16, d time.Duration) (*delayer, error) {
 		syscall.Close(fd)
 		return nil, fmt.Errorf("netns: nfqueue: %w", err)
 	}
-	syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4<<20)
+	_ = syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4<<20)
 	be32 := func(v uint32) []byte { return binary.BigEndian.AppendUint32(nil, v) }
 	steps := [][][]byte{
 		{attr(nfqaCfgCmd, []byte{nfqnlCfgCmdBind, 0, 0, syscall.AF_INET})},

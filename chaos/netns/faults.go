@@ -139,7 +139,7 @@ func (n *Net) Flap(ctx context.Context, i int, period time.Duration) error {
 			if up {
 				state = "up"
 			}
-			n.link(context.Background(), i, state) // Heal brings it up whatever happened
+			_ = n.link(context.Background(), i, state) // Heal brings it up whatever happened
 		}
 	}()
 	return nil

@@ -142,7 +142,7 @@ func Check() error {
 	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
 		return fmt.Errorf("netns: ip netns add: %v: %s", err, bytes.TrimSpace(out))
 	}
-	defer exec.Command("ip", "netns", "del", name).Run()
+	defer func() { _ = exec.Command("ip", "netns", "del", name).Run() }()
 	if out, err := exec.Command("ip", "netns", "exec", name, "iptables", "-w", "-S").CombinedOutput(); err != nil {
 		return fmt.Errorf("netns: iptables in a namespace: %v: %s", err, bytes.TrimSpace(out))
 	}
@@ -266,7 +266,7 @@ func (n *Net) probeNetem(ctx context.Context) bool {
 	if n.inMember(ctx, 0, "tc", "qdisc", "add", "dev", "eth0", "root", "netem", "delay", "1ms") != nil {
 		return false
 	}
-	n.inMember(ctx, 0, "tc", "qdisc", "del", "dev", "eth0", "root")
+	_ = n.inMember(ctx, 0, "tc", "qdisc", "del", "dev", "eth0", "root")
 	return true
 }
 
@@ -331,7 +331,7 @@ func FromEnv() (*Net, error) {
 // deletes the namespaces (with their links). It returns the first error
 // and tries every step.
 func (n *Net) Close() error {
-	n.Heal(context.Background())
+	_ = n.Heal(context.Background())
 	var errs []error
 	names := []string{n.NS()}
 	for i := range n.nodes {
@@ -373,7 +373,7 @@ func killIn(name string) {
 		}
 		for _, p := range pids {
 			if pid, err := strconv.Atoi(p); err == nil && pid != os.Getpid() {
-				syscall.Kill(pid, syscall.SIGKILL)
+				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
 		time.Sleep(50 * time.Millisecond)

@@ -191,7 +191,7 @@ func TestBiteStaleReads(t *testing.T) {
 		}
 		sleepCtx(ctx, 2500*time.Millisecond)
 		target.Store("")
-		(faults.Net{C: c}).Heal(ctx)
+		_ = (faults.Net{C: c}).Heal(ctx)
 		f.End = rec.Now()
 		rec.Fault(f)
 	}
@@ -303,7 +303,7 @@ func TestBiteEarlyPurge(t *testing.T) {
 		del, _ := http.NewRequestWithContext(req.Context(), http.MethodDelete, u.String(), nil)
 		del.Header.Set("Authorization", req.Header.Get("Authorization"))
 		if r, err := m.base.RoundTrip(del); err == nil {
-			io.Copy(io.Discard, r.Body)
+			_, _ = io.Copy(io.Discard, r.Body)
 			r.Body.Close()
 			if r.StatusCode == http.StatusNoContent || r.StatusCode == http.StatusOK {
 				m.hits.Add(1)

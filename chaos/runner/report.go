@@ -96,7 +96,7 @@ func (r *Result) save(cfg Config) {
 		return
 	}
 	write := func(name, text string) {
-		os.WriteFile(filepath.Join(r.Dir, name), []byte(text), 0o644)
+		_ = os.WriteFile(filepath.Join(r.Dir, name), []byte(text), 0o644)
 	}
 	write("REPLAY", fmt.Sprintf("seed %d\n%s\n", r.Seed, r.Command))
 	var b strings.Builder
@@ -123,14 +123,14 @@ func (r *Result) save(cfg Config) {
 	}
 	write("report.txt", b.String())
 	if r.History != nil {
-		r.History.Save(filepath.Join(r.Dir, "history.json"))
+		_ = r.History.Save(filepath.Join(r.Dir, "history.json"))
 	}
 	if r.report != nil && r.report.Linearizability != nil {
 		timeout := cfg.CheckTimeout
 		if timeout == 0 {
 			timeout = time.Minute
 		}
-		r.report.Linearizability.WriteHTML(r.Dir, cfg.Keep && !r.Failed(), timeout)
+		_, _ = r.report.Linearizability.WriteHTML(r.Dir, cfg.Keep && !r.Failed(), timeout)
 	}
 }
 

@@ -358,7 +358,7 @@ func traffic(ctx context.Context, cfg Config, env *environment, w *workload.Work
 	cfg.Logf("seed %d: %d nodes, %v of traffic, faults: %v", cfg.Seed, cfg.Nodes, cfg.Traffic, plan)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() { w.Run(stop) })
+	wg.Go(func() { _ = w.Run(stop) })
 	begin := time.Now()
 	switch {
 	case cfg.nemesis != nil:
@@ -426,7 +426,7 @@ func runFaults(ctx context.Context, cfg Config, in *faults.Injector, plan []faul
 		rec.Fault(hf)
 		// Let the cluster settle before the next fault, so faults never
 		// pile up into a loss of quorum.
-		in.C.WaitLeader(hctx)
+		_, _ = in.C.WaitLeader(hctx)
 		cancel()
 	}
 }
@@ -450,7 +450,7 @@ func heal(ctx context.Context, cfg Config, env *environment) {
 	for i := range c.Size() {
 		switch {
 		case c.Running(i) && !c.Live(i):
-			c.Resume(i)
+			_ = c.Resume(i)
 		case !c.Running(i) && wiped(c, i):
 			in := &faults.Injector{C: c, Admin: env.admin}
 			if err := in.Rejoin(hctx, i); err != nil {
@@ -470,7 +470,7 @@ func heal(ctx context.Context, cfg Config, env *environment) {
 	if err := (faults.Net{C: c}).Heal(hctx); err != nil {
 		cfg.Logf("seed %d: heal: %v", cfg.Seed, err)
 	}
-	c.WaitLeader(hctx)
+	_, _ = c.WaitLeader(hctx)
 }
 
 // wiped reports whether node i has no data directory: a wiped node, which
@@ -492,7 +492,7 @@ func converge(ctx context.Context, env *environment) []history.NodeState {
 		// reading is taken again until one finds them agreeing.
 		return untilAgreed(cctx, env.c.Size(), func(i int) (string, *client.ClusterStatus, error) {
 			if i == 0 {
-				env.c.WaitConverged(cctx)
+				_, _ = env.c.WaitConverged(cctx)
 			}
 			st, err := env.c.Status(cctx, i)
 			return env.c.ID(i), st, err

@@ -88,7 +88,7 @@ func groupRun(c *cobra.Command, args []string) error {
 		return usageErrorf(c.CommandPath(), "%s", msg)
 	}
 	c.SetOut(c.ErrOrStderr())
-	c.Usage()
+	_ = c.Usage()
 	if !c.HasParent() {
 		return usageErrorf("", "missing command")
 	}

@@ -34,7 +34,7 @@ and --max-keys (0: no limit), with --rate and --burst if wanted.`,
 				return err
 			}
 			set := inv.isSet("max-bytes") || inv.isSet("max-keys") || inv.isSet("rate") || inv.isSet("burst")
-			if set && !(inv.isSet("max-bytes") && inv.isSet("max-keys")) {
+			if set && (!inv.isSet("max-bytes") || !inv.isSet("max-keys")) {
 				return inv.usagef("give both --max-bytes and --max-keys (0: no limit), with --rate and --burst if wanted")
 			}
 			c, ctx, cancel, err := a.connect(ctx, 0)

@@ -27,20 +27,19 @@ import (
 
 // stack is one compose project of the deploy files.
 type stack struct {
-	t        *testing.T
-	project  string
-	dir      string   // deploy/
-	files    []string // compose files, for every command but the first up
-	env      []string
-	token    string
-	caFile   string
-	ports    map[string]int // node -> host port of its API on 127.0.0.1
-	admin    *client.Client // every node, admin token
-	compose  []string       // docker-compose, or docker compose
-	ids      map[string]string
-	network  string
-	started  time.Time
-	logsDump bool
+	t       *testing.T
+	project string
+	dir     string   // deploy/
+	files   []string // compose files, for every command but the first up
+	env     []string
+	token   string
+	caFile  string
+	ports   map[string]int // node -> host port of its API on 127.0.0.1
+	admin   *client.Client // every node, admin token
+	compose []string       // docker-compose, or docker compose
+	ids     map[string]string
+	network string
+	started time.Time
 }
 
 var allNodes = []string{"n1", "n2", "n3", "n4", "n5"}
@@ -165,7 +164,7 @@ func (s *stack) down() {
 			if kind == "container" {
 				rm = append([]string{"rm", "-f", "-v"}, left...)
 			}
-			osexec.Command("docker", rm...).Run()
+			_ = osexec.Command("docker", rm...).Run()
 		}
 	}
 	for _, v := range vols {

@@ -9,7 +9,7 @@ import (
 // (client's BenchmarkSplit measures the whole streaming path).
 func BenchmarkCut(b *testing.B) {
 	data := make([]byte, 64<<20)
-	rand.NewChaCha8([32]byte{'b', 'a', 't', 'o', 'n'}).Read(data)
+	_, _ = rand.NewChaCha8([32]byte{'b', 'a', 't', 'o', 'n'}).Read(data)
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
 		for d := data; len(d) > 0; {

@@ -143,7 +143,7 @@ func (c *Cluster) resetFresh() {
 func (c *Cluster) startOnce(ctx context.Context) error {
 	procs, err := c.launchAll()
 	if err != nil {
-		c.Stop()
+		_ = c.Stop()
 		return err
 	}
 	errs := make([]error, len(procs))
@@ -153,7 +153,7 @@ func (c *Cluster) startOnce(ctx context.Context) error {
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		c.Stop()
+		_ = c.Stop()
 		return err
 	}
 	c.mu.Lock()

@@ -429,9 +429,9 @@ func TestLineWriter(t *testing.T) {
 	var out strings.Builder
 	var mu sync.Mutex
 	w := &lineWriter{mu: &mu, w: &out, prefix: "n1| "}
-	w.Write([]byte("hel"))
-	w.Write([]byte("lo\nwor"))
-	w.Write([]byte("ld\n\nlast"))
+	_, _ = w.Write([]byte("hel"))
+	_, _ = w.Write([]byte("lo\nwor"))
+	_, _ = w.Write([]byte("ld\n\nlast"))
 	w.Flush()
 	if got, want := out.String(), "n1| hello\nn1| world\nn1| \nn1| last\n"; got != want {
 		t.Errorf("output %q, want %q", got, want)

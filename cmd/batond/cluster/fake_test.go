@@ -97,7 +97,7 @@ func (f *fakeNode) serve(ctx context.Context) error {
 			if err != nil {
 				return
 			}
-			conn.Write([]byte("ok\n"))
+			_, _ = conn.Write([]byte("ok\n"))
 			conn.Close()
 		}
 	}()
@@ -138,7 +138,7 @@ func (f *fakeNode) mux() *http.ServeMux {
 			http.Error(w, "the harness must ask for stale status", http.StatusBadRequest)
 			return
 		}
-		json.NewEncoder(w).Encode(f.status())
+		_ = json.NewEncoder(w).Encode(f.status())
 	})
 	return mux
 }
@@ -171,7 +171,7 @@ func probe(addr string) bool {
 		return false
 	}
 	defer conn.Close()
-	conn.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	_ = conn.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
 	line, err := bufio.NewReader(conn).ReadString('\n')
 	return err == nil && line == "ok\n"
 }

@@ -106,7 +106,7 @@ type walStore struct {
 }
 
 func (s *walStore) GetLog(index uint64, l *raft.Log) error {
-	first, err := s.WAL.FirstIndex()
+	first, err := s.FirstIndex()
 	if err != nil {
 		return err
 	}

@@ -74,8 +74,8 @@ func TestLogStoreFormats(t *testing.T) {
 	}
 	t.Run("both", func(t *testing.T) {
 		dir := t.TempDir()
-		os.WriteFile(filepath.Join(dir, "raft.db"), nil, 0o644)
-		os.Mkdir(filepath.Join(dir, "wal"), 0o755)
+		_ = os.WriteFile(filepath.Join(dir, "raft.db"), nil, 0o644)
+		_ = os.Mkdir(filepath.Join(dir, "wal"), 0o755)
 		if _, _, err := openLogStore(dir, ""); err == nil {
 			t.Fatal("a dir with both raft.db and wal/ opened without error")
 		}

@@ -90,7 +90,7 @@ func (c *serverConn) handshake() error {
 	c.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 		defer cancel()
-		if err := c.Conn.HandshakeContext(ctx); err != nil {
+		if err := c.HandshakeContext(ctx); err != nil {
 			c.refused.note(c.raw.RemoteAddr().String(), err)
 			c.raw.Close()
 			c.err = io.EOF

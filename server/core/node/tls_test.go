@@ -235,7 +235,7 @@ func TestRaftTLSHandshakeDeadline(t *testing.T) {
 	}
 	defer conn.Close()
 	start := time.Now()
-	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	_, err = conn.Read(make([]byte, 1))
 	if ne, ok := err.(net.Error); ok && ne.Timeout() {
 		t.Fatalf("a silent connection was still open after %v", time.Since(start))
@@ -297,7 +297,7 @@ func TestRaftTLSObeysFailpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := make([]byte, 1)
-	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, err := conn.Read(b); err != nil || b[0] != 7 {
 		t.Fatalf("echo over TLS: %v %v", b, err)
 	}
@@ -391,9 +391,9 @@ func TestRaftTLSRefusalsLogAggregated(t *testing.T) {
 		if err != nil {
 			t.Fatalf("dial %d: %v", i, err)
 		}
-		c.Write([]byte("plaintext, not a TLS hello\r\n\r\n"))
-		c.SetReadDeadline(time.Now().Add(10 * time.Second))
-		io.Copy(io.Discard, c) // until the member closes it
+		_, _ = c.Write([]byte("plaintext, not a TLS hello\r\n\r\n"))
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, _ = io.Copy(io.Discard, c) // until the member closes it
 		c.Close()
 	}
 	nd.Close()
