@@ -62,7 +62,7 @@ run: build
 	$(BIN)/batond local --nodes 3
 
 ## test: everything CI checks; the deploy suite too when a Docker engine answers
-test: lint build test-manifests test-release unit test-python test-typescript test-console fuzz test-deploy-maybe
+test: fmt-check vet build test-manifests test-release unit test-python test-typescript test-console fuzz test-deploy-maybe
 
 ## unit: every package under -race; then fsm again without it, where its
 ## long random loops run in full and its heap measurements run at all
