@@ -19,7 +19,7 @@ func kvCommand() *command {
   baton kv get research sources/raft --tenant acme
   baton kv list research --tenant acme --prefix sources/
   baton kv delete research sources/raft --tenant acme`,
-		subs: []*command{kvGetCommand(), kvPutCommand(), kvDeleteCommand(), kvListCommand()},
+		subs: []*command{kvGetCommand(), kvPutCommand(), kvDeleteCommand(), kvListCommand(), kvSearchCommand(), kvNamespacesCommand()},
 	}
 }
 
