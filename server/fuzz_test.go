@@ -163,6 +163,11 @@ func FuzzRequestDecoding(f *testing.F) {
 		{"POST", "/v1/tenants/acme/tasks/t1/renew", 2, "", "", `{"fencing_token":1,"lease_ms":1000}`, 0},
 		{"POST", "/v1/tenants/acme/tasks/t1/update", 2, "", "", `{"expect_version":1,"status":"done","result":{"ok":true},"release":true}`, 0},
 		{"POST", "/v1/tenants/acme/txn", 2, "", "", `{"ops":[{"op":"task.create","task_id":"t3","queue":"q"},{"op":"task.claim","task_id":"t3","owner":"w","lease_ms":10}]}`, 0},
+		// The knowledge store (kvstore.go).
+		{"POST", "/v1/tenants/acme/store/write", 2, "", "", `{"ops":[{"namespace":["u","a/b"],"key":"k","value":{"n":1},"vectors":[[1,0]],"ttl_minutes":1},{"namespace":["u"],"key":"x"}]}`, 0},
+		{"POST", "/v1/tenants/acme/store/get", 2, "", "", `{"items":[{"namespace":["u","a/b"],"key":"k"}],"refresh_ttl":true}`, 0},
+		{"POST", "/v1/tenants/acme/store/search", 1, "", "", `{"namespace_prefix":["u"],"filter":{"n":{"$gte":1},"o":{"x":[1]}},"vector":[1,1],"limit":3,"offset":1}`, 0},
+		{"POST", "/v1/tenants/acme/store/namespaces", 2, "", "", `{"match_conditions":[{"match_type":"suffix","path":["*","b"]}],"max_depth":1}`, 0},
 	}
 	for _, s := range seeds {
 		f.Add(s.method, s.path, s.auth, s.authValue, s.idemKey, []byte(s.body), s.mode)
