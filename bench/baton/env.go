@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/baton-dev/baton/bench/result"
 	"github.com/baton-dev/baton/client"
 	"github.com/baton-dev/baton/cmd/batond/cluster"
 )
@@ -191,3 +192,23 @@ func createTask(id, queue string, payload any) client.TxnOp {
 // lease expires during one.
 const leaseFor = time.Hour
 
+// Term is the highest Raft term any live node reports (0 if none answers).
+// Every election raises it, whether or not the leader changes, so the
+// difference across a run counts the elections that disturbed it.
+func (e *Env) Term(ctx context.Context) uint64 {
+	var term uint64
+	for _, i := range e.Cluster.LiveNodes() {
+		if st, err := e.Cluster.Status(ctx, i); err == nil && st.Term > term {
+			term = st.Term
+		}
+	}
+	return term
+}
+
+// CountElections records on r, as the metric "raft_elections", how far the
+// Raft term rose from before (Env.Term at the run's start) to now.
+func (e *Env) CountElections(ctx context.Context, r *result.Run, before uint64) {
+	if after := e.Term(ctx); r != nil && after >= before && before > 0 {
+		r.SetMetric("raft_elections", float64(after-before))
+	}
+}

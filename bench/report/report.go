@@ -303,6 +303,7 @@ func (w *writer) goalList() []goal {
 	} else {
 		gs = append(gs, goal{"scale: resident memory per node reported", "—", "not measured"})
 	}
+	gs = append(gs, w.leadershipGoal())
 	gs = append(gs, w.soakGoals()...)
 	gs = append(gs, w.sdkGoals()...)
 	return append(gs, w.langgraphGoals()...)

@@ -57,8 +57,10 @@ func (s *suite) baton(ctx context.Context, w, procs string) ([]*result.Run, erro
 			return err
 		}
 		defer env.Close()
+		term := env.Term(ctx)
 		r, err := f(env)
 		if r != nil {
+			env.CountElections(ctx, r, term)
 			runs = append(runs, r)
 		}
 		return err
@@ -71,7 +73,11 @@ func (s *suite) baton(ctx context.Context, w, procs string) ([]*result.Run, erro
 			return err
 		}
 		defer env.Close()
+		term := env.Term(ctx)
 		rs, err := f(env)
+		for _, r := range rs { // the runs shared the cluster: each shows them all
+			env.CountElections(ctx, r, term)
+		}
 		runs = append(runs, rs...)
 		return err
 	}
