@@ -383,14 +383,17 @@ type StoreQuery struct {
 func (f *FSM) SearchStore(tenant string, q *StoreQuery, now int64) (out []*StoreItemJSON, ttl []StoreRef, truncated bool, index uint64) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
+	// A hit keeps the item's key, not the item: a search may match
+	// --store-scan-max items, and only a page of them is rendered.
 	type hit struct {
-		it    *StoreItem
-		score *float64
+		key     string
+		version uint64
+		score   *float64
 	}
 	var hits []hit
 	scanned := 0
 	base := storeItemsBase(tenant)
-	f.st.Scan(base+storeNS(q.Prefix), "", func(_ string, v []byte) bool {
+	f.st.Scan(base+storeNS(q.Prefix), "", func(k string, v []byte) bool {
 		if scanned == q.MaxScan {
 			truncated = true
 			return false
@@ -406,7 +409,7 @@ func (f *FSM) SearchStore(tenant string, q *StoreQuery, now int64) (out []*Store
 				return true
 			}
 		}
-		h := hit{it: &it}
+		h := hit{key: strings.Clone(k), version: it.Version}
 		if q.Vector != nil {
 			h.score = bestCosine(q.Vector, it.Vectors)
 		}
@@ -421,25 +424,32 @@ func (f *FSM) SearchStore(tenant string, q *StoreQuery, now int64) (out []*Store
 		if a.score != nil && b.score != nil && *a.score != *b.score {
 			return *a.score > *b.score
 		}
-		return a.it.Version > b.it.Version
+		return a.version > b.version
 	})
 	out = []*StoreItemJSON{}
 	for i := q.Offset; i < len(hits) && len(out) < q.Limit; i++ {
-		out = append(out, hits[i].it.render(hits[i].score))
-		if hits[i].it.TTLMs > 0 {
-			ttl = append(ttl, StoreRef{NS: hits[i].it.NS, Key: hits[i].it.Key})
+		it, ok := getStoreItem(f.st, hits[i].key)
+		if !ok {
+			continue
+		}
+		out = append(out, it.render(hits[i].score))
+		if it.TTLMs > 0 {
+			ttl = append(ttl, StoreRef{NS: it.NS, Key: it.Key})
 		}
 	}
 	return out, ttl, truncated, f.applied
 }
 
-// bestCosine is the highest cosine similarity of q to any of vs (LangGraph
-// scores an item by its best field), nil when vs is empty.
+// bestCosine is the highest cosine similarity of q to any of vs of its
+// dimension (LangGraph scores an item by its best field), nil when none.
 func bestCosine(q []float32, vs [][]float32) *float64 {
 	var best *float64
 	for _, v := range vs {
+		if len(v) != len(q) {
+			continue // another embedding model's: not comparable
+		}
 		var dot, nq, nv float64
-		for i := 0; i < len(q) && i < len(v); i++ {
+		for i := range q {
 			dot += float64(q[i]) * float64(v[i])
 			nq += float64(q[i]) * float64(q[i])
 			nv += float64(v[i]) * float64(v[i])

@@ -118,6 +118,12 @@ func TestStoreSearch(t *testing.T) {
 	if _, _, truncated, _ := w.f.SearchStore("acme", &q, w.now); !truncated {
 		t.Errorf("a search past its scan bound is not truncated")
 	}
+	// A vector of another dimension (another embedding model) is not scored.
+	put([]string{"other"}, "d", `{}`, []float32{1, 0, 0})
+	q = StoreQuery{Prefix: []string{"other"}, Vector: []float32{1, 0}, Limit: 10, MaxScan: 100}
+	if out, _, _, _ := w.f.SearchStore("acme", &q, w.now); len(out) != 1 || out[0].Score != nil {
+		t.Errorf("a 3-dimension item against a 2-dimension query: %+v, want it unscored", out)
+	}
 }
 
 // TestStoreNamespaces: LangGraph's list_namespaces conditions.
