@@ -752,3 +752,52 @@ async def test_no_running_loop(astore: AsyncBatonStore) -> None:
     assert out["get"] is not None and out["get"].value == {"val": "qux"}
     assert {it.key for it in out["search"]} == {"baz", "qux"}
     assert out["list"] == [("foo", "bar")]
+
+
+# Baton's own promise: replicated.
+
+
+def test_graph_memory_survives_a_leader_kill(cluster: Cluster, fake_embeddings: CharEmbeddings) -> None:
+    """A StateGraph compiled with the store writes a memory in one thread; the leader is SIGKILLed; a run
+    on another thread finds the memory by semantic search, and writes again."""
+    from typing import TypedDict
+
+    from langgraph.config import get_store
+    from langgraph.graph import END, START, StateGraph
+
+    class S(TypedDict):
+        user: str
+        text: str
+        found: list[str]
+
+    def remember(state: S) -> dict[str, Any]:
+        get_store().put(("users", state["user"], "memories"), uuid.uuid4().hex, {"text": state["text"]})
+        return {}
+
+    def recall(state: S) -> dict[str, Any]:
+        hits = get_store().search(("users", state["user"]), query=state["text"], limit=1)
+        return {"found": [h.value["text"] for h in hits]}
+
+    b = StateGraph(S)
+    b.add_node("remember", remember)
+    b.add_node("recall", recall)
+    b.add_edge(START, "recall")
+    b.add_edge("recall", "remember")
+    b.add_edge("remember", END)
+    store = _vector_store(cluster, fake_embeddings, fields=["text"])
+    graph = b.compile(store=store)
+    killed = -1
+    with store.client:
+        try:
+            out = graph.invoke({"user": "ada", "text": "prefers green tea", "found": []},
+                               {"configurable": {"thread_id": "t1"}})
+            assert out["found"] == []
+            killed = cluster.leader()
+            cluster.kill(killed)
+            out = graph.invoke({"user": "ada", "text": "green tea", "found": []}, {"configurable": {"thread_id": "t2"}})
+            assert out["found"] == ["prefers green tea"]
+            assert len(store.search(("users", "ada", "memories"))) == 2
+        finally:
+            if killed >= 0:
+                cluster.start(killed)
+            cluster.wait_ready()
