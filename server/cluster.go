@@ -26,7 +26,7 @@ type clusterStatus struct {
 	LastSnapshotIndex     uint64            `json:"last_snapshot_index"`
 	RestoredSnapshotIndex uint64            `json:"restored_snapshot_index"`
 	AppliedSinceStart     uint64            `json:"applied_since_start"`
-	Members               []node.MemberInfo `json:"members"`
+	Members               []memberStatus    `json:"members"`
 	Retries               retryState        `json:"retries"`
 	StateSize             stateSize         `json:"state_size"`
 	Build                 Build             `json:"build"`
@@ -198,13 +198,24 @@ func (s *Server) votersKnown() (known, need int) {
 	return known, need
 }
 
-func (s *Server) handleClusterStatus(w http.ResponseWriter, _ *http.Request, id *identity) error {
+func (s *Server) handleClusterStatus(w http.ResponseWriter, r *http.Request, id *identity) error {
 	if err := id.requireAdmin(); err != nil {
 		return err
 	}
-	members, err := s.cluster.Members()
+	probe, err := boolParam(r, "probe")
+	if err != nil {
+		return err
+	}
+	infos, err := s.cluster.Members()
 	if err != nil {
 		return unavailable(err)
+	}
+	members := make([]memberStatus, len(infos))
+	for i, m := range infos {
+		members[i] = memberStatus{MemberInfo: m}
+	}
+	if probe {
+		s.probeMembers(r.Context(), members)
 	}
 	st := s.fsm.Status()
 	lid, laddr := s.cluster.Leader()

@@ -403,6 +403,7 @@ func TestOpenAPIResponses(t *testing.T) {
 	sc.call(t, "GET", T+"/tasks", nil, nil, 401, "unauthenticated")
 	sc.call(t, "GET", "/v1/tenants/other/tasks", nil, bearer(worker.Token), 403, "forbidden")
 	sc.call(t, "GET", "/v1/cluster", nil, bearer(worker.Token), 403, "forbidden")
+	sc.call(t, "GET", "/v1/cluster?probe=true", nil, admin, 200, "")
 	sc.call(t, "DELETE", "/v1/tenants", nil, admin, 405, "method_not_allowed")
 	sc.call(t, "GET", "/v1/nothing-here", nil, admin, 404, "not_found")
 

@@ -57,7 +57,7 @@ function renderNav(route) {
 
 function renderWho(route) {
   if (!session.token) { fill(who); return; }
-  liveEl = h("span", { class: "live", id: "live" }, "not live");
+  liveEl = h("span", { class: "live", id: "live", hidden: true });
   let tenantCtl;
   if (session.admin) {
     const sel = h("select", { id: "tenant-select", onchange: () => {
@@ -82,7 +82,7 @@ function signOut() {
 /** Opens the view's watch stream (or none); events go to onEvent. */
 function live(tenant, resources, onEvent, opts) {
   if (stream) { stream.stop(); stream = null; }
-  if (!resources || !resources.length || !tenant) { setLive("not live"); return; }
+  if (!resources || !resources.length || !tenant) { setLive(""); return; } // a view without a stream
   stream = watch(tenant, resources, onEvent, (state, err) => {
     if (state === "live") setLive("live", true);
     else if (state === "retrying") setLive("reconnecting");
@@ -92,6 +92,7 @@ function live(tenant, resources, onEvent, opts) {
 
 function setLive(text, on = false) {
   if (!liveEl) return;
+  liveEl.hidden = !text;
   liveEl.textContent = text;
   liveEl.classList.toggle("on", on);
 }

@@ -67,30 +67,34 @@ async function clusterView(ctx) {
   async function load() {
     let st, health;
     try {
-      [st, health] = await Promise.all([get("/v1/cluster"), fetch("/healthz", { cache: "no-store" }).then((r) => r.json())]);
+      [st, health] = await Promise.all([get("/v1/cluster?probe=true"), fetch("/healthz", { cache: "no-store" }).then((r) => r.json())]);
     } catch (e) {
       fill(body, errorBox(e));
       return;
     }
     const leaderId = st.leader && st.leader.id;
+    // The leader's commit index, as the best-informed member reports it.
+    const commit = Math.max(st.commit_index, ...st.members.map((m) => (m.probe && m.probe.reachable ? m.probe.commit_index : 0)));
     const rows = st.members.map((m) => {
-      const lag = m.applied_index !== undefined ? Math.max(0, st.commit_index - m.applied_index) : undefined;
+      const p = m.probe;
+      const health = !p ? "" : !p.reachable ? badge("unreachable", "bad") : p.ready ? badge("ready", "ok") : badge("not ready", "warn");
       return h("tr", {},
         h("th", { scope: "row" }, m.id),
         h("td", {}, m.id === leaderId ? badge("leader") : badge(m.state || "")),
         h("td", {}, m.voter ? "voter" : "non-voter"),
         h("td", {}, h("code", {}, m.http_addr)), h("td", {}, h("code", {}, m.raft_addr)),
-        h("td", { class: "num" }, m.applied_index ?? (m.id === st.node_id ? st.applied_index : "")),
-        h("td", { class: "num" }, lag ?? (m.id === st.node_id ? Math.max(0, st.commit_index - st.applied_index) : "")),
-        h("td", {}, m.reachable === false ? badge("unreachable", "bad") : m.version ?? (m.id === st.node_id ? st.build.version : "")));
+        h("td", {}, health, p && p.error ? h("div", { class: "hint" }, p.error) : null),
+        h("td", { class: "num" }, p && p.reachable ? p.applied_index : ""),
+        h("td", { class: "num" }, p && p.reachable ? Math.max(0, commit - p.applied_index) : ""),
+        h("td", {}, p ? p.version : ""));
     });
     fill(body,
       h("div", { class: "cards" },
         card("Leader", leaderId || "none", "leader-card"), card("Term", st.term), card("Commit index", st.commit_index),
-        card("Applied index", st.applied_index), card("Health", health.status === "ok" ? "ok" : String(health.status)),
+        card("Applied index", st.applied_index), card("Health of " + st.node_id, health.status === "ok" ? "ok" : String(health.status)),
         card("State size", fmtBytes(st.state_size.bytes) + (st.state_size.max_bytes ? " of " + fmtBytes(st.state_size.max_bytes) : ""))),
-      table("Members", ["Member", "Role", "Vote", "HTTP", "Raft", "Applied index", "Lag (entries)", "Version"], rows),
-      h("p", { class: "hint" }, `Answered by ${st.node_id} (${st.state}); lag is the leader's commit index minus a member's applied index, as its node reports it.`),
+      table("Members", ["Member", "Role", "Vote", "HTTP", "Raft", "Health", "Applied index", "Lag (entries)", "Version"], rows),
+      h("p", { class: "hint" }, `Answered by ${st.node_id} (${st.state}), which asked each member for its own readiness, indexes and version; lag is the leader's commit index minus a member's applied index.`),
       h("h2", {}, "This node"),
       dl([["Node", st.node_id], ["Role", st.state], ["Version", st.build.version], ["Commit", h("code", {}, st.build.commit || "")],
         ["Go", st.build.go_version], ["State digest", h("code", {}, st.state_digest)], ["Last snapshot index", st.last_snapshot_index],

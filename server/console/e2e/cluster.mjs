@@ -136,6 +136,16 @@ export class Cluster {
     return new Promise((res, rej) => execFile(BATON, args, { env, timeout: 20_000 }, (err, stdout, stderr) => err ? rej(new Error(`baton ${args.join(" ")}: ${err.message}\n${stderr}`)) : res(stdout)));
   }
 
+  /** Kills node i (SIGKILL) and waits for it to exit. */
+  kill(i) {
+    const p = this.procs[i];
+    return new Promise((r) => {
+      if (!p || p.exitCode !== null) return r();
+      p.once("exit", r);
+      p.kill("SIGKILL");
+    });
+  }
+
   logTail(i, n = 40) {
     try { return readFileSync(join(this.base, `${this.ids[i]}.log`), "utf8").split("\n").slice(-n).join("\n"); } catch { return ""; }
   }

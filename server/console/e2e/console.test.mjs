@@ -64,6 +64,8 @@ test("sign in with the admin token: the cluster view", async () => {
   const leader = (await page.locator("#leader-card .v").textContent()).trim();
   assert.match(leader, /^n[123]$/);
   await members.getByRole("row", { name: new RegExp(`^${leader} leader`) }).waitFor();
+  // Every member's own readiness, applied index, lag and version.
+  for (const id of ["n1", "n2", "n3"]) await members.getByRole("row", { name: new RegExp(`^${id} .* ready \\d+ \\d+ dev$`) }).waitFor();
   for (const k of ["Term", "Commit index", "Applied index", "Health"]) await page.locator(".card .k", { hasText: k }).first().waitFor();
   assert.equal(await page.evaluate(() => sessionStorage.getItem("baton.token") !== null && document.cookie === ""), true, "token in sessionStorage, no cookie");
 });
@@ -275,6 +277,16 @@ test("readable at 1280x800 and at phone width", async () => {
     }
   }
   await page.setViewportSize(DESKTOP);
+});
+
+test("a member that is down shows as unreachable", async () => {
+  await signIn(cluster.token);
+  const members = page.getByRole("table", { name: "Members" });
+  await members.getByRole("row").nth(3).waitFor();
+  const st = (await cluster.request(1, "GET", "/v1/cluster?consistency=stale")).body;
+  const victim = [0, 2].find((i) => cluster.ids[i] !== st.leader.id); // neither the leader nor the page's node
+  await cluster.kill(victim);
+  await members.getByRole("row", { name: new RegExp(`^${cluster.ids[victim]} .*unreachable`) }).waitFor({ timeout: 15_000 });
 });
 
 test("no script error in the browser", () => {
