@@ -24,6 +24,8 @@ type QueueStats struct {
 	// status; LeaseExpired those with an owner whose lease ran out.
 	Running      int64 `json:"running"`
 	LeaseExpired int64 `json:"lease_expired"`
+	// Blocked counts the tasks without a lease that wait on dependencies.
+	Blocked int64 `json:"blocked"`
 	// OldestPendingAt is when the oldest claimable waiting task became
 	// claimable (nil: none is); OldestPendingAgeMs is AsOf minus that.
 	OldestPendingAt    *time.Time `json:"oldest_pending_at"`

@@ -44,6 +44,44 @@ type Task struct {
 	// CancelRequested: someone cancelled the task while it was leased
 	// (CancelTask); its holder should stop and acknowledge.
 	CancelRequested bool `json:"cancel_requested,omitempty"`
+	// Dependencies (CreateTaskRequest.DependsOn): how many the task was
+	// created with, how many are not resolved yet (nil without any; no
+	// claim takes the task while it is above 0), and the policy.
+	DependsOnCount   uint64  `json:"depends_on_count,omitempty"`
+	DependenciesLeft *uint64 `json:"dependencies_left,omitempty"`
+	DependencyPolicy string  `json:"dependency_policy,omitempty"`
+	// In a claim's answer only: the first dependencies (up to 100, in id
+	// order) with their results and artifacts; DependenciesTruncated when
+	// there are more (ListTaskDependencies lists them all).
+	Dependencies          []Dependency `json:"dependencies,omitempty"`
+	DependenciesTruncated bool         `json:"dependencies_truncated,omitempty"`
+}
+
+// Dependency is one dependency of a task: Resolved once it ended (Status
+// is then the status it ended in, "deleted" for a deleted one), with its
+// result and artifact.
+type Dependency struct {
+	TaskID     string          `json:"task_id"`
+	Resolved   bool            `json:"resolved"`
+	Status     string          `json:"status"`
+	Result     json.RawMessage `json:"result"`
+	ArtifactID string          `json:"artifact_id"`
+}
+
+// Dependency policies (CreateTaskRequest.DependencyPolicy): what a
+// dependency that ends dead or cancelled, or is deleted, does to the
+// dependent.
+const (
+	DependencyFail   = "fail"   // the dependent becomes dead (the default)
+	DependencyCancel = "cancel" // the dependent becomes cancelled
+	DependencyIgnore = "ignore" // counts as done
+)
+
+// DependencyList is one page of ListTaskDependencies; NextPageToken is
+// empty on the last.
+type DependencyList struct {
+	Dependencies  []Dependency `json:"dependencies"`
+	NextPageToken string       `json:"next_page_token"`
 }
 
 // Running reports whether the task is under a lease that is live by the
@@ -90,6 +128,12 @@ type CreateTaskRequest struct {
 	// Retention: the task is deleted this long after it enters done, dead
 	// or cancelled (0: its queue's policy decides; by default, never).
 	Retention time.Duration `json:"-"`
+	// DependsOn: tasks of the tenant (at most 10,000) that must be done
+	// before the task is claimable; a claim of it then carries their
+	// results. DependencyPolicy (DependencyFail by default) is what one
+	// that ends otherwise does to it.
+	DependsOn        []string `json:"depends_on,omitempty"`
+	DependencyPolicy string   `json:"dependency_policy,omitempty"`
 }
 
 // FailTaskRequest is the body of FailTask.
@@ -297,6 +341,25 @@ func (c *Client) CancelTask(ctx context.Context, tenant, id string, req CancelTa
 		return nil, err
 	}
 	return c.doTask(ctx, http.MethodPost, tenantPath(tenant, "tasks", id, "cancel"), req, opts)
+}
+
+// ListTaskDependencies returns one page of a task's dependencies in id
+// order, each with its outcome once resolved (limit 0: the server's
+// default, 100).
+func (c *Client) ListTaskDependencies(ctx context.Context, tenant, id string, limit int, pageToken string, opts ...RequestOption) (*DependencyList, error) {
+	if err := required("tenant", tenant, "task id", id); err != nil {
+		return nil, err
+	}
+	q := url.Values{}
+	setIf(q, "page_token", pageToken)
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var out DependencyList
+	if _, err := c.Do(ctx, http.MethodGet, withQuery(tenantPath(tenant, "tasks", id, "dependencies"), q), nil, &out, opts...); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 func (c *Client) doTask(ctx context.Context, method, path string, body any, opts []RequestOption) (*Task, error) {

@@ -259,6 +259,5 @@ func (l *lc) claimOrNil(leaseMs int64) *Task {
 	if !r.OK() {
 		l.t.Fatalf("queue claim: %s %s", r.Code, r.Message)
 	}
-	task, _ := r.Obj.(*Task)
-	return task
+	return resultTask(r.Obj)
 }

@@ -47,6 +47,8 @@ var commandTable = []commandSpec{
 	// Cancellation (cancel.go): the leader proposes task.cancel_sweep.
 	{Kind: KindTaskCancel, Args: TaskCancelArgs{}, Apply: applyTaskCancel, Since: EntryVersion6},
 	{Kind: KindTaskCancelSweep, Args: TaskCancelSweepArgs{}, Apply: applyTaskCancelSweep, Since: EntryVersion6},
+	// Dependencies (deps.go): the leader proposes task.resolve_deps.
+	{Kind: KindTaskResolveDeps, Args: TaskResolveDepsArgs{}, Apply: applyTaskResolveDeps, Since: EntryVersion6},
 
 	// Knowledge store (kv.go). The leader proposes kv.purge.
 	{Kind: KindKVPut, Args: KVPutArgs{}, Apply: applyKVPut, Txn: true},

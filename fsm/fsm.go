@@ -35,6 +35,10 @@ type FSM struct {
 	pending []Event  // events of the entry being applied
 	history *History // recent events for watchers
 
+	// resolving: dependency resolutions are being processed (deps.go),
+	// so a task write they make does not start another round.
+	resolving bool
+
 	// idemNextExpiry: no idempotency record expires before this time (Unix
 	// ms); 0 when not known. It lets purgeIdempotency skip its scan, and
 	// is derived from the state (not part of it): a restore resets it.

@@ -88,6 +88,9 @@ func (a *TaskCreateArgs) entryV3() bool {
 func (a *TaskUpdateArgs) entryV3() bool { return a.AvailableAt != 0 || a.DelayMs != 0 }
 
 func (a *TaskCreateArgs) entryVersion() byte {
+	if v := a.depsVersion(); v != 0 {
+		return v
+	}
 	if v := retentionEntryVersion(a.RetentionMs); v != 0 {
 		return v
 	}

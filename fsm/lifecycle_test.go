@@ -37,8 +37,7 @@ func (l *lc) ok(c *Command) *Task {
 	if !r.OK() {
 		l.t.Fatalf("%s: %s %s", c.Kind, r.Code, r.Message)
 	}
-	task, _ := r.Obj.(*Task)
-	return task
+	return resultTask(r.Obj)
 }
 
 func (l *lc) create(a *TaskCreateArgs) *Task {

@@ -59,6 +59,7 @@ type queueCounts struct {
 	// The leased tasks (with an owner), of which live hold a lease that
 	// runs after clock: the running ones.
 	leased, live int64
+	blocked      int64 // waiting on dependencies
 	claims       [60]claimSecond
 }
 
@@ -90,6 +91,8 @@ type taskFacts struct {
 	delayedAt int64
 	// leaseUntil: the lease's end when the task has an owner (0: none).
 	leaseUntil int64
+	// blocked: waits on dependencies (deps.go), whatever its status.
+	blocked bool
 }
 
 type taskChange struct {
@@ -102,7 +105,8 @@ func factsOf(t *Task) *taskFacts {
 		return nil
 	}
 	f := &taskFacts{tenant: t.Tenant, queue: t.Queue, status: t.Status, seq: t.Seq, prio: t.Priority,
-		waiting: t.Status == StatusPending && t.Owner == "" && t.LeaseUntil == 0, delayedAt: t.availableAt()}
+		waiting: t.Status == StatusPending && t.Owner == "" && t.LeaseUntil == 0 && !t.blocked(), delayedAt: t.availableAt(),
+		blocked: t.blocked()}
 	if t.Owner != "" {
 		f.leaseUntil = max(t.LeaseUntil, 1)
 	}
@@ -185,6 +189,9 @@ func (q *queueIndex) add(f *taskFacts) {
 	qc := q.queue(f.tenant, f.queue)
 	qc.total++
 	qc.statuses[f.status]++
+	if f.blocked {
+		qc.blocked++
+	}
 	if f.leaseUntil != 0 {
 		qc.leased++
 		if f.leaseUntil > q.clock {
@@ -217,6 +224,9 @@ func (q *queueIndex) remove(f *taskFacts) {
 	qc.total--
 	if qc.statuses[f.status]--; qc.statuses[f.status] == 0 {
 		delete(qc.statuses, f.status)
+	}
+	if f.blocked {
+		qc.blocked--
 	}
 	if f.leaseUntil != 0 {
 		qc.leased--
@@ -295,6 +305,9 @@ type QueueStats struct {
 	// their status; LeaseExpired those with an owner whose lease ran out
 	// (not claimed again, released or cancelled since).
 	Running, LeaseExpired int64
+	// Blocked counts the tasks without a lease that wait on dependencies
+	// (not counted as waiting).
+	Blocked int64
 	// OldestWaitingSince is when the oldest claimable waiting task became
 	// claimable (its available_at, else its creation); 0 if none is.
 	OldestWaitingSince int64
@@ -311,7 +324,7 @@ func (f *FSM) queueStats(tenant, queue string) QueueStats {
 	}
 	qc := tq.queues[queue]
 	s.Tasks, s.DueLater = qc.total, qc.later
-	s.Running, s.LeaseExpired = qc.live, qc.leased-qc.live
+	s.Running, s.LeaseExpired, s.Blocked = qc.live, qc.leased-qc.live, qc.blocked
 	s.Waiting = qc.delayed
 	for st, n := range qc.statuses {
 		s.ByStatus[st] = n

@@ -229,8 +229,12 @@ func (g *logGen) command(index uint64, first bool) *Command {
 		c = &Command{Kind: kindTestPutThenFail, Now: now, Tenant: tenant}
 
 	case 13, 14:
-		c = NewCommand(KindTaskCreate, now, tenant, "", &TaskCreateArgs{ID: g.name("task", 5), Queue: "q",
-			Priority: int64(rng.IntN(3)), Payload: []byte(`{"n":1}`)})
+		a := &TaskCreateArgs{ID: g.name("task", 5), Queue: "q", Priority: int64(rng.IntN(3)), Payload: []byte(`{"n":1}`)}
+		if g.aux.IntN(3) == 0 { // on other tasks (version 6), which may not exist, with a policy
+			a.DependsOn = []string{g.name("task", 5), g.name("task", 5)}[:1+g.aux.IntN(2)]
+			a.DepPolicy = []string{"", DepPolicyFail, DepPolicyCancel, DepPolicyIgnore}[g.aux.IntN(4)]
+		}
+		c = NewCommand(KindTaskCreate, now, tenant, "", a)
 	case 15:
 		id := g.name("task", 5)
 		c = NewCommand(KindTaskClaim, now, tenant, "", &TaskClaimArgs{ID: id, Owner: g.name("w", 3),
@@ -263,7 +267,7 @@ func (g *logGen) command(index uint64, first bool) *Command {
 		c.Args = encode(a)
 	case 19:
 		c = NewCommand(KindTaskDelete, now, tenant, "", &TaskDeleteArgs{ID: g.name("task", 5)})
-		switch g.aux.IntN(4) { // or a cancellation (version 6): by a caller, by the holder, or the sweep
+		switch g.aux.IntN(6) { // or a cancellation (version 6): by a caller, by the holder, or the sweep
 		case 0:
 			c = NewCommand(KindTaskCancel, now, tenant, "", &TaskCancelArgs{ID: g.name("task", 5), Reason: "stop"})
 		case 1:
@@ -275,6 +279,8 @@ func (g *logGen) command(index uint64, first bool) *Command {
 			c = NewCommand(KindTaskCancel, now, c.Tenant, "", a)
 		case 2:
 			c = NewCommand(KindTaskCancelSweep, now, "", "", &TaskCancelSweepArgs{Max: 1 + g.aux.IntN(3)})
+		case 3: // queued dependency resolutions (deps.go)
+			c = NewCommand(KindTaskResolveDeps, now, "", "", &TaskResolveDepsArgs{Max: 1 + g.aux.IntN(3)})
 		}
 
 	case 20, 21:

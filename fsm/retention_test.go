@@ -313,8 +313,8 @@ func dumpQueueIndex(q *queueIndex) map[string]string {
 			out[tn] = "names and queues differ"
 		}
 		for name, qc := range tq.queues {
-			out[tn+"/"+name] = fmt.Sprintf("total=%d statuses=%v ready=%v delayed=%d later=%d leased=%d live=%d",
-				qc.total, qc.statuses, qc.ready, qc.delayed, qc.later, qc.leased, qc.live)
+			out[tn+"/"+name] = fmt.Sprintf("total=%d statuses=%v ready=%v delayed=%d later=%d leased=%d live=%d blocked=%d",
+				qc.total, qc.statuses, qc.ready, qc.delayed, qc.later, qc.leased, qc.live, qc.blocked)
 		}
 	}
 	return out
@@ -373,6 +373,10 @@ func checkStatsAgainstListing(t *testing.T, f *FSM, tenant string) {
 			w.Running++
 		default:
 			w.LeaseExpired++
+		}
+		if task.blocked() {
+			w.Blocked++
+			continue
 		}
 		if task.Status != StatusPending || task.Owner != "" || task.LeaseUntil != 0 {
 			continue

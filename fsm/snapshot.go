@@ -49,6 +49,7 @@ var snapshotMarkers = []struct {
 	{sessionTenantMarkerKey, snapshotFormat4},
 	{storeMarkerKey, snapshotFormat5},  // LangGraph store items (kvstore.go)
 	{cancelMarkerKey, snapshotFormat5}, // a task's CancelRequested (cancel.go)
+	{depsMarkerKey, snapshotFormat5},   // a task's Deps (deps.go)
 }
 
 // snapshotFormatOf is the format a snapshot of st is written in.

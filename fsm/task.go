@@ -38,6 +38,9 @@ type Task struct {
 	// CancelRequested: a cancellation was asked while the task was leased
 	// (cancel.go); its holder ends it. Only on a task with an owner.
 	CancelRequested bool `codec:",omitempty"`
+	// Deps: the task's dependencies (deps.go); nil for a task created
+	// without any.
+	Deps *TaskDeps `codec:",omitempty"`
 }
 
 // taskJSON is the wire form of a task (docs/api.md "Tasks").
@@ -70,6 +73,10 @@ type taskJSON struct {
 	ExpiresAt   *string `json:"expires_at,omitempty"`
 	// Cancellation (cancel.go): left out unless requested, likewise.
 	CancelRequested bool `json:"cancel_requested,omitempty"`
+	// Dependencies (deps.go): left out for a task created without any.
+	DependsOnCount   uint64  `json:"depends_on_count,omitempty"`
+	DependenciesLeft *uint64 `json:"dependencies_left,omitempty"`
+	DependencyPolicy string  `json:"dependency_policy,omitempty"`
 }
 
 // MarshalJSON renders the wire form, taskJSON.
@@ -98,6 +105,13 @@ func (t *Task) MarshalJSON() ([]byte, error) {
 			w.ExpiresAt = &s
 		}
 	}
+	if d := t.Deps; d != nil {
+		left := d.Left
+		w.DependsOnCount, w.DependenciesLeft, w.DependencyPolicy = d.Total, &left, d.Policy
+		if w.DependencyPolicy == "" {
+			w.DependencyPolicy = DepPolicyFail
+		}
+	}
 	if len(w.Payload) == 0 {
 		w.Payload = json.RawMessage("{}")
 	}
@@ -115,6 +129,7 @@ func (t *Task) leaseLive(now int64) bool { return t.Owner != "" && t.LeaseUntil 
 //	t/<tenant>/q/<queue>/<status>/r/<prio>/<seq>/<id>    no lease: ready
 //	t/<tenant>/q/<queue>/<status>/l/<lease until>/<id>   leased (live or expired)
 //	t/<tenant>/q/<queue>/<status>/d/<available at>/<id>  no lease, delayed (due or not)
+//	t/<tenant>/q/<queue>/<status>/b/<id>                 no lease, waits on dependencies (deps.go)
 //
 // <prio> sorts the highest priority first, <seq> the oldest first, so a
 // queue claim reads the first ready key of each asked status plus the
@@ -147,6 +162,10 @@ func (t *Task) indexKey() string {
 	// or queuePrefix(...) + "l/" + lease + "/" + id.
 	b := make([]byte, 0, 2+len(t.Tenant)+3+len(t.Queue)+1+len(t.Status)+1+2+34+1+len(t.ID))
 	b = appendQueuePrefix(b, t.Tenant, t.Queue, t.Status)
+	if t.blocked() {
+		b = append(b, "b/"...) // waits on dependencies (deps.go): no claim reads b/
+		return string(append(b, t.ID...))
+	}
 	if at := t.availableAt(); at != 0 && t.Owner == "" && t.LeaseUntil == 0 {
 		b = append(b, "d/"...)
 		b = appendHex16(b, uint64(at))
@@ -251,6 +270,7 @@ func (f *FSM) putTask(old, t *Task) {
 		f.st.Put(idx, nil)
 	}
 	f.emit(t.Tenant, ResourceTasks, t.ID, t.Queue, EventPut, t)
+	f.noteDependents(old, t)
 }
 
 func (f *FSM) deleteTask(t *Task) {
@@ -264,6 +284,7 @@ func (f *FSM) deleteTask(t *Task) {
 	}
 	f.st.Delete(taskKey(t.Tenant, t.ID))
 	f.emit(t.Tenant, ResourceTasks, t.ID, t.Queue, EventDelete, nil)
+	f.noteDependents(t, nil)
 }
 
 // Watchable resources (docs/api.md "Watch").

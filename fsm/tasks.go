@@ -33,6 +33,9 @@ type TaskCreateArgs struct {
 	// RetentionMs: once the task is in a terminal status, it is deleted
 	// after this long (retention.go); 0 takes the queue's. EntryVersion4.
 	RetentionMs int64 `codec:",omitempty"`
+	// Dependencies (deps.go); EntryVersion6.
+	DependsOn []string `codec:",omitempty"`
+	DepPolicy string   `codec:",omitempty"`
 }
 
 // TaskClaimArgs claims one task.
@@ -114,6 +117,11 @@ func applyTaskCreate(f *FSM, ctx *applyCtx, c *Command) *Result {
 		t.Life = &TaskLife{MaxAttempts: a.MaxAttempts, BackoffInitialMs: a.BackoffInitialMs, BackoffMaxMs: a.BackoffMaxMs,
 			AvailableAt: availableAt(a.AvailableAt, a.DelayMs, ctx.now), RetentionMs: a.RetentionMs}
 	}
+	if a.depsVersion() != 0 {
+		if r := createDeps(f, c, &a, t); r != nil {
+			return r
+		}
+	}
 	f.putTask(nil, t)
 	return okValue(OutcomeCreated, t)
 }
@@ -162,7 +170,7 @@ func claim(f *FSM, ctx *applyCtx, t *Task, owner string, leaseMs int64, setStatu
 		}
 	}
 	f.putTask(&old, t)
-	return okValue(OutcomeOK, t)
+	return okValue(OutcomeOK, claimAnswer(f.st, t))
 }
 
 // A claim that sets a status is written in an EntryVersion5 entry: a
@@ -197,6 +205,9 @@ func applyTaskClaim(f *FSM, ctx *applyCtx, c *Command) *Result {
 		return leaseHeld(t)
 	}
 	if r := claimRefusal(t); r != nil {
+		return r
+	}
+	if r := depsRefusal(t); r != nil {
 		return r
 	}
 	return claim(f, ctx, t, a.Owner, a.LeaseMs, a.SetStatus, c.ver >= EntryVersion5)

@@ -18,6 +18,7 @@ func (s *Server) purgeLoop() {
 		s.purgeRetained()
 		s.purgeCheckpoints()
 		s.sweepCancelled() // cancel.go
+		s.resolveDeps()    // deps.go
 	})
 }
 

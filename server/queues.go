@@ -21,6 +21,8 @@ type queueStatsJSON struct {
 	// Leased tasks: live leases (running) and leases that ran out.
 	Running      int64 `json:"running"`
 	LeaseExpired int64 `json:"lease_expired"`
+	// Tasks without a lease that wait on dependencies (not waiting).
+	Blocked int64 `json:"blocked"`
 	// The oldest claimable waiting task: when it became claimable, and
 	// how long before as_of that was (null and 0 when there is none).
 	OldestPendingAt    *string `json:"oldest_pending_at"`
@@ -31,7 +33,7 @@ type queueStatsJSON struct {
 
 func queueStatsWire(st fsm.QueueStats) queueStatsJSON {
 	w := queueStatsJSON{Queue: st.Queue, Tasks: st.Tasks, ByStatus: st.ByStatus, Waiting: st.Waiting, DueLater: st.DueLater,
-		Dead: st.ByStatus[fsm.StatusDead], Running: st.Running, LeaseExpired: st.LeaseExpired, ClaimsPerMinute: st.ClaimsLastMinute, AsOf: fsm.FormatMillis(st.AsOf)}
+		Dead: st.ByStatus[fsm.StatusDead], Running: st.Running, LeaseExpired: st.LeaseExpired, Blocked: st.Blocked, ClaimsPerMinute: st.ClaimsLastMinute, AsOf: fsm.FormatMillis(st.AsOf)}
 	if st.OldestWaitingSince != 0 {
 		at := fsm.FormatMillis(st.OldestWaitingSince)
 		w.OldestPendingAt, w.OldestPendingAgeMs = &at, max(0, st.AsOf-st.OldestWaitingSince)

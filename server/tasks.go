@@ -22,6 +22,7 @@ func (s *Server) taskRoutes(add func(string, string, routeKind, handlerFunc)) {
 	add("POST", "/v1/tenants/{tenant}/tasks/{id}/fail", routeWrite, taskWrite(s, fsm.KindTaskFail, taskFailArgs))
 	add("POST", "/v1/tenants/{tenant}/tasks/{id}/retry", routeWrite, taskWrite(s, fsm.KindTaskRetry, taskRetryArgs))
 	add("POST", "/v1/tenants/{tenant}/tasks/{id}/cancel", routeWrite, taskWrite(s, fsm.KindTaskCancel, taskCancelArgs)) // cancel.go
+	add("GET", "/v1/tenants/{tenant}/tasks/{id}/dependencies", routeRead, s.handleTaskDependencies)                     // deps.go
 	add("POST", "/v1/tenants/{tenant}/queues/{queue}/claim", routeLongWrite, s.handleQueueClaim)
 	add("PUT", "/v1/tenants/{tenant}/queues/{queue}/policy", routeWrite, s.handleQueuePolicyPut)
 	add("GET", "/v1/tenants/{tenant}/queues/{queue}/policy", routeRead, s.handleQueuePolicyGet)

@@ -131,13 +131,16 @@ func taskCreateArgs(req *wire.TaskCreate) (*fsm.TaskCreateArgs, error) {
 	if err := validRetention(req.RetentionMs); err != nil {
 		return nil, err
 	}
+	if err := validDependsOn(req.TaskID, req.DependsOn, req.DependencyPolicy); err != nil { // deps.go
+		return nil, err
+	}
 	var priority int64
 	if req.Priority != nil {
 		priority = *req.Priority
 	}
 	return &fsm.TaskCreateArgs{ID: req.TaskID, Queue: req.Queue, Status: req.Status, Priority: priority, Payload: payload,
 		MaxAttempts: req.MaxAttempts, BackoffInitialMs: req.BackoffInitialMs, BackoffMaxMs: req.BackoffMaxMs,
-		AvailableAt: at, DelayMs: delay, RetentionMs: req.RetentionMs}, nil
+		AvailableAt: at, DelayMs: delay, RetentionMs: req.RetentionMs, DependsOn: req.DependsOn, DepPolicy: req.DependencyPolicy}, nil
 }
 
 // notDead refuses the reserved status where a caller names a status to claim.

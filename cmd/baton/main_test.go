@@ -65,6 +65,8 @@ func (f *fakeNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		"POST /v1/tenants/acme/tasks/t1/fail", "POST /v1/tenants/acme/tasks/t1/retry", "POST /v1/tenants/acme/tasks",
 		"POST /v1/tenants/acme/tasks/t1/cancel":
 		io.WriteString(w, sampleTask)
+	case "GET /v1/tenants/acme/tasks/t1/dependencies":
+		io.WriteString(w, `{"dependencies": [{"task_id": "a", "resolved": true, "status": "done", "result": {"n": 1}, "artifact_id": ""}], "next_page_token": ""}`)
 	case "GET /v1/tenants/acme/tasks":
 		io.WriteString(w, `{"tasks": [`+sampleTask+`], "next_page_token": "p2"}`)
 	case "POST /v1/tenants/acme/tasks/t1/renew":
@@ -350,6 +352,9 @@ func TestRequestsSent(t *testing.T) {
 		{[]string{"task", "fail", "t1", "--fencing-token", "57", "--error", "bad input", "--non-retryable"},
 			"POST /v1/tenants/acme/tasks/t1/fail", `{"fencing_token":57,"error":"bad input","non_retryable":true}`},
 		{[]string{"task", "retry", "t1"}, "POST /v1/tenants/acme/tasks/t1/retry", `{}`},
+		{[]string{"task", "create", "--queue", "q", "--id", "t2", "--depends-on", "a,b", "--dependency-policy", "ignore"},
+			"POST /v1/tenants/acme/tasks", `{"task_id":"t2","queue":"q","depends_on":["a","b"],"dependency_policy":"ignore"}`},
+		{[]string{"task", "deps", "t1", "--limit", "5"}, "GET /v1/tenants/acme/tasks/t1/dependencies", ``},
 		{[]string{"task", "cancel", "t1", "--reason", "user stop"}, "POST /v1/tenants/acme/tasks/t1/cancel", `{"reason":"user stop"}`},
 		{[]string{"task", "cancel", "t1", "--fencing-token", "57", "--expect-version", "3"},
 			"POST /v1/tenants/acme/tasks/t1/cancel", `{"fencing_token":57,"expect_version":3}`},

@@ -22,7 +22,7 @@ func taskCommand() *command {
   baton task list --tenant acme --queue research`,
 		subs: []*command{taskCreateCommand(), taskGetCommand(), taskListCommand(), taskClaimCommand(),
 			taskRenewCommand(), taskUpdateCommand(), taskReleaseCommand(), taskFailCommand(), taskRetryCommand(),
-			taskCancelCommand(), taskDeleteCommand()},
+			taskCancelCommand(), taskDepsCommand(), taskDeleteCommand()},
 	}
 }
 
@@ -58,6 +58,7 @@ func taskCreateCommand() *command {
 		summary: "Create a task",
 		examples: `  baton task create --tenant acme --queue research --id report-42 --payload '{"topic":"raft"}'
   baton task create --tenant acme --queue research --max-attempts 5 --backoff-initial 1s --backoff-max 5m --delay 10m
+  baton task create --tenant acme --queue review --id review-42 --depends-on report-42,figures-42
 `,
 		flags: func(fs *pflag.FlagSet) {
 			tenantFlag(fs, &tenant)
@@ -70,6 +71,8 @@ func taskCreateCommand() *command {
 			fs.DurationVar(&backoffInitial, "backoff-initial", 0, "backoff after the first failed attempt, doubling after each (default: the server's, 1s)")
 			fs.DurationVar(&backoffMax, "backoff-max", 0, "cap of the backoff (default: the server's, 5m)")
 			fs.DurationVar(&req.Retention, "retention", 0, "delete the task this long after it is done, dead or cancelled (default: the queue's)")
+			fs.StringSliceVar(&req.DependsOn, "depends-on", nil, "tasks that must be done before this one is claimable (comma-separated ids)")
+			fs.StringVar(&req.DependencyPolicy, "dependency-policy", "", "what a dependency that ends dead or cancelled does: fail (default), cancel or ignore")
 			when.declare(fs, "create")
 		},
 		run: func(ctx context.Context, a *app, inv *invocation) error {
@@ -424,6 +427,49 @@ holder's token succeeds. Needs write access to the task's queue.`,
 			return a.taskCall(ctx, 0, func(ctx context.Context, c *client.Client) (*client.Task, error) {
 				t, err := c.CancelTask(ctx, tenant, id, req)
 				return t, taskRefusal(err, id, "cancellation", req.ExpectVersion, nil, req.FencingToken)
+			})
+		},
+	}
+}
+
+func taskDepsCommand() *command {
+	var tenant, pageToken string
+	var limit int
+	var stale bool
+	return &command{
+		name:     "deps",
+		summary:  "List a task's dependencies and the outcome of each resolved one",
+		args:     "ID",
+		examples: "  baton task deps review-42 --tenant acme\n",
+		flags: func(fs *pflag.FlagSet) {
+			tenantFlag(fs, &tenant)
+			fs.IntVar(&limit, "limit", 0, "page size (default: the server's)")
+			fs.StringVar(&pageToken, "page-token", "", "continue after a previous page")
+			staleFlag(fs, &stale)
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			var id string
+			if err := inv.check([]arg{{"ID", &id}}, "tenant"); err != nil {
+				return err
+			}
+			return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
+				list, err := c.ListTaskDependencies(ctx, tenant, id, limit, pageToken, readOpts(stale)...)
+				if err != nil {
+					return taskRefusal(err, id, "listing", nil, nil, nil)
+				}
+				return a.emit(list, func(w io.Writer) {
+					fmt.Fprintln(w, "TASK\tSTATUS\tARTIFACT\tRESULT")
+					for _, d := range list.Dependencies {
+						status := d.Status
+						if !d.Resolved {
+							status = "(unresolved)"
+						}
+						fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", d.TaskID, status, d.ArtifactID, d.Result)
+					}
+					if list.NextPageToken != "" {
+						fmt.Fprintf(w, "\nmore: --page-token %s\n", list.NextPageToken)
+					}
+				})
 			})
 		},
 	}

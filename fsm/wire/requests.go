@@ -142,6 +142,11 @@ type TaskCreate struct {
 	BackoffMaxMs     int64           `json:"backoff_max_ms,omitempty"`
 	Availability
 	RetentionMs int64 `json:"retention_ms,omitempty"` // 0: the queue's
+	// DependsOn: task ids of the tenant that must be done before the task
+	// is claimable; DependencyPolicy ("fail", "cancel" or "ignore"; ""
+	// is fail) is what a dependency that ends otherwise does to it.
+	DependsOn        []string `json:"depends_on,omitempty"`
+	DependencyPolicy string   `json:"dependency_policy,omitempty"`
 }
 
 // TaskClaim is the body of POST /v1/tenants/{t}/tasks/{id}/claim.

@@ -1,0 +1,77 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/baton-dev/baton/client"
+)
+
+// TestWorkerDependencies: a hand-off through depends_on: a worker finishes
+// two upstream tasks with results; the downstream task is claimable only
+// then, and its worker reads both results from the claim.
+func TestWorkerDependencies(t *testing.T) {
+	noLeaks(t)
+	c := nodeClient(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	for _, id := range []string{"dep-up-1", "dep-up-2"} {
+		if _, err := c.CreateTask(ctx, "acme", client.CreateTaskRequest{TaskID: id, Queue: "dep-up"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	down, err := c.CreateTask(ctx, "acme", client.CreateTaskRequest{TaskID: "dep-down", Queue: "dep-down",
+		DependsOn: []string{"dep-up-1", "dep-up-2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if down.DependsOnCount != 2 || down.DependenciesLeft == nil || *down.DependenciesLeft != 2 || down.DependencyPolicy != client.DependencyFail {
+		t.Fatalf("created: %+v", down)
+	}
+	downW, err := c.NewWorker(client.WorkerConfig{Tenant: "acme", Queue: "dep-down", Owner: "dw", Lease: 10 * time.Second, Wait: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noop := func(context.Context, *client.Lease) error { return nil }
+	if claimed, err := downW.RunOnce(ctx, noop); claimed || err != nil {
+		t.Fatalf("the downstream task was claimable before its dependencies: %v %v", claimed, err)
+	}
+	upW, err := c.NewWorker(client.WorkerConfig{Tenant: "acme", Queue: "dep-up", Owner: "uw", Lease: 10 * time.Second, Wait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		claimed, err := upW.RunOnce(ctx, func(ctx context.Context, l *client.Lease) error {
+			_, err := l.Complete(ctx, "done", json.RawMessage(`{"from":"`+l.Task().TaskID+`"}`))
+			return err
+		})
+		if !claimed || err != nil {
+			t.Fatalf("upstream: %v %v", claimed, err)
+		}
+	}
+	downW, err = c.NewWorker(client.WorkerConfig{Tenant: "acme", Queue: "dep-down", Owner: "dw", Lease: 10 * time.Second, Wait: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := downW.RunOnce(ctx, func(ctx context.Context, l *client.Lease) error {
+		deps := l.Task().Dependencies
+		if len(deps) != 2 || string(deps[0].Result) != `{"from":"dep-up-1"}` || string(deps[1].Result) != `{"from":"dep-up-2"}` ||
+			deps[0].Status != "done" || l.Task().DependenciesTruncated {
+			t.Errorf("the claim's dependencies: %+v", deps)
+		}
+		_, err := l.Complete(ctx, "done", nil)
+		return err
+	})
+	if !claimed || err != nil {
+		t.Fatalf("downstream: %v %v", claimed, err)
+	}
+	list, err := c.ListTaskDependencies(ctx, "acme", "dep-down", 1, "")
+	if err != nil || len(list.Dependencies) != 1 || list.NextPageToken == "" {
+		t.Fatalf("first page: %+v %v", list, err)
+	}
+	list, err = c.ListTaskDependencies(ctx, "acme", "dep-down", 1, list.NextPageToken)
+	if err != nil || len(list.Dependencies) != 1 || list.Dependencies[0].TaskID != "dep-up-2" || list.NextPageToken != "" {
+		t.Fatalf("second page: %+v %v", list, err)
+	}
+}
