@@ -26,6 +26,13 @@ export interface ClientOptions {
   caFile?: string;
   /** The PEM itself, instead of caFile. */
   ca?: string | Buffer;
+  /** A client certificate (PEM file) for a cluster that requires one (batond --client-ca-file). */
+  certFile?: string;
+  /** The client certificate's key (PEM file). */
+  keyFile?: string;
+  /** The client certificate and key themselves, instead of certFile and keyFile. */
+  cert?: string | Buffer;
+  key?: string | Buffer;
   /** The default tenant of calls that name none. */
   tenant?: string;
   /** Per attempt, in milliseconds (10 s). */
@@ -119,22 +126,29 @@ export class BatonClient {
     const eps = o.endpoints ?? DEFAULT_ENDPOINTS;
     const list = (Array.isArray(eps) ? eps : eps.split(",")).map((e) => e.trim()).filter((e) => e !== "");
     const ca = o.ca ?? (o.caFile ? readFileSync(o.caFile) : undefined);
+    const cert = o.cert ?? (o.certFile ? readFileSync(o.certFile) : undefined);
+    const key = o.key ?? (o.keyFile ? readFileSync(o.keyFile) : undefined);
+    if ((cert === undefined) !== (key === undefined)) {
+      throw new InvalidArgument("a client certificate needs its key, and a key its certificate (certFile and keyFile)");
+    }
     this.transport = new Transport({
-      endpoints: list, token: o.token, ca, timeoutMs: o.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      endpoints: list, token: o.token, ca, cert, key, timeoutMs: o.timeoutMs ?? DEFAULT_TIMEOUT_MS,
       maxRetryMs: o.maxRetryMs ?? DEFAULT_MAX_RETRY_MS, sessions: o.sessions ?? true, maxSockets: o.maxSockets,
     });
     this.tenant = o.tenant;
   }
 
   /**
-   * A client configured from BATON_ENDPOINTS, BATON_TOKEN, BATON_CACERT and
-   * BATON_TENANT (what `batond local` prints and the CLI reads); options
-   * given override them.
+   * A client configured from BATON_ENDPOINTS, BATON_TOKEN, BATON_CACERT,
+   * BATON_CERT, BATON_KEY and BATON_TENANT (what `batond local` prints and
+   * the CLI reads); options given override them.
    */
   static fromEnv(overrides: ClientOptions = {}, env: NodeJS.ProcessEnv = process.env): BatonClient {
     const o: ClientOptions = { endpoints: env["BATON_ENDPOINTS"] || DEFAULT_ENDPOINTS };
     if (env["BATON_TOKEN"]) o.token = env["BATON_TOKEN"];
     if (env["BATON_CACERT"]) o.caFile = env["BATON_CACERT"];
+    if (env["BATON_CERT"]) o.certFile = env["BATON_CERT"];
+    if (env["BATON_KEY"]) o.keyFile = env["BATON_KEY"];
     if (env["BATON_TENANT"]) o.tenant = env["BATON_TENANT"];
     return new BatonClient({ ...o, ...overrides });
   }

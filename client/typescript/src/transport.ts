@@ -25,6 +25,9 @@ export interface TransportOptions {
   endpoints: string[];
   token?: string | undefined;
   ca?: string | Buffer | undefined;
+  /** A client certificate and its key (PEM), for a cluster that requires one (--client-ca-file). */
+  cert?: string | Buffer | undefined;
+  key?: string | Buffer | undefined;
   timeoutMs: number;
   maxRetryMs: number;
   sessions: boolean;
@@ -206,6 +209,17 @@ function refusedUnapplied(err: BatonError | undefined): { refused: boolean; gone
   return { refused: false, gone: false };
 }
 
+/** What to check after a TLS failure: the server asked for a client certificate, or ours did not verify it. */
+function certHint(msg: string): string {
+  if (/certificate required|alert number 116/.test(msg)) {
+    return "(the cluster requires a client certificate: certFile and keyFile, or BATON_CERT and BATON_KEY)";
+  }
+  if (/bad certificate|unknown ca|alert number 4[28]/.test(msg)) {
+    return "(the cluster refused the client certificate: is it signed by its --client-ca-file?)";
+  }
+  return "(check the CA file)";
+}
+
 function isCertError(e: unknown): boolean {
   const code = (e as { code?: unknown } | null)?.code;
   if (typeof code !== "string") return false;
@@ -244,7 +258,7 @@ export class Transport {
   private readonly httpsAgent: https.Agent;
 
   constructor(o: TransportOptions) {
-    const tls = o.ca !== undefined;
+    const tls = o.ca !== undefined || o.cert !== undefined;
     this.endpoints = o.endpoints.map((e) => normalizeEndpoint(e, tls));
     if (this.endpoints.length === 0) throw new InvalidArgument("at least one endpoint is required");
     this.hosts = this.endpoints.map((e) => new URL(e).host);
@@ -254,7 +268,7 @@ export class Transport {
     this.sess = new Sessions(!o.sessions);
     const maxSockets = o.maxSockets ?? 256;
     this.httpAgent = new http.Agent({ keepAlive: true, maxSockets, maxFreeSockets: 64 });
-    this.httpsAgent = new https.Agent({ keepAlive: true, maxSockets, maxFreeSockets: 64, ca: o.ca });
+    this.httpsAgent = new https.Agent({ keepAlive: true, maxSockets, maxFreeSockets: 64, ca: o.ca, cert: o.cert, key: o.key });
   }
 
   close(): void {
@@ -336,7 +350,7 @@ export class Transport {
     }
     if (isCertError(e)) {
       return { retry: false, answered: false, retryAfterMs: 0, leader: "", rateLimited: false,
-        error: new BatonError(`${where}: ${msg} (check the CA file)`, { code: "tls", cause: e }) };
+        error: new BatonError(`${where}: ${msg} ${certHint(msg)}`, { code: "tls", cause: e }) };
     }
     return { retry: true, answered: false, retryAfterMs: 0, leader: "", rateLimited: false,
       error: new Unavailable(`${where}: ${msg}`, { cause: e }) };

@@ -16,6 +16,13 @@ const ROOT = resolve(fileURLToPath(import.meta.url), "../../../..");
 export const BATOND = process.env["BATOND"] ?? join(ROOT, "bin", "batond");
 const FAST = ["--heartbeat-timeout=300ms", "--election-timeout=300ms", "--leader-lease-timeout=150ms", "--commit-timeout=20ms"];
 
+export interface ClusterOptions {
+  /** More batond flags for every node. */
+  extraArgs?: string[];
+  /** The client certificate the harness's own probes present (a cluster started with --client-ca-file). */
+  probeCert?: { cert: Buffer; key: Buffer };
+}
+
 export interface ClusterInfo {
   endpoints: string[];
   token: string;
@@ -79,7 +86,7 @@ export class Cluster {
   procs: (ChildProcess | undefined)[];
   private agent: https.Agent | undefined;
 
-  constructor(nodes = 3) {
+  constructor(nodes = 3, private readonly opts: ClusterOptions = {}) {
     this.ids = Array.from({ length: nodes }, (_, i) => `n${i + 1}`);
     this.base = mkdtempSync(join(tmpdir(), "baton-ts-"));
     this.tls = join(this.base, "tls");
@@ -101,7 +108,7 @@ export class Cluster {
     this.http = ports.slice(0, this.ids.length);
     this.raft = ports.slice(this.ids.length);
     execFileSync(BATOND, ["certs", "--out", this.tls, "--nodes", this.ids.join(",")], { stdio: "pipe" });
-    this.agent = new https.Agent({ ca: readFileSync(this.ca), keepAlive: false });
+    this.agent = new https.Agent({ ca: readFileSync(this.ca), keepAlive: false, ...this.opts.probeCert });
     for (let i = 0; i < this.ids.length; i++) this.startNode(i);
     await this.waitReady();
     await this.leader();
@@ -114,7 +121,7 @@ export class Cluster {
       `--id=${id}`, `--data-dir=${join(this.base, id)}`, `--http-addr=127.0.0.1:${this.http[i]}`, `--raft-addr=127.0.0.1:${this.raft[i]}`,
       `--peers=${peers}`, `--tls-cert-file=${join(this.tls, id + ".pem")}`, `--tls-key-file=${join(this.tls, id + "-key.pem")}`,
       `--peer-cert-file=${join(this.tls, id + ".pem")}`, `--peer-key-file=${join(this.tls, id + "-key.pem")}`, `--peer-ca-file=${this.ca}`,
-      ...FAST, "--watch-history-bytes=2097152",
+      ...FAST, "--watch-history-bytes=2097152", ...(this.opts.extraArgs ?? []),
     ];
     const env: NodeJS.ProcessEnv = {};
     for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("BATON_")) env[k] = v;
