@@ -163,35 +163,38 @@ func (r PutWritesRequest) wire() wire.CheckpointWrites {
 // here in their own wire form.
 
 type taskWire struct {
-	TenantID              string          `json:"tenant_id"`
-	TaskID                string          `json:"task_id"`
-	Queue                 string          `json:"queue"`
-	Status                string          `json:"status"`
-	Owner                 string          `json:"owner"`
-	LeaseUntil            *time.Time      `json:"lease_until"`
-	FencingToken          uint64          `json:"fencing_token"`
-	Version               uint64          `json:"version"`
-	Attempt               uint64          `json:"attempt"`
-	Priority              int64           `json:"priority"`
-	ArtifactID            string          `json:"artifact_id"`
-	Payload               json.RawMessage `json:"payload"`
-	Result                json.RawMessage `json:"result"`
-	CreatedAt             time.Time       `json:"created_at"`
-	UpdatedAt             time.Time       `json:"updated_at"`
-	MaxAttempts           uint64          `json:"max_attempts"`
-	BackoffInitialMs      int64           `json:"backoff_initial_ms"`
-	BackoffMaxMs          int64           `json:"backoff_max_ms"`
-	AvailableAt           *time.Time      `json:"available_at"`
-	LastError             string          `json:"last_error"`
-	FailedAt              *time.Time      `json:"failed_at"`
-	RetentionMs           int64           `json:"retention_ms,omitempty"`
-	ExpiresAt             *time.Time      `json:"expires_at,omitempty"`
-	CancelRequested       bool            `json:"cancel_requested,omitempty"`
-	DependsOnCount        uint64          `json:"depends_on_count,omitempty"`
-	DependenciesLeft      *uint64         `json:"dependencies_left,omitempty"`
-	DependencyPolicy      string          `json:"dependency_policy,omitempty"`
-	Dependencies          []Dependency    `json:"dependencies,omitempty"`
-	DependenciesTruncated bool            `json:"dependencies_truncated,omitempty"`
+	TenantID              string            `json:"tenant_id"`
+	TaskID                string            `json:"task_id"`
+	Queue                 string            `json:"queue"`
+	Status                string            `json:"status"`
+	Owner                 string            `json:"owner"`
+	LeaseUntil            *time.Time        `json:"lease_until"`
+	FencingToken          uint64            `json:"fencing_token"`
+	Version               uint64            `json:"version"`
+	Attempt               uint64            `json:"attempt"`
+	Priority              int64             `json:"priority"`
+	ArtifactID            string            `json:"artifact_id"`
+	Payload               json.RawMessage   `json:"payload"`
+	Result                json.RawMessage   `json:"result"`
+	CreatedAt             time.Time         `json:"created_at"`
+	UpdatedAt             time.Time         `json:"updated_at"`
+	MaxAttempts           uint64            `json:"max_attempts"`
+	BackoffInitialMs      int64             `json:"backoff_initial_ms"`
+	BackoffMaxMs          int64             `json:"backoff_max_ms"`
+	AvailableAt           *time.Time        `json:"available_at"`
+	LastError             string            `json:"last_error"`
+	FailedAt              *time.Time        `json:"failed_at"`
+	RetentionMs           int64             `json:"retention_ms,omitempty"`
+	ExpiresAt             *time.Time        `json:"expires_at,omitempty"`
+	CancelRequested       bool              `json:"cancel_requested,omitempty"`
+	DependsOnCount        uint64            `json:"depends_on_count,omitempty"`
+	DependenciesLeft      *uint64           `json:"dependencies_left,omitempty"`
+	DependencyPolicy      string            `json:"dependency_policy,omitempty"`
+	Dependencies          []Dependency      `json:"dependencies,omitempty"`
+	DependenciesTruncated bool              `json:"dependencies_truncated,omitempty"`
+	WaitpointID           string            `json:"waitpoint_id,omitempty"`
+	Parked                bool              `json:"parked,omitempty"`
+	Waitpoint             *WaitpointOutcome `json:"waitpoint,omitempty"`
 }
 
 // MarshalJSON encodes the task as the API does, the backoff and the
@@ -201,7 +204,7 @@ func (t Task) MarshalJSON() ([]byte, error) {
 		t.Version, t.Attempt, t.Priority, t.ArtifactID, t.Payload, t.Result, t.CreatedAt, t.UpdatedAt, t.MaxAttempts,
 		t.BackoffInitial.Milliseconds(), t.BackoffMax.Milliseconds(), t.AvailableAt, t.LastError, t.FailedAt,
 		t.Retention.Milliseconds(), t.ExpiresAt, t.CancelRequested, t.DependsOnCount, t.DependenciesLeft,
-		t.DependencyPolicy, t.Dependencies, t.DependenciesTruncated})
+		t.DependencyPolicy, t.Dependencies, t.DependenciesTruncated, t.WaitpointID, t.Parked, t.Waitpoint})
 }
 
 // UnmarshalJSON reads the API's form of a task.
@@ -214,6 +217,7 @@ func (t *Task) UnmarshalJSON(b []byte) error {
 		w.Priority, w.ArtifactID, w.Payload, w.Result, w.CreatedAt, w.UpdatedAt, w.MaxAttempts,
 		time.Duration(w.BackoffInitialMs) * time.Millisecond, time.Duration(w.BackoffMaxMs) * time.Millisecond,
 		w.AvailableAt, w.LastError, w.FailedAt, time.Duration(w.RetentionMs) * time.Millisecond, w.ExpiresAt,
-		w.CancelRequested, w.DependsOnCount, w.DependenciesLeft, w.DependencyPolicy, w.Dependencies, w.DependenciesTruncated}
+		w.CancelRequested, w.DependsOnCount, w.DependenciesLeft, w.DependencyPolicy, w.Dependencies, w.DependenciesTruncated,
+		w.WaitpointID, w.Parked, w.Waitpoint}
 	return nil
 }

@@ -55,6 +55,12 @@ type Task struct {
 	// there are more (ListTaskDependencies lists them all).
 	Dependencies          []Dependency `json:"dependencies,omitempty"`
 	DependenciesTruncated bool         `json:"dependencies_truncated,omitempty"`
+	// Waitpoints (ParkTask): the waitpoint the task was last parked on,
+	// Parked while it waits there, and, in a claim's answer only, the
+	// waitpoint's outcome.
+	WaitpointID string            `json:"waitpoint_id,omitempty"`
+	Parked      bool              `json:"parked,omitempty"`
+	Waitpoint   *WaitpointOutcome `json:"waitpoint,omitempty"`
 }
 
 // Dependency is one dependency of a task: Resolved once it ended (Status

@@ -97,7 +97,7 @@ func (f *FSM) moveCancel(old, t *Task) {
 func finishCancel(ctx *applyCtx, t *Task, reason string) {
 	t.Status = StatusCancelled
 	t.Owner, t.LeaseUntil = "", 0
-	t.CancelRequested = false
+	t.CancelRequested, t.Parked = false, false
 	t.FencingToken = ctx.nextToken()
 	if t.Life != nil || reason != "" {
 		l := t.ownLife()

@@ -49,6 +49,11 @@ var commandTable = []commandSpec{
 	{Kind: KindTaskCancelSweep, Args: TaskCancelSweepArgs{}, Apply: applyTaskCancelSweep, Since: EntryVersion6},
 	// Dependencies (deps.go): the leader proposes task.resolve_deps.
 	{Kind: KindTaskResolveDeps, Args: TaskResolveDepsArgs{}, Apply: applyTaskResolveDeps, Since: EntryVersion6},
+	// Waitpoints (waitpoints.go): the leader proposes waitpoint.expire.
+	{Kind: KindWaitpointCreate, Args: WaitpointCreateArgs{}, Apply: applyWaitpointCreate, Since: EntryVersion6},
+	{Kind: KindWaitpointComplete, Args: WaitpointCompleteArgs{}, Apply: applyWaitpointComplete, Since: EntryVersion6},
+	{Kind: KindWaitpointExpire, Args: WaitpointExpireArgs{}, Apply: applyWaitpointExpire, Since: EntryVersion6},
+	{Kind: KindTaskWait, Args: TaskWaitArgs{}, Apply: applyTaskWait, Since: EntryVersion6},
 
 	// Knowledge store (kv.go). The leader proposes kv.purge.
 	{Kind: KindKVPut, Args: KVPutArgs{}, Apply: applyKVPut, Txn: true},

@@ -115,7 +115,7 @@ func depGCKey(tenant, id string, seq uint64) string {
 
 // blocked reports whether t waits on a dependency: no claim takes it.
 func (t *Task) blocked() bool {
-	return t.Deps != nil && t.Deps.Left > 0 && t.Owner == "" && t.LeaseUntil == 0
+	return (t.Parked || t.Deps != nil && t.Deps.Left > 0) && t.Owner == "" && t.LeaseUntil == 0
 }
 
 // depsDenied refuses a dependency the principal proposing c may not read,
@@ -396,6 +396,7 @@ type claimedTask struct {
 	*Task
 	deps      []DepOutput
 	truncated bool
+	wp        *waitpointOutput // the waitpoint it was parked on (waitpoints.go)
 }
 
 func (c *claimedTask) MarshalJSON() ([]byte, error) {
@@ -403,10 +404,18 @@ func (c *claimedTask) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	extra, err := json.Marshal(struct {
-		Deps      []DepOutput `json:"dependencies"`
-		Truncated bool        `json:"dependencies_truncated"`
-	}{c.deps, c.truncated})
+	var extra []byte
+	if c.deps != nil {
+		extra, err = json.Marshal(struct {
+			Deps      []DepOutput      `json:"dependencies"`
+			Truncated bool             `json:"dependencies_truncated"`
+			WP        *waitpointOutput `json:"waitpoint,omitempty"`
+		}{c.deps, c.truncated, c.wp})
+	} else {
+		extra, err = json.Marshal(struct {
+			WP *waitpointOutput `json:"waitpoint"`
+		}{c.wp})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -416,15 +425,22 @@ func (c *claimedTask) MarshalJSON() ([]byte, error) {
 
 // claimAnswer is the value a claim of t answers.
 func claimAnswer(st *Store, t *Task) any {
-	if t.Deps == nil {
+	if t.Deps == nil && t.Waitpoint == "" {
 		return t
 	}
-	deps, more := depOutputs(st, t, "", MaxClaimDeps, maxClaimDepBytes)
-	return &claimedTask{Task: t, deps: deps, truncated: more}
+	c := &claimedTask{Task: t, wp: waitpointOf(st, t)}
+	if t.Deps != nil {
+		c.deps, c.truncated = depOutputs(st, t, "", MaxClaimDeps, maxClaimDepBytes)
+	}
+	return c
 }
 
 // depsRefusal refuses a claim by id of a task that waits on dependencies.
 func depsRefusal(t *Task) *Result {
+	if t.Parked {
+		return fail(CodeVersionMismatch, fmt.Sprintf("task %q is parked on waitpoint %q", t.ID, t.Waitpoint),
+			map[string]any{"current_status": t.Status, "waitpoint_id": t.Waitpoint})
+	}
 	if t.Deps == nil || t.Deps.Left == 0 {
 		return nil
 	}

@@ -71,7 +71,7 @@ var fenceFields = func() map[Kind]int {
 // taskByID are the kinds that write a task named by id, which a
 // principal's grants are checked against as they apply (taskDenied).
 var taskByID = map[Kind]bool{KindTaskClaim: true, KindTaskRenew: true, KindTaskUpdate: true,
-	KindTaskFail: true, KindTaskRetry: true, KindTaskDelete: true, KindTaskCancel: true}
+	KindTaskFail: true, KindTaskRetry: true, KindTaskDelete: true, KindTaskCancel: true, KindTaskWait: true}
 
 // fenceEntryVersion is EntryVersion5 for a command of a principal that
 // writes a task by id, or whose args carry a fence (a transaction's ops

@@ -21,6 +21,7 @@ func randomLog(seed uint64, entries int) []*raft.Log {
 	g := &logGen{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), now: 1_700_000_000_000,
 		aux:   rand.New(rand.NewPCG(seed, 17)),
 		cpx:   rand.New(rand.NewPCG(seed, 23)),
+		v6:    rand.New(rand.NewPCG(seed, 29)),
 		heads: map[string]string{}, state: New()}
 	var logs []*raft.Log
 	index := uint64(0)
@@ -55,7 +56,10 @@ type logGen struct {
 	// cpx draws the choices of this release's checkpoint kinds and fields
 	// (run ids, blobs, copy, prune, run deletes, retention), so that those
 	// of aux stay as they were.
-	cpx   *rand.Rand
+	cpx *rand.Rand
+	// v6 draws the choices of version 6's task kinds and fields
+	// (cancellation, dependencies, waitpoints), likewise.
+	v6    *rand.Rand
 	now   int64
 	state *FSM // the log so far, applied
 
@@ -63,6 +67,7 @@ type logGen struct {
 	claims    []genClaim        // tasks claimed
 	heads     map[string]string // tenant/thread -> the last checkpoint put in it
 	lastPut   [2]string         // tenant and thread of the last checkpoint put made
+	lastWP    [2]string         // tenant and id of the last waitpoint create made
 	artifacts []genArtifact     // artifacts published
 	fresh     int               // names made so far that no other command uses
 	sent      []*Command        // the last session writes, for resend
@@ -227,12 +232,15 @@ func (g *logGen) command(index uint64, first bool) *Command {
 		}
 	case 12:
 		c = &Command{Kind: kindTestPutThenFail, Now: now, Tenant: tenant}
+		if g.v6.IntN(2) == 0 { // or a waitpoint (version 6)
+			c = g.waitpointOp(now, tenant)
+		}
 
 	case 13, 14:
 		a := &TaskCreateArgs{ID: g.name("task", 5), Queue: "q", Priority: int64(rng.IntN(3)), Payload: []byte(`{"n":1}`)}
-		if g.aux.IntN(3) == 0 { // on other tasks (version 6), which may not exist, with a policy
-			a.DependsOn = []string{g.name("task", 5), g.name("task", 5)}[:1+g.aux.IntN(2)]
-			a.DepPolicy = []string{"", DepPolicyFail, DepPolicyCancel, DepPolicyIgnore}[g.aux.IntN(4)]
+		if g.v6.IntN(3) == 0 { // on other tasks (version 6), which may not exist, with a policy
+			a.DependsOn = []string{g.name("task", 5), g.name("task", 5)}[:1+g.v6.IntN(2)]
+			a.DepPolicy = []string{"", DepPolicyFail, DepPolicyCancel, DepPolicyIgnore}[g.v6.IntN(4)]
 		}
 		c = NewCommand(KindTaskCreate, now, tenant, "", a)
 	case 15:
@@ -257,6 +265,14 @@ func (g *logGen) command(index uint64, first bool) *Command {
 			}
 		}
 		c.Args = encode(a)
+		switch g.v6.IntN(8) { // or (version 6) the holder cancels, or parks the task on a waitpoint of its tenant
+		case 0:
+			c = NewCommand(KindTaskCancel, now, c.Tenant, "", &TaskCancelArgs{ID: a.ID, FencingToken: &a.FencingToken})
+		case 1, 2, 3:
+			if g.lastWP[0] == c.Tenant {
+				c = NewCommand(KindTaskWait, now, c.Tenant, "", &TaskWaitArgs{ID: a.ID, FencingToken: a.FencingToken, WaitpointID: g.lastWP[1]})
+			}
+		}
 	case 18:
 		c = &Command{Kind: KindTaskUpdate, Now: now, Tenant: tenant}
 		done := "done"
@@ -267,7 +283,7 @@ func (g *logGen) command(index uint64, first bool) *Command {
 		c.Args = encode(a)
 	case 19:
 		c = NewCommand(KindTaskDelete, now, tenant, "", &TaskDeleteArgs{ID: g.name("task", 5)})
-		switch g.aux.IntN(6) { // or a cancellation (version 6): by a caller, by the holder, or the sweep
+		switch g.v6.IntN(10) { // or a cancellation (version 6): by a caller, by the holder, or the sweep
 		case 0:
 			c = NewCommand(KindTaskCancel, now, tenant, "", &TaskCancelArgs{ID: g.name("task", 5), Reason: "stop"})
 		case 1:
@@ -278,9 +294,13 @@ func (g *logGen) command(index uint64, first bool) *Command {
 			}
 			c = NewCommand(KindTaskCancel, now, c.Tenant, "", a)
 		case 2:
-			c = NewCommand(KindTaskCancelSweep, now, "", "", &TaskCancelSweepArgs{Max: 1 + g.aux.IntN(3)})
+			c = NewCommand(KindTaskCancelSweep, now, "", "", &TaskCancelSweepArgs{Max: 1 + g.v6.IntN(3)})
 		case 3: // queued dependency resolutions (deps.go)
-			c = NewCommand(KindTaskResolveDeps, now, "", "", &TaskResolveDepsArgs{Max: 1 + g.aux.IntN(3)})
+			c = NewCommand(KindTaskResolveDeps, now, "", "", &TaskResolveDepsArgs{Max: 1 + g.v6.IntN(3)})
+		case 4, 5: // waitpoints (waitpoints.go): create, complete, time them out
+			c = g.waitpointOp(now, tenant)
+		case 6, 7:
+			c = NewCommand(KindWaitpointExpire, now, "", "", &WaitpointExpireArgs{Max: 1 + g.v6.IntN(3)})
 		}
 
 	case 20, 21:
@@ -471,7 +491,13 @@ func (g *logGen) command(index uint64, first bool) *Command {
 		}
 		c = NewCommand(KindTxn, now, tenant, "", &a)
 	}
+	tenant = c.Tenant
 	g.retry(c)
+	if taskKindsV6[c.Kind] && g.v6.IntN(2) == 0 {
+		// Half of version 6's commands go plain, so that enough of these
+		// rarer kinds apply (retry's keys and sessions refuse many).
+		*c = Command{Kind: c.Kind, Now: c.Now, Tenant: tenant, Args: c.Args, ver: c.ver}
+	}
 	return c
 }
 
@@ -553,3 +579,36 @@ func (g *logGen) storeCommand(now int64, tenant string) *Command {
 	}
 	return NewCommand(KindStoreWrite, now, tenant, "", &StoreWriteArgs{Ops: []StoreWriteOp{op}})
 }
+
+// claimTenant is mostly the tenant of a task claimed lately, so that
+// waitpoints are made where tasks can park on them; else tenant.
+func (g *logGen) claimTenant(tenant string) string {
+	if len(g.claims) == 0 || g.v6.IntN(4) == 0 {
+		return tenant
+	}
+	return g.claims[len(g.claims)-1].tenant
+}
+
+// waitpointOp makes a waitpoint in the tenant of a task claimed lately (so
+// that a holder can park on it) or completes the last one made.
+func (g *logGen) waitpointOp(now int64, tenant string) *Command {
+	if g.lastWP[0] != "" && g.v6.IntN(2) == 0 {
+		wp := g.lastWP
+		if g.v6.IntN(3) == 0 {
+			wp[1] = g.name("wp", 3)
+		}
+		return NewCommand(KindWaitpointComplete, now, wp[0], "", &WaitpointCompleteArgs{ID: wp[1],
+			Payload: []byte(fmt.Sprintf("%d", g.v6.IntN(2)))})
+	}
+	a := &WaitpointCreateArgs{ID: g.name("wp", 3), TimeoutMs: int64(1 + g.v6.IntN(3000))}
+	if g.v6.IntN(2) == 0 {
+		a.TimeoutMs *= 100 // most outlive the log, some time out
+	}
+	c := NewCommand(KindWaitpointCreate, now, g.claimTenant(tenant), "", a)
+	g.lastWP = [2]string{c.Tenant, a.ID}
+	return c
+}
+
+// taskKindsV6 are version 6's kinds of tasks and waitpoints.
+var taskKindsV6 = map[Kind]bool{KindTaskCancel: true, KindTaskCancelSweep: true, KindTaskResolveDeps: true,
+	KindWaitpointCreate: true, KindWaitpointComplete: true, KindWaitpointExpire: true, KindTaskWait: true}

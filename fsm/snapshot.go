@@ -47,9 +47,10 @@ var snapshotMarkers = []struct {
 	{claimedMarkerKey, snapshotFormat4},      // a task's ClaimedFrom (task.go)
 	// A per-tenant session budget (limits.go).
 	{sessionTenantMarkerKey, snapshotFormat4},
-	{storeMarkerKey, snapshotFormat5},  // LangGraph store items (kvstore.go)
-	{cancelMarkerKey, snapshotFormat5}, // a task's CancelRequested (cancel.go)
-	{depsMarkerKey, snapshotFormat5},   // a task's Deps (deps.go)
+	{storeMarkerKey, snapshotFormat5},     // LangGraph store items (kvstore.go)
+	{cancelMarkerKey, snapshotFormat5},    // a task's CancelRequested (cancel.go)
+	{depsMarkerKey, snapshotFormat5},      // a task's Deps (deps.go)
+	{waitpointMarkerKey, snapshotFormat5}, // a task's Waitpoint (waitpoints.go)
 }
 
 // snapshotFormatOf is the format a snapshot of st is written in.

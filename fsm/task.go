@@ -41,6 +41,10 @@ type Task struct {
 	// Deps: the task's dependencies (deps.go); nil for a task created
 	// without any.
 	Deps *TaskDeps `codec:",omitempty"`
+	// Waitpoint: the waitpoint the task was last parked on
+	// (waitpoints.go); Parked while it waits there.
+	Waitpoint string `codec:",omitempty"`
+	Parked    bool   `codec:",omitempty"`
 }
 
 // taskJSON is the wire form of a task (docs/api.md "Tasks").
@@ -77,6 +81,9 @@ type taskJSON struct {
 	DependsOnCount   uint64  `json:"depends_on_count,omitempty"`
 	DependenciesLeft *uint64 `json:"dependencies_left,omitempty"`
 	DependencyPolicy string  `json:"dependency_policy,omitempty"`
+	// Waitpoints (waitpoints.go): left out unless parked on one.
+	WaitpointID string `json:"waitpoint_id,omitempty"`
+	Parked      bool   `json:"parked,omitempty"`
 }
 
 // MarshalJSON renders the wire form, taskJSON.
@@ -84,7 +91,8 @@ func (t *Task) MarshalJSON() ([]byte, error) {
 	w := taskJSON{TenantID: t.Tenant, TaskID: t.ID, Queue: t.Queue, Status: t.Status, Owner: t.Owner,
 		FencingToken: t.FencingToken, Version: t.Version, Attempt: t.Attempt, Priority: t.Priority,
 		ArtifactID: t.ArtifactID, Payload: t.Payload, Result: t.Result,
-		CreatedAt: FormatMillis(t.CreatedAt), UpdatedAt: FormatMillis(t.UpdatedAt), CancelRequested: t.CancelRequested}
+		CreatedAt: FormatMillis(t.CreatedAt), UpdatedAt: FormatMillis(t.UpdatedAt), CancelRequested: t.CancelRequested,
+		WaitpointID: t.Waitpoint, Parked: t.Parked}
 	if t.LeaseUntil != 0 {
 		s := FormatMillis(t.LeaseUntil)
 		w.LeaseUntil = &s
@@ -295,4 +303,5 @@ const (
 	ResourceOps         = "ops"
 	ResourceRefs        = "refs"
 	ResourceArtifacts   = "artifacts"
+	ResourceWaitpoints  = "waitpoints"
 )

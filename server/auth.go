@@ -25,6 +25,7 @@ const (
 	resCheckpoints = "checkpoints"
 	resKV          = "kv"
 	resOps         = "ops"
+	resWaitpoints  = "waitpoints"
 	resAdmin       = "admin"
 	resAll         = "*"
 
@@ -34,7 +35,7 @@ const (
 )
 
 var validResources = map[string]bool{resTasks: true, resArtifacts: true, resRefs: true,
-	resCheckpoints: true, resKV: true, resOps: true, resAdmin: true, resAll: true}
+	resCheckpoints: true, resKV: true, resOps: true, resWaitpoints: true, resAdmin: true, resAll: true}
 var validActions = map[string]bool{actRead: true, actWrite: true, actDelete: true}
 
 // errNoToken is the answer to a request without a bearer token.

@@ -17,8 +17,9 @@ func (s *Server) purgeLoop() {
 		s.purgeExpired()
 		s.purgeRetained()
 		s.purgeCheckpoints()
-		s.sweepCancelled() // cancel.go
-		s.resolveDeps()    // deps.go
+		s.sweepCancelled()   // cancel.go
+		s.resolveDeps()      // deps.go
+		s.expireWaitpoints() // waitpoints.go
 	})
 }
 

@@ -288,6 +288,8 @@ func pathResource(p, tenant string) string {
 		return resCheckpoints
 	case "ops":
 		return resOps
+	case "waitpoints":
+		return resWaitpoints
 	case "artifacts", "chunks":
 		return resArtifacts
 	case "refs":

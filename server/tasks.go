@@ -23,6 +23,10 @@ func (s *Server) taskRoutes(add func(string, string, routeKind, handlerFunc)) {
 	add("POST", "/v1/tenants/{tenant}/tasks/{id}/retry", routeWrite, taskWrite(s, fsm.KindTaskRetry, taskRetryArgs))
 	add("POST", "/v1/tenants/{tenant}/tasks/{id}/cancel", routeWrite, taskWrite(s, fsm.KindTaskCancel, taskCancelArgs)) // cancel.go
 	add("GET", "/v1/tenants/{tenant}/tasks/{id}/dependencies", routeRead, s.handleTaskDependencies)                     // deps.go
+	add("POST", "/v1/tenants/{tenant}/tasks/{id}/wait", routeWrite, s.handleTaskWait)                                   // waitpoints.go
+	add("POST", "/v1/tenants/{tenant}/waitpoints", routeWrite, s.handleWaitpointCreate)
+	add("GET", "/v1/tenants/{tenant}/waitpoints/{id}", routeLongWrite, s.handleWaitpointGet)
+	add("POST", "/v1/tenants/{tenant}/waitpoints/{id}/complete", routeWrite, s.handleWaitpointComplete)
 	add("POST", "/v1/tenants/{tenant}/queues/{queue}/claim", routeLongWrite, s.handleQueueClaim)
 	add("PUT", "/v1/tenants/{tenant}/queues/{queue}/policy", routeWrite, s.handleQueuePolicyPut)
 	add("GET", "/v1/tenants/{tenant}/queues/{queue}/policy", routeRead, s.handleQueuePolicyGet)

@@ -11,7 +11,9 @@ import (
 	"github.com/baton-dev/baton/fsm/wire"
 )
 
-// watchResources are the resources a watch may name.
+// watchResources are the resources a watch without resources= follows;
+// it may also name waitpoints (which came later: a default that grew
+// would refuse principals without a grant on them).
 var watchResources = []string{fsm.ResourceTasks, fsm.ResourceRefs, fsm.ResourceArtifacts, fsm.ResourceKV,
 	fsm.ResourceCheckpoints, fsm.ResourceOps}
 

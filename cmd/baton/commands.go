@@ -18,6 +18,7 @@ func commandTree() []*command {
 		kvCommand(),
 		checkpointCommand(),
 		opCommand(),
+		waitpointCommand(),
 		watchCommand(),
 		mcpCommand(),
 		versionCommand(),

@@ -65,6 +65,10 @@ func (f *fakeNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		"POST /v1/tenants/acme/tasks/t1/fail", "POST /v1/tenants/acme/tasks/t1/retry", "POST /v1/tenants/acme/tasks",
 		"POST /v1/tenants/acme/tasks/t1/cancel":
 		io.WriteString(w, sampleTask)
+	case "POST /v1/tenants/acme/waitpoints", "GET /v1/tenants/acme/waitpoints/ok-1", "POST /v1/tenants/acme/waitpoints/ok-1/complete":
+		io.WriteString(w, `{"tenant_id": "acme", "waitpoint_id": "ok-1", "state": "pending", "payload": null, "version": 1, "task_id": "", "created_at": "2026-12-01T10:15:30.123Z", "timeout_at": "2026-12-01T11:15:30.123Z", "resolved_at": null}`)
+	case "POST /v1/tenants/acme/tasks/t1/wait":
+		io.WriteString(w, sampleTask)
 	case "GET /v1/tenants/acme/tasks/t1/dependencies":
 		io.WriteString(w, `{"dependencies": [{"task_id": "a", "resolved": true, "status": "done", "result": {"n": 1}, "artifact_id": ""}], "next_page_token": ""}`)
 	case "GET /v1/tenants/acme/tasks":
@@ -355,6 +359,12 @@ func TestRequestsSent(t *testing.T) {
 		{[]string{"task", "create", "--queue", "q", "--id", "t2", "--depends-on", "a,b", "--dependency-policy", "ignore"},
 			"POST /v1/tenants/acme/tasks", `{"task_id":"t2","queue":"q","depends_on":["a","b"],"dependency_policy":"ignore"}`},
 		{[]string{"task", "deps", "t1", "--limit", "5"}, "GET /v1/tenants/acme/tasks/t1/dependencies", ``},
+		{[]string{"task", "wait", "t1", "--fencing-token", "57", "--waitpoint", "ok-1"},
+			"POST /v1/tenants/acme/tasks/t1/wait", `{"fencing_token":57,"waitpoint_id":"ok-1"}`},
+		{[]string{"waitpoint", "create", "ok-1", "--timeout", "1h"}, "POST /v1/tenants/acme/waitpoints", `{"waitpoint_id":"ok-1","timeout_ms":3600000}`},
+		{[]string{"waitpoint", "get", "ok-1", "--wait", "2s"}, "GET /v1/tenants/acme/waitpoints/ok-1", ``},
+		{[]string{"waitpoint", "complete", "ok-1", "--payload", `{"approved": true}`},
+			"POST /v1/tenants/acme/waitpoints/ok-1/complete", `{"payload":{"approved":true}}`},
 		{[]string{"task", "cancel", "t1", "--reason", "user stop"}, "POST /v1/tenants/acme/tasks/t1/cancel", `{"reason":"user stop"}`},
 		{[]string{"task", "cancel", "t1", "--fencing-token", "57", "--expect-version", "3"},
 			"POST /v1/tenants/acme/tasks/t1/cancel", `{"fencing_token":57,"expect_version":3}`},

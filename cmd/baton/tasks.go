@@ -22,7 +22,7 @@ func taskCommand() *command {
   baton task list --tenant acme --queue research`,
 		subs: []*command{taskCreateCommand(), taskGetCommand(), taskListCommand(), taskClaimCommand(),
 			taskRenewCommand(), taskUpdateCommand(), taskReleaseCommand(), taskFailCommand(), taskRetryCommand(),
-			taskCancelCommand(), taskDepsCommand(), taskDeleteCommand()},
+			taskCancelCommand(), taskDepsCommand(), taskWaitCommand(), taskDeleteCommand()},
 	}
 }
 

@@ -215,6 +215,26 @@ type TaskCancel struct {
 	Reason        string  `json:"reason,omitempty"`
 }
 
+// WaitpointCreate is the body of POST /v1/tenants/{t}/waitpoints;
+// WaitpointID "" is generated.
+type WaitpointCreate struct {
+	WaitpointID string `json:"waitpoint_id,omitempty"`
+	TimeoutMs   int64  `json:"timeout_ms"`
+}
+
+// WaitpointComplete is the body of POST
+// /v1/tenants/{t}/waitpoints/{id}/complete.
+type WaitpointComplete struct {
+	Payload json.RawMessage `json:"payload"`
+}
+
+// TaskWait is the body of POST /v1/tenants/{t}/tasks/{id}/wait: the
+// holder parks its task on a waitpoint.
+type TaskWait struct {
+	FencingToken *uint64 `json:"fencing_token"`
+	WaitpointID  string  `json:"waitpoint_id"`
+}
+
 // QueuePolicy is the body of PUT /v1/tenants/{t}/queues/{queue}/policy,
 // and the shape of the policy the server answers (a record the state
 // machine renders, fsm.QueuePolicy, with the same members).
