@@ -77,7 +77,8 @@ func (r CreateTaskRequest) wire() (wire.TaskCreate, error) {
 	av, err := availability(r.AvailableAt, r.Delay)
 	return wire.TaskCreate{TaskID: r.TaskID, Queue: r.Queue, Status: r.Status, Priority: r.Priority, Payload: r.Payload,
 		MaxAttempts: r.MaxAttempts, BackoffInitialMs: r.BackoffInitial.Milliseconds(), BackoffMaxMs: r.BackoffMax.Milliseconds(),
-		Availability: av, RetentionMs: r.Retention.Milliseconds(), DependsOn: r.DependsOn, DependencyPolicy: r.DependencyPolicy}, err
+		Availability: av, RetentionMs: r.Retention.Milliseconds(), DependsOn: r.DependsOn, DependencyPolicy: r.DependencyPolicy,
+		ConcurrencyKey: r.ConcurrencyKey}, err
 }
 
 // MarshalJSON encodes the request as the API's body, the backoff, the
@@ -112,7 +113,8 @@ func marshalWire[W any](w W, err error) ([]byte, error) {
 
 func (p QueuePolicy) wire() wire.QueuePolicy {
 	return wire.QueuePolicy{MaxAttempts: p.MaxAttempts, BackoffInitialMs: p.BackoffInitial.Milliseconds(),
-		BackoffMaxMs: p.BackoffMax.Milliseconds(), RetentionMs: p.Retention.Milliseconds()}
+		BackoffMaxMs: p.BackoffMax.Milliseconds(), RetentionMs: p.Retention.Milliseconds(),
+		MaxLeased: p.MaxLeased, ClaimsPerSecond: p.ClaimsPerSecond, ClaimBurst: p.ClaimBurst, ConcurrencyKeyLimit: p.ConcurrencyKeyLimit}
 }
 
 // MarshalJSON encodes the policy as the API's body, the backoff and the
@@ -126,7 +128,7 @@ func (p *QueuePolicy) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*p = QueuePolicy{w.MaxAttempts, time.Duration(w.BackoffInitialMs) * time.Millisecond, time.Duration(w.BackoffMaxMs) * time.Millisecond,
-		time.Duration(w.RetentionMs) * time.Millisecond}
+		time.Duration(w.RetentionMs) * time.Millisecond, w.MaxLeased, w.ClaimsPerSecond, w.ClaimBurst, w.ConcurrencyKeyLimit}
 	return nil
 }
 
@@ -195,6 +197,7 @@ type taskWire struct {
 	WaitpointID           string            `json:"waitpoint_id,omitempty"`
 	Parked                bool              `json:"parked,omitempty"`
 	Waitpoint             *WaitpointOutcome `json:"waitpoint,omitempty"`
+	ConcurrencyKey        string            `json:"concurrency_key,omitempty"`
 }
 
 // MarshalJSON encodes the task as the API does, the backoff and the
@@ -204,7 +207,7 @@ func (t Task) MarshalJSON() ([]byte, error) {
 		t.Version, t.Attempt, t.Priority, t.ArtifactID, t.Payload, t.Result, t.CreatedAt, t.UpdatedAt, t.MaxAttempts,
 		t.BackoffInitial.Milliseconds(), t.BackoffMax.Milliseconds(), t.AvailableAt, t.LastError, t.FailedAt,
 		t.Retention.Milliseconds(), t.ExpiresAt, t.CancelRequested, t.DependsOnCount, t.DependenciesLeft,
-		t.DependencyPolicy, t.Dependencies, t.DependenciesTruncated, t.WaitpointID, t.Parked, t.Waitpoint})
+		t.DependencyPolicy, t.Dependencies, t.DependenciesTruncated, t.WaitpointID, t.Parked, t.Waitpoint, t.ConcurrencyKey})
 }
 
 // UnmarshalJSON reads the API's form of a task.
@@ -218,6 +221,6 @@ func (t *Task) UnmarshalJSON(b []byte) error {
 		time.Duration(w.BackoffInitialMs) * time.Millisecond, time.Duration(w.BackoffMaxMs) * time.Millisecond,
 		w.AvailableAt, w.LastError, w.FailedAt, time.Duration(w.RetentionMs) * time.Millisecond, w.ExpiresAt,
 		w.CancelRequested, w.DependsOnCount, w.DependenciesLeft, w.DependencyPolicy, w.Dependencies, w.DependenciesTruncated,
-		w.WaitpointID, w.Parked, w.Waitpoint}
+		w.WaitpointID, w.Parked, w.Waitpoint, w.ConcurrencyKey}
 	return nil
 }

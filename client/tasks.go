@@ -61,6 +61,8 @@ type Task struct {
 	WaitpointID string            `json:"waitpoint_id,omitempty"`
 	Parked      bool              `json:"parked,omitempty"`
 	Waitpoint   *WaitpointOutcome `json:"waitpoint,omitempty"`
+	// ConcurrencyKey as created (CreateTaskRequest).
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
 }
 
 // Dependency is one dependency of a task: Resolved once it ended (Status
@@ -140,6 +142,8 @@ type CreateTaskRequest struct {
 	// that ends otherwise does to it.
 	DependsOn        []string `json:"depends_on,omitempty"`
 	DependencyPolicy string   `json:"dependency_policy,omitempty"`
+	// ConcurrencyKey groups the task for its queue's ConcurrencyKeyLimit.
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
 }
 
 // FailTaskRequest is the body of FailTask.
@@ -394,6 +398,15 @@ type QueuePolicy struct {
 	// Read when a task enters one of those statuses, so it also applies
 	// to tasks created before it was set.
 	Retention time.Duration `json:"-"`
+	// Flow control (0: no limit): at most MaxLeased tasks leased at once,
+	// ClaimsPerSecond claims a second with a burst of ClaimBurst, at most
+	// ConcurrencyKeyLimit leased tasks per CreateTaskRequest.ConcurrencyKey.
+	// A claim by id at a limit is ErrRateLimited; a queue claim finds
+	// nothing.
+	MaxLeased           int64 `json:"max_leased,omitempty"`
+	ClaimsPerSecond     int64 `json:"claims_per_second,omitempty"`
+	ClaimBurst          int64 `json:"claim_burst,omitempty"`
+	ConcurrencyKeyLimit int64 `json:"concurrency_key_limit,omitempty"`
 }
 
 // SetQueuePolicy sets (all zero: clears) a queue's lifecycle defaults; it

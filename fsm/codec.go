@@ -77,7 +77,7 @@ func encode(v any) []byte {
 		r := &x.Result
 		return appendIdemRecord(make([]byte, 0, 96+len(x.FP)+len(r.Code)+len(r.Details)+len(r.Message)+len(r.Value)), x)
 	case *Task:
-		if x.Life != nil || x.ClaimedFrom != "" || x.CancelRequested || x.Deps != nil || x.Waitpoint != "" {
+		if x.Life != nil || x.ClaimedFrom != "" || x.CancelRequested || x.Deps != nil || x.Waitpoint != "" || x.ConcurrencyKey != "" {
 			break // rare enough for reflection (appendTask writes the 16 fields of records without them)
 		}
 		return appendTask(make([]byte, 0, 208+len(x.ArtifactID)+len(x.ID)+len(x.Owner)+len(x.Queue)+

@@ -88,7 +88,7 @@ func (a *TaskCreateArgs) entryV3() bool {
 func (a *TaskUpdateArgs) entryV3() bool { return a.AvailableAt != 0 || a.DelayMs != 0 }
 
 func (a *TaskCreateArgs) entryVersion() byte {
-	if v := a.depsVersion(); v != 0 {
+	if v := max(a.depsVersion(), a.keyVersion()); v != 0 {
 		return v
 	}
 	if v := retentionEntryVersion(a.RetentionMs); v != 0 {
@@ -346,6 +346,13 @@ type QueuePolicy struct {
 	// both encodings when 0, so that a policy without it (stored, in the
 	// log, or in a remembered answer) is the bytes it was before.
 	RetentionMs int64 `json:"retention_ms,omitempty" codec:",omitempty"`
+	// Flow control (flow.go), version 6; left out of both encodings when
+	// 0 likewise: the tasks leased at once, the claims a second and their
+	// burst, and the tasks leased at once per concurrency key.
+	MaxLeased       int64 `json:"max_leased,omitempty" codec:",omitempty"`
+	ClaimsPerSecond int64 `json:"claims_per_second,omitempty" codec:",omitempty"`
+	ClaimBurst      int64 `json:"claim_burst,omitempty" codec:",omitempty"`
+	KeyLimit        int64 `json:"concurrency_key_limit,omitempty" codec:",omitempty"`
 }
 
 // QueuePolicyArgs sets (all zero: clears) a queue's policy.
@@ -369,6 +376,15 @@ func applyQueuePolicy(f *FSM, _ *applyCtx, c *Command) *Result {
 	}
 	if a.Policy.RetentionMs > 0 {
 		f.markRetention()
+	}
+	if p := a.Policy; p.MaxLeased < 0 || p.ClaimsPerSecond < 0 || p.ClaimBurst < 0 || p.KeyLimit < 0 {
+		return fail(CodeInvalidArgument, "flow-control limits must not be negative", nil)
+	}
+	if a.Policy.flowLimited() {
+		f.markFlow()
+	}
+	if a.Policy.ClaimsPerSecond == 0 {
+		f.st.Delete(flowBucketKey(c.Tenant, a.Queue))
 	}
 	if a.Policy == (QueuePolicy{}) {
 		f.st.Delete(queuePolicyKey(c.Tenant, a.Queue))

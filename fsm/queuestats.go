@@ -60,7 +60,9 @@ type queueCounts struct {
 	// runs after clock: the running ones.
 	leased, live int64
 	blocked      int64 // waiting on dependencies
-	claims       [60]claimSecond
+	// keys counts the leased tasks by concurrency key (flow.go).
+	keys   map[string]int64
+	claims [60]claimSecond
 }
 
 // claimSecond counts the claims of one second (Unix s) of command time.
@@ -93,6 +95,7 @@ type taskFacts struct {
 	leaseUntil int64
 	// blocked: waits on dependencies (deps.go), whatever its status.
 	blocked bool
+	key     string // concurrency key (flow.go)
 }
 
 type taskChange struct {
@@ -106,7 +109,7 @@ func factsOf(t *Task) *taskFacts {
 	}
 	f := &taskFacts{tenant: t.Tenant, queue: t.Queue, status: t.Status, seq: t.Seq, prio: t.Priority,
 		waiting: t.Status == StatusPending && t.Owner == "" && t.LeaseUntil == 0 && !t.blocked(), delayedAt: t.availableAt(),
-		blocked: t.blocked()}
+		blocked: t.blocked(), key: t.ConcurrencyKey}
 	if t.Owner != "" {
 		f.leaseUntil = max(t.LeaseUntil, 1)
 	}
@@ -175,7 +178,7 @@ func (q *queueIndex) queue(tenant, queue string) *queueCounts {
 	}
 	qc := tq.queues[queue]
 	if qc == nil {
-		qc = &queueCounts{statuses: map[string]int64{}, ready: map[int64]int64{}}
+		qc = &queueCounts{statuses: map[string]int64{}, ready: map[int64]int64{}, keys: map[string]int64{}}
 		tq.queues[queue] = qc
 		tq.names.ReplaceOrInsert(queue)
 	}
@@ -194,6 +197,9 @@ func (q *queueIndex) add(f *taskFacts) {
 	}
 	if f.leaseUntil != 0 {
 		qc.leased++
+		if f.key != "" {
+			qc.keys[f.key]++
+		}
 		if f.leaseUntil > q.clock {
 			q.live.ReplaceOrInsert(laterKey{f.leaseUntil, f.seq, qc})
 			qc.live++
@@ -230,6 +236,11 @@ func (q *queueIndex) remove(f *taskFacts) {
 	}
 	if f.leaseUntil != 0 {
 		qc.leased--
+		if f.key != "" {
+			if qc.keys[f.key]--; qc.keys[f.key] == 0 {
+				delete(qc.keys, f.key)
+			}
+		}
 		if _, ok := q.live.Delete(laterKey{at: f.leaseUntil, seq: f.seq}); ok {
 			qc.live--
 		}

@@ -242,6 +242,9 @@ func (g *logGen) command(index uint64, first bool) *Command {
 			a.DependsOn = []string{g.name("task", 5), g.name("task", 5)}[:1+g.v6.IntN(2)]
 			a.DepPolicy = []string{"", DepPolicyFail, DepPolicyCancel, DepPolicyIgnore}[g.v6.IntN(4)]
 		}
+		if g.v6.IntN(3) == 0 { // a concurrency key (version 6)
+			a.ConcurrencyKey = g.name("key", 2)
+		}
 		c = NewCommand(KindTaskCreate, now, tenant, "", a)
 	case 15:
 		id := g.name("task", 5)
@@ -483,6 +486,13 @@ func (g *logGen) command(index uint64, first bool) *Command {
 		c = NewCommand(KindQueuePolicy, now, tenant, "", &QueuePolicyArgs{Queue: "q", Policy: QueuePolicy{
 			MaxAttempts: uint64(rng.IntN(3)), BackoffInitialMs: int64(rng.IntN(200)),
 			RetentionMs: int64(g.aux.IntN(2) * g.aux.IntN(3000))}}) // terminal tasks of q deleted after it, or kept
+		if g.v6.IntN(2) == 0 { // flow control (version 6): leased, per-key and rate limits
+			var a QueuePolicyArgs
+			_ = decode(c.Args, &a)
+			a.Policy.MaxLeased, a.Policy.KeyLimit = int64(g.v6.IntN(4)), int64(g.v6.IntN(3))
+			a.Policy.ClaimsPerSecond, a.Policy.ClaimBurst = int64(g.v6.IntN(2)*(1+g.v6.IntN(5))), int64(g.v6.IntN(3))
+			c = NewCommand(KindQueuePolicy, now, tenant, "", &a)
+		}
 
 	default:
 		var a TxnArgs

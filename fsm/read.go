@@ -82,7 +82,17 @@ func (f *FSM) Claimable(tenant, queue string, statuses []string, now int64) (ok 
 	defer f.mu.RUnlock()
 	// A lease out on its last attempt counts as claimable: the claim
 	// moves the task to dead (and then finds what else there is).
-	best, exhausted, next := bestClaimable(f.st, tenant, queue, statuses, now, true)
+	var admit func(*Task) bool
+	p := queuePolicy(f.st, tenant, queue)
+	if p.flowLimited() {
+		// Flow control (flow.go): over its rate, nothing is claimable
+		// before the next token; at its leased limits, only some tasks.
+		if next := rateNext(f.st, tenant, queue, &p, now); next != 0 {
+			return false, next
+		}
+		admit = f.flowAdmit(tenant, queue, &p)
+	}
+	best, exhausted, next := bestClaimable(f.st, tenant, queue, statuses, now, true, admit)
 	if best != nil || len(exhausted) > 0 {
 		return true, 0
 	}

@@ -185,7 +185,9 @@ func retentionEntryVersion(ms int64) byte {
 	return 0
 }
 
-func (a *QueuePolicyArgs) entryVersion() byte { return retentionEntryVersion(a.Policy.RetentionMs) }
+func (a *QueuePolicyArgs) entryVersion() byte {
+	return max(retentionEntryVersion(a.Policy.RetentionMs), a.flowVersion())
+}
 
 // errRetention is the message of a bad retention period in args that
 // bypassed the server's validation.

@@ -313,8 +313,8 @@ func dumpQueueIndex(q *queueIndex) map[string]string {
 			out[tn] = "names and queues differ"
 		}
 		for name, qc := range tq.queues {
-			out[tn+"/"+name] = fmt.Sprintf("total=%d statuses=%v ready=%v delayed=%d later=%d leased=%d live=%d blocked=%d",
-				qc.total, qc.statuses, qc.ready, qc.delayed, qc.later, qc.leased, qc.live, qc.blocked)
+			out[tn+"/"+name] = fmt.Sprintf("total=%d statuses=%v ready=%v delayed=%d later=%d leased=%d live=%d blocked=%d keys=%v",
+				qc.total, qc.statuses, qc.ready, qc.delayed, qc.later, qc.leased, qc.live, qc.blocked, qc.keys)
 		}
 	}
 	return out

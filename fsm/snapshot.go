@@ -51,6 +51,7 @@ var snapshotMarkers = []struct {
 	{cancelMarkerKey, snapshotFormat5},    // a task's CancelRequested (cancel.go)
 	{depsMarkerKey, snapshotFormat5},      // a task's Deps (deps.go)
 	{waitpointMarkerKey, snapshotFormat5}, // a task's Waitpoint (waitpoints.go)
+	{flowMarkerKey, snapshotFormat5},      // a queue policy's flow control, a task's ConcurrencyKey (flow.go)
 }
 
 // snapshotFormatOf is the format a snapshot of st is written in.

@@ -45,6 +45,9 @@ type Task struct {
 	// (waitpoints.go); Parked while it waits there.
 	Waitpoint string `codec:",omitempty"`
 	Parked    bool   `codec:",omitempty"`
+	// ConcurrencyKey groups tasks for their queue's per-key limit of
+	// leased tasks (flow.go); set at creation.
+	ConcurrencyKey string `codec:",omitempty"`
 }
 
 // taskJSON is the wire form of a task (docs/api.md "Tasks").
@@ -84,6 +87,8 @@ type taskJSON struct {
 	// Waitpoints (waitpoints.go): left out unless parked on one.
 	WaitpointID string `json:"waitpoint_id,omitempty"`
 	Parked      bool   `json:"parked,omitempty"`
+	// Flow control (flow.go): left out unless set.
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
 }
 
 // MarshalJSON renders the wire form, taskJSON.
@@ -92,7 +97,7 @@ func (t *Task) MarshalJSON() ([]byte, error) {
 		FencingToken: t.FencingToken, Version: t.Version, Attempt: t.Attempt, Priority: t.Priority,
 		ArtifactID: t.ArtifactID, Payload: t.Payload, Result: t.Result,
 		CreatedAt: FormatMillis(t.CreatedAt), UpdatedAt: FormatMillis(t.UpdatedAt), CancelRequested: t.CancelRequested,
-		WaitpointID: t.Waitpoint, Parked: t.Parked}
+		WaitpointID: t.Waitpoint, Parked: t.Parked, ConcurrencyKey: t.ConcurrencyKey}
 	if t.LeaseUntil != 0 {
 		s := FormatMillis(t.LeaseUntil)
 		w.LeaseUntil = &s

@@ -36,6 +36,8 @@ type TaskCreateArgs struct {
 	// Dependencies (deps.go); EntryVersion6.
 	DependsOn []string `codec:",omitempty"`
 	DepPolicy string   `codec:",omitempty"`
+	// ConcurrencyKey (flow.go); EntryVersion6.
+	ConcurrencyKey string `codec:",omitempty"`
 }
 
 // TaskClaimArgs claims one task.
@@ -109,7 +111,7 @@ func applyTaskCreate(f *FSM, ctx *applyCtx, c *Command) *Result {
 	}
 	withQueueDefaults(f.st, c.Tenant, &a)
 	t := &Task{Tenant: c.Tenant, ID: a.ID, Queue: a.Queue, Status: status, Priority: a.Priority,
-		Payload: a.Payload, Version: 1, CreatedAt: ctx.now, UpdatedAt: ctx.now, Seq: ctx.nextSeq()}
+		Payload: a.Payload, Version: 1, CreatedAt: ctx.now, UpdatedAt: ctx.now, Seq: ctx.nextSeq(), ConcurrencyKey: a.ConcurrencyKey}
 	if a.RetentionMs < 0 {
 		return errRetention(a.RetentionMs)
 	}
@@ -121,6 +123,9 @@ func applyTaskCreate(f *FSM, ctx *applyCtx, c *Command) *Result {
 		if r := createDeps(f, c, &a, t); r != nil {
 			return r
 		}
+	}
+	if a.ConcurrencyKey != "" {
+		f.markFlow()
 	}
 	f.putTask(nil, t)
 	return okValue(OutcomeCreated, t)
@@ -210,6 +215,9 @@ func applyTaskClaim(f *FSM, ctx *applyCtx, c *Command) *Result {
 	if r := depsRefusal(t); r != nil {
 		return r
 	}
+	if r := f.flowRefusal(t, ctx.now); r != nil {
+		return r
+	}
 	return claim(f, ctx, t, a.Owner, a.LeaseMs, a.SetStatus, c.ver >= EntryVersion5)
 }
 
@@ -218,12 +226,23 @@ func applyQueueClaim(f *FSM, ctx *applyCtx, c *Command) *Result {
 	if r := decodeArgs(c, &a); r != nil {
 		return r
 	}
-	t, exhausted, _ := bestClaimable(f.st, c.Tenant, a.Queue, a.Statuses, ctx.now, c.ver >= EntryVersion4)
+	var admit func(*Task) bool
+	p := queuePolicy(f.st, c.Tenant, a.Queue)
+	if p.flowLimited() {
+		if rateNext(f.st, c.Tenant, a.Queue, &p, ctx.now) != 0 {
+			return okValue(OutcomeNoContent, nil) // over its rate (flow.go)
+		}
+		admit = f.flowAdmit(c.Tenant, a.Queue, &p)
+	}
+	t, exhausted, _ := bestClaimable(f.st, c.Tenant, a.Queue, a.Statuses, ctx.now, c.ver >= EntryVersion4, admit)
 	for _, x := range exhausted {
 		markDead(f, ctx, x)
 	}
 	if t == nil {
 		return okValue(OutcomeNoContent, nil)
+	}
+	if p.flowLimited() {
+		f.takeToken(c.Tenant, a.Queue, &p, ctx.now)
 	}
 	set := a.SetStatus
 	if set == nil && t.ClaimedFrom != "" && !slices.Contains(a.Statuses, t.Status) {
@@ -251,11 +270,22 @@ func applyQueueClaim(f *FSM, ctx *applyCtx, c *Command) *Result {
 // apply it, so that a log written by an older leader gives the same state
 // on every member: released tasks are not looked at, and every expired
 // lease on its last attempt is returned.
-func bestClaimable(st *Store, tenant, queue string, statuses []string, now int64, v4 bool) (best *Task, exhausted []*Task, next int64) {
-	better := func(t *Task) {
+//
+// admit, when not nil, is the filter of flow control (flow.go): a task it
+// refuses is walked past (at most maxFlowWalk of them) as if it were not
+// there.
+func bestClaimable(st *Store, tenant, queue string, statuses []string, now int64, v4 bool, admit func(*Task) bool) (best *Task, exhausted []*Task, next int64) {
+	flowWalked := 0
+	// better notes a candidate and reports whether the walk goes on.
+	better := func(t *Task) bool {
+		if admit != nil && !admit(t) {
+			flowWalked++
+			return flowWalked < maxFlowWalk
+		}
 		if best == nil || t.Priority > best.Priority || (t.Priority == best.Priority && t.Seq < best.Seq) {
 			best = t
 		}
+		return false
 	}
 	sooner := func(at int64) {
 		if at != 0 && (next == 0 || at < next) {
@@ -276,12 +306,18 @@ func bestClaimable(st *Store, tenant, queue string, statuses []string, now int64
 		}
 		return walked < maxExhaustedWalk
 	}
+	// Without an owner a task is ready or delayed: when flow control
+	// admits none of those, only run-out leases are looked at.
+	unowned := admit == nil || admit(nil)
 	for _, status := range statuses {
 		if status == StatusDead {
 			continue
 		}
 		base := queuePrefix(tenant, queue, status)
 		st.Scan(base+"r/", "", func(k string, _ []byte) bool {
+			if !unowned {
+				return false
+			}
 			t, ok := getTask(st, tenant, k[strings.LastIndexByte(k, '/')+1:])
 			if !ok {
 				return false
@@ -289,8 +325,7 @@ func bestClaimable(st *Store, tenant, queue string, statuses []string, now int64
 			if v4 && t.exhausted() {
 				return spent(t) // released on its last attempt: look further
 			}
-			better(t)
-			return false
+			return better(t) // the first ready one, unless flow control refuses it
 		})
 		st.Scan(base+"l/", "", func(k string, _ []byte) bool {
 			t, ok := getTask(st, tenant, k[strings.LastIndexByte(k, '/')+1:])
@@ -308,14 +343,17 @@ func bestClaimable(st *Store, tenant, queue string, statuses []string, now int64
 				return spent(t)
 			}
 			better(t)
-			return true
+			return flowWalked < maxFlowWalk
 		})
 		sooner(delayedIndexNext(st, tenant, base, now, func(t *Task) bool {
+			if !unowned {
+				return false
+			}
 			if v4 && t.exhausted() {
 				return spent(t)
 			}
 			better(t)
-			return true
+			return flowWalked < maxFlowWalk
 		}))
 		// Tasks a claim moved from this status to another (ClaimedFrom),
 		// by lease end: once the lease ran out they are claimable here
@@ -336,7 +374,7 @@ func bestClaimable(st *Store, tenant, queue string, statuses []string, now int64
 				return spent(t)
 			}
 			better(t)
-			return true
+			return flowWalked < maxFlowWalk
 		})
 	}
 	return best, exhausted, next

@@ -134,13 +134,19 @@ func taskCreateArgs(req *wire.TaskCreate) (*fsm.TaskCreateArgs, error) {
 	if err := validDependsOn(req.TaskID, req.DependsOn, req.DependencyPolicy); err != nil { // deps.go
 		return nil, err
 	}
+	if req.ConcurrencyKey != "" {
+		if err := validName("concurrency_key", req.ConcurrencyKey); err != nil {
+			return nil, err
+		}
+	}
 	var priority int64
 	if req.Priority != nil {
 		priority = *req.Priority
 	}
 	return &fsm.TaskCreateArgs{ID: req.TaskID, Queue: req.Queue, Status: req.Status, Priority: priority, Payload: payload,
 		MaxAttempts: req.MaxAttempts, BackoffInitialMs: req.BackoffInitialMs, BackoffMaxMs: req.BackoffMaxMs,
-		AvailableAt: at, DelayMs: delay, RetentionMs: req.RetentionMs, DependsOn: req.DependsOn, DepPolicy: req.DependencyPolicy}, nil
+		AvailableAt: at, DelayMs: delay, RetentionMs: req.RetentionMs, DependsOn: req.DependsOn, DepPolicy: req.DependencyPolicy,
+		ConcurrencyKey: req.ConcurrencyKey}, nil
 }
 
 // notDead refuses the reserved status where a caller names a status to claim.
@@ -292,8 +298,12 @@ func queuePolicyArgs(req *wire.QueuePolicy, queue string) (*fsm.QueuePolicyArgs,
 	if err := validRetention(req.RetentionMs); err != nil {
 		return nil, err
 	}
+	if err := validFlow(req); err != nil { // flow.go
+		return nil, err
+	}
 	return &fsm.QueuePolicyArgs{Queue: queue, Policy: fsm.QueuePolicy{MaxAttempts: req.MaxAttempts,
-		BackoffInitialMs: req.BackoffInitialMs, BackoffMaxMs: req.BackoffMaxMs, RetentionMs: req.RetentionMs}}, nil
+		BackoffInitialMs: req.BackoffInitialMs, BackoffMaxMs: req.BackoffMaxMs, RetentionMs: req.RetentionMs,
+		MaxLeased: req.MaxLeased, ClaimsPerSecond: req.ClaimsPerSecond, ClaimBurst: req.ClaimBurst, KeyLimit: req.ConcurrencyKeyLimit}}, nil
 }
 
 // validBackoff checks max_attempts and the backoff bounds (0: default).

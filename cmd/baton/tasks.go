@@ -73,6 +73,7 @@ func taskCreateCommand() *command {
 			fs.DurationVar(&req.Retention, "retention", 0, "delete the task this long after it is done, dead or cancelled (default: the queue's)")
 			fs.StringSliceVar(&req.DependsOn, "depends-on", nil, "tasks that must be done before this one is claimable (comma-separated ids)")
 			fs.StringVar(&req.DependencyPolicy, "dependency-policy", "", "what a dependency that ends dead or cancelled does: fail (default), cancel or ignore")
+			fs.StringVar(&req.ConcurrencyKey, "concurrency-key", "", "group for the queue's concurrency-key limit (a customer id, say)")
 			when.declare(fs, "create")
 		},
 		run: func(ctx context.Context, a *app, inv *invocation) error {
@@ -616,6 +617,10 @@ func queuePolicySetCommand() *command {
 			fs.DurationVar(&initial, "backoff-initial", 0, "default initial backoff (0: none)")
 			fs.DurationVar(&maxDelay, "backoff-max", 0, "default backoff cap (0: none)")
 			fs.DurationVar(&p.Retention, "retention", 0, "delete the queue's tasks this long after they are done, dead or cancelled (0: keep them)")
+			fs.Int64Var(&p.MaxLeased, "max-leased", 0, "at most this many tasks leased at once (0: no limit)")
+			fs.Int64Var(&p.ClaimsPerSecond, "claims-per-second", 0, "at most this many claims a second (0: no limit)")
+			fs.Int64Var(&p.ClaimBurst, "claim-burst", 0, "claims allowed at once above the rate (default 1)")
+			fs.Int64Var(&p.ConcurrencyKeyLimit, "concurrency-key-limit", 0, "at most this many leased tasks per concurrency key (0: no limit)")
 		},
 		run: func(ctx context.Context, a *app, inv *invocation) error {
 			var queue string
@@ -678,6 +683,10 @@ func printQueuePolicy(w io.Writer, queue string, p *client.QueuePolicy) {
 	}
 	fmt.Fprintf(w, "queue:\t%s\nmax attempts:\t%s\nbackoff initial:\t%s\nbackoff max:\t%s\nretention:\t%s\n", queue, attempts,
 		ms(p.BackoffInitial), ms(p.BackoffMax), ms(p.Retention))
+	if p.MaxLeased != 0 || p.ClaimsPerSecond != 0 || p.ConcurrencyKeyLimit != 0 {
+		fmt.Fprintf(w, "max leased:\t%d\nclaims per second:\t%d (burst %d)\nconcurrency key limit:\t%d\n",
+			p.MaxLeased, p.ClaimsPerSecond, p.ClaimBurst, p.ConcurrencyKeyLimit)
+	}
 }
 
 // firstFilledPage is the page get gives for token or, while that page is

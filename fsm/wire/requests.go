@@ -147,6 +147,9 @@ type TaskCreate struct {
 	// is fail) is what a dependency that ends otherwise does to it.
 	DependsOn        []string `json:"depends_on,omitempty"`
 	DependencyPolicy string   `json:"dependency_policy,omitempty"`
+	// ConcurrencyKey groups the task for its queue's
+	// concurrency_key_limit.
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
 }
 
 // TaskClaim is the body of POST /v1/tenants/{t}/tasks/{id}/claim.
@@ -243,6 +246,13 @@ type QueuePolicy struct {
 	BackoffInitialMs int64  `json:"backoff_initial_ms"`
 	BackoffMaxMs     int64  `json:"backoff_max_ms"`
 	RetentionMs      int64  `json:"retention_ms,omitempty"`
+	// Flow control: at most MaxLeased tasks leased at once, claims at
+	// ClaimsPerSecond with a burst of ClaimBurst, at most
+	// ConcurrencyKeyLimit leased tasks per concurrency key (0: none).
+	MaxLeased           int64 `json:"max_leased,omitempty"`
+	ClaimsPerSecond     int64 `json:"claims_per_second,omitempty"`
+	ClaimBurst          int64 `json:"claim_burst,omitempty"`
+	ConcurrencyKeyLimit int64 `json:"concurrency_key_limit,omitempty"`
 }
 
 // Txn is the body of POST /v1/tenants/{t}/txn: 1 to fsm.MaxTxnOps ops,

@@ -1,0 +1,92 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/baton-dev/baton/client"
+)
+
+// TestWorkerPoolMaxLeased: a pool of four workers on a queue with
+// max_leased 2 never runs more than two handlers at once: two are held
+// running while the others find nothing, a claim by id is refused with
+// ErrRateLimited, and once released every task is done.
+func TestWorkerPoolMaxLeased(t *testing.T) {
+	noLeaks(t)
+	c := nodeClient(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	if _, err := c.SetQueuePolicy(ctx, "acme", "flowq", client.QueuePolicy{MaxLeased: 2}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 6
+	for i := range n {
+		if _, err := c.CreateTask(ctx, "acme", client.CreateTaskRequest{TaskID: fmt.Sprintf("flow-%d", i), Queue: "flowq"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := c.NewWorker(client.WorkerConfig{Tenant: "acme", Queue: "flowq", Owner: "fw", Lease: 10 * time.Second, Wait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	running, most, done := 0, 0, 0
+	gate := make(chan struct{})
+	pctx, stop := context.WithCancel(ctx)
+	pool := make(chan error, 1)
+	go func() {
+		pool <- w.RunPool(pctx, 4, func(ctx context.Context, l *client.Lease) error {
+			mu.Lock()
+			running++
+			most = max(most, running)
+			mu.Unlock()
+			select {
+			case <-gate:
+			case <-ctx.Done():
+			}
+			mu.Lock()
+			running--
+			done++
+			mu.Unlock()
+			_, err := l.Complete(ctx, "done", nil)
+			return err
+		})
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		mu.Lock()
+		r := running
+		mu.Unlock()
+		if r == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d handlers running, want 2", r)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := c.ClaimTask(ctx, "acme", "flow-5", client.ClaimRequest{Owner: "other", Lease: time.Second}); !errors.Is(err, client.ErrRateLimited) {
+		t.Errorf("claim by id at max_leased: %v, want ErrRateLimited", err)
+	}
+	close(gate)
+	for {
+		mu.Lock()
+		d := done
+		mu.Unlock()
+		if d == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d tasks done", d, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	<-pool
+	if most > 2 {
+		t.Fatalf("%d handlers ran at once under max_leased 2", most)
+	}
+}
