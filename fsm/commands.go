@@ -54,6 +54,11 @@ var commandTable = []commandSpec{
 	{Kind: KindWaitpointComplete, Args: WaitpointCompleteArgs{}, Apply: applyWaitpointComplete, Since: EntryVersion6},
 	{Kind: KindWaitpointExpire, Args: WaitpointExpireArgs{}, Apply: applyWaitpointExpire, Since: EntryVersion6},
 	{Kind: KindTaskWait, Args: TaskWaitArgs{}, Apply: applyTaskWait, Since: EntryVersion6},
+	// Schedules (schedules.go): the leader proposes schedule.tick.
+	{Kind: KindScheduleCreate, Args: ScheduleCreateArgs{}, Apply: applyScheduleCreate, Since: EntryVersion6},
+	{Kind: KindScheduleDelete, Args: ScheduleDeleteArgs{}, Apply: applyScheduleDelete, Since: EntryVersion6},
+	{Kind: KindSchedulePause, Args: SchedulePauseArgs{}, Apply: applySchedulePause, Since: EntryVersion6},
+	{Kind: KindScheduleTick, Args: ScheduleTickArgs{}, Apply: applyScheduleTick, Since: EntryVersion6},
 
 	// Knowledge store (kv.go). The leader proposes kv.purge.
 	{Kind: KindKVPut, Args: KVPutArgs{}, Apply: applyKVPut, Txn: true},

@@ -68,6 +68,7 @@ type logGen struct {
 	heads     map[string]string // tenant/thread -> the last checkpoint put in it
 	lastPut   [2]string         // tenant and thread of the last checkpoint put made
 	lastWP    [2]string         // tenant and id of the last waitpoint create made
+	lastSch   [2]string         // tenant and id of the last schedule create made
 	artifacts []genArtifact     // artifacts published
 	fresh     int               // names made so far that no other command uses
 	sent      []*Command        // the last session writes, for resend
@@ -232,18 +233,21 @@ func (g *logGen) command(index uint64, first bool) *Command {
 		}
 	case 12:
 		c = &Command{Kind: kindTestPutThenFail, Now: now, Tenant: tenant}
-		if g.v6.IntN(2) == 0 { // or a waitpoint (version 6)
+		switch g.v6.IntN(3) { // or a waitpoint or a schedule (version 6)
+		case 0:
 			c = g.waitpointOp(now, tenant)
+		case 1:
+			c = g.scheduleOp(now, tenant)
 		}
 
 	case 13, 14:
 		a := &TaskCreateArgs{ID: g.name("task", 5), Queue: "q", Priority: int64(rng.IntN(3)), Payload: []byte(`{"n":1}`)}
 		if g.v6.IntN(3) == 0 { // on other tasks (version 6), which may not exist, with a policy
-			a.DependsOn = []string{g.name("task", 5), g.name("task", 5)}[:1+g.v6.IntN(2)]
+			a.DependsOn = []string{g.v6name("task", 5), g.v6name("task", 5)}[:1+g.v6.IntN(2)]
 			a.DepPolicy = []string{"", DepPolicyFail, DepPolicyCancel, DepPolicyIgnore}[g.v6.IntN(4)]
 		}
 		if g.v6.IntN(3) == 0 { // a concurrency key (version 6)
-			a.ConcurrencyKey = g.name("key", 2)
+			a.ConcurrencyKey = g.v6name("key", 2)
 		}
 		c = NewCommand(KindTaskCreate, now, tenant, "", a)
 	case 15:
@@ -271,9 +275,13 @@ func (g *logGen) command(index uint64, first bool) *Command {
 		switch g.v6.IntN(8) { // or (version 6) the holder cancels, or parks the task on a waitpoint of its tenant
 		case 0:
 			c = NewCommand(KindTaskCancel, now, c.Tenant, "", &TaskCancelArgs{ID: a.ID, FencingToken: &a.FencingToken})
-		case 1, 2, 3:
-			if g.lastWP[0] == c.Tenant {
-				c = NewCommand(KindTaskWait, now, c.Tenant, "", &TaskWaitArgs{ID: a.ID, FencingToken: a.FencingToken, WaitpointID: g.lastWP[1]})
+		case 1, 2, 3: // the latest task claimed that still has an owner, in the last waitpoint's tenant
+			for i := len(g.claims) - 1; i >= max(0, len(g.claims)-6); i-- {
+				cl := g.claims[i]
+				if t, _, ok := g.state.GetTask(cl.tenant, cl.task); ok && t.Owner != "" && g.lastWP[0] == cl.tenant {
+					c = NewCommand(KindTaskWait, now, cl.tenant, "", &TaskWaitArgs{ID: cl.task, FencingToken: t.FencingToken, WaitpointID: g.lastWP[1]})
+					break
+				}
 			}
 		}
 	case 18:
@@ -288,11 +296,11 @@ func (g *logGen) command(index uint64, first bool) *Command {
 		c = NewCommand(KindTaskDelete, now, tenant, "", &TaskDeleteArgs{ID: g.name("task", 5)})
 		switch g.v6.IntN(10) { // or a cancellation (version 6): by a caller, by the holder, or the sweep
 		case 0:
-			c = NewCommand(KindTaskCancel, now, tenant, "", &TaskCancelArgs{ID: g.name("task", 5), Reason: "stop"})
+			c = NewCommand(KindTaskCancel, now, tenant, "", &TaskCancelArgs{ID: g.v6name("task", 5), Reason: "stop"})
 		case 1:
 			c = &Command{Kind: KindTaskCancel, Now: now, Tenant: tenant}
-			a := &TaskCancelArgs{ID: g.name("task", 5)}
-			if fc := g.fence(c); fc != nil {
+			a := &TaskCancelArgs{ID: g.v6name("task", 5)}
+			if fc := g.v6fence(c); fc != nil {
 				a.ID, a.FencingToken = fc.TaskID, &fc.Token
 			}
 			c = NewCommand(KindTaskCancel, now, c.Tenant, "", a)
@@ -605,12 +613,12 @@ func (g *logGen) waitpointOp(now int64, tenant string) *Command {
 	if g.lastWP[0] != "" && g.v6.IntN(2) == 0 {
 		wp := g.lastWP
 		if g.v6.IntN(3) == 0 {
-			wp[1] = g.name("wp", 3)
+			wp[1] = g.v6name("wp", 3)
 		}
 		return NewCommand(KindWaitpointComplete, now, wp[0], "", &WaitpointCompleteArgs{ID: wp[1],
 			Payload: []byte(fmt.Sprintf("%d", g.v6.IntN(2)))})
 	}
-	a := &WaitpointCreateArgs{ID: g.name("wp", 3), TimeoutMs: int64(1 + g.v6.IntN(3000))}
+	a := &WaitpointCreateArgs{ID: g.v6name("wp", 3), TimeoutMs: int64(1 + g.v6.IntN(3000))}
 	if g.v6.IntN(2) == 0 {
 		a.TimeoutMs *= 100 // most outlive the log, some time out
 	}
@@ -621,4 +629,51 @@ func (g *logGen) waitpointOp(now int64, tenant string) *Command {
 
 // taskKindsV6 are version 6's kinds of tasks and waitpoints.
 var taskKindsV6 = map[Kind]bool{KindTaskCancel: true, KindTaskCancelSweep: true, KindTaskResolveDeps: true,
-	KindWaitpointCreate: true, KindWaitpointComplete: true, KindWaitpointExpire: true, KindTaskWait: true}
+	KindWaitpointCreate: true, KindWaitpointComplete: true, KindWaitpointExpire: true, KindTaskWait: true,
+	KindScheduleCreate: true, KindScheduleDelete: true, KindSchedulePause: true, KindScheduleTick: true}
+
+// scheduleOp creates, ticks, pauses, resumes or deletes a schedule of the
+// tenant; ticks are those the schedule's next tick says are due, as the
+// leader would compute them for an interval.
+func (g *logGen) scheduleOp(now int64, tenant string) *Command {
+	id := g.v6name("sch", 2)
+	if g.lastSch[0] != "" && g.v6.IntN(4) != 0 {
+		tenant, id = g.lastSch[0], g.lastSch[1]
+	}
+	s, _, ok := g.state.GetSchedule(tenant, id)
+	switch n := g.v6.IntN(8); {
+	case !ok || n == 0:
+		g.lastSch = [2]string{tenant, id}
+		return NewCommand(KindScheduleCreate, now, tenant, "", &ScheduleCreateArgs{ID: id, Queue: "q", IntervalMs: int64(200 + g.v6.IntN(800)),
+			Payload: []byte(`{"s":1}`), NextAt: now + int64(g.v6.IntN(500))})
+	case n == 1 || n == 3:
+		return NewCommand(KindScheduleDelete, now, tenant, "", &ScheduleDeleteArgs{ID: id})
+	case n == 2:
+		return NewCommand(KindSchedulePause, now, tenant, "", &SchedulePauseArgs{ID: id, Paused: !s.Paused, NextAt: now + 100})
+	default:
+		a := &ScheduleTickArgs{ID: id, Expect: s.NextAt, NextAt: s.NextAt + s.IntervalMs}
+		for at := s.NextAt; at <= now && len(a.Ticks) < 3; at += s.IntervalMs {
+			a.Ticks = append(a.Ticks, at)
+			a.NextAt = at + s.IntervalMs
+		}
+		return NewCommand(KindScheduleTick, now, tenant, "", a)
+	}
+}
+
+// v6name and v6fence are name and fence drawn from v6.
+func (g *logGen) v6name(prefix string, n int) string {
+	return fmt.Sprintf("%s%d", prefix, g.v6.IntN(n))
+}
+
+func (g *logGen) v6fence(c *Command) *Fence {
+	if len(g.claims) == 0 || g.v6.IntN(3) == 0 {
+		return nil
+	}
+	cl := g.claims[len(g.claims)-1-g.v6.IntN(min(len(g.claims), 3))]
+	c.Tenant = cl.tenant
+	t, _, _ := g.state.GetTask(cl.tenant, cl.task)
+	if t == nil {
+		return &Fence{TaskID: cl.task, Token: 1}
+	}
+	return &Fence{TaskID: cl.task, Token: t.FencingToken}
+}

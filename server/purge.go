@@ -20,6 +20,7 @@ func (s *Server) purgeLoop() {
 		s.sweepCancelled()   // cancel.go
 		s.resolveDeps()      // deps.go
 		s.expireWaitpoints() // waitpoints.go
+		s.tickSchedules()    // schedules.go
 	})
 }
 

@@ -27,6 +27,11 @@ func (s *Server) taskRoutes(add func(string, string, routeKind, handlerFunc)) {
 	add("POST", "/v1/tenants/{tenant}/waitpoints", routeWrite, s.handleWaitpointCreate)
 	add("GET", "/v1/tenants/{tenant}/waitpoints/{id}", routeLongWrite, s.handleWaitpointGet)
 	add("POST", "/v1/tenants/{tenant}/waitpoints/{id}/complete", routeWrite, s.handleWaitpointComplete)
+	add("POST", "/v1/tenants/{tenant}/schedules", routeWrite, s.handleScheduleCreate) // schedules.go
+	add("GET", "/v1/tenants/{tenant}/schedules/{id}", routeRead, s.handleScheduleGet)
+	add("DELETE", "/v1/tenants/{tenant}/schedules/{id}", routeWrite, s.handleScheduleDelete)
+	add("POST", "/v1/tenants/{tenant}/schedules/{id}/pause", routeWrite, s.handleSchedulePause(true))
+	add("POST", "/v1/tenants/{tenant}/schedules/{id}/resume", routeWrite, s.handleSchedulePause(false))
 	add("POST", "/v1/tenants/{tenant}/queues/{queue}/claim", routeLongWrite, s.handleQueueClaim)
 	add("PUT", "/v1/tenants/{tenant}/queues/{queue}/policy", routeWrite, s.handleQueuePolicyPut)
 	add("GET", "/v1/tenants/{tenant}/queues/{queue}/policy", routeRead, s.handleQueuePolicyGet)

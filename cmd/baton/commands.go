@@ -19,6 +19,7 @@ func commandTree() []*command {
 		checkpointCommand(),
 		opCommand(),
 		waitpointCommand(),
+		scheduleCommand(),
 		watchCommand(),
 		mcpCommand(),
 		versionCommand(),

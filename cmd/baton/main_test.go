@@ -69,6 +69,10 @@ func (f *fakeNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, `{"tenant_id": "acme", "waitpoint_id": "ok-1", "state": "pending", "payload": null, "version": 1, "task_id": "", "created_at": "2026-12-01T10:15:30.123Z", "timeout_at": "2026-12-01T11:15:30.123Z", "resolved_at": null}`)
 	case "POST /v1/tenants/acme/tasks/t1/wait":
 		io.WriteString(w, sampleTask)
+	case "POST /v1/tenants/acme/schedules", "POST /v1/tenants/acme/schedules/nightly/pause":
+		io.WriteString(w, `{"tenant_id": "acme", "schedule_id": "nightly", "queue": "q", "cron": "0 2 * * *", "catch_up": "latest", "priority": 0, "payload": {}, "paused": false, "next_at": "2026-12-02T01:00:00.000Z", "last_tick_at": null, "ticks": 0, "version": 1, "created_at": "2026-12-01T10:15:30.123Z", "updated_at": "2026-12-01T10:15:30.123Z"}`)
+	case "DELETE /v1/tenants/acme/schedules/nightly":
+		w.WriteHeader(204)
 	case "GET /v1/tenants/acme/tasks/t1/dependencies":
 		io.WriteString(w, `{"dependencies": [{"task_id": "a", "resolved": true, "status": "done", "result": {"n": 1}, "artifact_id": ""}], "next_page_token": ""}`)
 	case "GET /v1/tenants/acme/tasks":
@@ -369,6 +373,10 @@ func TestRequestsSent(t *testing.T) {
 			"PUT /v1/tenants/acme/queues/q/policy", `{"max_attempts":0,"backoff_initial_ms":0,"backoff_max_ms":0,"max_leased":10,"claims_per_second":5,"claim_burst":5,"concurrency_key_limit":2}`},
 		{[]string{"task", "create", "--queue", "q", "--id", "t3", "--concurrency-key", "cust-1"},
 			"POST /v1/tenants/acme/tasks", `{"task_id":"t3","queue":"q","concurrency_key":"cust-1"}`},
+		{[]string{"schedule", "create", "nightly", "--queue", "q", "--cron", "0 2 * * *", "--timezone", "Europe/Paris"},
+			"POST /v1/tenants/acme/schedules", `{"schedule_id":"nightly","queue":"q","cron":"0 2 * * *","timezone":"Europe/Paris"}`},
+		{[]string{"schedule", "pause", "nightly"}, "POST /v1/tenants/acme/schedules/nightly/pause", ``},
+		{[]string{"schedule", "delete", "nightly"}, "DELETE /v1/tenants/acme/schedules/nightly", ``},
 		{[]string{"task", "cancel", "t1", "--reason", "user stop"}, "POST /v1/tenants/acme/tasks/t1/cancel", `{"reason":"user stop"}`},
 		{[]string{"task", "cancel", "t1", "--fencing-token", "57", "--expect-version", "3"},
 			"POST /v1/tenants/acme/tasks/t1/cancel", `{"fencing_token":57,"expect_version":3}`},

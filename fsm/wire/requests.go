@@ -238,6 +238,19 @@ type TaskWait struct {
 	WaitpointID  string  `json:"waitpoint_id"`
 }
 
+// ScheduleCreate is the body of POST /v1/tenants/{t}/schedules: a cron
+// expression (in TimeZone, "" is UTC) or a fixed IntervalMs, one of them.
+type ScheduleCreate struct {
+	ScheduleID string          `json:"schedule_id"`
+	Queue      string          `json:"queue"`
+	Cron       string          `json:"cron,omitempty"`
+	TimeZone   string          `json:"timezone,omitempty"`
+	IntervalMs int64           `json:"interval_ms,omitempty"`
+	CatchUp    string          `json:"catch_up,omitempty"`
+	Priority   int64           `json:"priority,omitempty"`
+	Payload    json.RawMessage `json:"payload,omitempty"`
+}
+
 // QueuePolicy is the body of PUT /v1/tenants/{t}/queues/{queue}/policy,
 // and the shape of the policy the server answers (a record the state
 // machine renders, fsm.QueuePolicy, with the same members).

@@ -1,0 +1,71 @@
+package fsm
+
+import (
+	"testing"
+)
+
+// TestScheduleTickOnce: a tick creates its tasks (ids from the schedule
+// and the tick) and moves the next tick; the same tick proposed again (a
+// new leader, a retry) is refused and creates nothing; pausing takes the
+// schedule off the due index and resuming puts it back.
+func TestScheduleTickOnce(t *testing.T) {
+	l := newLC(t)
+	first := l.now + 1000
+	if r := l.do(NewCommand(KindScheduleCreate, 0, "acme", "", &ScheduleCreateArgs{ID: "nightly", Queue: "q", IntervalMs: 1000,
+		Payload: []byte(`{"r":1}`), NextAt: first})); !r.OK() {
+		t.Fatalf("create: %s %s", r.Code, r.Message)
+	}
+	if due := l.f.DueSchedules(l.now, 10); len(due) != 0 {
+		t.Fatal("due before its first tick")
+	}
+	l.now = first + 2500 // three ticks missed
+	due := l.f.DueSchedules(l.now, 10)
+	if len(due) != 1 || due[0].NextAt != first {
+		t.Fatalf("due: %+v", due)
+	}
+	tick := &ScheduleTickArgs{ID: "nightly", Expect: first, Ticks: []int64{first, first + 1000, first + 2000}, NextAt: first + 3000}
+	if r := l.do(NewCommand(KindScheduleTick, 0, "acme", "", tick)); !r.OK() {
+		t.Fatalf("tick: %s %s", r.Code, r.Message)
+	}
+	for _, at := range tick.Ticks {
+		if task := l.get(ScheduleTaskID("nightly", at)); task.Queue != "q" || string(task.Payload) != `{"r":1}` {
+			t.Fatalf("task of tick %d: %+v", at, task)
+		}
+	}
+	before := l.f.st.Len()
+	if r := l.do(NewCommand(KindScheduleTick, 0, "acme", "", tick)); r.Code != CodeVersionMismatch || l.f.st.Len() != before {
+		t.Fatalf("the same tick again: %s (keys %d → %d)", r.Code, before, l.f.st.Len())
+	}
+	s, _, _ := l.f.GetSchedule("acme", "nightly")
+	if s.NextAt != first+3000 || s.Ticks != 3 || s.LastTick != first+2000 {
+		t.Fatalf("after the tick: %+v", s)
+	}
+	// A tick after the command's time, or out of order, is refused.
+	bad := &ScheduleTickArgs{ID: "nightly", Expect: first + 3000, Ticks: []int64{first + 3000}, NextAt: first + 4000}
+	if r := l.do(NewCommand(KindScheduleTick, 0, "acme", "", bad)); r.Code != CodeInvalidArgument {
+		t.Fatalf("a tick not due yet: %s", r.Code)
+	}
+	l.ok2(NewCommand(KindSchedulePause, 0, "acme", "", &SchedulePauseArgs{ID: "nightly", Paused: true}))
+	l.now += 10_000
+	if due := l.f.DueSchedules(l.now, 10); len(due) != 0 {
+		t.Fatal("a paused schedule is due")
+	}
+	l.ok2(NewCommand(KindSchedulePause, 0, "acme", "", &SchedulePauseArgs{ID: "nightly", NextAt: l.now + 500}))
+	if due := l.f.DueSchedules(l.now+500, 10); len(due) != 1 {
+		t.Fatal("a resumed schedule is not due at its next tick")
+	}
+	l.ok2(NewCommand(KindScheduleDelete, 0, "acme", "", &ScheduleDeleteArgs{ID: "nightly"}))
+	if due := l.f.DueSchedules(l.now+500, 10); len(due) != 0 || hasPrefix(l.f.st, "t/acme/sch/") {
+		t.Fatal("a deleted schedule is left")
+	}
+	if r := l.do(NewCommand(KindScheduleCreate, 0, "acme", "", &ScheduleCreateArgs{ID: "x", Queue: "q", Cron: "* * * * *", IntervalMs: 5, NextAt: 1})); r.Code != CodeInvalidArgument {
+		t.Fatalf("cron and interval both: %s", r.Code)
+	}
+}
+
+func (l *lc) ok2(c *Command) {
+	l.t.Helper()
+	if r := l.do(c); !r.OK() {
+		l.t.Fatalf("%s: %s %s", c.Kind, r.Code, r.Message)
+	}
+}
