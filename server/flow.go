@@ -1,6 +1,13 @@
 package server
 
-import "github.com/baton-dev/baton/fsm/wire"
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/baton-dev/baton/fsm"
+	"github.com/baton-dev/baton/fsm/wire"
+)
 
 // Flow control per queue (docs/api.md "Flow control"): the bounds of a
 // policy's limits. The state machine enforces them on every claim.
@@ -24,4 +31,18 @@ func validFlow(req *wire.QueuePolicy) error {
 		return badRequest("claim_burst goes with claims_per_second")
 	}
 	return nil
+}
+
+// retryAfterFlow sets Retry-After (whole seconds, at least 1) on a claim
+// refused by a queue's claim rate, from the refusal's retry_after_ms.
+func retryAfterFlow(w http.ResponseWriter, res *fsm.Result) {
+	if res.Code != wire.CodeRateLimited || len(res.Details) == 0 {
+		return
+	}
+	var d struct {
+		RetryAfterMs int64 `json:"retry_after_ms"`
+	}
+	if json.Unmarshal(res.Details, &d) == nil && d.RetryAfterMs > 0 {
+		w.Header().Set("Retry-After", strconv.FormatInt(max(1, (d.RetryAfterMs+999)/1000), 10))
+	}
 }

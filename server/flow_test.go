@@ -1,10 +1,15 @@
 package server
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/baton-dev/baton/fsm"
+	"github.com/baton-dev/baton/fsm/wire"
 )
 
 // TestFlowControlHTTP: a queue policy's max_leased holds queue claims (204,
@@ -53,4 +58,23 @@ func TestFlowControlHTTP(t *testing.T) {
 	}
 	fx.mustTask(t, "POST", "/v1/tenants/acme/queues/rq/claim", `{"owner":"w","lease_ms":60000}`, adm, http.StatusOK)
 	fx.mustTask(t, "POST", "/v1/tenants/acme/queues/rq/claim", `{"owner":"w","lease_ms":60000,"wait_ms":20000}`, adm, http.StatusOK)
+}
+
+// TestRetryAfterFlow: a claim refused by a queue's rate answers
+// Retry-After from its retry_after_ms (whole seconds, rounded up); a
+// refusal by the leased limits has none.
+func TestRetryAfterFlow(t *testing.T) {
+	for details, want := range map[string]string{
+		`{"limit":"claims_per_second","retry_after_ms":1500}`: "2",
+		`{"limit":"claims_per_second","retry_after_ms":20}`:   "1",
+		`{"limit":"leased"}`: "",
+	} {
+		rec := httptest.NewRecorder()
+		if err := reply(rec, &fsm.Result{Code: wire.CodeRateLimited, Message: "x", Details: json.RawMessage(details)}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := rec.Header().Get("Retry-After"); got != want || rec.Code != http.StatusTooManyRequests {
+			t.Errorf("%s: %d, Retry-After %q, want 429 and %q", details, rec.Code, got, want)
+		}
+	}
 }

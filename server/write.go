@@ -137,6 +137,7 @@ func reply(w http.ResponseWriter, res *fsm.Result, render func(json.RawMessage) 
 		w.Header().Set("Idempotent-Replay", "true")
 	}
 	if !res.OK() {
+		retryAfterFlow(w, res)
 		writeError(w, resultError(res))
 		return nil
 	}
