@@ -336,3 +336,22 @@ func BenchmarkDepsResolveBatch(b *testing.B) {
 		l.ok(NewCommand(KindTaskResolveDeps, 0, "", "", &TaskResolveDepsArgs{Max: MaxResolveDeps}))
 	}
 }
+
+// TestDepsStatsOfFailedDependent: a dependent that failed (dead) or was
+// cancelled while dependencies were still unresolved is not counted as
+// blocked: it waits on nothing.
+func TestDepsStatsOfFailedDependent(t *testing.T) {
+	l := newLC(t)
+	l.create(&TaskCreateArgs{ID: "a", Queue: "up"})
+	l.create(&TaskCreateArgs{ID: "b", Queue: "up"})
+	l.createDeps("c", []string{"a", "b"}, "")
+	l.createDeps("d", []string{"a", "b"}, "")
+	l.finish("a", StatusDead, "")
+	l.cancel(&TaskCancelArgs{ID: "d"})
+	if got := l.get("c"); got.Status != StatusDead || got.Deps.Left != 1 {
+		t.Fatalf("c: %+v %+v", got, got.Deps)
+	}
+	if s, _ := l.f.QueueStats("acme", "q"); s.Blocked != 0 {
+		t.Fatalf("blocked %d, want 0: c is dead and d cancelled", s.Blocked)
+	}
+}

@@ -93,7 +93,9 @@ type taskFacts struct {
 	delayedAt int64
 	// leaseUntil: the lease's end when the task has an owner (0: none).
 	leaseUntil int64
-	// blocked: waits on dependencies (deps.go), whatever its status.
+	// blocked: waits on dependencies or a waitpoint (deps.go,
+	// waitpoints.go) and has not ended (a dependent that failed or was
+	// cancelled keeps its unresolved count, but waits on nothing).
 	blocked bool
 	key     string // concurrency key (flow.go)
 }
@@ -109,7 +111,7 @@ func factsOf(t *Task) *taskFacts {
 	}
 	f := &taskFacts{tenant: t.Tenant, queue: t.Queue, status: t.Status, seq: t.Seq, prio: t.Priority,
 		waiting: t.Status == StatusPending && t.Owner == "" && t.LeaseUntil == 0 && !t.blocked(), delayedAt: t.availableAt(),
-		blocked: t.blocked(), key: t.ConcurrencyKey}
+		blocked: t.blocked() && !TerminalStatus(t.Status), key: t.ConcurrencyKey}
 	if t.Owner != "" {
 		f.leaseUntil = max(t.LeaseUntil, 1)
 	}

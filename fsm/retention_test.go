@@ -375,7 +375,9 @@ func checkStatsAgainstListing(t *testing.T, f *FSM, tenant string) {
 			w.LeaseExpired++
 		}
 		if task.blocked() {
-			w.Blocked++
+			if !TerminalStatus(task.Status) {
+				w.Blocked++
+			}
 			continue
 		}
 		if task.Status != StatusPending || task.Owner != "" || task.LeaseUntil != 0 {
