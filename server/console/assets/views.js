@@ -159,6 +159,11 @@ function spark(s, label) {
   return svg;
 }
 
+/** Running tasks: the API's count of live leases when it answers one, else the status's count. */
+function running(q) {
+  return q.running ?? (q.by_status || {}).running ?? 0;
+}
+
 function statusChips(by) {
   return Object.entries(by || {}).sort().map(([k, v]) => [badge(`${k} ${v}`, k), " "]);
 }
@@ -177,7 +182,7 @@ async function queuesView(ctx) {
       return h("tr", {},
         h("th", { scope: "row" }, h("a", { href: tlink(ctx, "queues", q.queue) }, q.queue)),
         h("td", { class: "num" }, q.tasks), h("td", {}, statusChips(q.by_status)),
-        h("td", { class: "num" }, q.waiting), h("td", { class: "num" }, (q.by_status || {}).running ?? 0),
+        h("td", { class: "num" }, q.waiting), h("td", { class: "num" }, running(q)),
         h("td", { class: "num" }, q.dead),
         h("td", {}, q.oldest_pending_at ? fmtAge(q.oldest_pending_age_ms) : "none"),
         h("td", { class: "num" }, q.claims_per_minute, " ", spark(s, `claims per minute of ${q.queue}, last samples`)));
@@ -203,7 +208,8 @@ async function queueView(ctx, queue) {
     const s = sample(ctx.tenant + "/" + queue, q.claims_per_minute);
     fill(stats,
       h("div", { class: "cards" },
-        card("Tasks", q.tasks, "stat-tasks"), card("Waiting", q.waiting, "stat-waiting"), card("Running", (q.by_status || {}).running ?? 0, "stat-running"),
+        card("Tasks", q.tasks, "stat-tasks"), card("Waiting", q.waiting, "stat-waiting"), card("Running", running(q), "stat-running"),
+        q.lease_expired !== undefined ? card("Lease expired", q.lease_expired) : null, q.blocked !== undefined ? card("Blocked on dependencies", q.blocked) : null,
         card("Dead", q.dead, "stat-dead"), card("Due later", q.due_later),
         card("Oldest waiting", q.oldest_pending_at ? fmtAge(q.oldest_pending_age_ms) : "none"),
         card("Claims / min", q.claims_per_minute)),
@@ -248,7 +254,7 @@ async function taskList(ctx, el, opts = {}) {
   async function load(tok = pg.token) {
     let res;
     try {
-      res = await get(tpath(ctx.tenant, "tasks") + qs({ queue: f.queue, status: f.status, owner: f.owner, limit: PAGE, page_token: tok }));
+      res = await fullPage((t, limit) => get(tpath(ctx.tenant, "tasks") + qs({ queue: f.queue, status: f.status, owner: f.owner, limit, page_token: t })), "tasks", tok);
     } catch (e) { fill(out, errorBox(e)); return; }
     const rows = res.tasks.map((t) => h("tr", { dataset: { task: t.task_id } },
       h("th", { scope: "row" }, h("a", { href: tlink(ctx, "tasks", t.task_id) }, t.task_id)),
@@ -259,12 +265,31 @@ async function taskList(ctx, el, opts = {}) {
       opts.actions ? h("td", {}, opts.actions(t, () => load())) : null));
     const cols = ["Task", opts.fixedQueue ? null : "Queue", "Status", "Owner", "Attempt", "Priority", "Updated", opts.actions ? "Actions" : null].filter(Boolean);
     fill(out, table(opts.caption || "Tasks", cols, rows, {
-      empty: res.next_page_token ? "No match on this page of the scan: try the next page." : "No task matches.",
+      empty: res.next_page_token ? "No match among the 200,000 tasks examined for this page: the next page goes on." : "No task matches.",
     }));
     pg.update(res.next_page_token, res.tasks.length);
   }
   await load("");
   return { reload: () => load() };
+}
+
+// A server page examines at most 10,000 records, so a filtered page may
+// come back short, or empty, with a next_page_token. fullPage follows the
+// tokens until it has a page of PAGE items, the list ends, or it has made
+// MAX_CONTINUE requests (200,000 records examined), and answers the items
+// with the token to go on from.
+const MAX_CONTINUE = 20;
+
+async function fullPage(fetchPage, key, tok) {
+  const items = [];
+  let next = tok;
+  for (let i = 0; i < MAX_CONTINUE; i++) {
+    const res = await fetchPage(next, PAGE - items.length);
+    items.push(...res[key]);
+    next = res.next_page_token || "";
+    if (!next || items.length >= PAGE) break;
+  }
+  return { [key]: items, next_page_token: next };
 }
 
 function leaseLive(t) {
@@ -279,14 +304,26 @@ async function tasksView(ctx) {
   goto.addEventListener("submit", (e) => { e.preventDefault(); const v = goto.elements.id.value.trim(); if (v) location.hash = tlink(ctx, "tasks", v); });
   const el = h("div");
   fill(ctx.main, h("h1", {}, "Tasks"), goto, el,
-    h("p", { class: "hint" }, `Pages of ${PAGE} in task-id order, read from the server one page at a time; a page scans at most 10,000 tasks, so a filtered page may be short or empty with more pages after it.`));
+    h("p", { class: "hint" }, `Pages of ${PAGE} in task-id order, read from the server one page at a time (a filter that matches few tasks follows the server's pages until it fills one, up to 200,000 tasks examined).`));
   const list = await taskList(ctx, el);
   const refresh = debounce(() => list.reload(), 300);
   ctx.live(["tasks"], refresh);
   return () => refresh.cancel();
 }
 
-const DEP_FIELDS = ["depends_on", "dependencies", "blocked_by", "parents", "children", "dependents"];
+/** A task's dependencies, as far as the API answers them (issue 32). */
+function depsFacts(ctx, t) {
+  const link = (d) => {
+    const id = typeof d === "string" ? d : d && d.task_id;
+    return id ? [h("a", { href: tlink(ctx, "tasks", id) }, id), d.status ? [" ", badge(d.status)] : null, " "] : JSON.stringify(d);
+  };
+  const out = [];
+  if (Array.isArray(t.depends_on)) out.push(["Depends on", t.depends_on.length ? t.depends_on.map(link) : "none"]);
+  if (Array.isArray(t.dependencies)) out.push(["Dependencies", t.dependencies.length ? t.dependencies.map(link) : "none"]);
+  if (t.depends_on_count !== undefined) out.push(["Dependencies left", `${t.dependencies_left ?? "?"} of ${t.depends_on_count}`]);
+  if (t.dependency_policy !== undefined) out.push(["Dependency policy", t.dependency_policy]);
+  return out;
+}
 
 async function taskView(ctx, id) {
   const body = h("div");
@@ -303,9 +340,16 @@ async function taskView(ctx, id) {
   async function load() {
     try { task = await get(tpath(ctx.tenant, "tasks", id)); } catch (e) { fill(body, errorBox(e)); task = undefined; return; }
     const t = task;
-    const deps = DEP_FIELDS.filter((k) => t[k] !== undefined).map((k) => [k.replace(/_/g, " "), Array.isArray(t[k])
-      ? (t[k].length ? t[k].map((d) => [h("a", { href: tlink(ctx, "tasks", typeof d === "string" ? d : d.task_id || "") }, typeof d === "string" ? d : d.task_id || JSON.stringify(d)), " "]) : "none")
-      : JSON.stringify(t[k])]);
+    const deps = depsFacts(ctx, t);
+    if (t.depends_on_count && !Array.isArray(t.dependencies)) {
+      // The list of a task's dependencies with their outcomes, where the API serves it.
+      try {
+        const res = await get(tpath(ctx.tenant, "tasks", id, "dependencies") + qs({ limit: 100 }));
+        deps.push(["Dependencies", res.dependencies.length ? res.dependencies.map((d) => [h("a", { href: tlink(ctx, "tasks", d.task_id) }, d.task_id), " ",
+          badge(d.resolved ? d.status : "waiting", d.resolved ? d.status : "running"), " "]) : "none"],
+        res.next_page_token ? ["", "the first 100 only"] : null);
+      } catch { /* not served by this version */ }
+    }
     fill(body,
       h("div", { class: "row-actions" }, taskActions(ctx, t, load)),
       dl([["Queue", h("a", { href: tlink(ctx, "queues", t.queue) }, t.queue)], ["Status", badge(t.status)], ["Owner", t.owner || "none"],

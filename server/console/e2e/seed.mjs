@@ -34,6 +34,15 @@ export async function deadLetter(c, tenant, queue, id, error) {
   await c.api("POST", T(tenant, "tasks", id, "fail"), { fencing_token: claimed.fencing_token, error, non_retryable: true });
 }
 
+/** n tasks bulk-000000, bulk-000001, ... in queue bulk, 128 per transaction. */
+export async function bulk(c, tenant, n) {
+  for (let i = 0; i < n; i += 128) {
+    const ops = [];
+    for (let j = i; j < Math.min(n, i + 128); j++) ops.push({ op: "task.create", task_id: `bulk-${String(j).padStart(6, "0")}`, queue: "bulk", payload: { n: j } });
+    await c.api("POST", T(tenant, "txn"), { ops });
+  }
+}
+
 export async function seed(c) {
   for (const t of ["acme", "globex"]) await c.api("PUT", T(t));
   for (let i = 1; i <= 12; i++) {
