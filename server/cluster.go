@@ -16,20 +16,20 @@ import (
 // clusterStatus is GET /v1/cluster (docs/api.md "Cluster"). node_id, state,
 // the snapshot indexes and applied_since_start are Baton's own (docs/api-notes.md).
 type clusterStatus struct {
-	NodeID                string            `json:"node_id"`
-	State                 string            `json:"state"`
-	Leader                wire.LeaderInfo   `json:"leader"`
-	Term                  uint64            `json:"term"`
-	CommitIndex           uint64            `json:"commit_index"`
-	AppliedIndex          uint64            `json:"applied_index"`
-	StateDigest           string            `json:"state_digest"`
-	LastSnapshotIndex     uint64            `json:"last_snapshot_index"`
-	RestoredSnapshotIndex uint64            `json:"restored_snapshot_index"`
-	AppliedSinceStart     uint64            `json:"applied_since_start"`
-	Members               []memberStatus    `json:"members"`
-	Retries               retryState        `json:"retries"`
-	StateSize             stateSize         `json:"state_size"`
-	Build                 Build             `json:"build"`
+	NodeID                string          `json:"node_id"`
+	State                 string          `json:"state"`
+	Leader                wire.LeaderInfo `json:"leader"`
+	Term                  uint64          `json:"term"`
+	CommitIndex           uint64          `json:"commit_index"`
+	AppliedIndex          uint64          `json:"applied_index"`
+	StateDigest           string          `json:"state_digest"`
+	LastSnapshotIndex     uint64          `json:"last_snapshot_index"`
+	RestoredSnapshotIndex uint64          `json:"restored_snapshot_index"`
+	AppliedSinceStart     uint64          `json:"applied_since_start"`
+	Members               []memberStatus  `json:"members"`
+	Retries               retryState      `json:"retries"`
+	StateSize             stateSize       `json:"state_size"`
+	Build                 Build           `json:"build"`
 }
 
 // stateSize is the data quotas count and the cluster's limit (0: none).

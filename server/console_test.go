@@ -28,3 +28,15 @@ func TestConsoleMounted(t *testing.T) {
 		t.Errorf("GET /v1/tenants without a token: %d", status)
 	}
 }
+
+// TestConsoleDisabled: with ConsoleDisabled (batond --console-disable)
+// /ui/ is an unknown path like any other.
+func TestConsoleDisabled(t *testing.T) {
+	c := newCluster(t, 1, func(c *testCluster) {
+		c.serverConfig = func(cfg *Config) { cfg.ConsoleDisabled = true }
+	})
+	c.WaitForLeader(t)
+	if status, _, body := c.do(t, 0, "GET", "/ui/", nil, nil); status != 404 || errorCode(body) != "not_found" {
+		t.Errorf("GET /ui/ with the console disabled: %d %s", status, body)
+	}
+}

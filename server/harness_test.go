@@ -66,6 +66,8 @@ type testCluster struct {
 	// nodeConfig, if set, adjusts each node's configuration before it
 	// first starts.
 	nodeConfig func(*node.Config)
+	// serverConfig, if set, adjusts each server's configuration.
+	serverConfig func(*Config)
 }
 
 // newCluster starts n bootstrapped nodes and waits until they have a leader
@@ -147,8 +149,12 @@ func (c *testCluster) startNode(i int) {
 		c.t.Fatalf("chunk store of %s: %v", tn.id, err)
 	}
 	tn.chunks = chunks
-	tn.srv = New(Config{AdminToken: testAdminToken, RequestTimeout: c.requestTimeout, BodyTimeout: c.bodyTimeout, Chunks: chunks,
-		Logger: tn.cfg.Logger}, nd, tn.fsm)
+	scfg := Config{AdminToken: testAdminToken, RequestTimeout: c.requestTimeout, BodyTimeout: c.bodyTimeout, Chunks: chunks,
+		Logger: tn.cfg.Logger}
+	if c.serverConfig != nil {
+		c.serverConfig(&scfg)
+	}
+	tn.srv = New(scfg, nd, tn.fsm)
 	tn.srv.Start()
 	tn.hs = httptest.NewUnstartedServer(tn.srv.Handler())
 	tn.hs.Listener.Close()

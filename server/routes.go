@@ -40,7 +40,9 @@ func (s *Server) routes() {
 		s.mux.Handle(pattern, s.dispatch(methods))
 	}
 	s.mcpRoute()
-	s.mux.Handle(console.Prefix, console.Handler()) // the web console's static files (docs/console.md)
+	if !s.cfg.ConsoleDisabled {
+		s.mux.Handle(console.Prefix, console.Handler()) // the web console's static files (docs/console.md)
+	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf("not_found", "no such endpoint: %s %s", r.Method, r.URL.Path))
 		s.drainBody(w, r)

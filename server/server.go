@@ -102,8 +102,10 @@ type Config struct {
 	// search or listing examines (batond --store-scan-max); default 10,000.
 	StoreScanMax int
 	// MCP configures /mcp (mcp.go).
-	MCP    MCPConfig
-	Logger *slog.Logger
+	MCP MCPConfig
+	// ConsoleDisabled: do not serve the web console at /ui/ (docs/console.md).
+	ConsoleDisabled bool
+	Logger          *slog.Logger
 }
 
 // Build is a binary's version, commit and Go version.

@@ -115,6 +115,7 @@ type options struct {
 	maxWatches                                   int
 	storeScanMax                                 int
 	mcp                                          server.MCPConfig
+	consoleDisabled                              bool
 	failpoints                                   bool
 	watchHistoryBytes                            int64
 	pprofAddr                                    string
@@ -244,6 +245,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&o.mcp.MaxSessions, "mcp-max-sessions", 256, "MCP sessions (/mcp) this node holds at once; one more is 503")
 	fs.DurationVar(&o.mcp.IdleTimeout, "mcp-idle-timeout", 10*time.Minute, "an MCP session that sent nothing for this long ends, and its claim is released")
 	fs.BoolVar(&o.mcp.Disabled, "mcp-disable", false, "do not serve /mcp")
+	fs.BoolVar(&o.consoleDisabled, "console-disable", false, "do not serve the web console at /ui/")
 	fs.Int64Var(&o.maxCheckpointBytes, "max-checkpoint-bytes", 16<<20, "largest checkpoint data held in chunks, in bytes (read whole to check it is JSON); more get 413 too_large")
 	fs.DurationVar(&o.chunkGCGrace, "chunk-gc-grace", time.Hour, "how long a chunk no artifact references is kept")
 	fs.Int64Var(&o.watchHistoryBytes, "watch-history-bytes", fsm.DefaultWatchHistoryBytes, "bytes of recent events kept in memory for watchers; a watcher further behind gets 410 compacted")
@@ -437,7 +439,8 @@ func serve(ctx context.Context, o *options, log *slog.Logger) error {
 	defer chunks.Close()
 	bi := buildinfo.Get()
 	scfg := server.Config{Build: server.Build{Version: bi.Version, Commit: bi.Commit, GoVersion: bi.GoVersion}, AdminToken: token, IdempotencyTTL: o.idemTTL, BodyTimeout: o.http.bodyTimeout, Limits: o.limits, MaxWatchesPerPrincipal: o.maxWatches, StoreScanMax: o.storeScanMax, Faults: cfg.Faults,
-		Chunks: chunks, ChunkGCGrace: o.chunkGCGrace, Logger: log, PeerTLS: peer, MaxCheckpointBytes: o.maxCheckpointBytes, MCP: o.mcp}
+		Chunks: chunks, ChunkGCGrace: o.chunkGCGrace, Logger: log, PeerTLS: peer, MaxCheckpointBytes: o.maxCheckpointBytes, MCP: o.mcp,
+		ConsoleDisabled: o.consoleDisabled}
 	if api != nil {
 		scfg.PeerClientTLS = tlsconf.HTTPClientConfig(peer)
 	}
