@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -41,11 +42,15 @@ const (
 // position of the write that last changed its value (one per store.write,
 // shared by its items); a touch changes only ExpiresAt.
 type StoreItem struct {
-	Tenant    string
-	NS        []string
-	Key       string
-	Value     []byte // a JSON object
-	Vectors   [][]float32
+	Tenant string
+	NS     []string
+	Key    string
+	Value  []byte // a JSON object
+	// Vecs are the item's vectors, each Dims float32 in little-endian
+	// order, one after another: bytes decode in one copy, where a list of
+	// float32 took 70% of a search's time in decoding.
+	Vecs      []byte
+	Dims      int
 	CreatedAt int64
 	UpdatedAt int64
 	Version   uint64
@@ -220,8 +225,8 @@ func applyStoreWrite(f *FSM, ctx *applyCtx, c *Command) *Result {
 			return fail(CodeInvalidArgument, fmt.Sprintf("op %d: bad key, ttl or vectors", i), nil)
 		}
 		for _, v := range op.Vectors {
-			if len(v) == 0 || len(v) > MaxStoreDims {
-				return fail(CodeInvalidArgument, fmt.Sprintf("op %d: a vector has 1 to %d dimensions", i, MaxStoreDims), nil)
+			if len(v) == 0 || len(v) > MaxStoreDims || len(v) != len(op.Vectors[0]) {
+				return fail(CodeInvalidArgument, fmt.Sprintf("op %d: vectors have one dimension of 1 to %d", i, MaxStoreDims), nil)
 			}
 		}
 	}
@@ -237,8 +242,11 @@ func applyStoreWrite(f *FSM, ctx *applyCtx, c *Command) *Result {
 		if op.Value == nil {
 			continue
 		}
-		it := &StoreItem{Tenant: c.Tenant, NS: op.NS, Key: op.Key, Value: op.Value, Vectors: op.Vectors,
+		it := &StoreItem{Tenant: c.Tenant, NS: op.NS, Key: op.Key, Value: op.Value, Vecs: packVectors(op.Vectors),
 			CreatedAt: ctx.now, UpdatedAt: ctx.now, Version: version, TTLMs: op.TTLMs}
+		if len(op.Vectors) > 0 {
+			it.Dims = len(op.Vectors[0])
+		}
 		if had && old.Live(ctx.now) {
 			// updated_at grows with every update even when the leader's
 			// clock does not (two writes in one millisecond, a new leader
@@ -411,7 +419,7 @@ func (f *FSM) SearchStore(tenant string, q *StoreQuery, now int64) (out []*Store
 		}
 		h := hit{key: strings.Clone(k), version: it.Version}
 		if q.Vector != nil {
-			h.score = bestCosine(q.Vector, it.Vectors)
+			h.score = bestCosine(q.Vector, it.Vecs, it.Dims)
 		}
 		hits = append(hits, h)
 		return true
@@ -440,19 +448,36 @@ func (f *FSM) SearchStore(tenant string, q *StoreQuery, now int64) (out []*Store
 	return out, ttl, truncated, f.applied
 }
 
-// bestCosine is the highest cosine similarity of q to any of vs of its
-// dimension (LangGraph scores an item by its best field), nil when none.
-func bestCosine(q []float32, vs [][]float32) *float64 {
-	var best *float64
+// packVectors lays vectors of one dimension out as StoreItem.Vecs.
+func packVectors(vs [][]float32) []byte {
+	var b []byte
 	for _, v := range vs {
-		if len(v) != len(q) {
-			continue // another embedding model's: not comparable
+		for _, x := range v {
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
 		}
-		var dot, nq, nv float64
-		for i := range q {
-			dot += float64(q[i]) * float64(v[i])
-			nq += float64(q[i]) * float64(q[i])
-			nv += float64(v[i]) * float64(v[i])
+	}
+	return b
+}
+
+// bestCosine is the highest cosine similarity of q to any of the vectors
+// packed in vecs (LangGraph scores an item by its best field), nil when
+// there are none or they are of another dimension (another embedding
+// model's: not comparable).
+func bestCosine(q []float32, vecs []byte, dims int) *float64 {
+	if dims != len(q) || dims == 0 {
+		return nil
+	}
+	var nq float64
+	for _, x := range q {
+		nq += float64(x) * float64(x)
+	}
+	var best *float64
+	for off := 0; off+4*dims <= len(vecs); off += 4 * dims {
+		var dot, nv float64
+		for i, x := range q {
+			y := float64(math.Float32frombits(binary.LittleEndian.Uint32(vecs[off+4*i:])))
+			dot += float64(x) * y
+			nv += y * y
 		}
 		s := 0.0
 		if nq > 0 && nv > 0 {

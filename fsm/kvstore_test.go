@@ -191,3 +191,34 @@ func TestStoreTTL(t *testing.T) {
 		t.Errorf("snapshot format %d, want %d", f, snapshotFormat5)
 	}
 }
+
+// BenchmarkStoreSearch: one k-nearest search over 10,000 items (the
+// default --store-scan-max) of one 768-dimension vector each, with a
+// filter, under the read lock.
+func BenchmarkStoreSearch(b *testing.B) {
+	w := newWorld(b)
+	const n, dims = 10_000, 768
+	vec := func(seed int) []float32 {
+		v := make([]float32, dims)
+		for i := range v {
+			v[i] = float32((seed*31+i*17)%97) / 97
+		}
+		return v
+	}
+	for i := 0; i < n; i += MaxStoreOps {
+		var ops []StoreWriteOp
+		for j := i; j < min(n, i+MaxStoreOps); j++ {
+			ops = append(ops, StoreWriteOp{NS: []string{"users", "u" + string(rune('a'+j%20))}, Key: string(rune(j)),
+				Value: []byte(`{"text":"a memory","n":` + string(rune('0'+j%10)) + `}`), Vectors: [][]float32{vec(j)}})
+		}
+		w.ok(KindStoreWrite, "acme", &StoreWriteArgs{Ops: ops})
+	}
+	filter := map[string]any{"n": map[string]any{"$gte": float64(0)}}
+	b.ResetTimer()
+	for b.Loop() {
+		q := StoreQuery{Prefix: []string{"users"}, Filter: filter, Vector: vec(7), Limit: 10, MaxScan: n}
+		if out, _, truncated, _ := w.f.SearchStore("acme", &q, w.now); len(out) != 10 || truncated {
+			b.Fatalf("%d items, truncated %v", len(out), truncated)
+		}
+	}
+}
