@@ -18,7 +18,9 @@ Usage::
 
 Within one ``batch``, reads see the state before its puts (as ``PostgresStore``), puts of one
 namespace and key keep the last, and up to 256 puts are applied all or nothing (more go in several
-writes). A search examines at most the server's ``--store-scan-max`` items under its prefix.
+writes). A search examines at most the server's ``--store-scan-max`` items under its prefix; a search
+or namespace listing answers at most 1,000 at a time (``limit``; page with ``offset``, up to 100,000),
+and a larger ``limit`` is ``baton.InvalidArgument``.
 """
 
 from __future__ import annotations
