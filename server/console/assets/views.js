@@ -262,8 +262,9 @@ async function taskList(ctx, el, opts = {}) {
       h("td", {}, badge(t.status), t.owner && leaseLive(t) ? [" ", badge("leased", "running")] : null),
       h("td", {}, t.owner || ""), h("td", { class: "num" }, t.attempt), h("td", { class: "num" }, t.priority),
       h("td", {}, fmtTime(t.updated_at)),
-      opts.actions ? h("td", {}, opts.actions(t, () => load())) : null));
-    const cols = ["Task", opts.fixedQueue ? null : "Queue", "Status", "Owner", "Attempt", "Priority", "Updated", opts.actions ? "Actions" : null].filter(Boolean);
+      opts.showError ? h("td", {}, t.last_error ? h("code", {}, t.last_error.length > 120 ? t.last_error.slice(0, 120) + "…" : t.last_error) : "") : null,
+      opts.actions ? h("td", {}, h("div", { class: "row-actions" }, opts.actions(t, () => load()))) : null));
+    const cols = ["Task", opts.fixedQueue ? null : "Queue", "Status", "Owner", "Attempt", "Priority", "Updated", opts.showError ? "Last error" : null, opts.actions ? "Actions" : null].filter(Boolean);
     fill(out, table(opts.caption || "Tasks", cols, rows, {
       empty: res.next_page_token ? "No match among the 200,000 tasks examined for this page: the next page goes on." : "No task matches.",
     }));
@@ -401,7 +402,7 @@ async function deadView(ctx) {
   const el = h("div");
   fill(ctx.main, h("h1", {}, "Dead letters"),
     h("p", { class: "hint" }, "Tasks in status dead: their attempts ran out or a worker failed them as non-retryable. Retry puts one back to pending; cancel ends it."), el);
-  const list = await taskList(ctx, el, { status: "dead", fixedStatus: true, caption: "Dead tasks", actions: (t, reload) => taskActions(ctx, t, reload) });
+  const list = await taskList(ctx, el, { status: "dead", fixedStatus: true, showError: true, caption: "Dead tasks", actions: (t, reload) => taskActions(ctx, t, reload) });
   const refresh = debounce(() => list.reload(), 300);
   ctx.live(["tasks"], refresh);
   return () => refresh.cancel();
