@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/baton-dev/baton/fsm/wire"
@@ -85,6 +87,31 @@ func (c *Client) DeleteSchedule(ctx context.Context, tenant, id string, opts ...
 	}
 	_, err := c.Do(ctx, http.MethodDelete, tenantPath(tenant, "schedules", id), nil, nil, opts...)
 	return err
+}
+
+// ScheduleList is one page of ListSchedules; NextPageToken is empty on the
+// last page (a page may be empty with one: keep going).
+type ScheduleList struct {
+	Schedules     []Schedule `json:"schedules"`
+	NextPageToken string     `json:"next_page_token"`
+}
+
+// ListSchedules returns one page of the tenant's schedules on queues the
+// caller may read, in id order (limit 0: the server's default, 100).
+func (c *Client) ListSchedules(ctx context.Context, tenant string, limit int, pageToken string, opts ...RequestOption) (*ScheduleList, error) {
+	if err := required("tenant", tenant); err != nil {
+		return nil, err
+	}
+	q := url.Values{}
+	setIf(q, "page_token", pageToken)
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var out ScheduleList
+	if _, err := c.Do(ctx, http.MethodGet, withQuery(tenantPath(tenant, "schedules"), q), nil, &out, opts...); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 func (c *Client) doSchedule(ctx context.Context, method, path string, body any, opts []RequestOption) (*Schedule, error) {

@@ -40,6 +40,9 @@ func TestSchedule(t *testing.T) {
 	if err != nil || uint64(len(list.Tasks)) != s.Ticks || !strings.HasPrefix(list.Tasks[0].TaskID, "beat:") {
 		t.Fatalf("tasks of %d ticks: %+v %v", s.Ticks, list, err)
 	}
+	if all, err := c.ListSchedules(ctx, "acme", 0, ""); err != nil || len(all.Schedules) == 0 || all.Schedules[0].ScheduleID != "beat" {
+		t.Fatalf("list: %+v %v", all, err)
+	}
 	if err := c.DeleteSchedule(ctx, "acme", "beat"); err != nil {
 		t.Fatal(err)
 	}

@@ -328,3 +328,38 @@ func (f *FSM) GetSchedule(tenant, id string) (*Schedule, uint64, bool) {
 }
 
 func (a *ScheduleCreateArgs) jsonFields() [][]byte { return [][]byte{a.Payload} }
+
+// ListSchedules returns, in id order after after (""; from the first),
+// at most limit of the tenant's schedules that visible allows; next is
+// the id to continue after when more may follow (the last returned, or
+// the last examined when the page ends at MaxListWalk schedules).
+func (f *FSM) ListSchedules(tenant, after string, limit int, visible func(*Schedule) bool) (out []*Schedule, next string, index uint64) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out = []*Schedule{}
+	prefix := "t/" + tenant + "/sch/"
+	from := ""
+	if after != "" {
+		from = prefix + after + "\x00"
+	}
+	walked := 0
+	f.st.Scan(prefix, from, func(k string, v []byte) bool {
+		if walked == MaxListWalk {
+			next = after
+			return false
+		}
+		walked++
+		after = k[len(prefix):]
+		var s Schedule
+		if decode(v, &s) != nil || visible != nil && !visible(&s) {
+			return true
+		}
+		if len(out) == limit {
+			next = out[len(out)-1].ID
+			return false
+		}
+		out = append(out, &s)
+		return true
+	})
+	return out, next, f.applied
+}

@@ -69,3 +69,20 @@ func (l *lc) ok2(c *Command) {
 		l.t.Fatalf("%s: %s %s", c.Kind, r.Code, r.Message)
 	}
 }
+
+// TestListSchedules: pages in id order, filtered by visible.
+func TestListSchedules(t *testing.T) {
+	l := newLC(t)
+	for _, id := range []string{"c", "a", "b", "hidden"} {
+		l.ok2(NewCommand(KindScheduleCreate, 0, "acme", "", &ScheduleCreateArgs{ID: id, Queue: "q", IntervalMs: 1000, NextAt: l.now + 1000}))
+	}
+	visible := func(s *Schedule) bool { return s.ID != "hidden" }
+	page, next, _ := l.f.ListSchedules("acme", "", 2, visible)
+	if len(page) != 2 || page[0].ID != "a" || page[1].ID != "b" || next != "b" {
+		t.Fatalf("first page: %d, next %q", len(page), next)
+	}
+	page, next, _ = l.f.ListSchedules("acme", next, 2, visible)
+	if len(page) != 1 || page[0].ID != "c" || next != "" {
+		t.Fatalf("second page: %d, next %q", len(page), next)
+	}
+}

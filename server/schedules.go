@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"encoding/base64"
 	"net/http"
+	"strconv"
 	"time"
 	_ "time/tzdata" // schedules' time zones, also in an image without a zoneinfo
 
@@ -246,4 +248,33 @@ func scheduleTicks(sch *fsm.Schedule, spec *tickSpec, now int64) *fsm.ScheduleTi
 		}
 	}
 	return a
+}
+
+// handleScheduleList lists the tenant's schedules the caller may read (a
+// tasks read grant on the schedule's queue), in id order, a page at a time.
+func (s *Server) handleScheduleList(w http.ResponseWriter, r *http.Request, id *identity) error {
+	tenant := r.PathValue("tenant")
+	q := r.URL.Query()
+	after, err := base64.RawURLEncoding.DecodeString(q.Get("page_token"))
+	if err != nil {
+		return badRequest("page_token is not one this server returned")
+	}
+	limit := 100
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			return badRequest("limit must be 1 to 1000, not %q", v)
+		}
+		limit = n
+	}
+	if err := s.inTenant(id, tenant); err != nil {
+		return err
+	}
+	visible := func(sch *fsm.Schedule) bool { return id.allow(tenant, resTasks, sch.Queue, actRead) == nil }
+	list, next, index := s.fsm.ListSchedules(tenant, string(after), limit, visible)
+	token := ""
+	if next != "" {
+		token = base64.RawURLEncoding.EncodeToString([]byte(next))
+	}
+	return s.readReply(w, index, map[string]any{"schedules": list, "next_page_token": token})
 }

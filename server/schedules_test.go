@@ -84,6 +84,24 @@ func TestSchedulesHTTP(t *testing.T) {
 		}
 		return ""
 	})
+	var list2 struct {
+		Schedules []struct {
+			ID string `json:"schedule_id"`
+		} `json:"schedules"`
+		Next string `json:"next_page_token"`
+	}
+	fx.get(t, "/v1/tenants/acme/schedules?limit=1", adm, http.StatusOK, &list2)
+	if len(list2.Schedules) != 1 || list2.Schedules[0].ID != "daily" || list2.Next == "" {
+		t.Fatalf("first page of schedules: %+v", list2)
+	}
+	fx.get(t, "/v1/tenants/acme/schedules?limit=1&page_token="+list2.Next, adm, http.StatusOK, &list2)
+	if len(list2.Schedules) != 1 || list2.Schedules[0].ID != "every" {
+		t.Fatalf("second page of schedules: %+v", list2)
+	}
+	fx.get(t, "/v1/tenants/acme/schedules", bearer(fx.reader), http.StatusOK, &list2)
+	if len(list2.Schedules) != 0 {
+		t.Fatalf("a principal without task grants lists %+v", list2)
+	}
 	fx.mustTask(t, "DELETE", "/v1/tenants/acme/schedules/every", "", adm, http.StatusNoContent)
 	fx.get(t, "/v1/tenants/acme/schedules/every", bearer(fx.reader), http.StatusForbidden, nil)
 }

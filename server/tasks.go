@@ -28,6 +28,7 @@ func (s *Server) taskRoutes(add func(string, string, routeKind, handlerFunc)) {
 	add("GET", "/v1/tenants/{tenant}/waitpoints/{id}", routeLongWrite, s.handleWaitpointGet)
 	add("POST", "/v1/tenants/{tenant}/waitpoints/{id}/complete", routeWrite, s.handleWaitpointComplete)
 	add("POST", "/v1/tenants/{tenant}/schedules", routeWrite, s.handleScheduleCreate) // schedules.go
+	add("GET", "/v1/tenants/{tenant}/schedules", routeRead, s.handleScheduleList)
 	add("GET", "/v1/tenants/{tenant}/schedules/{id}", routeRead, s.handleScheduleGet)
 	add("DELETE", "/v1/tenants/{tenant}/schedules/{id}", routeWrite, s.handleScheduleDelete)
 	add("POST", "/v1/tenants/{tenant}/schedules/{id}/pause", routeWrite, s.handleSchedulePause(true))

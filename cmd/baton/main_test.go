@@ -71,6 +71,8 @@ func (f *fakeNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, sampleTask)
 	case "POST /v1/tenants/acme/schedules", "POST /v1/tenants/acme/schedules/nightly/pause":
 		io.WriteString(w, `{"tenant_id": "acme", "schedule_id": "nightly", "queue": "q", "cron": "0 2 * * *", "catch_up": "latest", "priority": 0, "payload": {}, "paused": false, "next_at": "2026-12-02T01:00:00.000Z", "last_tick_at": null, "ticks": 0, "version": 1, "created_at": "2026-12-01T10:15:30.123Z", "updated_at": "2026-12-01T10:15:30.123Z"}`)
+	case "GET /v1/tenants/acme/schedules":
+		io.WriteString(w, `{"schedules": [], "next_page_token": ""}`)
 	case "DELETE /v1/tenants/acme/schedules/nightly":
 		w.WriteHeader(204)
 	case "GET /v1/tenants/acme/tasks/t1/dependencies":
@@ -376,6 +378,7 @@ func TestRequestsSent(t *testing.T) {
 		{[]string{"schedule", "create", "nightly", "--queue", "q", "--cron", "0 2 * * *", "--timezone", "Europe/Paris"},
 			"POST /v1/tenants/acme/schedules", `{"schedule_id":"nightly","queue":"q","cron":"0 2 * * *","timezone":"Europe/Paris"}`},
 		{[]string{"schedule", "pause", "nightly"}, "POST /v1/tenants/acme/schedules/nightly/pause", ``},
+		{[]string{"schedule", "ls", "--limit", "5"}, "GET /v1/tenants/acme/schedules", ``},
 		{[]string{"schedule", "delete", "nightly"}, "DELETE /v1/tenants/acme/schedules/nightly", ``},
 		{[]string{"task", "cancel", "t1", "--reason", "user stop"}, "POST /v1/tenants/acme/tasks/t1/cancel", `{"reason":"user stop"}`},
 		{[]string{"task", "cancel", "t1", "--fencing-token", "57", "--expect-version", "3"},

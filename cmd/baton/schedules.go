@@ -17,7 +17,7 @@ func scheduleCommand() *command {
 		examples: `  baton schedule create nightly-report --tenant acme --queue research --cron "0 2 * * *" --timezone Europe/Paris
   baton schedule pause nightly-report --tenant acme
   baton schedule get nightly-report --tenant acme`,
-		subs: []*command{scheduleCreateCommand(), scheduleGetCommand(), scheduleActCommand("pause"), scheduleActCommand("resume"),
+		subs: []*command{scheduleCreateCommand(), scheduleGetCommand(), scheduleListCommand(), scheduleActCommand("pause"), scheduleActCommand("resume"),
 			scheduleActCommand("delete")},
 	}
 }
@@ -124,6 +124,46 @@ func scheduleActCommand(act string) *command {
 					return c.ResumeSchedule(ctx, tenant, id)
 				}
 				return nil, c.DeleteSchedule(ctx, tenant, id)
+			})
+		},
+	}
+}
+
+func scheduleListCommand() *command {
+	var tenant, pageToken string
+	var limit int
+	return &command{
+		name:     "list",
+		aliases:  listAliases,
+		summary:  "List schedules, one page at a time",
+		examples: "  baton schedule ls --tenant acme\n",
+		flags: func(fs *pflag.FlagSet) {
+			tenantFlag(fs, &tenant)
+			fs.IntVar(&limit, "limit", 0, "page size (default: the server's)")
+			fs.StringVar(&pageToken, "page-token", "", "continue after a previous page")
+		},
+		run: func(ctx context.Context, a *app, inv *invocation) error {
+			if err := inv.check(nil, "tenant"); err != nil {
+				return err
+			}
+			return a.fetch(ctx, 0, func(ctx context.Context, c *client.Client) error {
+				list, err := c.ListSchedules(ctx, tenant, limit, pageToken)
+				if err != nil {
+					return err
+				}
+				return a.emit(list, func(w io.Writer) {
+					fmt.Fprintln(w, "SCHEDULE\tQUEUE\tWHEN\tPAUSED\tNEXT AT\tTICKS")
+					for _, s := range list.Schedules {
+						when := s.Cron
+						if when == "" {
+							when = fmt.Sprintf("every %dms", s.IntervalMs)
+						}
+						fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%s\t%d\n", s.ScheduleID, s.Queue, when, s.Paused, timeText(s.NextAt), s.Ticks)
+					}
+					if list.NextPageToken != "" {
+						fmt.Fprintf(w, "\nmore: --page-token %s\n", list.NextPageToken)
+					}
+				})
 			})
 		},
 	}
