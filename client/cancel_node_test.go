@@ -66,3 +66,34 @@ func TestWorkerCancel(t *testing.T) {
 		t.Fatalf("queue stats after the cancellation: %+v", stats)
 	}
 }
+
+// TestWorkerCancelCompleted: a handler that sees the cancellation but
+// finishes its work anyway (Complete with done) ends with its own result:
+// RunOnce reports no error and the task is done, not cancelled.
+func TestWorkerCancelCompleted(t *testing.T) {
+	noLeaks(t)
+	c := nodeClient(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	if _, err := c.CreateTask(ctx, "acme", client.CreateTaskRequest{TaskID: "cancel-2", Queue: "cancelq2"}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.NewWorker(client.WorkerConfig{Tenant: "acme", Queue: "cancelq2", Owner: "cw", Lease: 10 * time.Second,
+		RenewEvery: 100 * time.Millisecond, Wait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := w.RunOnce(ctx, func(fctx context.Context, l *client.Lease) error {
+		if _, err := c.CancelTask(ctx, "acme", "cancel-2", client.CancelTaskRequest{}); err != nil {
+			return err
+		}
+		<-fctx.Done()
+		_, err := l.Complete(ctx, "done", nil)
+		return err
+	})
+	if !claimed || err != nil {
+		t.Fatalf("RunOnce: claimed %v, err %v; want no error", claimed, err)
+	}
+	if task, err := c.GetTask(ctx, "acme", "cancel-2"); err != nil || task.Status != "done" || task.CancelRequested {
+		t.Fatalf("after a completion under a cancellation: %+v %v", task, err)
+	}
+}

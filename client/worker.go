@@ -417,9 +417,14 @@ func (l *Lease) AckCancel(ctx context.Context) (*Task, error) {
 }
 
 // endCancelled ends a lease whose task was cancelled once fn returned
-// (with fnErr): the cancellation is acknowledged unless fn ended the lease
-// itself. The result matches ErrCancelRequested.
+// (with fnErr): the cancellation is acknowledged, and the result matches
+// ErrCancelRequested, unless fn gave the lease back itself (Complete,
+// Release, Fail, Park: the server settled the cancellation then), when
+// fn's own error is the result.
 func (l *Lease) endCancelled(fnErr error) error {
+	if lerr := l.Err(); errors.Is(lerr, ErrLeaseReleased) {
+		return fnErr
+	}
 	err := l.cancelCause()
 	if fnErr != nil && !errors.Is(fnErr, ErrCancelRequested) && !errors.Is(fnErr, context.Canceled) {
 		err = fmt.Errorf("%w (the handler returned: %w)", err, fnErr)
