@@ -150,3 +150,25 @@ def test_without_sessions(cluster, tenant: str) -> None:  # type: ignore[no-unty
                       sessions=False) as c:
         t = c.create_task(uid("q"))
         assert c.get_task(t.task_id).task_id == t.task_id
+
+
+def test_dependencies_and_cancel(client: baton.Client) -> None:
+    q = uid("dq")
+    a = client.create_task(q + "-up")
+    b = client.create_task(q + "-up")
+    with pytest.raises(baton.InvalidArgument):
+        client.create_task(q, depends_on=[a.task_id, "no-such-task"])
+    d = client.create_task(q, depends_on=[a.task_id, b.task_id])
+    assert d.depends_on_count == 2 and d.dependencies_left == 2 and d.dependency_policy == "fail"
+    assert client.claim(q, owner="w", lease=10) is None
+    client.update_task(a.task_id, status="done", result={"n": 1})
+    client.update_task(b.task_id, status="done", result={"n": 2})
+    c = client.claim(q, owner="w", lease=10)
+    assert c is not None and c.task_id == d.task_id
+    assert sorted(x["result"]["n"] for x in c.dependencies) == [1, 2]  # in id order
+    r = client.cancel_task(d.task_id, reason="stop")
+    assert r.cancel_requested and r.owner == "w"
+    done = client.cancel_task(d.task_id, fencing_token=c.fencing_token)
+    assert done.status == "cancelled" and not done.cancel_requested and done.fencing_token > c.fencing_token
+    with pytest.raises(baton.Fenced):
+        client.update_task(d.task_id, fencing_token=c.fencing_token, status="done")

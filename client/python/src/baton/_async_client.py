@@ -548,15 +548,23 @@ class AsyncClient:
         available_at: datetime | None = None,
         delay: Duration | None = None,
         retention: Duration | None = None,
+        depends_on: Sequence[str] | None = None,
+        dependency_policy: str | None = None,
         tenant: str | None = None,
         idempotency_key: str | None = None,
     ) -> Task:
-        """Creates a task (an id is generated when ``task_id`` is None); AlreadyExists if the id exists."""
+        """Creates a task (an id is generated when ``task_id`` is None); AlreadyExists if the id exists.
+
+        With ``depends_on`` it is claimable once those tasks are done; its claim then carries
+        their results (``Task.dependencies``). ``dependency_policy`` (fail, cancel, ignore) is
+        what a dependency that ends otherwise does to it.
+        """
         body = compact({
             "task_id": task_id, "queue": queue, "status": status, "priority": priority,
             "max_attempts": max_attempts, "backoff_initial_ms": _ms(backoff_initial),
             "backoff_max_ms": _ms(backoff_max), "available_at": _when(available_at),
             "delay_ms": _ms(delay), "retention_ms": _ms(retention),
+            "depends_on": list(depends_on) if depends_on else None, "dependency_policy": dependency_policy,
         })
         if payload is not MISSING:
             body["payload"] = payload
@@ -704,6 +712,22 @@ class AsyncClient:
         body = compact({"fencing_token": fencing_token, "error": error, "non_retryable": non_retryable or None,
                         "status": status})
         return await self._call("POST", self._tp(tenant) + "/tasks/" + seg(task_id) + "/fail",
+                                lambda a: Task.from_json(a.json()), body, idempotency_key=idempotency_key)
+
+    async def cancel_task(
+        self,
+        task_id: str,
+        *,
+        fencing_token: int | None = None,
+        expect_version: int | None = None,
+        reason: str | None = None,
+        tenant: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Task:
+        """Cancels a task: at once without a live lease (its token retired), else ``cancel_requested``
+        until the holder acknowledges (this call with its ``fencing_token``) or its lease runs out."""
+        body = compact({"fencing_token": fencing_token, "expect_version": expect_version, "reason": reason})
+        return await self._call("POST", self._tp(tenant) + "/tasks/" + seg(task_id) + "/cancel",
                                 lambda a: Task.from_json(a.json()), body, idempotency_key=idempotency_key)
 
     async def retry_task(

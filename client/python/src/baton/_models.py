@@ -157,11 +157,20 @@ class Task:
     failed_at: datetime | None = None
     retention_ms: int | None = None
     expires_at: datetime | None = None
+    # Cancellation and dependencies (docs/api.md): absent unless set.
+    cancel_requested: bool = False
+    depends_on_count: int = 0
+    dependencies_left: int | None = None
+    dependency_policy: str = ""
+    # In a claim's answer of a task with dependencies: their outputs, each
+    # {"task_id", "resolved", "status", "result", "artifact_id"}.
+    dependencies: tuple[Any, ...] = ()
+    dependencies_truncated: bool = False
     index: int = field(default=0, compare=False)  # X-Baton-Index of the answer: watch from here
 
     @classmethod
     def from_json(cls, d: Any) -> Task:
-        return _build(cls, d)
+        return _build(cls, d, dependencies=lambda v: tuple(v or ()))
 
     @property
     def fence(self) -> Fence:
