@@ -4,9 +4,10 @@
 // 1 MiB in its middle sends.
 //
 // It builds batond, starts three nodes on 127.0.0.1 with the normal Raft
-// timings (cmd/batond/cluster), and streams a deterministic, compressible,
-// text-like artifact generated from a seed: the content is never held in
-// memory, on either side.
+// timings and the Go runtime's own GOMAXPROCS (cmd/batond/cluster), writes
+// a deterministic, compressible, text-like content generated from a seed
+// to a file (untimed), and uploads that file as `baton artifact put` does:
+// the content is never held in memory, on either side.
 //
 // Usage (from the module root):
 //
@@ -19,11 +20,14 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/baton-dev/baton/client"
@@ -38,11 +42,14 @@ func main() {
 }
 
 type options struct {
-	size     int64
-	seed     uint64
-	parallel int
-	out      string
-	keep     bool
+	size       int64
+	seed       uint64
+	parallel   int
+	out        string
+	keep       bool
+	pprofDir   string // CPU profiles of the client and every node during the upload
+	pprofPorts []int  // the nodes' pprof ports, with pprofDir
+	dir        string // the work directory: the cluster and the content files
 
 	loadBefore string // from /proc/loadavg, to judge how quiet the machine was
 }
@@ -55,6 +62,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.parallel, "parallel", client.DefaultUploadParallel, "chunk uploads in flight")
 	fs.StringVar(&o.out, "out", "", "also write the Markdown result to this file")
 	fs.BoolVar(&o.keep, "keep", false, "keep the cluster's directory (printed) instead of deleting it")
+	fs.StringVar(&o.pprofDir, "pprof", "", "write CPU profiles of the client and of every node, taken during the first upload, to this directory")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -106,6 +114,7 @@ func run(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	o.dir = dir
 	if o.keep {
 		fmt.Fprintln(os.Stderr, "cluster directory:", dir)
 	} else {
@@ -116,7 +125,16 @@ func run(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	c, err := cluster.New(cluster.Config{Binary: bin, Nodes: 3, BaseDir: filepath.Join(dir, "cluster")})
+	cfg := cluster.Config{Binary: bin, Nodes: 3, BaseDir: filepath.Join(dir, "cluster"), Procs: cluster.ProcsRuntime}
+	if o.pprofDir != "" {
+		if o.pprofPorts, err = cluster.FreePorts(3); err != nil {
+			return err
+		}
+		cfg.Launch = func(i int, bin string, args []string) (string, []string) {
+			return bin, append(args, fmt.Sprintf("--pprof-addr=127.0.0.1:%d", o.pprofPorts[i]))
+		}
+	}
+	c, err := cluster.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -178,9 +196,27 @@ func measure(ctx context.Context, cl *client.Client, c *cluster.Cluster, o *opti
 	mb := func(n int64, d time.Duration) string { return fmt.Sprintf("%.1f MB/s", float64(n)/1e6/d.Seconds()) }
 	var rows []result
 
+	// The content goes to files first, outside the timings: the upload
+	// reads a file, as `baton artifact put` does, and the generator's own
+	// CPU (as much as the upload's hashing) stays out of the figures.
+	logf("writing the content files")
+	base, err := writeContent(o, "content", -1)
+	if err != nil {
+		return nil, err
+	}
+	changed, err := writeContent(o, "content-changed", o.size/2)
+	if err != nil {
+		return nil, err
+	}
+
 	// 1. Upload.
 	logf("uploading %s", human(o.size))
-	up, err := upload(ctx, cl, tenant, name, newText(o.seed, o.size, -1), o)
+	stopProfiles, err := startProfiles(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	up, err := upload(ctx, cl, tenant, name, base, o)
+	stopProfiles()
 	if err != nil {
 		return nil, fmt.Errorf("upload: %w", err)
 	}
@@ -200,18 +236,18 @@ func measure(ctx context.Context, cl *client.Client, c *cluster.Cluster, o *opti
 
 	// 3. The same content again.
 	logf("re-uploading unchanged")
-	again, err := upload(ctx, cl, tenant, name, newText(o.seed, o.size, -1), o)
+	again, err := upload(ctx, cl, tenant, name, base, o)
 	if err != nil {
 		return nil, fmt.Errorf("re-upload: %w", err)
 	}
 	pct := 100 * float64(again.stats.BytesSent) / float64(o.size)
-	rows = append(rows, result{"re-upload unchanged: bytes sent", fmt.Sprintf("%d (%.3f%%)", again.stats.BytesSent, pct),
-		fmt.Sprintf("goal < 1%%; %d of %d chunks sent; version %d again (same artifact_id: %v); %s",
-			again.stats.ChunksUploaded, again.stats.Chunks, again.m.Version, again.m.ArtifactID == up.m.ArtifactID, dur(again.stats.Elapsed))})
+	rows = append(rows, result{"re-upload unchanged", mb(o.size, again.stats.Elapsed),
+		fmt.Sprintf("%s in %s; bytes sent %d (%.3f%%, goal < 1%%); %d of %d chunks sent; version %d again (same artifact_id: %v)",
+			human(o.size), dur(again.stats.Elapsed), again.stats.BytesSent, pct, again.stats.ChunksUploaded, again.stats.Chunks, again.m.Version, again.m.ArtifactID == up.m.ArtifactID)})
 
 	// 4. 1 MiB changed in the middle.
 	logf("uploading with 1 MiB changed in the middle")
-	patched, err := upload(ctx, cl, tenant, name, newText(o.seed, o.size, o.size/2), o)
+	patched, err := upload(ctx, cl, tenant, name, changed, o)
 	if err != nil {
 		return nil, fmt.Errorf("patched upload: %w", err)
 	}
@@ -228,13 +264,75 @@ func measure(ctx context.Context, cl *client.Client, c *cluster.Cluster, o *opti
 	return rows, nil
 }
 
+// startProfiles starts a CPU profile of this process and of every node
+// (for 20 s, or until stop) when --pprof is given; stop writes them.
+func startProfiles(ctx context.Context, o *options) (stop func(), err error) {
+	if o.pprofDir == "" {
+		return func() {}, nil
+	}
+	if err := os.MkdirAll(o.pprofDir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.Create(filepath.Join(o.pprofDir, "client-cpu.pprof"))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return nil, err
+	}
+	var wg sync.WaitGroup
+	for i, port := range o.pprofPorts {
+		wg.Go(func() {
+			url := fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=20", port)
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				logf("pprof of n%d: %v", i+1, err)
+				return
+			}
+			defer resp.Body.Close()
+			out, err := os.Create(filepath.Join(o.pprofDir, fmt.Sprintf("n%d-cpu.pprof", i+1)))
+			if err == nil {
+				io.Copy(out, resp.Body)
+				out.Close()
+			}
+		})
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+		wg.Wait()
+		logf("profiles in %s", o.pprofDir)
+	}, nil
+}
+
 type uploaded struct {
 	m       *client.Manifest
 	stats   client.UploadStats
 	settled time.Duration // until every chunk was held by the cluster
 }
 
-func upload(ctx context.Context, cl *client.Client, tenant, name string, r io.Reader, o *options) (*uploaded, error) {
+// writeContent writes the generated content (see newText) to a file of
+// the work directory and returns its path.
+func writeContent(o *options, name string, patchAt int64) (string, error) {
+	path := filepath.Join(o.dir, name)
+	f, err := os.Create(path)
+	if err != nil {
+		return "", err
+	}
+	if _, err := io.CopyBuffer(f, newText(o.seed, o.size, patchAt), make([]byte, 1<<20)); err != nil {
+		f.Close()
+		return "", err
+	}
+	return path, f.Close()
+}
+
+func upload(ctx context.Context, cl *client.Client, tenant, name, path string, o *options) (*uploaded, error) {
+	r, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
 	u := &uploaded{}
 	start := time.Now()
 	next := int64(0)
