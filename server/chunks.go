@@ -120,12 +120,18 @@ func (s *Server) handleChunkPut(w http.ResponseWriter, r *http.Request, id *iden
 		return err
 	}
 	// The same work whether or not another tenant holds this chunk, so that
-	// neither answers nor timings reveal other tenants' holdings.
-	if err := store.PutVerified(digest, body); err != nil {
+	// neither answers nor timings reveal other tenants' holdings. The body
+	// is compressed once; this node's write and the copies to the peers,
+	// which receive that form, run at once.
+	stored := store.Encode(body)
+	local := make(chan error, 1)
+	go func() { local <- store.PutEncodedVerified(digest, stored) }()
+	rerr := s.chunks.Replicate(r.Context(), digest, body, stored)
+	if err := <-local; err != nil {
 		return err
 	}
-	if err := s.chunks.Replicate(r.Context(), digest, body); err != nil {
-		return chunkError(err)
+	if rerr != nil {
+		return chunkError(rerr)
 	}
 	return s.commitHeld(w, r, tenant, digest, int64(len(body)))
 }
@@ -246,11 +252,20 @@ func (s *Server) handlePeerChunkPut(w http.ResponseWriter, r *http.Request, id *
 	if err != nil {
 		return err
 	}
-	body, err := readBody(w, r, s.cfg.MaxChunkBody, s.cfg.BodyTimeout)
+	stored := r.Header.Get(chunkplane.FormHeader) == chunkplane.FormStored
+	limit := s.cfg.MaxChunkBody
+	if stored {
+		limit++ // the stored form's encoding byte
+	}
+	body, err := readBody(w, r, limit, s.cfg.BodyTimeout)
 	if err != nil {
 		return err
 	}
-	if err := store.Put(r.PathValue("digest"), body); err != nil {
+	put := store.Put
+	if stored {
+		put = func(digest string, data []byte) error { return store.PutEncoded(digest, data, s.cfg.MaxChunkBody) }
+	}
+	if err := put(r.PathValue("digest"), body); err != nil {
 		if errors.Is(err, chunkstore.ErrMismatch) || errors.Is(err, chunkstore.ErrBadDigest) {
 			return errorf(codeDigestMismatch, "%v", err)
 		}

@@ -160,11 +160,25 @@ func (p *Plane) peers() (peers []node.MemberInfo, voters int, selfVoter bool) {
 	return peers, voters, selfVoter
 }
 
+// FormHeader marks a peer copy whose body is the chunk store's stored form
+// (chunkstore.Encode) rather than the raw bytes, with the value
+// FormStored: the receiving peer decodes it to verify the digest and keeps
+// it as it is, so a new chunk is compressed once, by the node that
+// received it, and travels compressed. A peer that does not know the
+// header finds a digest mismatch and refuses the copy; the copy is then
+// sent again raw.
+const (
+	FormHeader = "X-Baton-Chunk-Form"
+	FormStored = "stored"
+)
+
 // Replicate copies a body to every peer and returns once a majority of
-// voters (this node included) holds it durably. Copies still in flight then
-// finish in the background, until Close; repair catches up any node that
-// missed one. A cancelled ctx is returned as it is (ctx.Err()).
-func (p *Plane) Replicate(ctx context.Context, digest string, body []byte) error {
+// voters (this node included) holds it durably. stored, when not nil, is
+// the body's stored form (chunkstore.Encode), sent instead of the raw
+// body (FormHeader). Copies still in flight then finish in the
+// background, until Close; repair catches up any node that missed one. A
+// cancelled ctx is returned as it is (ctx.Err()).
+func (p *Plane) Replicate(ctx context.Context, digest string, body, stored []byte) error {
 	peers, voters, selfVoter := p.peers()
 	need := voters/2 + 1
 	if selfVoter {
@@ -188,7 +202,7 @@ func (p *Plane) Replicate(ctx context.Context, digest string, body []byte) error
 		ok := p.spawn(func() {
 			cctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
 			defer cancel()
-			acks <- ack{m.Voter, p.call(cctx, http.MethodPut, m.HTTPAddr, "/v1/internal/chunks/"+digest, body, nil)}
+			acks <- ack{m.Voter, p.copyTo(cctx, m.HTTPAddr, digest, body, stored)}
 		})
 		if !ok {
 			return unavailablef("this node is shutting down")
@@ -216,6 +230,26 @@ func (p *Plane) Replicate(ctx context.Context, digest string, body []byte) error
 	return nil
 }
 
+// copyTo sends one copy to a peer: the stored form when there is one, and
+// the raw body when the peer refuses that (a node that predates FormHeader).
+func (p *Plane) copyTo(ctx context.Context, addr, digest string, body, stored []byte) error {
+	path := "/v1/internal/chunks/" + digest
+	if stored != nil {
+		err := p.callForm(ctx, http.MethodPut, addr, path, stored, FormStored, nil)
+		var st *statusError
+		if !errors.As(err, &st) {
+			return err
+		}
+		p.log.Debug("peer refused the stored form; sending raw", "peer", addr, "digest", digest, "err", err)
+	}
+	return p.call(ctx, http.MethodPut, addr, path, body, nil)
+}
+
+// statusError is a peer's answer outside 2xx.
+type statusError struct{ msg string }
+
+func (e *statusError) Error() string { return e.msg }
+
 // Fetch gets a body from the first peer that has it, verifies it and
 // stores it locally.
 func (p *Plane) Fetch(ctx context.Context, digest string) ([]byte, error) {
@@ -238,6 +272,12 @@ func (p *Plane) Fetch(ctx context.Context, digest string) ([]byte, error) {
 
 // call makes a member's request to a peer's internal endpoint.
 func (p *Plane) call(ctx context.Context, method, addr, path string, body []byte, out *bytes.Buffer) error {
+	return p.callForm(ctx, method, addr, path, body, "", out)
+}
+
+// callForm is call with FormHeader set to form when form is not empty. A
+// status outside 2xx is a *statusError.
+func (p *Plane) callForm(ctx context.Context, method, addr, path string, body []byte, form string, out *bytes.Buffer) error {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -246,6 +286,9 @@ func (p *Plane) call(ctx context.Context, method, addr, path string, body []byte
 	if err != nil {
 		return err
 	}
+	if form != "" {
+		req.Header.Set(FormHeader, form)
+	}
 	resp, err := p.cfg.Peers.Do(req)
 	if err != nil {
 		return err
@@ -253,7 +296,7 @@ func (p *Plane) call(ctx context.Context, method, addr, path string, body []byte
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("%s %s: %s", method, addr, resp.Status)
+		return &statusError{fmt.Sprintf("%s %s: %s", method, addr, resp.Status)}
 	}
 	if out != nil {
 		_, err = io.Copy(out, io.LimitReader(resp.Body, p.cfg.MaxChunkBody+1))

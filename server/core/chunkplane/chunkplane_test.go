@@ -84,7 +84,7 @@ func TestReplicateMajorityThenCloseEndsCopiesInFlight(t *testing.T) {
 		"n3:1": hang,
 	}
 	p := newPlane(t, three(), peers)
-	if err := p.Replicate(t.Context(), "sha256:x", []byte("body")); err != nil {
+	if err := p.Replicate(t.Context(), "sha256:x", []byte("body"), nil); err != nil {
 		t.Fatalf("Replicate: %v", err)
 	}
 	if n2Got.Load() != 1 {
@@ -98,7 +98,7 @@ func TestReplicateMajorityThenCloseEndsCopiesInFlight(t *testing.T) {
 		t.Fatal("Close did not end the copy in flight")
 	}
 	var u *Unavailable
-	if err := p.Replicate(t.Context(), "sha256:x", []byte("body")); !errors.As(err, &u) {
+	if err := p.Replicate(t.Context(), "sha256:x", []byte("body"), nil); !errors.As(err, &u) {
 		t.Fatalf("Replicate after Close: %v, want *Unavailable", err)
 	}
 }
@@ -107,14 +107,14 @@ func TestReplicateFailsWithoutMajority(t *testing.T) {
 	fail := func(*http.Request) (*http.Response, error) { return answer(http.StatusInternalServerError, nil) }
 	p := newPlane(t, three(), fakePeers{"n2:1": fail, "n3:1": fail})
 	var u *Unavailable
-	err := p.Replicate(t.Context(), "sha256:x", []byte("body"))
+	err := p.Replicate(t.Context(), "sha256:x", []byte("body"), nil)
 	if !errors.As(err, &u) || !strings.Contains(u.Msg, "majority") {
 		t.Fatalf("Replicate: %v, want *Unavailable about a majority", err)
 	}
 
 	alone := &fakeCluster{members: []node.MemberInfo{{ID: "n1", Voter: true}, {ID: "n2", Voter: true}, {ID: "n3", Voter: true}}}
 	p = newPlane(t, alone, fakePeers{})
-	err = p.Replicate(t.Context(), "sha256:x", []byte("body"))
+	err = p.Replicate(t.Context(), "sha256:x", []byte("body"), nil)
 	if !errors.As(err, &u) || !strings.Contains(u.Msg, "knows the address of 0 voting peers and needs 1") {
 		t.Fatalf("Replicate without peer addresses: %v", err)
 	}
@@ -124,7 +124,7 @@ func TestReplicateReturnsCallersCancellation(t *testing.T) {
 	p := newPlane(t, three(), fakePeers{"n2:1": hang, "n3:1": hang})
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if err := p.Replicate(ctx, "sha256:x", []byte("body")); !errors.Is(err, context.Canceled) {
+	if err := p.Replicate(ctx, "sha256:x", []byte("body"), nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Replicate: %v, want context.Canceled", err)
 	}
 }
@@ -148,5 +148,39 @@ func TestReadFetchesVerifiedCopy(t *testing.T) {
 	var u *Unavailable
 	if _, err := p.Read(t.Context(), chunkstore.Digest([]byte("nobody has it"))); !errors.As(err, &u) {
 		t.Fatalf("Read of a body no peer has: %v, want *Unavailable", err)
+	}
+}
+
+// Peers receive the stored form with FormHeader; a peer that refuses it
+// (one that predates the header finds a digest mismatch) gets the raw
+// body instead, and its copy counts.
+func TestReplicateSendsTheStoredFormAndFallsBackToRaw(t *testing.T) {
+	type got struct{ form, body string }
+	n2, n3 := make(chan got, 2), make(chan got, 2)
+	peer := func(out chan got, knowsForm bool) func(*http.Request) (*http.Response, error) {
+		return func(req *http.Request) (*http.Response, error) {
+			b, _ := io.ReadAll(req.Body)
+			form := req.Header.Get(FormHeader)
+			out <- got{form, string(b)}
+			if form != "" && !knowsForm {
+				return answer(http.StatusUnprocessableEntity, nil)
+			}
+			return answer(http.StatusNoContent, nil)
+		}
+	}
+	// Four voters: this node needs both n2's and n3's copies (n4 hangs),
+	// so n3's raw copy must count.
+	four := &fakeCluster{members: append(three().members, node.MemberInfo{ID: "n4", HTTPAddr: "n4:1", Voter: true})}
+	p := newPlane(t, four, fakePeers{"n2:1": peer(n2, true), "n3:1": peer(n3, false), "n4:1": hang})
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := p.Replicate(ctx, "sha256:x", []byte("raw"), []byte("stored")); err != nil {
+		t.Fatalf("Replicate: %v", err)
+	}
+	if g := <-n2; g != (got{FormStored, "stored"}) || len(n2) != 0 {
+		t.Fatalf("n2 got %+v (and %d more), want the stored form once", g, len(n2))
+	}
+	if g1, g2 := <-n3, <-n3; g1 != (got{FormStored, "stored"}) || g2 != (got{"", "raw"}) {
+		t.Fatalf("n3 got %+v then %+v, want the stored form, then the raw body", g1, g2)
 	}
 }

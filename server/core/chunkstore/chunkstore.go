@@ -31,6 +31,7 @@ var (
 	ErrMismatch    = errors.New("chunkstore: body does not hash to its digest")
 	ErrBadDigest   = errors.New("chunkstore: malformed digest")
 	errUnknownKind = errors.New("chunkstore: unknown encoding byte")
+	errTooLarge    = errors.New("chunkstore: body over the size limit")
 )
 
 // EmptyDigest is the digest of the empty chunk.
@@ -110,15 +111,49 @@ func (s *Store) Put(digest string, body []byte) error {
 // PutVerified stores body under digest; the caller has just checked that
 // the body hashes to it (Put checks it itself).
 func (s *Store) PutVerified(digest string, body []byte) error {
+	return s.PutEncodedVerified(digest, s.Encode(body))
+}
+
+// Encode returns body in the form the store keeps on disk: an encoding
+// byte, then zstd (fastest) when that is smaller, else the raw bytes. A
+// node encodes a new chunk once and hands this form to its own store
+// (PutEncodedVerified) and to its peers (PutEncoded), which then only
+// decode it to verify.
+func (s *Store) Encode(body []byte) []byte {
+	data := make([]byte, 1, 1+len(body)/2)
+	data[0] = kindZstd
+	data = s.enc.EncodeAll(body, data)
+	if len(data) >= len(body)+1 {
+		data = append(append(data[:0], kindRaw), body...)
+	}
+	return data
+}
+
+// PutEncoded stores a body given in the stored form (Encode) after
+// decoding it, with at most maxBody bytes, and checking that it hashes to
+// digest: ErrMismatch otherwise, also for a form that does not decode.
+func (s *Store) PutEncoded(digest string, data []byte, maxBody int64) error {
+	if !ValidDigest(digest) {
+		return ErrBadDigest
+	}
+	body, err := s.decodeMax(data, maxBody)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrMismatch, err)
+	}
+	if Digest(body) != digest {
+		return ErrMismatch
+	}
+	return s.PutEncodedVerified(digest, data)
+}
+
+// PutEncodedVerified writes data, the stored form (Encode) of a body the
+// caller has checked against digest.
+func (s *Store) PutEncodedVerified(digest string, data []byte) error {
 	if !ValidDigest(digest) {
 		return ErrBadDigest
 	}
 	if digest == EmptyDigest {
 		return nil
-	}
-	data := append([]byte{kindZstd}, s.enc.EncodeAll(body, make([]byte, 0, len(body)/2))...)
-	if len(data) >= len(body)+1 {
-		data = append([]byte{kindRaw}, body...)
 	}
 	return writeDurably(s.path(digest), data)
 }
@@ -178,14 +213,35 @@ func (s *Store) Get(digest string) ([]byte, error) {
 	return body, nil
 }
 
-func (s *Store) decode(data []byte) ([]byte, error) {
+func (s *Store) decode(data []byte) ([]byte, error) { return s.decodeMax(data, -1) }
+
+// decodeMax decodes a stored form; with maxBody >= 0 it refuses a body
+// longer than that (before decoding all of it when the frame says so).
+func (s *Store) decodeMax(data []byte, maxBody int64) ([]byte, error) {
 	if len(data) == 0 {
 		return nil, errUnknownKind
 	}
 	switch data[0] {
 	case kindRaw:
+		if maxBody >= 0 && int64(len(data)-1) > maxBody {
+			return nil, errTooLarge
+		}
 		return data[1:], nil
 	case kindZstd:
+		if maxBody >= 0 {
+			var h zstd.Header
+			if err := h.Decode(data[1:]); err != nil {
+				return nil, err
+			}
+			if !h.HasFCS || h.FrameContentSize > uint64(maxBody) {
+				return nil, errTooLarge
+			}
+			body, err := s.dec.DecodeAll(data[1:], make([]byte, 0, h.FrameContentSize))
+			if err == nil && int64(len(body)) > maxBody {
+				err = errTooLarge
+			}
+			return body, err
+		}
 		return s.dec.DecodeAll(data[1:], nil)
 	}
 	return nil, errUnknownKind

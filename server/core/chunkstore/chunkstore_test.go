@@ -115,3 +115,62 @@ func TestWalkListsBodies(t *testing.T) {
 		}
 	}
 }
+
+// A peer stores the form the receiving node encoded (Encode) once it has
+// decoded it and checked the digest; the file is that form, byte for byte.
+func TestPutEncodedVerifiesAndKeepsTheForm(t *testing.T) {
+	s, _ := Open(t.TempDir())
+	defer s.Close()
+	random := make([]byte, 64<<10)
+	rand.New(rand.NewSource(2)).Read(random)
+	for _, body := range [][]byte{bytes.Repeat([]byte("baton "), 50_000), random, {}} {
+		d := Digest(body)
+		data := s.Encode(body)
+		if err := s.PutEncoded(d, data, 1<<20); err != nil {
+			t.Fatalf("%d byte body: %v", len(body), err)
+		}
+		got, err := s.Get(d)
+		if err != nil || !bytes.Equal(got, body) {
+			t.Fatalf("%d byte body: got %d bytes, err %v", len(body), len(got), err)
+		}
+		if len(body) == 0 {
+			continue // the empty chunk is never written
+		}
+		if file, _ := os.ReadFile(s.path(d)); !bytes.Equal(file, data) {
+			t.Fatalf("%d byte body: the file is not the form sent", len(body))
+		}
+	}
+}
+
+func TestPutEncodedRefusesBadForms(t *testing.T) {
+	s, _ := Open(t.TempDir())
+	defer s.Close()
+	body := bytes.Repeat([]byte("chunk "), 10_000)
+	d := Digest(body)
+	data := s.Encode(body)
+	if data[0] != kindZstd {
+		t.Fatalf("a repetitive body was not compressed")
+	}
+	garbled := append([]byte{}, data...)
+	garbled[len(garbled)/2] ^= 0xff
+	for name, tc := range map[string]struct {
+		digest string
+		data   []byte
+		max    int64
+	}{
+		"wrong digest":    {Digest([]byte("other")), data, 1 << 20},
+		"garbled":         {d, garbled, 1 << 20},
+		"unknown kind":    {d, append([]byte{7}, data[1:]...), 1 << 20},
+		"empty form":      {d, nil, 1 << 20},
+		"over the limit":  {d, data, int64(len(body)) - 1},
+		"raw over limit":  {d, append([]byte{kindRaw}, body...), int64(len(body)) - 1},
+		"raw wrong bytes": {d, append([]byte{kindRaw}, body[1:]...), 1 << 20},
+	} {
+		if err := s.PutEncoded(tc.digest, tc.data, tc.max); !errors.Is(err, ErrMismatch) {
+			t.Errorf("%s: got %v, want ErrMismatch", name, err)
+		}
+		if s.Has(tc.digest) {
+			t.Errorf("%s: a refused form was stored", name)
+		}
+	}
+}
