@@ -81,9 +81,24 @@ type UploadOptions struct {
 	// total (-1 when unknown). Calls come from the upload's goroutines, one
 	// at a time, with done never decreasing; keep it quick.
 	Progress func(done, total int64)
+	// OnProgress, when set, is called with the same timing as Progress,
+	// with the settled bytes split into those sent and those skipped
+	// because the cluster held their chunks already.
+	OnProgress func(UploadProgress)
 	// Stats, when set, receives the upload's figures, also when it fails.
 	Stats *UploadStats
 }
+
+// UploadProgress is an upload's progress so far: Sent + Skipped bytes are
+// settled, out of Total (-1 when unknown).
+type UploadProgress struct {
+	Sent    int64 // bytes of chunk bodies uploaded
+	Skipped int64 // bytes of chunks the cluster held already, not sent
+	Total   int64
+}
+
+// Settled is the bytes read, hashed and either sent or skipped.
+func (p UploadProgress) Settled() int64 { return p.Sent + p.Skipped }
 
 // UploadStats describes what an upload did.
 type UploadStats struct {
@@ -160,11 +175,13 @@ type uploader struct {
 	pin      []RequestOption // At(endpoint) when the caller pinned one
 	total    int64
 	progress func(done, total int64)
+	onProg   func(UploadProgress)
 
 	free chan []byte
 
 	mu       sync.Mutex
 	done     int64 // bytes settled, for progress
+	sent     int64 // of done, bytes uploaded (the rest were skipped)
 	stats    UploadStats
 	firstErr error
 	cancel   context.CancelFunc
@@ -175,7 +192,7 @@ func newUploader(c *Client, tenant string, uo UploadOptions, o requestOptions) *
 	if p == 0 {
 		p = DefaultUploadParallel
 	}
-	u := &uploader{c: c, tenant: tenant, parallel: p, total: uo.Size, progress: uo.Progress,
+	u := &uploader{c: c, tenant: tenant, parallel: p, total: uo.Size, progress: uo.Progress, onProg: uo.OnProgress,
 		free: make(chan []byte, p+uploadSpareBodies)}
 	for range cap(u.free) {
 		u.free <- nil // buffers grow on first use, to the largest chunk they carry
@@ -204,13 +221,20 @@ func (u *uploader) fail(err error) {
 	}
 }
 
-// settle counts n more bytes as done and reports progress.
-func (u *uploader) settle(n int64) {
+// settle counts n more bytes as done, sent or skipped, and reports
+// progress.
+func (u *uploader) settle(n int64, sent bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.done += n
+	if sent {
+		u.sent += n
+	}
 	if u.progress != nil {
 		u.progress(u.done, u.total)
+	}
+	if u.onProg != nil {
+		u.onProg(UploadProgress{Sent: u.sent, Skipped: u.done - u.sent, Total: u.total})
 	}
 }
 
@@ -340,7 +364,7 @@ func (u *uploader) check(ctx context.Context, toCheck <-chan *pendingChunk, toUp
 			if !need[p.digest] {
 				n := int64(len(p.body))
 				u.release(p.body)
-				u.settle(n)
+				u.settle(n, false)
 				continue
 			}
 			delete(need, p.digest) // a twin later in the batch is not sent again
@@ -374,7 +398,7 @@ func (u *uploader) upload(ctx context.Context, toUpload <-chan *pendingChunk) {
 				u.stats.ChunksUploaded++
 				u.stats.BytesSent += n
 				u.mu.Unlock()
-				u.settle(n)
+				u.settle(n, true)
 			}
 		}
 		u.release(p.body)

@@ -28,7 +28,9 @@ func artifactCommand() *command {
 // transferNote explains how --timeout applies to put and get.
 const transferNote = `The global --timeout bounds each request (and its retries), not the whole
 transfer, which runs until it is done or interrupted. On a terminal, a
-progress bar with the throughput is drawn on stderr.`
+progress bar with the throughput is drawn on stderr; an upload's also
+shows how many bytes were sent and how many skipped because the cluster
+held their chunks already.`
 
 // repeated is a flag that may be given several times; values are kept
 // whole (URLs may hold commas).
@@ -131,7 +133,7 @@ func (a *app) artifactPut(ctx context.Context, tenant, name, file string, opts c
 	opts.Stats = &stats
 	bar := a.newProgress("upload "+label, -1)
 	if bar != nil {
-		opts.Progress = bar.update
+		opts.OnProgress = bar.updateUpload
 	}
 	m, err := c.UploadArtifact(ctx, tenant, name, in, opts)
 	bar.finish()

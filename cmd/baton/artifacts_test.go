@@ -260,10 +260,15 @@ func TestProgressBar(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("put: exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"\rupload report.txt [", "100%", "3.0/3.0 MiB", "MB/s", "\n"} {
+	for _, want := range []string{"\rupload report.txt [", "100%", "3.0/3.0 MiB", "sent 3.0 MiB, skipped 0.0 MiB (held)", "MB/s", "\n"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("put progress lacks %q: %q", want, stderr)
 		}
+	}
+	// The same file again: every byte is done, none sent.
+	code, _, stderr = artifactCLI(t, node, "artifact", "put", file, "--tenant", "acme", "--name", "report")
+	if code != 0 || !strings.Contains(stderr, "100%  3.0/3.0 MiB  sent 0.0 MiB, skipped 3.0 MiB (held)") {
+		t.Errorf("put again: exit %d, progress %q; want every byte skipped", code, stderr)
 	}
 	code, _, stderr = artifactCLI(t, node, "artifact", "get", "report", "--tenant", "acme", "-o", filepath.Join(t.TempDir(), "o"))
 	if code != 0 || !strings.Contains(stderr, "download report v1 [") || !strings.Contains(stderr, "100%") {

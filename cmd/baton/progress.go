@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/baton-dev/baton/client"
 )
 
 // progress draws a one-line transfer bar with throughput on stderr, when
@@ -22,6 +24,10 @@ type progress struct {
 	mu    sync.Mutex
 	drawn time.Time // last draw
 	done  int64
+	// An upload's done bytes, split: sent, or skipped because the cluster
+	// held their chunks (split is set by the first updateUpload).
+	split         bool
+	sent, skipped int64
 }
 
 // progressEvery is the least time between two draws.
@@ -64,6 +70,18 @@ func (p *progress) update(done, total int64) {
 	}
 }
 
+// updateUpload is update for an upload, whose bar also shows how many of
+// the bytes done were sent and how many skipped.
+func (p *progress) updateUpload(u client.UploadProgress) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.split, p.sent, p.skipped = true, u.Sent, u.Skipped
+	p.mu.Unlock()
+	p.update(u.Settled(), u.Total)
+}
+
 // finish draws the final state and ends the line.
 func (p *progress) finish() {
 	if p == nil {
@@ -89,6 +107,9 @@ func (p *progress) line(now time.Time) string {
 		fmt.Fprintf(&b, " [%s] %3.0f%%  %s/%s", bar, frac*100, mib(p.done), mib(p.total)+" MiB")
 	} else {
 		fmt.Fprintf(&b, "  %s MiB", mib(p.done))
+	}
+	if p.split {
+		fmt.Fprintf(&b, "  sent %s MiB, skipped %s MiB (held)", mib(p.sent), mib(p.skipped))
 	}
 	fmt.Fprintf(&b, "  %s", throughput(p.done, now.Sub(p.start)))
 	return b.String()
