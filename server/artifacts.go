@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/baton-dev/baton/fsm"
 	"github.com/baton-dev/baton/fsm/wire"
@@ -239,11 +240,57 @@ func (s *Server) sameContentAsLatest(tenant string, a *fsm.ArtifactPublishArgs) 
 	return true
 }
 
+// readAheadChunks is how many chunks a download or a publish's check
+// reads (from disk, decoded and verified) ahead of the one it uses.
+const readAheadChunks = 4
+
+// chunksAhead reads the chunks in order, each on a goroutine of its own
+// and up to readAheadChunks ahead of the caller, so that reading,
+// decoding and verifying the next ones overlap with the caller's use of
+// the current one. next returns the chunks one by one; stop ends the
+// reads left and waits for them. At most readAheadChunks+1 bodies are in
+// memory at once.
+func (s *Server) chunksAhead(ctx context.Context, chunks []fsm.ChunkRef) (next func() ([]byte, error), stop func()) {
+	type read struct {
+		body []byte
+		err  error
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	slots := make(chan chan read, readAheadChunks)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(slots)
+		for _, c := range chunks {
+			out := make(chan read, 1)
+			select {
+			case slots <- out:
+			case <-ctx.Done():
+				return
+			}
+			wg.Go(func() {
+				body, err := s.readChunk(ctx, c.Digest)
+				out <- read{body, err}
+			})
+		}
+	})
+	next = func() ([]byte, error) {
+		out, ok := <-slots
+		if !ok {
+			return nil, ctx.Err()
+		}
+		r := <-out
+		return r.body, r.err
+	}
+	return next, func() { cancel(); wg.Wait() }
+}
+
 // verifyContent checks that the chunks' bytes, in order, hash to digest.
 func (s *Server) verifyContent(ctx context.Context, a *fsm.ArtifactPublishArgs) error {
 	h := sha256.New()
-	for _, c := range a.Chunks {
-		body, err := s.readChunk(ctx, c.Digest)
+	next, stop := s.chunksAhead(ctx, a.Chunks)
+	defer stop()
+	for range a.Chunks {
+		body, err := next()
 		if err != nil {
 			return err
 		}
@@ -313,17 +360,20 @@ func (s *Server) streamContent(w http.ResponseWriter, r *http.Request, m *fsm.Ma
 	w.Header().Set("ETag", `"`+m.Digest+`"`)
 	setIndex(w, index)
 	w.WriteHeader(http.StatusOK)
-	if r.Method == http.MethodHead {
+	if r.Method == http.MethodHead || len(m.Chunks) == 0 {
 		return nil
 	}
-	for i, c := range m.Chunks {
-		body := first
-		if i > 0 {
-			var err error
-			if body, err = s.readChunk(r.Context(), c.Digest); err != nil {
-				s.log.Warn("artifact download cut short", "artifact", m.ArtifactID, "chunk", c.Digest, "err", err)
-				panic(http.ErrAbortHandler) // the client sees a truncated body, never wrong bytes
-			}
+	if _, err := w.Write(first); err != nil {
+		return nil
+	}
+	rest := m.Chunks[1:]
+	next, stop := s.chunksAhead(r.Context(), rest)
+	defer stop()
+	for _, c := range rest {
+		body, err := next()
+		if err != nil {
+			s.log.Warn("artifact download cut short", "artifact", m.ArtifactID, "chunk", c.Digest, "err", err)
+			panic(http.ErrAbortHandler) // the client sees a truncated body, never wrong bytes
 		}
 		if _, err := w.Write(body); err != nil {
 			return nil
