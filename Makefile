@@ -62,7 +62,7 @@ run: build
 	$(BIN)/batond local --nodes 3
 
 ## test: everything CI checks; the deploy suite too when a Docker engine answers
-test: fmt-check vet build test-manifests test-release unit test-python test-typescript test-console fuzz test-deploy-maybe
+test: fmt-check vet build test-manifests test-release unit test-frameworks test-python test-typescript test-console fuzz test-deploy-maybe
 
 ## unit: every package under -race; then fsm again without it, where its
 ## long random loops run in full and its heap measurements run at all
@@ -146,6 +146,15 @@ test-deploy: image
 ## that k8s.io/api stays out of go.mod); no cluster needed
 test-manifests: build
 	cd deploy/manifests && $(GO) vet ./... && BATOND=$(CURDIR)/$(BIN)/batond $(GO) test -count=1 ./...
+
+## test-frameworks: the Go agent-framework adapters (client/frameworks,
+## docs/frameworks.md; a module of its own so that Eino stays out of
+## go.mod): vet, then the tests under -race against a three-node TLS
+## cluster of bin/batond, the one that resumes an Eino graph in another
+## process among them
+.PHONY: test-frameworks
+test-frameworks: build
+	cd client/frameworks && $(GO) vet ./... && BATOND=$(CURDIR)/$(BIN)/batond $(GO) test -race -count=1 -timeout 10m ./...
 
 test-deploy-maybe:
 	@if docker info >/dev/null 2>&1; then $(MAKE) test-deploy; else \
