@@ -30,6 +30,7 @@ var (
 	docImports = []string{"context", "errors", "fmt", "log", "os", "time",
 		"github.com/baton-dev/baton/client",
 		"github.com/baton-dev/baton/client/frameworks/einostore",
+		"github.com/cloudwego/eino/adk",
 		"github.com/cloudwego/eino/compose"}
 	docForgiven = regexp.MustCompile(`declared and not used|imported and not used`)
 )
@@ -121,8 +122,8 @@ func TestFrameworksDocCompiles(t *testing.T) {
 		}
 		blocks = append(blocks, blk)
 	}
-	if len(blocks) < 3 {
-		t.Fatalf("found %d go blocks in frameworks.md, want at least 3: did the fences change?", len(blocks))
+	if len(blocks) < 4 {
+		t.Fatalf("found %d go blocks in frameworks.md, want at least 4: did the fences change?", len(blocks))
 	}
 	fset := token.NewFileSet()
 	imp := docImporter(t, fset)

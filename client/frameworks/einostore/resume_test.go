@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,7 +65,8 @@ func TestResumeInAnotherProcess(t *testing.T) {
 	if err != nil {
 		t.Fatalf("phase 1's checkpoint in Baton: %v", err)
 	}
-	if !bytes.Contains(cp.Metadata, []byte(`"source":"eino"`)) {
+	// A graph's checkpoint is JSON (Eino's serializer), stored as JSON.
+	if !bytes.Contains(cp.Metadata, []byte(`"source":"eino"`)) || !bytes.Contains(cp.Metadata, []byte(`"encoding":"json"`)) {
 		t.Fatalf("phase 1's checkpoint metadata = %s", cp.Metadata)
 	}
 	assertRuns(t, id, map[string]int{"draft": 1, "review": 0, "publish": 0})
@@ -136,6 +138,9 @@ func runPhase(phase string) int {
 }
 
 func phaseMain(ctx context.Context, phase string) (phaseResult, error) {
+	if strings.HasPrefix(phase, "agent-") {
+		return agentPhase(ctx, phase)
+	}
 	c, err := client.FromEnv()
 	if err != nil {
 		return phaseResult{}, err

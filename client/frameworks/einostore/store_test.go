@@ -261,3 +261,22 @@ func TestRetentionPolicyBoundsThreads(t *testing.T) {
 		t.Fatalf("Get = %s, %v", got, err)
 	}
 }
+
+// TestInvalidIDIsAnError: an id that makes no thread id (over 256 bytes
+// with the prefix, or with a control character) fails Get and Set with
+// invalid_argument, rather than reading as "no checkpoint".
+func TestInvalidIDIsAnError(t *testing.T) {
+	s, ctx := newStore(t, "bad/"), testCtx(t)
+	for _, id := range []string{strings.Repeat("x", 253), "tab\there"} {
+		if _, ok, err := s.Get(ctx, id); !errors.Is(err, client.ErrInvalidArgument) || ok {
+			t.Errorf("Get(%.20q) = %v, %v; want invalid_argument", id, ok, err)
+		}
+		if err := s.Set(ctx, id, []byte(`{}`)); !errors.Is(err, client.ErrInvalidArgument) {
+			t.Errorf("Set(%.20q) = %v; want invalid_argument", id, err)
+		}
+	}
+	// 252 bytes and the prefix's 4 are the most a thread id may be.
+	if err := s.Set(ctx, strings.Repeat("x", 252), []byte(`{}`)); err != nil {
+		t.Fatalf("Set of a 256-byte thread id: %v", err)
+	}
+}
