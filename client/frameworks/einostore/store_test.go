@@ -282,3 +282,46 @@ func TestInvalidIDIsAnError(t *testing.T) {
 		t.Fatalf("Set of a 256-byte thread id: %v", err)
 	}
 }
+
+// TestGrants: docs/frameworks.md's grant, checkpoints read and write on
+// the prefix, is enough for Get and Set, a checkpoint large enough for the
+// chunk store included; Delete takes delete too; other threads are
+// refused.
+func TestGrants(t *testing.T) {
+	ctx, id := testCtx(t), uniqueID(t)
+	p, err := admin.CreatePrincipal(ctx, batontest.Tenant, "eino-"+fmt.Sprint(time.Now().UnixNano()),
+		[]client.Grant{{Resource: "checkpoints", Prefix: "granted/", Actions: []string{"read", "write"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(client.Config{Endpoints: testCluster.Endpoints(), Token: p.Token, CAFile: testCluster.CAFile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := einostore.New(c, batontest.Tenant, einostore.Options{Prefix: "granted/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	large := bytes.Repeat([]byte{0xfe}, 700<<10) // base64 over 512 KiB: chunks
+	for _, data := range [][]byte{[]byte(`{"a":1}`), large} {
+		if err := s.Set(ctx, id, data); err != nil {
+			t.Fatalf("Set of %d bytes under the grant: %v", len(data), err)
+		}
+		if got, _, err := s.Get(ctx, id); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("Get under the grant: %d bytes, %v", len(got), err)
+		}
+	}
+	if err := s.Delete(ctx, id); !errors.Is(err, client.ErrForbidden) {
+		t.Fatalf("Delete without a delete grant = %v, want forbidden", err)
+	}
+	other, err := einostore.New(c, batontest.Tenant, einostore.Options{Prefix: "other/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := other.Get(ctx, id); !errors.Is(err, client.ErrForbidden) {
+		t.Fatalf("Get outside the grant = %v, want forbidden", err)
+	}
+	if err := other.Set(ctx, id, []byte(`{}`)); !errors.Is(err, client.ErrForbidden) {
+		t.Fatalf("Set outside the grant = %v, want forbidden", err)
+	}
+}
