@@ -48,6 +48,9 @@ type phaseResult struct {
 //  3. resumes with the approval (compose.ResumeWithData): review and
 //     publish complete.
 //
+// Between phases 1 and 2 the leader is killed: the checkpoint is read back
+// from the members that remain.
+//
 // The output must be built from phase 1's input (the later phases pass
 // another, which a fresh run would use), and each node must have completed
 // exactly once: a node counts a completed run in Baton's KV, so a
@@ -71,6 +74,9 @@ func TestResumeInAnotherProcess(t *testing.T) {
 	}
 	assertRuns(t, id, map[string]int{"draft": 1, "review": 0, "publish": 0})
 
+	// The leader that took the checkpoint dies before anyone resumes.
+	killLeader(t)
+
 	r2 := runChild(t, "2", id, "")
 	if !r2.Interrupted || r2.InterruptID == "" {
 		t.Fatalf("phase 2 did not interrupt in review: %+v", r2)
@@ -85,6 +91,41 @@ func TestResumeInAnotherProcess(t *testing.T) {
 		t.Fatalf("output = %q, want %q", r3.Output, want)
 	}
 	assertRuns(t, id, map[string]int{"draft": 1, "review": 1, "publish": 1})
+}
+
+// killLeader kills the cluster's leader and waits for another; the test's
+// cleanup starts it again and waits for the three to agree.
+func killLeader(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	leader, err := testCluster.WaitLeader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := testCluster.Kill(leader); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := testCluster.Restart(ctx, leader); err != nil {
+			t.Errorf("restarting node %d: %v", leader, err)
+			return
+		}
+		if _, err := testCluster.WaitConverged(ctx); err != nil {
+			t.Errorf("after restarting node %d: %v", leader, err)
+		}
+	})
+	var others []int
+	for i := range testCluster.Size() {
+		if i != leader {
+			others = append(others, i)
+		}
+	}
+	if _, err := testCluster.WaitLeader(ctx, others...); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // runChild runs phase of the test in a new process of this test binary
