@@ -62,7 +62,7 @@ run: build
 	$(BIN)/batond local --nodes 3
 
 ## test: everything CI checks; the deploy suite too when a Docker engine answers
-test: fmt-check vet build test-manifests test-release unit test-frameworks test-python test-typescript test-console fuzz test-deploy-maybe
+test: lint build test-manifests test-release unit test-frameworks test-python test-typescript test-console fuzz test-deploy-maybe
 
 ## unit: every package under -race; then fsm again without it, where its
 ## long random loops run in full and its heap measurements run at all
@@ -92,6 +92,7 @@ vet:
 GOLANGCI := $(BIN)/golangci-lint
 lint: fmt-check vet $(GOLANGCI)
 	$(GOLANGCI) run --config .ci/golangci.yml ./...
+	cd client/frameworks && $(CURDIR)/$(GOLANGCI) run --config $(CURDIR)/.ci/golangci.yml ./...
 
 $(GOLANGCI): .ci/lint/go.mod .ci/lint/go.sum
 	cd .ci/lint && $(GO) build -o $(CURDIR)/$(GOLANGCI) github.com/golangci/golangci-lint/v2/cmd/golangci-lint

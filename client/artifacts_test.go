@@ -69,7 +69,7 @@ func TestChunkerBounds(t *testing.T) {
 	// Empty and tiny inputs.
 	for _, n := range []int{0, 1, client.ChunkMinSize, client.ChunkMinSize + 1} {
 		var got []int
-		client.SplitChunks(bytes.NewReader(data[:n]), func(c []byte) error { got = append(got, len(c)); return nil })
+		_ = client.SplitChunks(bytes.NewReader(data[:n]), func(c []byte) error { got = append(got, len(c)); return nil })
 		want := []int{n}
 		if n == 0 {
 			want = nil
@@ -278,7 +278,7 @@ func TestUploadFailureStops(t *testing.T) {
 		switch {
 		case strings.HasSuffix(r.URL.Path, "/chunks/missing"):
 			var in struct{ Digests []string }
-			json.NewDecoder(r.Body).Decode(&in)
+			_ = json.NewDecoder(r.Body).Decode(&in)
 			writeJSON(w, 200, map[string]any{"missing": in.Digests})
 		case r.Method == "PUT":
 			puts.Add(1)
@@ -322,7 +322,7 @@ func TestDownloadVerifies(t *testing.T) {
 			}
 			dir := t.TempDir()
 			path := filepath.Join(dir, "out.txt")
-			os.WriteFile(path, []byte("old"), 0o644)
+			_ = os.WriteFile(path, []byte("old"), 0o644)
 			if _, err := c.DownloadArtifactTo(bg, "acme", "a", 1, path); !errors.Is(err, client.ErrDigestMismatch) {
 				t.Errorf("DownloadArtifactTo: got %v, want digest_mismatch", err)
 			}

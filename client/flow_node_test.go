@@ -90,7 +90,9 @@ func TestWorkerPoolMaxLeased(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	stop()
-	<-pool
+	if err := <-pool; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("RunPool: %v", err)
+	}
 	if most > 2 {
 		t.Fatalf("%d handlers ran at once under max_leased 2", most)
 	}

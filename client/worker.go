@@ -340,7 +340,7 @@ func expired(deadline time.Time, last error) error {
 // observe marks the lease lost when err says the token is no longer
 // current (fenced) or, with taskErr, that the task is gone.
 func (l *Lease) observe(err error, taskErr bool) {
-	if err == nil || !(errors.Is(err, ErrFenced) || taskErr && errors.Is(err, ErrNotFound)) {
+	if err == nil || !errors.Is(err, ErrFenced) && (!taskErr || !errors.Is(err, ErrNotFound)) {
 		return
 	}
 	l.mu.Lock()

@@ -20,7 +20,6 @@ package fsm
 //	ss/, sa/, se/                        client sessions (sessions.go)
 func memberKey(id string) string              { return "m/" + id }
 func tenantKey(t string) string               { return "t/" + t }
-func tenantPrefix(t string) string            { return "t/" + t + "/" }
 func principalKey(t, name string) string      { return "t/" + t + "/p/" + name }
 func principalPrefix(t string) string         { return "t/" + t + "/p/" }
 func tokenKey(hash string) string             { return "tok/" + hash }

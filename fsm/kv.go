@@ -244,7 +244,7 @@ func (f *FSM) NextKVExpiry() int64 {
 	defer f.mu.RUnlock()
 	var next int64
 	f.st.Scan(kvExpiryPrefix, "", func(k string, _ []byte) bool {
-		fmt.Sscanf(k[len(kvExpiryPrefix):len(kvExpiryPrefix)+16], "%x", &next)
+		_, _ = fmt.Sscanf(k[len(kvExpiryPrefix):len(kvExpiryPrefix)+16], "%x", &next)
 		return false
 	})
 	return next

@@ -323,7 +323,7 @@ func (f *FSM) NextStoreExpiry() int64 {
 	defer f.mu.RUnlock()
 	var next int64
 	f.st.Scan(storeExpiryPrefix, "", func(k string, _ []byte) bool {
-		fmt.Sscanf(k[len(storeExpiryPrefix):len(storeExpiryPrefix)+16], "%x", &next)
+		_, _ = fmt.Sscanf(k[len(storeExpiryPrefix):len(storeExpiryPrefix)+16], "%x", &next)
 		return false
 	})
 	return next
@@ -687,7 +687,7 @@ func storeNSDecode(enc string) []string {
 		for j := 0; j < len(p); j++ {
 			if p[j] == '%' && j+2 < len(p) {
 				var c byte
-				fmt.Sscanf(p[j+1:j+3], "%02X", &c)
+				_, _ = fmt.Sscanf(p[j+1:j+3], "%02X", &c)
 				b.WriteByte(c)
 				j += 2
 			} else {

@@ -73,7 +73,7 @@ func (s *Server) drainBody(w http.ResponseWriter, r *http.Request) {
 	// so that net/http's own attempt to discard the rest fails fast and the
 	// connection is closed.
 	if deadline && err == io.EOF {
-		rc.SetReadDeadline(time.Time{})
+		_ = rc.SetReadDeadline(time.Time{})
 	}
 }
 

@@ -220,8 +220,8 @@ func TestLongPollClaimStampedEachRound(t *testing.T) {
 func TestRetryOfWriteToGoneTaskReplays(t *testing.T) {
 	fx := newAPIFixture(t)
 	admin := adminAuth()
-	c := fx.mustTask(t, "POST", "/v1/tenants/acme/tasks", `{"task_id":"T","queue":"q"}`, admin, 201)
-	c = fx.mustTask(t, "POST", "/v1/tenants/acme/tasks/T/claim", `{"owner":"w","lease_ms":60000}`, admin, 200)
+	fx.mustTask(t, "POST", "/v1/tenants/acme/tasks", `{"task_id":"T","queue":"q"}`, admin, 201)
+	c := fx.mustTask(t, "POST", "/v1/tenants/acme/tasks/T/claim", `{"owner":"w","lease_ms":60000}`, admin, 200)
 	update := fmt.Sprintf(`{"fencing_token":%d,"status":"done","release":true}`, c.FencingToken)
 	key := with(admin, "Idempotency-Key", "upd-1")
 	first := fx.mustTask(t, "POST", "/v1/tenants/acme/tasks/T/update", update, key, 200)

@@ -293,7 +293,7 @@ func startProfiles(ctx context.Context, o *options) (stop func(), err error) {
 			defer resp.Body.Close()
 			out, err := os.Create(filepath.Join(o.pprofDir, fmt.Sprintf("n%d-cpu.pprof", i+1)))
 			if err == nil {
-				io.Copy(out, resp.Body)
+				_, _ = io.Copy(out, resp.Body)
 				out.Close()
 			}
 		})
@@ -433,7 +433,7 @@ func (g *textGen) nextWord() []byte {
 
 func diskUsage(dir string) int64 {
 	var total int64
-	filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+	_ = filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			if info, err := d.Info(); err == nil {
 				total += info.Size()

@@ -295,14 +295,14 @@ func (p *Plane) callForm(ctx context.Context, method, addr, path string, body []
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 		return &statusError{fmt.Sprintf("%s %s: %s", method, addr, resp.Status)}
 	}
 	if out != nil {
 		_, err = io.Copy(out, io.LimitReader(resp.Body, p.cfg.MaxChunkBody+1))
 		return err
 	}
-	io.Copy(io.Discard, resp.Body)
+	_, _ = io.Copy(io.Discard, resp.Body)
 	return nil
 }
 
