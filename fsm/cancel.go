@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"fmt"
-	"strings"
 )
 
 // Cancellation (docs/api.md "Cancellation").
@@ -162,19 +161,8 @@ func applyTaskCancelSweep(f *FSM, ctx *applyCtx, c *Command) *Result {
 		return r
 	}
 	limit := min(max(a.Max, 0), MaxCancelSweep)
-	type due struct{ key, tenant, id string }
-	var ran []due
-	now := hex16(ctx.now)
-	f.st.Scan(cancelPrefix, "", func(k string, _ []byte) bool {
-		rest := k[len(cancelPrefix):]
-		// A lease is live while lease_until > now: due at lease_until <= now.
-		if len(ran) >= limit || len(rest) < 17 || rest[:16] > now {
-			return false
-		}
-		tenant, id, _ := strings.Cut(rest[17:], "/")
-		ran = append(ran, due{k, tenant, id})
-		return true
-	})
+	// A lease is live while lease_until > now: due at lease_until <= now.
+	ran := dueEntries(f.st, cancelPrefix, ctx.now, limit)
 	for _, d := range ran {
 		t, ok := getTask(f.st, d.tenant, d.id)
 		if !ok || !t.cancelDue(ctx.now) || t.cancelKey() != d.key {

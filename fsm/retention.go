@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"fmt"
-	"strings"
 )
 
 // Retention: a task in a terminal status is deleted once its retention
@@ -138,23 +137,9 @@ func applyTaskPurge(f *FSM, ctx *applyCtx, c *Command) *Result {
 		return r
 	}
 	limit := min(max(a.Max, 0), MaxTaskPurge)
-	type due struct {
-		key, tenant, id string
-		exp             int64
-	}
-	var expired []due
-	now := hex16(ctx.now)
-	f.st.Scan(taskExpiryPrefix, "", func(k string, _ []byte) bool {
-		rest := k[len(taskExpiryPrefix):]
-		if len(expired) >= limit || len(rest) < 17 || rest[:16] > now {
-			return false
-		}
-		tenant, id, _ := strings.Cut(rest[17:], "/")
-		expired = append(expired, due{k, tenant, id, parseHex16(rest[:16])})
-		return true
-	})
+	expired := dueEntries(f.st, taskExpiryPrefix, ctx.now, limit)
 	for _, d := range expired {
-		if t, ok := getTask(f.st, d.tenant, d.id); ok && t.expiresAt() == d.exp {
+		if t, ok := getTask(f.st, d.tenant, d.id); ok && t.expiresAt() == d.at {
 			f.deleteTask(t) // its index entry, the expiry's and a watch event
 		} else {
 			f.st.Delete(d.key) // never written without its task; kept tidy all the same

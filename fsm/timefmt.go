@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -74,4 +75,30 @@ func jsonOrNull(b []byte) json.RawMessage {
 		return json.RawMessage("null")
 	}
 	return b
+}
+
+// dueEntry is one entry of a time index, whose keys are prefix +
+// hex16(ms) + "/" + tenant + "/" + id (task expiries, cancellations,
+// waitpoint timeouts).
+type dueEntry struct {
+	key, tenant, id string
+	at              int64 // the ms of the key
+}
+
+// dueEntries returns, oldest first, at most limit entries of the time
+// index under prefix whose time is at or before now; it stops at the
+// first later (or malformed) key.
+func dueEntries(st *Store, prefix string, now int64, limit int) []dueEntry {
+	var due []dueEntry
+	at := hex16(now)
+	st.Scan(prefix, "", func(k string, _ []byte) bool {
+		rest := k[len(prefix):]
+		if len(due) >= limit || len(rest) < 17 || rest[:16] > at {
+			return false
+		}
+		tenant, id, _ := strings.Cut(rest[17:], "/")
+		due = append(due, dueEntry{k, tenant, id, parseHex16(rest[:16])})
+		return true
+	})
+	return due
 }

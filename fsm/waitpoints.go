@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 )
 
 // Waitpoints (docs/api.md "Waitpoints"): a point a task or a plain caller
@@ -201,18 +200,7 @@ func applyWaitpointExpire(f *FSM, ctx *applyCtx, c *Command) *Result {
 		return r
 	}
 	limit := min(max(a.Max, 0), MaxWaitpointExpire)
-	type due struct{ key, tenant, id string }
-	var ran []due
-	now := hex16(ctx.now)
-	f.st.Scan(wpTimeoutPrefix, "", func(k string, _ []byte) bool {
-		rest := k[len(wpTimeoutPrefix):]
-		if len(ran) >= limit || len(rest) < 17 || rest[:16] > now {
-			return false
-		}
-		tenant, id, _ := strings.Cut(rest[17:], "/")
-		ran = append(ran, due{k, tenant, id})
-		return true
-	})
+	ran := dueEntries(f.st, wpTimeoutPrefix, ctx.now, limit)
 	for _, d := range ran {
 		if w, ok := getWaitpoint(f.st, d.tenant, d.id); ok && w.State == WaitpointPending {
 			f.resolveWaitpoint(ctx, w, WaitpointTimedOut, nil)
