@@ -100,11 +100,10 @@ $(GOLANGCI): .ci/lint/go.mod .ci/lint/go.sum
 ## bench: Baton against etcd and PostgreSQL (installs them when absent),
 ## the Python SDK against the Go SDK and LangGraph's savers (venvs bin/py and
 ## bin/py-bench, made by bench/python/venv.sh when absent),
-## rewriting docs/benchmarks.md; then the 1 GiB artifact benchmark and the
-## state-machine micro-benchmarks. QUICK=1 for a short run.
+## rewriting docs/benchmarks.md (the 1 GiB artifact workload included);
+## then the state-machine micro-benchmarks. QUICK=1 for a short run.
 bench: build
 	QUICK=$(QUICK) bash bench/run.sh
-	$(GO) run ./bench/artifacts --size $(if $(QUICK),128MiB,1GiB) --out $(BIN)/bench-artifacts.md
 	$(MAKE) bench-fsm
 
 ## bench-fsm: state-machine micro-benchmarks (queue claim among 1k..1M tasks)

@@ -32,6 +32,9 @@ type EnvConfig struct {
 	Procs cluster.ProcsRule
 	// Output, when set, receives the nodes' log lines.
 	Output io.Writer
+	// Launch, when set, rewrites node i's command line
+	// (cmd/batond/cluster.Config.Launch).
+	Launch func(i int, bin string, args []string) (string, []string)
 }
 
 // Env is a running Baton cluster with a tenant and a principal whose
@@ -57,7 +60,7 @@ func StartEnv(ctx context.Context, cfg EnvConfig) (*Env, error) {
 	}
 	c, err := cluster.New(cluster.Config{Binary: cfg.Binary, BaseDir: cfg.BaseDir, Nodes: n,
 		HTTPPorts: ports[:n], RaftPorts: ports[n:],
-		Fast: cfg.Fast, ExtraArgs: cfg.ExtraArgs, Procs: cfg.Procs, Output: cfg.Output})
+		Fast: cfg.Fast, ExtraArgs: cfg.ExtraArgs, Procs: cfg.Procs, Output: cfg.Output, Launch: cfg.Launch})
 	if err != nil {
 		return nil, err
 	}

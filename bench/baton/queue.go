@@ -29,7 +29,7 @@ func Queue(ctx context.Context, env *Env, p Params, q QueueParams) (*result.Run,
 	if err != nil {
 		return nil, err
 	}
-	r, err := queueRun(ctx, env, p, queue, q.Workers)
+	r, err := queueRun(ctx, env, p, queue, q.Workers, false)
 	if err != nil {
 		return nil, err
 	}
@@ -39,13 +39,18 @@ func Queue(ctx context.Context, env *Env, p Params, q QueueParams) (*result.Run,
 	return r, nil
 }
 
-// queueRun drives claim-then-done workers on queue.
-func queueRun(ctx context.Context, env *Env, p Params, queue string, workers int) (*result.Run, error) {
+// queueRun drives claim-then-done workers on queue. With back, each
+// worker puts the task back instead (status pending, lease released), so
+// the queue keeps its size: the claim latency among that many tasks.
+func queueRun(ctx context.Context, env *Env, p Params, queue string, workers int, back bool) (*result.Run, error) {
 	cs, err := env.Clients(workers)
 	if err != nil {
 		return nil, err
 	}
 	running, done := "running", "done"
+	if back {
+		done = "pending"
+	}
 	release := true
 	op := func(ctx context.Context, w *loadgen.Worker) error {
 		c := cs[w.ID]

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -23,7 +24,13 @@ import (
 type ScaleParams struct {
 	Tasks     int // pending tasks loaded into one queue
 	KVEntries int
-	Workers   int // queue workers for the claim latency
+	// Threads checkpoint threads of CheckpointsPerThread checkpoints each
+	// (a chain in the default namespace), loaded after the KV entries.
+	Threads, CheckpointsPerThread int
+	// SmallTasks is the queue size the claim latency among Tasks is
+	// compared with: measured first, on the fresh cluster (0: skipped).
+	SmallTasks int
+	Workers    int // queue workers for the claim latency
 	// SnapshotWait bounds the wait for every node to snapshot the loaded
 	// state.
 	SnapshotWait time.Duration
@@ -56,6 +63,11 @@ func Scale(ctx context.Context, env *Env, p Params, sp ScaleParams) (*result.Run
 		Variant: fmt.Sprintf("tasks=%d", sp.Tasks), Seed: p.Seed}
 	c := env.Cluster
 	payload := json.RawMessage(`{"prompt":"summarise the sources","sources":3}`)
+	if sp.SmallTasks > 0 {
+		if err := claimAmong(ctx, env, p, sp, "small", sp.SmallTasks, r); err != nil {
+			return nil, err
+		}
+	}
 	took, err := env.Load(ctx, sp.Tasks, 8, func(i int) client.TxnOp {
 		return client.TxnCreateTask(client.CreateTaskRequest{TaskID: "s" + strconv.Itoa(i), Queue: "scale", Payload: payload})
 	})
@@ -75,6 +87,15 @@ func Scale(ctx context.Context, env *Env, p Params, sp ScaleParams) (*result.Run
 	}
 	r.SetMetric("kv_loaded", float64(sp.KVEntries))
 	r.SetMetric("load_kv_s", took.Seconds())
+	if sp.Threads > 0 {
+		took, err := loadThreads(ctx, env, sp.Threads, sp.CheckpointsPerThread)
+		if err != nil {
+			return nil, fmt.Errorf("load checkpoints: %w", err)
+		}
+		r.SetMetric("threads_loaded", float64(sp.Threads))
+		r.SetMetric("checkpoints_loaded", float64(sp.Threads*sp.CheckpointsPerThread))
+		r.SetMetric("load_checkpoints_s", took.Seconds())
+	}
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	index, err := c.WaitConverged(wctx)
 	cancel()
@@ -126,7 +147,12 @@ func Scale(ctx context.Context, env *Env, p Params, sp ScaleParams) (*result.Run
 	if err := measureRestart(ctx, env, r); err != nil {
 		return r, err
 	}
-	q, err := queueRun(ctx, env, p, "scale", sp.Workers)
+	if sp.SmallTasks > 0 {
+		if err := claimAmong(ctx, env, p, sp, "scale", sp.Tasks, r); err != nil {
+			return r, err
+		}
+	}
+	q, err := queueRun(ctx, env, p, "scale", sp.Workers, false)
 	if err != nil {
 		return r, err
 	}
@@ -318,4 +344,86 @@ func measureRestart(ctx context.Context, env *Env, r *result.Run) error {
 	}
 	r.Notef("restart-to-ready: %s (a follower) killed with SIGKILL, then started; ready = first 200 on /readyz", c.ID(follower))
 	return nil
+}
+
+// claimAmong measures the queue claim latency among n pending tasks of
+// queue (loading them first when the queue is not "scale", which Scale
+// loads): workers claim a task and put it back, so the queue keeps its
+// size. It records claim_p50_ms_<n> and claim_p99_ms_<n>.
+func claimAmong(ctx context.Context, env *Env, p Params, sp ScaleParams, queue string, n int, r *result.Run) error {
+	if queue != "scale" {
+		if _, err := env.Load(ctx, n, 8, func(i int) client.TxnOp {
+			return createTask(queue+"-"+strconv.Itoa(i), queue, nil)
+		}); err != nil {
+			return fmt.Errorf("load %d tasks: %w", n, err)
+		}
+	}
+	q, err := queueRun(ctx, env, p, queue, sp.Workers, true)
+	if err != nil {
+		return err
+	}
+	h := q.Stages["claim"]
+	if h == nil || h.Count == 0 {
+		return fmt.Errorf("claim among %d tasks: no claim measured (%d errors: %v)", n, q.Errors, q.ErrorSamples)
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	r.SetMetric("claim_p50_ms_"+strconv.Itoa(n), ms(h.Quantile(0.5)))
+	r.SetMetric("claim_p99_ms_"+strconv.Itoa(n), ms(h.Quantile(0.99)))
+	return nil
+}
+
+// loadThreads puts perThread checkpoints on each of threads threads, each
+// checkpoint the child of the one before (LangGraph's steps), from 32
+// loaders.
+func loadThreads(ctx context.Context, env *Env, threads, perThread int) (time.Duration, error) {
+	const loaders = 32
+	cs, err := env.Clients(loaders)
+	if err != nil {
+		return 0, err
+	}
+	data := json.RawMessage(`{"channel_values":{"messages":["summarise the sources","here is the summary"]},"step":1}`)
+	meta := json.RawMessage(`{"source":"loop","step":1}`)
+	start := time.Now()
+	next := make(chan int)
+	errs := make(chan error, loaders)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for l := range loaders {
+		go func() {
+			var err error
+			for t := range next {
+				if err != nil {
+					continue // drain: the feeder stops once ctx is cancelled
+				}
+				thread, parent := "t"+strconv.Itoa(t), ""
+				for i := range perThread {
+					id := fmt.Sprintf("c%04d", i)
+					if _, err = cs[l].PutCheckpoint(ctx, Tenant, thread, id,
+						client.PutCheckpointRequest{ParentID: parent, Data: data, Metadata: meta}); err != nil {
+						cancel()
+						break
+					}
+					parent = id
+				}
+			}
+			errs <- err
+		}()
+	}
+feed:
+	for t := range threads {
+		select {
+		case next <- t:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	var first error
+	for range loaders {
+		// The first loader's own error, not the cancellation it caused.
+		if err := <-errs; err != nil && (first == nil || errors.Is(first, context.Canceled)) {
+			first = err
+		}
+	}
+	return time.Since(start), first
 }

@@ -163,18 +163,40 @@ func TestBenchSmoke(t *testing.T) {
 	t.Logf("recovery: %+v", r.Kills)
 	suite.Runs = append(suite.Runs, r)
 
-	r, err = Scale(ctx, env, p, ScaleParams{Tasks: 3000, KVEntries: 300, Workers: 4, SnapshotWait: 20 * time.Second,
-		SnapshotThreshold: 64})
+	r, err = Scale(ctx, env, p, ScaleParams{Tasks: 3000, KVEntries: 300, Threads: 20, CheckpointsPerThread: 5, SmallTasks: 100,
+		Workers: 4, SnapshotWait: 20 * time.Second, SnapshotThreshold: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkRun(t, r, "claim")
-	for _, m := range []string{"rss_bytes_n1", "heap_live_bytes_n1", "heap_live_bytes_per_task_n1", "restart_ready_ms", "snapshot_bytes_n1"} {
+	if v, _ := r.Metric("checkpoints_loaded"); v != 100 {
+		t.Fatalf("scale: got %v checkpoints loaded, want 100", v)
+	}
+	for _, m := range []string{"rss_bytes_n1", "heap_live_bytes_n1", "heap_live_bytes_per_task_n1", "restart_ready_ms", "snapshot_bytes_n1",
+		"claim_p50_ms_100", "claim_p50_ms_3000", "load_checkpoints_s"} {
 		if v, ok := r.Metric(m); !ok || v <= 0 {
 			t.Fatalf("scale: got %s = %v, want > 0 (metrics %v, notes %v)", m, v, r.Metrics, r.Notes)
 		}
 	}
 	t.Logf("scale: %v %v", r.Metrics, r.Notes)
+	suite.Runs = append(suite.Runs, r)
+
+	r, err = Artifacts(ctx, env, ArtifactParams{Size: 8 << 20, Seed: 1, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"upload_mb_per_s", "download_mb_per_s", "reupload_mb_per_s", "patched_chunks_sent"} {
+		if v, ok := r.Metric(m); !ok || v <= 0 {
+			t.Fatalf("artifacts: got %s = %v, want > 0 (metrics %v)", m, v, r.Metrics)
+		}
+	}
+	// The same content again sends no chunk; 1 MiB changed sends a few.
+	if v, _ := r.Metric("reupload_chunks_sent"); v != 0 {
+		t.Fatalf("artifacts: re-upload sent %v chunks, want 0", v)
+	}
+	if up, _ := r.Metric("upload_chunks"); r.Metrics["patched_chunks_sent"] >= up {
+		t.Fatalf("artifacts: 1 MiB changed sent %v of %v chunks, want fewer", r.Metrics["patched_chunks_sent"], up)
+	}
 	suite.Runs = append(suite.Runs, r)
 
 	suite.Finished = time.Now()

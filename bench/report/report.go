@@ -167,6 +167,7 @@ func (w *writer) render() {
 	w.handoff()
 	w.recovery()
 	w.scale()
+	w.artifacts()
 	w.soak()
 	w.sdk()
 	w.langgraph()
@@ -251,26 +252,37 @@ func (w *writer) goalList() []goal {
 		gs = append(gs, goal{"cas C=64: Baton ops/s ≥ 2× etcd's", "—", "not measured"},
 			goal{"cas C=64: Baton p99 ≤ etcd's", "—", "not measured"})
 	}
+	const c256 = "cas C=256: Baton ops/s ≥ 2.5× etcd's (issue 34)"
+	if b, e := s.Find("cas", "C=256", "baton"), s.Find("cas", "C=256", "etcd"); ok(b) && ok(e) {
+		r := b.OpsPerSec / e.OpsPerSec
+		gs = append(gs, goal{c256, fmt.Sprintf("%s vs %s ops/s: %.2f×", rate(b.OpsPerSec), rate(e.OpsPerSec), r), metIf(r >= 2.5)})
+	} else {
+		gs = append(gs, goal{c256, "—", "not measured"})
+	}
 	if b1, e1 := s.Find("cas", "C=1", "baton"), s.Find("cas", "C=1", "etcd"); ok(b1) && ok(e1) {
 		bp, ep := b1.Latency.Quantile(0.5), e1.Latency.Quantile(0.5)
 		gs = append(gs, goal{"cas C=1: Baton p50 ≤ etcd's", fmt.Sprintf("%s vs %s ms", msec(bp), msec(ep)), metIf(bp <= ep)})
 	} else {
 		gs = append(gs, goal{"cas C=1: Baton p50 ≤ etcd's", "—", "not measured"})
 	}
+	const queueText = "queue W=64: Baton tasks/s ≥ 1.5× PostgreSQL SKIP LOCKED's (issue 34; moonshot 2×)"
 	if bq, pq := s.Find("queue", "W=64", "baton"), s.Find("queue", "W=64", "postgres"); ok(bq) && ok(pq) {
-		gs = append(gs, goal{"queue W=64: Baton tasks/s ≥ PostgreSQL SKIP LOCKED's",
+		gs = append(gs, goal{queueText,
 			fmt.Sprintf("%s vs %s tasks/s: %.2f×", rate(bq.OpsPerSec), rate(pq.OpsPerSec), bq.OpsPerSec/pq.OpsPerSec),
-			metIf(bq.OpsPerSec >= pq.OpsPerSec)})
+			metIf(bq.OpsPerSec >= 1.5*pq.OpsPerSec)})
 	} else {
-		gs = append(gs, goal{"queue W=64: Baton tasks/s ≥ PostgreSQL SKIP LOCKED's", "—", "not measured"})
+		gs = append(gs, goal{queueText, "—", "not measured"})
 	}
+	// Issue 34 moved this goal from 1 s to 1.5 s, to choose Raft timeouts
+	// that keep leadership stable on a loaded host (docs/operations.md).
+	const recoveryText = "recovery: Baton median unavailability after a leader SIGKILL < 1.5 s"
 	br, er := w.recoveryRun("baton"), w.recoveryRun("etcd")
 	bm, bok := br.Metric("unavailable_median_ms")
 	if br != nil && bok && len(br.Kills) > 0 {
-		gs = append(gs, goal{"recovery: Baton median unavailability < 1 s",
-			fmt.Sprintf("%s ms over %d kills", msf(bm), len(br.Kills)), metIf(bm >= 0 && bm < 1000)})
+		gs = append(gs, goal{recoveryText,
+			fmt.Sprintf("%s ms over %d kills", msf(bm), len(br.Kills)), metIf(bm >= 0 && bm < 1500)})
 	} else {
-		gs = append(gs, goal{"recovery: Baton median unavailability < 1 s", "—", "not measured"})
+		gs = append(gs, goal{recoveryText, "—", "not measured"})
 	}
 	em, eok := er.Metric("unavailable_median_ms")
 	if bok && eok && len(br.Kills) > 0 && len(er.Kills) > 0 {
@@ -279,19 +291,8 @@ func (w *writer) goalList() []goal {
 	} else {
 		gs = append(gs, goal{"recovery: Baton median unavailability < etcd's", "—", "not measured"})
 	}
+	gs = append(gs, w.scaleGoals()...)
 	sc := w.scaleRun()
-	ready, rok := sc.Metric("restart_ready_ms")
-	tasks, _ := sc.Metric("tasks_loaded")
-	switch {
-	case !rok:
-		gs = append(gs, goal{"scale: restart-to-ready < 10 s with 1,000,000 tasks", "—", "not measured"})
-	case tasks < 1_000_000:
-		gs = append(gs, goal{"scale: restart-to-ready < 10 s with 1,000,000 tasks",
-			fmt.Sprintf("%s ms with only %s tasks", msf(ready), rate(tasks)), "not measured"})
-	default:
-		gs = append(gs, goal{"scale: restart-to-ready < 10 s with 1,000,000 tasks",
-			fmt.Sprintf("%s ms with %s tasks", msf(ready), rate(tasks)), metIf(ready < 10000)})
-	}
 	var rss []string
 	for _, id := range []string{"n1", "n2", "n3"} {
 		if v, ok := sc.Metric("rss_bytes_" + id); ok {
@@ -303,6 +304,7 @@ func (w *writer) goalList() []goal {
 	} else {
 		gs = append(gs, goal{"scale: resident memory per node reported", "—", "not measured"})
 	}
+	gs = append(gs, w.artifactGoals()...)
 	gs = append(gs, w.leadershipGoal())
 	gs = append(gs, w.soakGoals()...)
 	gs = append(gs, w.sdkGoals()...)
@@ -792,6 +794,13 @@ func (w *writer) scale() {
 		{"load_tasks_s", "task load time, s (transactions of 128 creates, 8 loaders)", secs},
 		{"load_tasks_per_s", "task load rate, tasks/s", rate},
 		{"load_kv_s", "KV load time, s", secs},
+		{"threads_loaded", "checkpoint threads loaded", rate},
+		{"checkpoints_loaded", "checkpoints loaded (a chain per thread)", rate},
+		{"load_checkpoints_s", "checkpoint load time, s (one put at a time, 32 loaders)", secs},
+		{"claim_p50_ms_1000", "queue claim p50 among 1,000 tasks (fresh cluster, tasks put back), ms", msf},
+		{"claim_p99_ms_1000", "  p99, ms", msf},
+		{"claim_p50_ms_1000000", "queue claim p50 among 1,000,000 tasks (the same way), ms", msf},
+		{"claim_p99_ms_1000000", "  p99, ms", msf},
 		{"restart_ready_ms", "restart-to-ready of a follower killed with SIGKILL, ms", msf},
 		{"restart_healthy_ms", "  of which until /healthz answers, ms", msf},
 		{"backup_bytes", "backup stream (GET /v1/cluster/backup) size", mib},

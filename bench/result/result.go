@@ -32,6 +32,9 @@ const (
 	// WorkloadLangGraph is a LangGraph step (put, put_writes, get_tuple)
 	// through a checkpoint saver (issue 29): Baton's, PostgreSQL's, SQLite's.
 	WorkloadLangGraph = "langgraph"
+	// WorkloadArtifacts is one large artifact's upload, download and
+	// re-upload through the Go SDK (issue 34), Baton's alone.
+	WorkloadArtifacts = "artifacts"
 )
 
 // SDKs of the sdk workload, as Run.Client spells them.

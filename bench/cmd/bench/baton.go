@@ -114,6 +114,17 @@ func (s *suite) baton(ctx context.Context, w, procs string) ([]*result.Run, erro
 		sp := baton.Params{Warmup: pl.scaleWarmup, Duration: pl.scaleDuration, Seed: s.o.seed}
 		return runs, run(w, func(env *baton.Env) (*result.Run, error) { return baton.Scale(ctx, env, sp, pl.scale) },
 			baton.ScaleArgs...)
+	case result.WorkloadArtifacts:
+		logf("  baton artifacts: %s", baton.HumanBytes(pl.artifactSize))
+		return runs, run(w, func(env *baton.Env) (*result.Run, error) {
+			dir := filepath.Join(s.work, "artifacts-content")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, err
+			}
+			defer os.RemoveAll(dir)
+			return baton.Artifacts(ctx, env, baton.ArtifactParams{Size: pl.artifactSize, Seed: s.o.seed, Dir: dir,
+				Logf: func(format string, args ...any) { logf("    "+format, args...) }})
+		})
 	case "soak":
 		logf("  baton soak: cas C=%d for %v, memory every %v", pl.soak.Clients, pl.soakWarmup+pl.soakDuration, pl.soak.SampleEvery)
 		sp := baton.Params{Warmup: pl.soakWarmup, Duration: pl.soakDuration, Seed: s.o.seed}

@@ -1,5 +1,6 @@
 // Command bench runs Baton's benchmark suite (issue 7): the cas, queue,
-// handoff, recovery, scale and soak workloads against a three-node Baton
+// handoff, recovery, scale, artifacts and soak workloads (and the SDKs' sdk
+// and langgraph ones) against a three-node Baton
 // cluster, and the cas, queue, recovery and soak workloads against etcd and
 // PostgreSQL through the peers' program (bench/peers, a module of its
 // own), side by side in one run; then it writes the Markdown report, its
@@ -80,7 +81,7 @@ type options struct {
 	include []string
 }
 
-var allWorkloads = []string{"cas", "queue", "handoff", "recovery", "scale", "soak", "sdk", "langgraph"}
+var allWorkloads = []string{"cas", "queue", "handoff", "recovery", "scale", "artifacts", "soak", "sdk", "langgraph"}
 
 // pythonWorkloads are the workloads with a Python load driver
 // (bench/python).
@@ -452,6 +453,13 @@ func summary(r *result.Run) string {
 	}
 	if r.Workload == "soak" {
 		line += soakSummary(r)
+	}
+	if r.Workload == result.WorkloadArtifacts {
+		for _, m := range []string{"upload_mb_per_s", "download_mb_per_s", "reupload_mb_per_s", "reupload_bytes_sent", "patched_chunks_sent"} {
+			if v, ok := r.Metric(m); ok {
+				line += fmt.Sprintf(", %s=%.0f", m, v)
+			}
+		}
 	}
 	if r.Workload == "scale" {
 		for _, m := range []string{"load_tasks_s", "restart_ready_ms", "rss_bytes_n1", "heap_live_bytes_per_task_n1", "snapshot_bytes_n1", "snapshot_ms_n1"} {

@@ -45,6 +45,8 @@ type plan struct {
 	// each a conversation of lgSteps steps (issue 29).
 	lgThreads []int
 	lgSteps   int
+	// artifactSize is the artifacts workload's artifact (issue 34).
+	artifactSize int64
 }
 
 // fullPlan is `make bench`: the conditions of the goals.
@@ -58,12 +60,14 @@ func fullPlan() plan {
 		handoff:         baton.HandoffParams{AgentsPerStage: 8, Pipelines: 20_000, ArtifactSize: 4096},
 		recoveryClients: 64,
 		kills:           loadgen.KillSchedule{First: 10 * time.Second, Period: 10 * time.Second, Down: 2 * time.Second, Count: 5},
-		scale:           baton.ScaleParams{Tasks: 1_000_000, KVEntries: 100_000, Workers: 16, SnapshotWait: 3 * time.Minute},
-		scaleWarmup:     2 * time.Second, scaleDuration: 10 * time.Second,
+		scale: baton.ScaleParams{Tasks: 1_000_000, KVEntries: 100_000, Threads: 10_000, CheckpointsPerThread: 20,
+			SmallTasks: 1_000, Workers: 16, SnapshotWait: 3 * time.Minute},
+		scaleWarmup: 2 * time.Second, scaleDuration: 10 * time.Second,
 		soak:       baton.SoakParams{Clients: 64, SampleEvery: 10 * time.Second},
 		soakWarmup: 5 * time.Second, soakDuration: 30*time.Minute - 5*time.Second,
 		sdkClients: []int{1, 64},
 		lgThreads:  []int{1, 32}, lgSteps: 20,
+		artifactSize: 1 << 30,
 	}
 }
 
@@ -77,12 +81,14 @@ func quickPlan() plan {
 		handoff:         baton.HandoffParams{AgentsPerStage: 4, Pipelines: 3_000, ArtifactSize: 4096},
 		recoveryClients: 64,
 		kills:           loadgen.KillSchedule{First: 6 * time.Second, Period: 6 * time.Second, Down: 2 * time.Second, Count: 2},
-		scale:           baton.ScaleParams{Tasks: 100_000, KVEntries: 10_000, Workers: 16, SnapshotWait: time.Minute},
-		scaleWarmup:     time.Second, scaleDuration: 4 * time.Second,
+		scale: baton.ScaleParams{Tasks: 100_000, KVEntries: 10_000, Threads: 1_000, CheckpointsPerThread: 20,
+			SmallTasks: 1_000, Workers: 16, SnapshotWait: time.Minute},
+		scaleWarmup: time.Second, scaleDuration: 4 * time.Second,
 		soak:       baton.SoakParams{Clients: 64, SampleEvery: 10 * time.Second},
 		soakWarmup: 5 * time.Second, soakDuration: 3*time.Minute - 5*time.Second,
 		sdkClients: []int{1, 64},
 		lgThreads:  []int{1, 32}, lgSteps: 20,
+		artifactSize: 128 << 20,
 	}
 }
 
