@@ -10,7 +10,7 @@ PKGS    := ./...
 # every target's budget, a count or a duration (FUZZTIME=5m to dig deeper).
 FUZZTIME ?=
 
-.PHONY: all build run test unit fuzz fmt fmt-check vet lint bench bench-fsm chaos chaos-net chaos-short clean image test-deploy test-deploy-maybe test-manifests test-python release test-release
+.PHONY: all build run test unit fuzz fmt fmt-check vet lint bench bench-fsm chaos chaos-net chaos-short clean image test-deploy test-deploy-maybe test-manifests test-python test-python310 release test-release
 
 all: build
 
@@ -176,6 +176,25 @@ test-python: build
 	cd client/python && $(CURDIR)/$(PY)/bin/ruff check src tests tools
 	cd client/python && $(CURDIR)/$(PY)/bin/mypy --strict src/baton src/langgraph
 	cd client/python && BATOND=$(CURDIR)/$(BIN)/batond $(CURDIR)/$(PY)/bin/pytest -q -p no:cacheprovider tests
+	$(MAKE) test-python310
+
+## test-python310: the same pytest run on Python 3.10, the oldest the SDK
+## supports (pyproject.toml), in bin/py310 with client/python/requirements-py310.txt;
+## python3.10 from PATH or pyenv. Without one it says so in a banner.
+PY310_BIN := $(firstword $(foreach p,python3.10 $(wildcard $(HOME)/.pyenv/versions/3.10*/bin/python3.10),$(shell $(p) -c 'import sys; print("$(p)" if sys.version_info[:2] == (3, 10) else "")' 2>/dev/null)))
+.PHONY: test-python310
+test-python310: build
+ifeq ($(PY310_BIN),)
+	@printf '%s\n' '########################################################################' \
+	  '# test-python310: no Python 3.10 here (python3.10 or pyenv 3.10.x):' \
+	  '# the Python SDK was NOT tested on 3.10 by this run.' \
+	  '########################################################################' >&2
+else
+	$(PY310_BIN) -m venv $(BIN)/py310
+	$(BIN)/py310/bin/pip install -q --disable-pip-version-check -r client/python/requirements-py310.txt
+	$(BIN)/py310/bin/pip install -q --disable-pip-version-check --force-reinstall --no-deps ./client/python
+	cd client/python && BATOND=$(CURDIR)/$(BIN)/batond $(CURDIR)/$(BIN)/py310/bin/pytest -q -p no:cacheprovider -rs tests
+endif
 
 ## test-typescript: the TypeScript SDK and LangGraph.js checkpointer
 ## (client/typescript, docs/typescript.md): npm ci from the committed

@@ -4,6 +4,7 @@ StateGraph with interrupt() and Command(resume=...) across a leader kill and two
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 import uuid
 from collections import Counter
@@ -209,6 +210,8 @@ def test_time_travel_forks(lg_client: baton.Client) -> None:
     assert graph.get_state(forked).values["steps"] == ["research"]
 
 
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="LangGraph's interrupt() needs Python 3.11+ under asyncio "
+                    "(langgraph.config.get_config raises on 3.10); test_async_graph_breakpoint covers 3.10")
 def test_async_graph(cluster: Cluster) -> None:
     """The same graph on AsyncBatonSaver under asyncio: interrupt, then resume to the end."""
 
@@ -222,6 +225,36 @@ def test_async_graph(cluster: Cluster) -> None:
             assert "__interrupt__" in out
             final = await graph.ainvoke(Command(resume="ok"), config)
             assert final["steps"] == ["research", "review", "publish"] and ran["review"] == 1
+
+    asyncio.run(main())
+
+
+def test_async_graph_breakpoint(cluster: Cluster) -> None:
+    """AsyncBatonSaver under asyncio with a static breakpoint (interrupt_before), the way a person
+    steps in on every Python LangGraph supports: stop before review, edit the state, go on."""
+
+    def review(state: State) -> dict[str, Any]:
+        return {"steps": state["steps"] + ["review"]}
+
+    g = StateGraph(State)
+    g.add_node("research", lambda s: {"steps": s["steps"] + ["research"]})
+    g.add_node("review", review)
+    g.add_edge(START, "research")
+    g.add_edge("research", "review")
+    g.add_edge("review", END)
+
+    async def main() -> None:
+        async with baton.AsyncClient(cluster.endpoints, token=cluster.token, ca_file=cluster.ca,
+                                     tenant=_fresh_tenant(cluster)) as c:
+            graph = g.compile(checkpointer=AsyncBatonSaver(c), interrupt_before=["review"])
+            config: Any = {"configurable": {"thread_id": uid("breakpoint")}}
+            await graph.ainvoke(State(steps=[], approved=""), config)
+            paused = await graph.aget_state(config)
+            assert paused.next == ("review",) and paused.values["steps"] == ["research"]
+            await graph.aupdate_state(config, {"approved": "ok"})
+            final = await graph.ainvoke(None, config)
+            assert final == {"steps": ["research", "review"], "approved": "ok"}
+            assert len([h async for h in graph.aget_state_history(config)]) >= 4
 
     asyncio.run(main())
 
