@@ -30,5 +30,8 @@ def test_docs_examples_run(cluster: Cluster, tenant: str, monkeypatch: pytest.Mo
             raise AssertionError(f"docs/python.md python block {i + 1} failed:\n{block}") from e
     out = capsys.readouterr().out
     assert "{'summary': 'FENCING'}" in out and "fenced; current token" in out and "scheduler-1" in out
+    # Coordinating tasks: dependencies, cancellation, waitpoints, flow control, schedules.
+    assert "[{'input': [], 'stage': 'task-" in out and "\ncancelled\n" in out and "{'published': True}" in out
+    assert "\nNone\n" in out and "True latest" in out and "True True" in out
     client = ns["client"]
     client.close()  # type: ignore[attr-defined]

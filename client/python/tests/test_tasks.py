@@ -165,7 +165,7 @@ def test_dependencies_and_cancel(client: baton.Client) -> None:
     client.update_task(b.task_id, status="done", result={"n": 2})
     c = client.claim(q, owner="w", lease=10)
     assert c is not None and c.task_id == d.task_id
-    assert sorted(x["result"]["n"] for x in c.dependencies) == [1, 2]  # in id order
+    assert sorted(x.result["n"] for x in c.dependencies) == [1, 2]  # in id order
     r = client.cancel_task(d.task_id, reason="stop")
     assert r.cancel_requested and r.owner == "w"
     done = client.cancel_task(d.task_id, fencing_token=c.fencing_token)

@@ -70,6 +70,7 @@ from ._models import (
     CheckpointPolicy,
     ChunkRef,
     ClusterStatus,
+    Dependency,
     Fence,
     Grant,
     KVEntry,
@@ -83,10 +84,12 @@ from ._models import (
     QueueStats,
     Quota,
     Ref,
+    Schedule,
     StoreItem,
     Task,
     TxnResult,
     UploadStats,
+    Waitpoint,
     WatchEvent,
     format_time,
 )
@@ -550,6 +553,7 @@ class AsyncClient:
         retention: Duration | None = None,
         depends_on: Sequence[str] | None = None,
         dependency_policy: str | None = None,
+        concurrency_key: str | None = None,
         tenant: str | None = None,
         idempotency_key: str | None = None,
     ) -> Task:
@@ -557,7 +561,8 @@ class AsyncClient:
 
         With ``depends_on`` it is claimable once those tasks are done; its claim then carries
         their results (``Task.dependencies``). ``dependency_policy`` (fail, cancel, ignore) is
-        what a dependency that ends otherwise does to it.
+        what a dependency that ends otherwise does to it. ``concurrency_key`` groups it for its
+        queue policy's ``concurrency_key_limit``.
         """
         body = compact({
             "task_id": task_id, "queue": queue, "status": status, "priority": priority,
@@ -565,6 +570,7 @@ class AsyncClient:
             "backoff_max_ms": _ms(backoff_max), "available_at": _when(available_at),
             "delay_ms": _ms(delay), "retention_ms": _ms(retention),
             "depends_on": list(depends_on) if depends_on else None, "dependency_policy": dependency_policy,
+            "concurrency_key": concurrency_key,
         })
         if payload is not MISSING:
             body["payload"] = payload
@@ -730,6 +736,34 @@ class AsyncClient:
         return await self._call("POST", self._tp(tenant) + "/tasks/" + seg(task_id) + "/cancel",
                                 lambda a: Task.from_json(a.json()), body, idempotency_key=idempotency_key)
 
+    async def list_task_dependencies(self, task_id: str, *, limit: int | None = None, page_token: str | None = None,
+                                     tenant: str | None = None, stale: bool = False) -> Page[Dependency]:
+        """One page of a task's dependencies in id order, each with its outcome once resolved."""
+        path = query(self._tp(tenant) + "/tasks/" + seg(task_id) + "/dependencies", limit=limit,
+                     page_token=page_token or None)
+        return await self._call("GET", path, _page(Dependency, "dependencies"), stale=stale)
+
+    async def iter_task_dependencies(self, task_id: str, *, page_size: int | None = None,
+                                     tenant: str | None = None) -> AsyncIterator[Dependency]:
+        """Every dependency of a task, following next_page_token."""
+        token = ""
+        while True:
+            page = await self.list_task_dependencies(task_id, limit=page_size, page_token=token, tenant=tenant)
+            for d in page.items:
+                yield d
+            if not page.next_page_token:
+                return
+            token = page.next_page_token
+
+    async def park_task(self, task_id: str, *, fencing_token: int, waitpoint_id: str, tenant: str | None = None,
+                        idempotency_key: str | None = None) -> Task:
+        """Parks a task held under ``fencing_token`` on a waitpoint: the lease ends (its token retired) and
+        no claim takes the task until the waitpoint is completed or times out; that claim then carries
+        ``Task.waitpoint``."""
+        body = {"fencing_token": fencing_token, "waitpoint_id": waitpoint_id}
+        return await self._call("POST", self._tp(tenant) + "/tasks/" + seg(task_id) + "/wait",
+                                lambda a: Task.from_json(a.json()), body, idempotency_key=idempotency_key)
+
     async def retry_task(
         self,
         task_id: str,
@@ -774,18 +808,125 @@ class AsyncClient:
         backoff_initial: Duration = 0,
         backoff_max: Duration = 0,
         retention: Duration | None = None,
+        max_leased: int | None = None,
+        claims_per_second: int | None = None,
+        claim_burst: int | None = None,
+        concurrency_key_limit: int | None = None,
         tenant: str | None = None,
         idempotency_key: str | None = None,
     ) -> QueuePolicy:
-        """Defaults for tasks created in the queue afterwards (cluster admin); all zeros clear it."""
+        """Defaults for tasks created in the queue afterwards (cluster admin); all zeros clear it.
+
+        Flow control (None or 0: no limit): at most ``max_leased`` tasks leased at once,
+        ``claims_per_second`` claims a second with a burst of ``claim_burst``, at most
+        ``concurrency_key_limit`` leased tasks per ``concurrency_key``. At a limit a queue claim finds
+        nothing and a claim by id raises RateLimited.
+        """
         body = compact({"max_attempts": max_attempts, "backoff_initial_ms": millis(backoff_initial),
-                        "backoff_max_ms": millis(backoff_max), "retention_ms": _ms(retention)})
+                        "backoff_max_ms": millis(backoff_max), "retention_ms": _ms(retention),
+                        "max_leased": max_leased, "claims_per_second": claims_per_second,
+                        "claim_burst": claim_burst, "concurrency_key_limit": concurrency_key_limit})
         return await self._call("PUT", self._tp(tenant) + "/queues/" + seg(queue) + "/policy",
                                 lambda a: QueuePolicy.from_json(a.json()), body, idempotency_key=idempotency_key)
 
     async def get_queue_policy(self, queue: str, *, tenant: str | None = None) -> QueuePolicy:
         return await self._call("GET", self._tp(tenant) + "/queues/" + seg(queue) + "/policy",
                                 lambda a: QueuePolicy.from_json(a.json()))
+
+    # Waitpoints.
+
+    async def create_waitpoint(self, *, timeout: Duration, waitpoint_id: str | None = None,
+                               tenant: str | None = None, idempotency_key: str | None = None) -> Waitpoint:
+        """Creates a pending waitpoint that times out after ``timeout`` (at most 30 days); an id is
+        generated when ``waitpoint_id`` is None. AlreadyExists if the id exists."""
+        body = compact({"waitpoint_id": waitpoint_id, "timeout_ms": millis(timeout)})
+        return await self._call("POST", self._tp(tenant) + "/waitpoints", lambda a: Waitpoint.from_json(a.json()),
+                                body, idempotency_key=idempotency_key)
+
+    async def get_waitpoint(self, waitpoint_id: str, *, wait: Duration | None = None, tenant: str | None = None,
+                            stale: bool = False) -> Waitpoint:
+        """Reads a waitpoint; with ``wait`` (at most 60 s) the server answers once it is no longer pending,
+        or when the wait ends (a long poll: check ``pending``)."""
+        wait_ms = _ms(wait)
+        path = query(self._tp(tenant) + "/waitpoints/" + seg(waitpoint_id), wait_ms=wait_ms or None)
+        return await self._call("GET", path, lambda a: Waitpoint.from_json(a.json()), stale=stale,
+                                extra_timeout=(wait_ms or 0) / 1000)
+
+    async def complete_waitpoint(self, waitpoint_id: str, payload: Any = None, *, tenant: str | None = None,
+                                 idempotency_key: str | None = None) -> Waitpoint:
+        """Completes a waitpoint with ``payload`` (JSON). Again with the same payload it answers as the
+        first time; VersionMismatch for another payload, or a waitpoint that timed out."""
+        return await self._call("POST", self._tp(tenant) + "/waitpoints/" + seg(waitpoint_id) + "/complete",
+                                lambda a: Waitpoint.from_json(a.json()), {"payload": payload},
+                                idempotency_key=idempotency_key)
+
+    # Schedules.
+
+    async def create_schedule(
+        self,
+        schedule_id: str,
+        *,
+        queue: str,
+        cron: str | None = None,
+        timezone: str | None = None,
+        interval: Duration | None = None,
+        catch_up: str | None = None,
+        priority: int | None = None,
+        payload: Any = MISSING,
+        tenant: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Schedule:
+        """Creates a schedule: a task in ``queue`` at every tick of ``cron`` (five fields or ``@hourly``...,
+        in the IANA ``timezone``, UTC by default) or of ``interval`` (at least 1 s), one of them, with
+        ``priority`` and ``payload``. ``catch_up`` (latest, all, skip) says which ticks missed while no
+        leader ticked create tasks. InvalidArgument for a cron expression or zone that does not parse."""
+        body = compact({"schedule_id": schedule_id, "queue": queue, "cron": cron, "timezone": timezone,
+                        "interval_ms": _ms(interval), "catch_up": catch_up, "priority": priority})
+        if payload is not MISSING:
+            body["payload"] = payload
+        return await self._call("POST", self._tp(tenant) + "/schedules", lambda a: Schedule.from_json(a.json()),
+                                body, idempotency_key=idempotency_key)
+
+    async def get_schedule(self, schedule_id: str, *, tenant: str | None = None, stale: bool = False) -> Schedule:
+        return await self._call("GET", self._tp(tenant) + "/schedules/" + seg(schedule_id),
+                                lambda a: Schedule.from_json(a.json()), stale=stale)
+
+    async def list_schedules(self, *, limit: int | None = None, page_token: str | None = None,
+                             tenant: str | None = None, stale: bool = False) -> Page[Schedule]:
+        """One page of the schedules on queues the caller may read, in id order; see iter_schedules."""
+        path = query(self._tp(tenant) + "/schedules", limit=limit, page_token=page_token or None)
+        return await self._call("GET", path, _page(Schedule, "schedules"), stale=stale)
+
+    async def iter_schedules(self, *, page_size: int | None = None, tenant: str | None = None
+                             ) -> AsyncIterator[Schedule]:
+        """Every schedule, following next_page_token (pages may be empty)."""
+        token = ""
+        while True:
+            page = await self.list_schedules(limit=page_size, page_token=token, tenant=tenant)
+            for s in page.items:
+                yield s
+            if not page.next_page_token:
+                return
+            token = page.next_page_token
+
+    async def pause_schedule(self, schedule_id: str, *, tenant: str | None = None,
+                             idempotency_key: str | None = None) -> Schedule:
+        """Stops a schedule's ticks (resume_schedule starts them again)."""
+        return await self._call("POST", self._tp(tenant) + "/schedules/" + seg(schedule_id) + "/pause",
+                                lambda a: Schedule.from_json(a.json()), idempotency_key=idempotency_key)
+
+    async def resume_schedule(self, schedule_id: str, *, tenant: str | None = None,
+                              idempotency_key: str | None = None) -> Schedule:
+        """Starts a paused schedule again at its first tick after now (the ticks of the pause are not
+        made up)."""
+        return await self._call("POST", self._tp(tenant) + "/schedules/" + seg(schedule_id) + "/resume",
+                                lambda a: Schedule.from_json(a.json()), idempotency_key=idempotency_key)
+
+    async def delete_schedule(self, schedule_id: str, *, tenant: str | None = None,
+                              idempotency_key: str | None = None) -> None:
+        """Deletes a schedule; the tasks it created stay."""
+        await self._call("DELETE", self._tp(tenant) + "/schedules/" + seg(schedule_id), lambda a: None,
+                         idempotency_key=idempotency_key, want_value=False)
 
     # Transactions.
 

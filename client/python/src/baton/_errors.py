@@ -331,6 +331,13 @@ class LeaseReleased(BatonError):
     default_code = "lease_released"
 
 
+class CancelRequested(BatonError):
+    """The task was cancelled (cancel_task) while a worker held it: the handler should stop; the worker
+    acknowledges the cancellation and the task ends ``cancelled``."""
+
+    default_code = "cancel_requested"
+
+
 class Locked(BatonError):
     """``Mutex.try_lock`` found the lock held by another holder."""
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 import base64
 import dataclasses
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 def parse_time(v: Any) -> datetime | None:
@@ -54,6 +56,10 @@ _TIME_FIELDS = frozenset(
         "expires_at",
         "oldest_pending_at",
         "as_of",
+        "timeout_at",
+        "resolved_at",
+        "next_at",
+        "last_tick_at",
     }
 )
 
@@ -133,6 +139,92 @@ class Quota:
 
 
 @dataclass(frozen=True, slots=True)
+class Dependency:
+    """One dependency of a task: ``resolved`` once it ended (``status`` is then the status it ended in,
+    ``deleted`` for a deleted one), with the result and artifact it had then."""
+
+    task_id: str
+    resolved: bool = False
+    status: str = ""
+    result: Any = None
+    artifact_id: str = ""
+
+    @classmethod
+    def from_json(cls, d: Any) -> Dependency:
+        return _build(cls, d)
+
+
+@dataclass(frozen=True, slots=True)
+class WaitpointOutcome:
+    """In a claim's answer of a task that was parked: its waitpoint's state (``completed`` or
+    ``timed_out``) and payload."""
+
+    waitpoint_id: str
+    state: str = ""
+    payload: Any = None
+
+    @classmethod
+    def from_json(cls, d: Any) -> WaitpointOutcome:
+        return _build(cls, d)
+
+
+@dataclass(frozen=True, slots=True)
+class Waitpoint:
+    """Something to wait for: ``pending`` until completed once with a payload, or ``timed_out``."""
+
+    tenant_id: str
+    waitpoint_id: str
+    state: str = ""  # pending, completed or timed_out
+    payload: Any = None
+    version: int = 0
+    task_id: str = ""  # the task parked on it, "" if none
+    created_at: datetime | None = None
+    timeout_at: datetime | None = None
+    resolved_at: datetime | None = None
+    index: int = field(default=0, compare=False)  # X-Baton-Index of the answer: watch from here
+
+    @property
+    def pending(self) -> bool:
+        return self.state == "pending"
+
+    @classmethod
+    def from_json(cls, d: Any) -> Waitpoint:
+        return _build(cls, d)
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """Creates a task in ``queue`` at every tick of ``cron`` (in ``timezone``) or of ``interval_ms``,
+    exactly once per tick: the task's id is ``<schedule_id>:<tick in Unix ms>``."""
+
+    tenant_id: str
+    schedule_id: str
+    queue: str
+    cron: str = ""
+    timezone: str = ""
+    interval_ms: int = 0
+    catch_up: str = ""  # latest, all or skip
+    priority: int = 0
+    payload: Any = None
+    paused: bool = False
+    next_at: datetime | None = None
+    last_tick_at: datetime | None = None
+    ticks: int = 0  # the tasks it created
+    version: int = 0
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    index: int = field(default=0, compare=False)  # X-Baton-Index of the answer: watch from here
+
+    def task_id(self, tick: datetime) -> str:
+        """The id of the task of a tick."""
+        return f"{self.schedule_id}:{(tick - _EPOCH) // timedelta(milliseconds=1)}"
+
+    @classmethod
+    def from_json(cls, d: Any) -> Schedule:
+        return _build(cls, d)
+
+
+@dataclass(frozen=True, slots=True)
 class Task:
     tenant_id: str
     task_id: str
@@ -162,15 +254,22 @@ class Task:
     depends_on_count: int = 0
     dependencies_left: int | None = None
     dependency_policy: str = ""
-    # In a claim's answer of a task with dependencies: their outputs, each
-    # {"task_id", "resolved", "status", "result", "artifact_id"}.
-    dependencies: tuple[Any, ...] = ()
+    # In a claim's answer of a task with dependencies: the first 100, with
+    # their outputs (list_task_dependencies lists them all).
+    dependencies: tuple[Dependency, ...] = ()
     dependencies_truncated: bool = False
+    # Waitpoints (park_task): the waitpoint the task was last parked on,
+    # parked while it waits there, and in a claim's answer its outcome.
+    waitpoint_id: str = ""
+    parked: bool = False
+    waitpoint: WaitpointOutcome | None = None
+    concurrency_key: str = ""  # its queue policy's concurrency_key_limit counts per key
     index: int = field(default=0, compare=False)  # X-Baton-Index of the answer: watch from here
 
     @classmethod
     def from_json(cls, d: Any) -> Task:
-        return _build(cls, d, dependencies=lambda v: tuple(v or ()))
+        return _build(cls, d, dependencies=lambda v: tuple(Dependency.from_json(x) for x in v or ()),
+                      waitpoint=lambda v: None if v is None else WaitpointOutcome.from_json(v))
 
     @property
     def fence(self) -> Fence:
@@ -195,6 +294,9 @@ class QueueStats:
     waiting: int = 0
     due_later: int = 0
     dead: int = 0
+    running: int = 0  # under a lease live at as_of, whatever their status
+    lease_expired: int = 0  # with an owner whose lease ran out by as_of
+    blocked: int = 0  # without a lease, waiting on dependencies
     oldest_pending_at: datetime | None = None
     oldest_pending_age_ms: int = 0
     claims_per_minute: int = 0
@@ -211,6 +313,12 @@ class QueuePolicy:
     backoff_initial_ms: int = 0
     backoff_max_ms: int = 0
     retention_ms: int = 0
+    # Flow control (0: no limit): tasks leased at once, claims a second with a burst, leased tasks per
+    # concurrency_key.
+    max_leased: int = 0
+    claims_per_second: int = 0
+    claim_burst: int = 0
+    concurrency_key_limit: int = 0
 
     @classmethod
     def from_json(cls, d: Any) -> QueuePolicy:

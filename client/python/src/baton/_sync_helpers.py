@@ -19,6 +19,7 @@ from ._core import Backoff, Duration, new_idempotency_key, params_digest, second
 from ._errors import (
     AlreadyExists,
     BatonError,
+    CancelRequested,
     Compacted,
     Fenced,
     InvalidArgument,
@@ -68,6 +69,9 @@ class TaskContext:
     Writes made through it (``kv_put``, ``set_ref``, ``upload_artifact``, ``put_checkpoint``, ``once``,
     ``txn``...) carry the claim's fence, so that they are refused with Fenced once someone else holds the
     task; a Fenced answer marks the lease lost, and later writes are refused locally (LeaseLost).
+
+    A renewal that shows the task was cancelled (``cancel_task``) sets ``cancel_requested``: the handler
+    should stop (``should_stop``, ``wait_stop``), and the worker acknowledges the cancellation.
     """
 
     def __init__(self, client: Client, tenant: str, task: Task, *, lease: float, renew_every: float,
@@ -84,6 +88,8 @@ class TaskContext:
         self._releasing = 0
         self._stop = _io.Event()
         self._lost_ev = _io.Event()
+        self._cancel_req = False
+        self._interrupt = _io.Event()  # set once the lease is lost or a cancellation requested
         self._renewer: _io.Handle | None = None
 
     @property
@@ -100,6 +106,26 @@ class TaskContext:
         """True once the lease is known lost (fenced, deleted or expired)."""
         self._check()
         return self._lost
+
+    @property
+    def cancel_requested(self) -> bool:
+        """True once a renewal (the background one or ``heartbeat``) showed that the task was cancelled
+        while this lease held it."""
+        return self._cancel_req
+
+    @property
+    def should_stop(self) -> bool:
+        """True once the lease is lost or a cancellation requested: a long handler checks it between
+        steps."""
+        return self.lost or self._cancel_req
+
+    def wait_stop(self, timeout: Duration | None = None) -> bool:
+        """Waits up to ``timeout`` (None: without end) for the lease to be lost or the task to be
+        cancelled; True if it was (a sleep that ends early when the handler should stop)."""
+        if self.should_stop:
+            return True
+        self._interrupt.wait(None if timeout is None else seconds(timeout))
+        return self.should_stop
 
     @property
     def error(self) -> BatonError | None:
@@ -121,6 +147,7 @@ class TaskContext:
             self._stop.set()
             if lost:
                 self._lost_ev.set()
+                self._interrupt.set()
 
     def _observe(self, e: BaseException, task_write: bool = False) -> None:
         if isinstance(e, Fenced) or (task_write and isinstance(e, NotFound)):
@@ -136,16 +163,23 @@ class TaskContext:
     def _renew(self) -> None:
         sent = _io.monotonic()
         try:
-            self.client.renew_task(self.task.task_id, fencing_token=self.token, lease=self._lease,
-                                         tenant=self.tenant)
+            t = self.client.renew_task(self.task.task_id, fencing_token=self.token, lease=self._lease,
+                                             tenant=self.tenant)
         except BatonError as e:
             if self._releasing == 0:
                 self._observe(e, True)
             raise
         self._deadline = max(self._deadline, sent + self._lease - self._margin)
+        if t.cancel_requested and not self._cancel_req:
+            self._cancel_req = True
+            self._interrupt.set()
+
+    def _cancel_cause(self) -> CancelRequested:
+        return CancelRequested(f"task {self.task.task_id!r} was cancelled while held")
 
     def heartbeat(self, progress: Any = MISSING) -> None:
-        """Renews now; with progress, first records it as the task's result under the lease's token."""
+        """Renews now; with progress, first records it as the task's result under the lease's token.
+        Raises CancelRequested once the task was cancelled while held."""
         self._guard()
         if progress is not MISSING:
             try:
@@ -158,6 +192,8 @@ class TaskContext:
             self._renew()
         except BatonError as e:
             raise self._check() or e from e
+        if self._cancel_req:
+            raise self._cancel_cause()
 
     def _start_renewer(self) -> None:
         self._renewer = _io.spawn(self._renew_loop)
@@ -228,17 +264,35 @@ class TaskContext:
             msg = str(error) or type(error).__name__
         else:
             msg = error or ""
+        return self._give_back(
+            "failed", self.client.fail_task, error=_truncate(msg, MAX_FAIL_ERROR) or None,
+            non_retryable=non_retryable)
+
+    def ack_cancel(self, reason: str | None = None) -> Task:
+        """Cancels the task under this lease's token, which ends the lease: the task is ``cancelled`` at
+        once and the token retired (a requested cancellation is acknowledged so; without one, the holder
+        cancels its own task, ``reason`` kept as its last_error)."""
+        self._guard()
+        return self._give_back("cancelled", self.client.cancel_task, reason=reason)
+
+    def park(self, waitpoint_id: str) -> Task:
+        """Parks the task on a waitpoint under this lease's token, which ends the lease: the task is
+        claimable again once the waitpoint is completed or times out, and that claim carries
+        ``Task.waitpoint``."""
+        self._guard()
+        return self._give_back("parked", self.client.park_task, waitpoint_id=waitpoint_id)
+
+    def _give_back(self, what: str, fn: Callable[..., Task], **kw: Any) -> Task:
+        """A task write under the token that ends the lease (fail, cancel, park)."""
         self._releasing += 1
         try:
-            t = self.client.fail_task(self.task.task_id, fencing_token=self.token,
-                                            error=_truncate(msg, MAX_FAIL_ERROR) or None,
-                                            non_retryable=non_retryable, tenant=self.tenant)
+            t = fn(self.task.task_id, fencing_token=self.token, tenant=self.tenant, **kw)
         except BatonError as e:
             self._releasing -= 1
             self._observe(e, True)
             raise
         self._releasing -= 1
-        self._end(LeaseReleased(f"task {self.task.task_id!r} failed under token {self.token}"), False)
+        self._end(LeaseReleased(f"task {self.task.task_id!r} {what} under token {self.token}"), False)
         return t
 
     # Fenced writes.
@@ -309,7 +363,11 @@ class Worker:
     The lease is renewed in the background. When the handler returns, the task is completed (status
     ``done_status``, the return value as result, lease released) unless the handler already completed,
     failed or released it through ``ctx``; when it raises, the attempt is failed (POST .../fail) so that
-    the server's attempts and backoff apply (raise NonRetryable to make it dead at once). ``run`` stops
+    the server's attempts and backoff apply (raise NonRetryable to make it dead at once). When a renewal
+    shows that the task was cancelled, the handler is cancelled (Worker) or sees
+    ``ctx.should_stop`` (Worker); once it ends the worker acknowledges the cancellation (the task ends
+    ``cancelled``, whatever the handler returned, unless it gave the task back itself) and reports
+    CancelRequested to ``on_error``. ``run`` stops
     gracefully on ``stop()``, SIGTERM or SIGINT: no new claims, in-flight tasks finish (a long-poll claim
     under way still completes, and a task it brings is processed). Durations are float seconds or
     timedelta. Errors of single tasks go to ``on_error(task, exc)`` and do not stop the worker.
@@ -427,13 +485,17 @@ class Worker:
         err: BaseException | None = None
         result: Any = None
         try:
-            # Worker cancels the handler when the lease is lost; Worker's thread cannot be.
-            result = _io.run_guarded(self.handler, ctx, ctx._lost_ev)
+            # Worker cancels the handler when the lease is lost or the task cancelled; Worker's
+            # thread cannot be.
+            result = _io.run_guarded(self.handler, ctx, ctx._interrupt)
         except Exception as e:  # noqa: BLE001 - the handler's failure fails the attempt
             err = e
         finally:
             ctx._stop_renewer()
         self.processed += 1
+        if ctx._cancel_req:
+            self._end_cancelled(ctx, err)
+            return
         if err is not None:
             self._report(ctx.task, err)
         if ctx._err is not None:
@@ -448,6 +510,25 @@ class Worker:
         except BatonError as e:
             if not isinstance(e, (Fenced, LeaseLost)):
                 self._report(ctx.task, e)
+
+
+    def _end_cancelled(self, ctx: TaskContext, err: BaseException | None) -> None:
+        """Ends the lease of a task cancelled while held: the cancellation is acknowledged unless the
+        handler gave the task back itself (the server settled the cancellation then)."""
+        if isinstance(ctx._err, LeaseReleased):
+            if err is not None and not isinstance(err, CancelRequested):
+                self._report(ctx.task, err)
+            return
+        if ctx._err is None:
+            try:
+                ctx.ack_cancel()
+            except BatonError as e:
+                if not isinstance(e, (Fenced, LeaseLost)):
+                    self._report(ctx.task, e)
+        cause = ctx._cancel_cause()
+        if err is not None and not isinstance(err, CancelRequested):
+            cause.__cause__ = err
+        self._report(ctx.task, cause)
 
 
 # once: the operations ledger.
