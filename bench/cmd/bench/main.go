@@ -41,21 +41,24 @@ import (
 )
 
 type options struct {
-	quick      bool
-	seed       uint64
-	out        string
-	charts     string
-	work       string
-	keep       bool
-	batond     string
-	peerbench  string
-	etcdBin    string
-	workloads  []string
-	systems    []string
-	pprofDir   string
-	command    string
-	verbose    bool
-	onlyReport string
+	quick     bool
+	seed      uint64
+	out       string
+	charts    string
+	work      string
+	keep      bool
+	batond    string
+	peerbench string
+	etcdBin   string
+	workloads []string
+	systems   []string
+	pprofDir  string
+	// pprofWorkload is the workload the profiled run drives: cas (C=64)
+	// or queue (W=64).
+	pprofWorkload string
+	command       string
+	verbose       bool
+	onlyReport    string
 	// Overrides of the plan; zero keeps the plan's.
 	casClients string
 	batondArgs []string
@@ -119,7 +122,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.etcdBin, "etcd-bin", "etcd", "etcd binary")
 	workloads := fs.String("workloads", strings.Join(allWorkloads, ","), "workloads to run")
 	systems := fs.String("systems", "baton,etcd,postgres,sqlite", "systems to run (sqlite: LangGraph's SQLite saver, langgraph only)")
-	fs.StringVar(&o.pprofDir, "pprof", "", "also profile the Baton leader's CPU under cas C=64 in an extra run, into this directory")
+	fs.StringVar(&o.pprofDir, "pprof", "", "also profile the Baton leader's CPU under --pprof-workload in an extra run, into this directory")
+	fs.StringVar(&o.pprofWorkload, "pprof-workload", "cas", "the profiled run's load: cas (C=64) or queue (W=64)")
 	fs.StringVar(&o.command, "command", "", "the command to show in the report (default: this command line)")
 	fs.BoolVar(&o.verbose, "v", false, "copy the nodes' logs to stderr")
 	fs.StringVar(&o.onlyReport, "report-from", "", "only render the report from this results.json")
@@ -136,12 +140,15 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.pythonVenv, "python-venv", true, "before sdk or langgraph, make or update the venvs with bench/python/venv.sh (the client installed from the tree)")
 	fs.StringVar(&o.node, "node", "node", "sdk: the Node.js (20+) that runs the TypeScript SDK's driver (client/typescript/bench/sdkbench.ts)")
 	fs.BoolVar(&o.tsBuild, "ts-build", true, "before sdk, build the TypeScript SDK and its driver in client/typescript (npm ci, tsc)")
-	include := fs.String("include", "docs/bench/chunking.md,docs/bench/sdk-transport.md,docs/bench/python-sdk.md,docs/bench/leadership.md,docs/bench/artifacts.md", "hand-written Markdown fragments the report ends with, comma-separated (relative to the module root)")
+	include := fs.String("include", "docs/bench/chunking.md,docs/bench/sdk-transport.md,docs/bench/python-sdk.md,docs/bench/sdk-run.md,docs/bench/leadership.md,docs/bench/artifacts.md", "hand-written Markdown fragments the report ends with, comma-separated (relative to the module root)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if o.rounds < 0 {
 		return nil, fmt.Errorf("--rounds %d: want 1 or more", o.rounds)
+	}
+	if o.pprofWorkload != "cas" && o.pprofWorkload != "queue" {
+		return nil, fmt.Errorf("--pprof-workload %q: want cas or queue", o.pprofWorkload)
 	}
 	o.batondArgs = strings.Fields(*batondArgs)
 	o.workloads = splitList(*workloads)
@@ -210,7 +217,7 @@ func run(ctx context.Context, args []string) error {
 		}
 	}
 	if o.pprofDir != "" && slices.Contains(o.systems, result.SystemBaton) {
-		s.phase("profile cas C=64", func() error { return s.profile(ctx) })
+		s.phase("profile "+o.pprofWorkload+" at 64", func() error { return s.profile(ctx) })
 	}
 	s.res.Finished = time.Now()
 	return s.write()
