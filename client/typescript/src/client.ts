@@ -7,8 +7,9 @@ import type { IncomingMessage } from "node:http";
 import { chunksOf, split } from "./cdc.js";
 import { BatonError, DigestMismatch, InvalidArgument, NotFound, Unavailable } from "./errors.js";
 import type {
-  ArtifactPolicy, ArtifactSummary, Checkpoint, CheckpointPolicy, ChunkRef, ClusterStatus, Fence, Grant, KVEntry,
-  Manifest, Member, Op, Page, PendingWrite, Principal, QueuePolicy, QueueStats, Quota, Ref, Task, Blob,
+  ArtifactPolicy, ArtifactSummary, CatchUp, Checkpoint, CheckpointPolicy, ChunkRef, ClusterStatus, Dependency,
+  DependencyPolicy, Fence, Grant, KVEntry, Manifest, Member, Op, Page, PendingWrite, Principal, QueuePolicy, QueueStats,
+  Quota, Ref, Schedule, Task, Blob, Waitpoint,
 } from "./models.js";
 import {
   Backoff, DEFAULT_MAX_RETRY_MS, DEFAULT_TIMEOUT_MS, Transport, checkIdempotencyKey, classify, isWrite,
@@ -232,9 +233,16 @@ export class BatonClient {
 
   // Tasks and queues.
 
+  /**
+   * Creates a task. With depends_on it is claimable once those tasks are
+   * done, and its claim carries their results (Task.dependencies);
+   * dependency_policy is what one that ends otherwise does to it.
+   * concurrency_key groups it for its queue's concurrency_key_limit.
+   */
   async createTask(t: {
     queue: string; task_id?: string; status?: string; priority?: number; payload?: unknown; max_attempts?: number;
     backoff_initial_ms?: number; backoff_max_ms?: number; available_at?: string; delay_ms?: number; retention_ms?: number;
+    depends_on?: string[]; dependency_policy?: DependencyPolicy; concurrency_key?: string;
   }, o: CallOptions = {}): Promise<Task> {
     return this.v("POST", this.tp(o) + "/tasks", compact(t), o);
   }
@@ -295,17 +303,118 @@ export class BatonClient {
       expect_version: r.expectVersion, status: r.status, available_at: r.availableAt, delay_ms: r.delayMs,
     }), o);
   }
+  /**
+   * Cancels a task: at once without a live lease (its fencing token
+   * retired), else cancel_requested until its holder acknowledges (this
+   * call with its fencingToken), releases or fails it, or its lease runs
+   * out. VersionMismatch for a task that is done or dead.
+   */
+  async cancelTask(id: string, c: { fencingToken?: number; expectVersion?: number; reason?: string } = {}, o: CallOptions = {}): Promise<Task> {
+    return this.v("POST", this.tp(o) + "/tasks/" + seg(id) + "/cancel", compact({
+      fencing_token: c.fencingToken, expect_version: c.expectVersion, reason: c.reason,
+    }), o);
+  }
+  /** One page of a task's dependencies in id order, each with its outcome once resolved. */
+  async listTaskDependencies(id: string, f: { limit?: number; pageToken?: string } = {}, o: CallOptions = {}): Promise<Page<Dependency>> {
+    return this.page<Dependency>(query(this.tp(o) + "/tasks/" + seg(id) + "/dependencies", { limit: f.limit, page_token: f.pageToken || undefined }), "dependencies", o);
+  }
+  async *iterTaskDependencies(id: string, f: { pageSize?: number } = {}, o: CallOptions = {}): AsyncGenerator<Dependency> {
+    let token = "";
+    for (;;) {
+      const p = await this.listTaskDependencies(id, { limit: f.pageSize, pageToken: token }, o);
+      yield* p.items;
+      if (!p.nextPageToken) return;
+      token = p.nextPageToken;
+    }
+  }
+  /**
+   * Parks a task held under fencingToken on a waitpoint: the lease ends
+   * (its token retired) and no claim takes the task until the waitpoint is
+   * completed or times out; that claim carries Task.waitpoint.
+   */
+  async parkTask(id: string, p: { fencingToken: number; waitpointId: string }, o: CallOptions = {}): Promise<Task> {
+    return this.v("POST", this.tp(o) + "/tasks/" + seg(id) + "/wait", { fencing_token: p.fencingToken, waitpoint_id: p.waitpointId }, o);
+  }
   async queueStats(queue: string, o: CallOptions = {}): Promise<QueueStats> {
     return this.v("GET", this.tp(o) + "/queues/" + seg(queue), undefined, o);
   }
   async listQueues(f: { limit?: number; pageToken?: string } = {}, o: CallOptions = {}): Promise<Page<QueueStats>> {
     return this.page<QueueStats>(query(this.tp(o) + "/queues", { limit: f.limit, page_token: f.pageToken || undefined }), "queues", o);
   }
-  async setQueuePolicy(queue: string, p: QueuePolicy, o: CallOptions = {}): Promise<QueuePolicy> {
-    return this.v("PUT", this.tp(o) + "/queues/" + seg(queue) + "/policy", p, o);
+  /**
+   * Sets a queue's defaults and limits (cluster admin); fields left out are
+   * 0, all zeros clear it. Flow control: at most max_leased tasks leased at
+   * once, claims_per_second with claim_burst, concurrency_key_limit leased
+   * tasks per concurrency_key; at a limit a queue claim finds nothing and a
+   * claim by id is RateLimited.
+   */
+  async setQueuePolicy(queue: string, p: Partial<QueuePolicy>, o: CallOptions = {}): Promise<QueuePolicy> {
+    return this.v("PUT", this.tp(o) + "/queues/" + seg(queue) + "/policy", { max_attempts: 0, backoff_initial_ms: 0, backoff_max_ms: 0, ...p }, o);
   }
   async getQueuePolicy(queue: string, o: CallOptions = {}): Promise<QueuePolicy> {
     return this.v("GET", this.tp(o) + "/queues/" + seg(queue) + "/policy", undefined, o);
+  }
+
+  // Waitpoints.
+
+  /** Creates a pending waitpoint that times out after timeoutMs (at most 30 days); an id is generated without waitpointId. */
+  async createWaitpoint(w: { timeoutMs: number; waitpointId?: string }, o: CallOptions = {}): Promise<Waitpoint> {
+    return this.v("POST", this.tp(o) + "/waitpoints", compact({ waitpoint_id: w.waitpointId, timeout_ms: w.timeoutMs }), o);
+  }
+  /** Reads a waitpoint; with waitMs (at most 60 s) once it is no longer pending, or when the wait ends (a long poll). */
+  async getWaitpoint(id: string, f: { waitMs?: number } = {}, o: CallOptions = {}): Promise<Waitpoint> {
+    return this.v("GET", query(this.tp(o) + "/waitpoints/" + seg(id), { wait_ms: f.waitMs || undefined }), undefined, { ...o, extraTimeoutMs: f.waitMs ?? 0 });
+  }
+  /**
+   * Completes a waitpoint with payload (JSON). Again with the same payload
+   * it answers as the first time; VersionMismatch for another payload or a
+   * waitpoint that timed out.
+   */
+  async completeWaitpoint(id: string, payload: unknown, o: CallOptions = {}): Promise<Waitpoint> {
+    return this.v("POST", this.tp(o) + "/waitpoints/" + seg(id) + "/complete", { payload: payload ?? null }, o);
+  }
+
+  // Schedules.
+
+  /**
+   * Creates a schedule: a task in queue at every tick of cron (five fields
+   * or @hourly..., in the IANA timezone, UTC by default) or of interval_ms
+   * (at least 1,000), one of them. InvalidArgument for a cron expression or
+   * zone that does not parse.
+   */
+  async createSchedule(s: {
+    schedule_id: string; queue: string; cron?: string; timezone?: string; interval_ms?: number; catch_up?: CatchUp;
+    priority?: number; payload?: unknown;
+  }, o: CallOptions = {}): Promise<Schedule> {
+    return this.v("POST", this.tp(o) + "/schedules", compact(s), o);
+  }
+  async getSchedule(id: string, o: CallOptions = {}): Promise<Schedule> {
+    return this.v("GET", this.tp(o) + "/schedules/" + seg(id), undefined, o);
+  }
+  /** One page of the schedules on queues the caller may read, in id order. */
+  async listSchedules(f: { limit?: number; pageToken?: string } = {}, o: CallOptions = {}): Promise<Page<Schedule>> {
+    return this.page<Schedule>(query(this.tp(o) + "/schedules", { limit: f.limit, page_token: f.pageToken || undefined }), "schedules", o);
+  }
+  async *iterSchedules(f: { pageSize?: number } = {}, o: CallOptions = {}): AsyncGenerator<Schedule> {
+    let token = "";
+    for (;;) {
+      const p = await this.listSchedules({ limit: f.pageSize, pageToken: token }, o);
+      yield* p.items;
+      if (!p.nextPageToken) return;
+      token = p.nextPageToken;
+    }
+  }
+  /** Stops a schedule's ticks. */
+  async pauseSchedule(id: string, o: CallOptions = {}): Promise<Schedule> {
+    return this.v("POST", this.tp(o) + "/schedules/" + seg(id) + "/pause", undefined, o);
+  }
+  /** Starts a paused schedule again at its first tick after now (the ticks of the pause are not made up). */
+  async resumeSchedule(id: string, o: CallOptions = {}): Promise<Schedule> {
+    return this.v("POST", this.tp(o) + "/schedules/" + seg(id) + "/resume", undefined, o);
+  }
+  /** Deletes a schedule; the tasks it created stay. */
+  async deleteSchedule(id: string, o: CallOptions = {}): Promise<void> {
+    await this.v("DELETE", this.tp(o) + "/schedules/" + seg(id), undefined, { ...o, wantValue: false });
   }
 
   // Transactions.
@@ -745,3 +854,10 @@ async function* blocksOf(source: UploadSource): AsyncGenerator<Uint8Array> {
 }
 
 export { BatonError };
+
+/** The id of the task a schedule's tick creates: `<schedule_id>:<tick in Unix ms>`. */
+export function scheduleTaskId(schedule: Schedule | string, tick: string | Date | number): string {
+  const id = typeof schedule === "string" ? schedule : schedule.schedule_id;
+  const ms = typeof tick === "number" ? tick : typeof tick === "string" ? Date.parse(tick) : tick.getTime();
+  return `${id}:${ms}`;
+}

@@ -174,6 +174,11 @@ export class LeaseReleased extends BatonError {
   static override readonly defaultCode = "lease_released";
 }
 
+/** The task was cancelled while a worker held it: the handler should stop; the worker acknowledges the cancellation. Client-side. */
+export class CancelRequested extends BatonError {
+  static override readonly defaultCode = "cancel_requested";
+}
+
 type ErrorClass = new (message: string, opts?: { code?: string; status?: number; details?: Details; index?: number }) => BatonError;
 
 /** The one table from API codes to classes. */

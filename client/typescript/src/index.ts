@@ -1,7 +1,7 @@
 // @baton-dev/client: the TypeScript SDK of Baton. The LangGraph.js
 // checkpointer is in "@baton-dev/client/langgraph".
 
-export { BatonClient, DEFAULT_ENDPOINTS, keyPath, query, seg, sha256 } from "./client.js";
+export { BatonClient, DEFAULT_ENDPOINTS, keyPath, query, scheduleTaskId, seg, sha256 } from "./client.js";
 export type { CallOptions, ClientOptions, TxnOp, UploadSource, UploadStats } from "./client.js";
 export * from "./errors.js";
 export type * from "./models.js";

@@ -35,6 +35,82 @@ export interface Task {
   failed_at: string | null;
   retention_ms?: number;
   expires_at?: string;
+  /** Someone cancelled the task while it was leased: its holder should stop (absent unless set). */
+  cancel_requested?: boolean;
+  /** Dependencies (createTask's depends_on): absent for a task created without any. */
+  depends_on_count?: number;
+  /** Those not resolved yet; no claim takes the task while above 0. */
+  dependencies_left?: number;
+  dependency_policy?: DependencyPolicy;
+  /** In a claim's answer only: the first 100 dependencies with their outputs. */
+  dependencies?: Dependency[];
+  dependencies_truncated?: boolean;
+  /** The waitpoint the task was last parked on (parkTask), and parked while it waits there. */
+  waitpoint_id?: string;
+  parked?: boolean;
+  /** In a claim's answer of a task that was parked: the waitpoint's outcome. */
+  waitpoint?: WaitpointOutcome;
+  concurrency_key?: string;
+}
+
+/** What a dependency that ends dead or cancelled (or is deleted) does to its dependent. */
+export type DependencyPolicy = "fail" | "cancel" | "ignore";
+
+/** One dependency of a task, with its outcome once resolved ("deleted" for a deleted one). */
+export interface Dependency {
+  task_id: string;
+  resolved: boolean;
+  status: string;
+  result: unknown;
+  artifact_id: string;
+}
+
+/** Something to wait for: pending until completed once with a payload, or timed_out. */
+export interface Waitpoint {
+  tenant_id: string;
+  waitpoint_id: string;
+  state: "pending" | "completed" | "timed_out";
+  payload: unknown;
+  version: number;
+  /** The task parked on it, "" if none. */
+  task_id: string;
+  created_at: string;
+  timeout_at: string;
+  resolved_at: string | null;
+}
+
+export interface WaitpointOutcome {
+  waitpoint_id: string;
+  state: "completed" | "timed_out";
+  payload: unknown;
+}
+
+/** Which ticks missed while no leader ticked create tasks. */
+export type CatchUp = "latest" | "all" | "skip";
+
+/**
+ * A task in `queue` at every tick of `cron` (in `timezone`) or of
+ * `interval_ms`, exactly once per tick: its id is
+ * `<schedule_id>:<tick in Unix ms>` (scheduleTaskId).
+ */
+export interface Schedule {
+  tenant_id: string;
+  schedule_id: string;
+  queue: string;
+  cron?: string;
+  timezone?: string;
+  interval_ms?: number;
+  catch_up: CatchUp;
+  priority: number;
+  payload: unknown;
+  paused: boolean;
+  next_at: string;
+  last_tick_at: string | null;
+  /** The tasks it created. */
+  ticks: number;
+  version: number;
+  created_at: string;
+  updated_at: string;
 }
 
 export interface QueueStats {
@@ -44,6 +120,12 @@ export interface QueueStats {
   waiting: number;
   due_later: number;
   dead: number;
+  /** Under a lease live at as_of, whatever their status. */
+  running: number;
+  /** With an owner whose lease ran out by as_of. */
+  lease_expired: number;
+  /** Without a lease, waiting on dependencies. */
+  blocked: number;
   oldest_pending_at: string | null;
   oldest_pending_age_ms: number;
   claims_per_minute: number;
@@ -55,6 +137,13 @@ export interface QueuePolicy {
   backoff_initial_ms: number;
   backoff_max_ms: number;
   retention_ms?: number;
+  /** Flow control (absent or 0: no limit): tasks leased at once. */
+  max_leased?: number;
+  /** Claims a second, with a burst of claim_burst (default 1). */
+  claims_per_second?: number;
+  claim_burst?: number;
+  /** Leased tasks per concurrency_key. */
+  concurrency_key_limit?: number;
 }
 
 export interface ChunkRef {

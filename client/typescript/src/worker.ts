@@ -3,11 +3,13 @@
 // TaskContext carry the claim's fence, so a worker whose lease was taken
 // over can never overwrite its successor's work: the cluster refuses the
 // write (Fenced), the context marks the lease lost, aborts ctx.signal and
-// refuses later writes locally (LeaseLost).
+// refuses later writes locally (LeaseLost). A renewal that shows the task
+// was cancelled (cancelTask) aborts ctx.signal too (reason CancelRequested),
+// and the worker acknowledges the cancellation once the handler ends.
 
 import { randomUUID } from "node:crypto";
 import type { BatonClient, CallOptions, TxnOp, UploadSource, UploadStats } from "./client.js";
-import { BatonError, Fenced, InvalidArgument, LeaseLost, LeaseReleased, NotFound, Unavailable } from "./errors.js";
+import { BatonError, CancelRequested, Fenced, InvalidArgument, LeaseLost, LeaseReleased, NotFound, Unavailable } from "./errors.js";
 import type { Checkpoint, Fence, KVEntry, Manifest, PendingWrite, Ref, Task } from "./models.js";
 import { Backoff, sleep } from "./transport.js";
 import { once } from "./once.js";
@@ -31,7 +33,11 @@ export class TaskContext {
   private err: BatonError | undefined;
   private lostFlag = false;
   private releasing = 0;
+  private cancelReq = false;
+  /** ctx.signal: aborted when the lease is lost or the task cancelled. */
   private readonly ctl = new AbortController();
+  /** The fenced writes' signal: aborted when the lease is lost only (a cancelled task's holder may still save). */
+  private readonly lostCtl = new AbortController();
   private readonly stopRenew = new AbortController();
   private renewer: Promise<void> | undefined;
 
@@ -47,9 +53,17 @@ export class TaskContext {
   get fence(): Fence {
     return { task_id: this.task.task_id, token: this.task.fencing_token };
   }
-  /** Aborted once the lease is lost: pass it to long operations. */
+  /**
+   * Aborted once the lease is lost (reason LeaseLost) or the task was
+   * cancelled while held (reason CancelRequested): pass it to long
+   * operations, and stop when it fires.
+   */
   get signal(): AbortSignal {
     return this.ctl.signal;
+  }
+  /** True once a renewal (the background one or heartbeat) showed the task was cancelled while held. */
+  get cancelRequested(): boolean {
+    return this.cancelReq;
   }
   /** True once the lease is known lost (fenced, deleted or expired). */
   get lost(): boolean {
@@ -72,7 +86,14 @@ export class TaskContext {
     this.err = err;
     this.lostFlag = lost;
     this.stopRenew.abort();
-    if (lost) this.ctl.abort(err);
+    if (lost) {
+      this.lostCtl.abort(err);
+      if (!this.ctl.signal.aborted) this.ctl.abort(err);
+    }
+  }
+  /** @internal */
+  cancelCause(): CancelRequested {
+    return new CancelRequested(`task ${JSON.stringify(this.task.task_id)} was cancelled while held`);
   }
   private observe(e: unknown, taskWrite = false): void {
     if (e instanceof Fenced || (taskWrite && e instanceof NotFound)) {
@@ -93,9 +114,16 @@ export class TaskContext {
       throw e;
     }
     this.deadline = Math.max(this.deadline, sent + this.o.leaseMs - this.o.safetyMarginMs);
+    if (this.task.cancel_requested === true && !this.cancelReq) {
+      this.cancelReq = true;
+      if (!this.ctl.signal.aborted) this.ctl.abort(this.cancelCause());
+    }
   }
 
-  /** Renews now; with progress, first records it as the task's result under the token. */
+  /**
+   * Renews now; with progress, first records it as the task's result under
+   * the token. Throws CancelRequested once the task was cancelled while held.
+   */
   async heartbeat(progress?: unknown): Promise<void> {
     this.guard();
     try {
@@ -105,6 +133,7 @@ export class TaskContext {
       this.observe(e, true);
       throw this.check() ?? e;
     }
+    if (this.cancelReq) throw this.cancelCause();
   }
 
   /** @internal */
@@ -177,10 +206,29 @@ export class TaskContext {
       () => new LeaseReleased(`task ${JSON.stringify(this.task.task_id)} failed under token ${this.token}`));
   }
 
+  /**
+   * Cancels the task under this lease's token, which ends the lease: it is
+   * cancelled at once and the token retired (a requested cancellation is
+   * acknowledged so; without one, the holder cancels its own task).
+   */
+  async ackCancel(reason?: string): Promise<Task> {
+    return this.taskWrite(true, () => this.client.cancelTask(this.task.task_id, { fencingToken: this.token, reason }, { tenant: this.tenant }),
+      () => new LeaseReleased(`task ${JSON.stringify(this.task.task_id)} cancelled under token ${this.token}`));
+  }
+  /**
+   * Parks the task on a waitpoint under this lease's token, which ends the
+   * lease: it is claimable again once the waitpoint is completed or times
+   * out, and that claim carries Task.waitpoint.
+   */
+  async park(waitpointId: string): Promise<Task> {
+    return this.taskWrite(true, () => this.client.parkTask(this.task.task_id, { fencingToken: this.token, waitpointId }, { tenant: this.tenant }),
+      () => new LeaseReleased(`task ${JSON.stringify(this.task.task_id)} parked under token ${this.token}`));
+  }
+
   private async fenced<T>(fn: (o: CallOptions) => Promise<T>): Promise<T> {
     this.guard();
     try {
-      return await fn({ tenant: this.tenant, signal: this.ctl.signal });
+      return await fn({ tenant: this.tenant, signal: this.lostCtl.signal });
     } catch (e) {
       this.observe(e);
       throw e;
@@ -257,7 +305,11 @@ export interface WorkerOptions {
  * attempts and backoff apply; NonRetryable makes it dead). run() stops
  * gracefully on stop(), SIGTERM or SIGINT: no new claims, and the tasks in
  * flight finish (a long-poll claim under way still completes, and a task
- * it brings is processed).
+ * it brings is processed). When a renewal shows that the task was cancelled
+ * (cancelTask), ctx.signal is aborted with CancelRequested; once the
+ * handler settles the worker acknowledges the cancellation (the task ends
+ * cancelled, whatever the handler returned, unless it gave the task back
+ * itself) and reports CancelRequested to onError.
  */
 export class Worker {
   readonly owner: string;
@@ -352,6 +404,7 @@ export class Worker {
       await ctx.stopRenewer();
     }
     this.processed++;
+    if (ctx.cancelRequested) return this.endCancelled(ctx, failed, err);
     if (failed) this.report(ctx.task, err);
     const ended = ctx.error;
     if (ended) {
@@ -365,4 +418,28 @@ export class Worker {
       if (!(e instanceof Fenced) && !(e instanceof LeaseLost)) this.report(ctx.task, e);
     }
   }
+
+  /** Ends the lease of a task cancelled while held, unless the handler gave it back itself (the server settled the cancellation then). */
+  private async endCancelled(ctx: TaskContext, failed: boolean, err: unknown): Promise<void> {
+    const handlerErr = failed && !(err instanceof CancelRequested) && !isAbort(err, ctx) ? err : undefined;
+    if (ctx.error instanceof LeaseReleased) {
+      if (handlerErr !== undefined) this.report(ctx.task, handlerErr);
+      return;
+    }
+    if (!ctx.error) {
+      try {
+        await ctx.ackCancel();
+      } catch (e) {
+        if (!(e instanceof Fenced) && !(e instanceof LeaseLost)) this.report(ctx.task, e);
+      }
+    }
+    const cause = ctx.cancelCause();
+    if (handlerErr !== undefined) (cause as { cause?: unknown }).cause = handlerErr;
+    this.report(ctx.task, cause);
+  }
+}
+
+/** An error the handler threw because ctx.signal aborted (its reason, or an AbortError). */
+function isAbort(e: unknown, ctx: TaskContext): boolean {
+  return e === ctx.signal.reason || (e instanceof Error && e.name === "AbortError");
 }

@@ -52,4 +52,13 @@ it("runs every example of docs/typescript.md", async () => {
   expect(printed).toContain("put notes/watched");
   expect(printed).toContain("true not_found 404");
   expect(printed).toContain("approved: true");
+  // Coordinating tasks: dependencies, cancellation, waitpoints, flow control, schedules.
+  expect(printed).toContain('write got {"input":[{"input":[]}]}');
+  expect(printed).toContain("crawl-1 cancelled");
+  expect(printed).toContain("waitpoint completed");
+  expect(printed).toContain('publish-42 {"published":true}');
+  expect(printed).toContain("keys acme globex");
+  expect(printed).toContain("third claim none");
+  expect(printed).toContain("nightly latest false");
+  expect(printed).toContain("tick true");
 });
