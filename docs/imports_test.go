@@ -27,6 +27,7 @@ var layers = []struct {
 		"cmd/internal/buildinfo", "cmd/internal/gctune", "server/console", "docs"}},
 	{"test support", []string{"chaos/artifactfake"}},
 	{"raft", []string{"server/core/node"}},
+	{"replica", []string{"server/core/replica"}},
 	{"chunk plane", []string{"server/core/chunkplane"}},
 	{"mcp", []string{"server/mcpserver"}},
 	{"http", []string{"server"}},

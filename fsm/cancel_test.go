@@ -254,7 +254,7 @@ func jsonHas(b []byte, s string) bool { return strings.Contains(string(b), s) }
 func (l *lc) claimOrNil(leaseMs int64) *Task {
 	l.t.Helper()
 	c := NewCommand(KindTaskQueueClaim, 0, "acme", "", &QueueClaimArgs{Queue: "q", Owner: "w", LeaseMs: leaseMs, Statuses: []string{"pending"}})
-	l.f.StampQueueClaim(c)
+	l.f.Stamp(c)
 	r := l.do(c)
 	if !r.OK() {
 		l.t.Fatalf("queue claim: %s %s", r.Code, r.Message)

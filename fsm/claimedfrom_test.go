@@ -102,6 +102,6 @@ func queueClaimCmd(leaseMs int64, setStatus *string) *Command {
 
 // stamped is c as the leader stamps a queue claim.
 func (l *lc) stamped(c *Command) *Command {
-	l.f.StampQueueClaim(c)
+	l.f.Stamp(c)
 	return c
 }

@@ -31,7 +31,7 @@ var commandTable = []commandSpec{
 	// Tasks (tasks.go).
 	{Kind: KindTaskCreate, Args: TaskCreateArgs{}, Apply: applyTaskCreate, Txn: true},
 	{Kind: KindTaskClaim, Args: TaskClaimArgs{}, Apply: applyTaskClaim, Txn: true},
-	{Kind: KindTaskQueueClaim, Args: QueueClaimArgs{}, Apply: applyQueueClaim},
+	{Kind: KindTaskQueueClaim, Args: QueueClaimArgs{}, Apply: applyQueueClaim, Stamp: stampQueueClaim},
 	{Kind: KindTaskRenew, Args: TaskRenewArgs{}, Apply: applyTaskRenew},
 	{Kind: KindTaskUpdate, Args: TaskUpdateArgs{}, Apply: applyTaskUpdate, Txn: true},
 	{Kind: KindTaskDelete, Args: TaskDeleteArgs{}, Apply: applyTaskDelete},
@@ -117,6 +117,10 @@ type commandSpec struct {
 	// instead of misapplying it; fields added to an older kind's args are
 	// gated the same way by the args' entryVersion method (entryVersioner).
 	Since byte
+	// Stamp, if set, raises the entry version of a command about to be
+	// proposed when what it needs depends on the state, not only on its
+	// args (FSM.Stamp; the args' own fields are entryVersioner's).
+	Stamp func(f *FSM, c *Command)
 }
 
 // handler applies one kind of command to f.st. It returns a failed result
@@ -130,6 +134,7 @@ var (
 	handlers  = map[Kind]handler{}
 	txnKinds  = map[Kind]bool{}
 	kindSince = map[Kind]byte{}
+	stampers  = map[Kind]func(*FSM, *Command){}
 	// argTypes: the pointer type of each kind's args.
 	argTypes = map[Kind]reflect.Type{}
 )
@@ -149,7 +154,21 @@ func init() {
 			panic("fsm: kind " + string(s.Kind) + " needs an entry version this build cannot write")
 		}
 		kindSince[s.Kind] = s.Since
+		if s.Stamp != nil {
+			stampers[s.Kind] = s.Stamp
+		}
 		argTypes[s.Kind] = reflect.PointerTo(reflect.TypeOf(s.Args))
+	}
+}
+
+// Stamp sets the entry version of a command the leader is about to
+// propose where its kind's table row says that version depends on the
+// state (commandSpec.Stamp); for other kinds it does nothing. The proposer
+// calls it for every command, just before each proposal, so that no caller
+// chooses a version.
+func (f *FSM) Stamp(c *Command) {
+	if s := stampers[c.Kind]; s != nil {
+		s(f, c)
 	}
 }
 

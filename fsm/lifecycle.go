@@ -245,19 +245,17 @@ const (
 	maxExhaustedWalk = 1024
 )
 
-// StampQueueClaim sets the entry version of a queue claim the leader is
-// about to propose: EntryVersion4, whose claims make a task released on its
-// last attempt dead (bestClaimable), once the state holds any task with a
-// lifecycle part. Before that no task can have used its attempts, so the
-// claim stays the version 1 command it always was, which older members
-// apply the same way. (A claim proposed before the first lifecycle task was
-// applied cannot meet that task released on its last attempt: the release
-// is proposed after a claim of it was answered, so later, and proposals go
-// into the log in order.)
-func (f *FSM) StampQueueClaim(c *Command) {
-	if c.Kind != KindTaskQueueClaim {
-		return
-	}
+// stampQueueClaim sets the entry version of a queue claim the leader is
+// about to propose (the command table's Stamp, FSM.Stamp): EntryVersion4,
+// whose claims make a task released on its last attempt dead
+// (bestClaimable), once the state holds any task with a lifecycle part.
+// Before that no task can have used its attempts, so the claim stays the
+// version 1 command it always was, which older members apply the same way.
+// (A claim proposed before the first lifecycle task was applied cannot
+// meet that task released on its last attempt: the release is proposed
+// after a claim of it was answered, so later, and proposals go into the
+// log in order.)
+func stampQueueClaim(f *FSM, c *Command) {
 	f.mu.RLock()
 	inUse := f.st.Has(lifecycleMarkerKey)
 	f.mu.RUnlock()

@@ -53,7 +53,7 @@ func (l *lc) create(a *TaskCreateArgs) *Task {
 func (l *lc) claim(leaseMs int64) *Task {
 	l.t.Helper()
 	c := NewCommand(KindTaskQueueClaim, 0, "acme", "", &QueueClaimArgs{Queue: "q", Owner: "w", LeaseMs: leaseMs, Statuses: []string{"pending"}})
-	l.f.StampQueueClaim(c)
+	l.f.Stamp(c)
 	return l.ok(c)
 }
 
@@ -291,11 +291,11 @@ func TestQueueClaimVersions(t *testing.T) {
 	l := newLC(t)
 	l.create(&TaskCreateArgs{ID: "plain"})
 	c := NewCommand(KindTaskQueueClaim, 0, "acme", "", &QueueClaimArgs{Queue: "q", Owner: "w", LeaseMs: 1})
-	if l.f.StampQueueClaim(c); EncodeEntry([]*Command{c})[0] != EntryVersion {
+	if l.f.Stamp(c); EncodeEntry([]*Command{c})[0] != EntryVersion {
 		t.Fatalf("a claim with no lifecycle task in the state: entry version %d, want %d", EncodeEntry([]*Command{c})[0], EntryVersion)
 	}
 	l.create(&TaskCreateArgs{ID: "t1", MaxAttempts: 1, Priority: 9})
-	if l.f.StampQueueClaim(c); EncodeEntry([]*Command{c})[0] != EntryVersion4 {
+	if l.f.Stamp(c); EncodeEntry([]*Command{c})[0] != EntryVersion4 {
 		t.Fatalf("a claim once a lifecycle task exists: entry version %d, want %d", EncodeEntry([]*Command{c})[0], EntryVersion4)
 	}
 	got := l.claimV1(60_000)

@@ -259,7 +259,7 @@ func (g *logGen) command(index uint64, first bool) *Command {
 		c = NewCommand(KindTaskQueueClaim, now, tenant, "", &QueueClaimArgs{Queue: "q", Owner: g.name("w", 3),
 			LeaseMs: int64(rng.IntN(3000)), Statuses: []string{"pending"}})
 		if g.aux.IntN(4) != 0 { // mostly as a leader of this build writes it; else as an older one did
-			g.state.StampQueueClaim(c)
+			g.state.Stamp(c)
 		}
 	case 17:
 		c = &Command{Kind: KindTaskRenew, Now: now, Tenant: tenant}

@@ -35,7 +35,7 @@ func (s *Server) sweepCancelled() {
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.RequestTimeout)
 	defer cancel()
-	if _, err := s.cluster.Apply(ctx, fsm.NewCommand(fsm.KindTaskCancelSweep, s.now(), "", "", &fsm.TaskCancelSweepArgs{Max: cancelSweepBatch})); err != nil {
+	if _, err := s.replica.ProposeOwn(ctx, fsm.KindTaskCancelSweep, "", &fsm.TaskCancelSweepArgs{Max: cancelSweepBatch}); err != nil {
 		s.log.Debug("task cancel sweep", "err", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/baton-dev/baton/fsm/wire"
 	"github.com/baton-dev/baton/server/core/chunkplane"
 	"github.com/baton-dev/baton/server/core/chunkstore"
+	"github.com/baton-dev/baton/server/core/replica"
 )
 
 // Chunk bodies travel beside the Raft log (docs/design.md "Chunks beside the
@@ -161,7 +162,7 @@ func (s *Server) commitHeld(w http.ResponseWriter, r *http.Request, tenant, dige
 	if s.cluster.IsLeader() {
 		// A hold is idempotent by its content: the caller's retry headers
 		// (its key or session place, made for the upload) are not its own.
-		res, err := s.apply(r, fsm.NewCommand(fsm.KindChunkHeld, s.now(), tenant, "", args))
+		res, err := s.apply(r, s.replica.Command(replica.Caller{Tenant: tenant}, fsm.KindChunkHeld, args))
 		if err != nil {
 			return err
 		}

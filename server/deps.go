@@ -91,7 +91,7 @@ func (s *Server) resolveDeps() {
 	stop := time.Now().Add(resolveDepsTick)
 	for s.fsm.DepWorkPending() && time.Now().Before(stop) && s.ctx.Err() == nil {
 		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.RequestTimeout)
-		_, err := s.cluster.Apply(ctx, fsm.NewCommand(fsm.KindTaskResolveDeps, s.now(), "", "", &fsm.TaskResolveDepsArgs{Max: resolveDepsBatch}))
+		_, err := s.replica.ProposeOwn(ctx, fsm.KindTaskResolveDeps, "", &fsm.TaskResolveDepsArgs{Max: resolveDepsBatch})
 		cancel()
 		if err != nil {
 			s.log.Debug("task resolve_deps", "err", err)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/baton-dev/baton/fsm"
 	"github.com/baton-dev/baton/server/core/node"
+	"github.com/baton-dev/baton/server/core/replica"
 )
 
 // headerForwarded marks a request a follower forwarded, so that a node that
@@ -381,7 +382,8 @@ func unavailable(err error) error {
 	case errors.Is(err, node.ErrOutcomeUnknown):
 		return errorf(codeOutcomeUnknown, "the write was proposed but its outcome is not known (%v); "+
 			"retry only with the same Idempotency-Key or session place", err)
-	case errors.Is(err, node.ErrNotLeader), errors.Is(err, node.ErrUnavailable), errors.Is(err, node.ErrClosed):
+	case errors.Is(err, node.ErrNotLeader), errors.Is(err, node.ErrUnavailable), errors.Is(err, node.ErrClosed),
+		errors.Is(err, replica.ErrLeadershipChanged):
 		return errorf(codeUnavailable, "%v", err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return errorf(codeUnavailable, "timed out waiting for the cluster; retry")

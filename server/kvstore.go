@@ -11,6 +11,7 @@ import (
 
 	"github.com/baton-dev/baton/fsm"
 	"github.com/baton-dev/baton/fsm/wire"
+	"github.com/baton-dev/baton/server/core/replica"
 )
 
 // The knowledge store behind LangGraph's BaseStore (docs/api.md "Knowledge
@@ -201,7 +202,7 @@ func (s *Server) refresh(r *http.Request, id *identity, tenant string, refs []fs
 	}
 	for len(refs) > 0 {
 		n := min(len(refs), fsm.MaxStoreOps)
-		cmd := fsm.NewCommand(fsm.KindStoreTouch, s.now(), tenant, id.principalName(), &fsm.StoreTouchArgs{Items: refs[:n]})
+		cmd := s.replica.Command(replica.Caller{Tenant: tenant, Principal: id.principalName()}, fsm.KindStoreTouch, &fsm.StoreTouchArgs{Items: refs[:n]})
 		res, err := s.apply(r, cmd)
 		if err != nil {
 			return err
@@ -373,7 +374,7 @@ func (s *Server) purgeStore() {
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.RequestTimeout)
 	defer cancel()
-	if _, err := s.cluster.Apply(ctx, fsm.NewCommand(fsm.KindStorePurge, s.now(), "", "", &fsm.StorePurgeArgs{Max: storePurgeBatch})); err != nil {
+	if _, err := s.replica.ProposeOwn(ctx, fsm.KindStorePurge, "", &fsm.StorePurgeArgs{Max: storePurgeBatch}); err != nil {
 		s.log.Debug("store purge", "err", err)
 	}
 }

@@ -40,7 +40,7 @@ func (s *Server) purgeRetained() {
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.RequestTimeout)
 	defer cancel()
-	if _, err := s.cluster.Apply(ctx, fsm.NewCommand(fsm.KindTaskPurge, s.now(), "", "", &fsm.TaskPurgeArgs{Max: taskPurgeBatch})); err != nil {
+	if _, err := s.replica.ProposeOwn(ctx, fsm.KindTaskPurge, "", &fsm.TaskPurgeArgs{Max: taskPurgeBatch}); err != nil {
 		s.log.Debug("task purge", "err", err)
 	}
 }
@@ -59,7 +59,7 @@ func (s *Server) purgeCheckpoints() {
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.RequestTimeout)
 	defer cancel()
-	if _, err := s.cluster.Apply(ctx, fsm.NewCommand(fsm.KindCheckpointPurge, s.now(), "", "", &fsm.CheckpointPurgeArgs{Max: checkpointPurgeBatch})); err != nil {
+	if _, err := s.replica.ProposeOwn(ctx, fsm.KindCheckpointPurge, "", &fsm.CheckpointPurgeArgs{Max: checkpointPurgeBatch}); err != nil {
 		s.log.Debug("checkpoint purge", "err", err)
 	}
 }
@@ -74,7 +74,7 @@ func (s *Server) purgeExpired() {
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.RequestTimeout)
 	defer cancel()
-	if _, err := s.cluster.Apply(ctx, fsm.NewCommand(fsm.KindKVPurge, s.now(), "", "", &fsm.KVPurgeArgs{Max: 1000})); err != nil {
+	if _, err := s.replica.ProposeOwn(ctx, fsm.KindKVPurge, "", &fsm.KVPurgeArgs{Max: 1000}); err != nil {
 		s.log.Debug("kv purge", "err", err)
 	}
 }

@@ -37,7 +37,7 @@ func (s *Server) registerSelf() error {
 	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
 	defer cancel()
 	if s.cluster.IsLeader() {
-		_, err := s.cluster.Apply(ctx, fsm.NewCommand(fsm.KindMemberSet, s.now(), "", "", &me))
+		_, err := s.replica.ProposeOwn(ctx, fsm.KindMemberSet, "", &me)
 		return err
 	}
 	addr := s.cluster.HTTPAddrOf(leader)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/baton-dev/baton/fsm"
 	"github.com/baton-dev/baton/server/console"
+	"github.com/baton-dev/baton/server/core/replica"
 )
 
 // routeKind says where a route is served.
@@ -193,17 +194,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
 		writeError(w, err)
 		return
 	}
-	if rt.kind == routeRead && !stale {
-		if err := s.cluster.ReadBarrier(ctx); err != nil {
-			writeError(w, unavailable(err))
-			return
-		}
+	level := replica.Stale // a stale read, served from this node's state as it is
+	switch {
+	case rt.kind == routeRead && !stale:
+		level = replica.Linearizable
+	case rt.kind == routeWrite || rt.kind == routeLongWrite:
+		level = replica.Leader // what a write checks before it proposes sees every acknowledged write
 	}
-	if rt.kind == routeWrite || rt.kind == routeLongWrite {
-		if err := s.cluster.WriteBarrier(ctx); err != nil {
-			writeError(w, unavailable(err))
-			return
-		}
+	if _, err := s.replica.Read(ctx, level); err != nil {
+		writeError(w, unavailable(err))
+		return
 	}
 	if err := rt.h(w, r, id); err != nil {
 		writeError(w, err)

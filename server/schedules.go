@@ -12,6 +12,7 @@ import (
 
 	"github.com/baton-dev/baton/fsm"
 	"github.com/baton-dev/baton/fsm/wire"
+	"github.com/baton-dev/baton/server/core/replica"
 )
 
 // Schedules (docs/api.md "Schedules"): the routes, and the leader's loop
@@ -203,7 +204,9 @@ func (s *Server) tickSchedules() {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.RequestTimeout)
-		_, err = s.cluster.Apply(ctx, fsm.NewCommand(fsm.KindScheduleTick, now, sch.Tenant, "", args))
+		cmd := s.replica.Command(replica.Caller{Tenant: sch.Tenant}, fsm.KindScheduleTick, args)
+		cmd.Now = now // the time its due ticks were computed at
+		_, err = s.replica.Propose(ctx, cmd)
 		cancel()
 		if err != nil {
 			s.log.Debug("schedule tick", "err", err)

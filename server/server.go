@@ -3,11 +3,12 @@
 // Every request goes through one route table. A route is a write, a read or
 // local. On a follower, writes and linearizable reads are forwarded to the
 // leader as they came (the leader authenticates, validates and applies);
-// stale reads and local routes are answered here. On the leader, a write is
-// encoded as an fsm.Command stamped with the leader's clock and the caller,
-// and answered once applied; a linearizable read first passes
-// node.ReadBarrier. The server knows Raft only through the Cluster
-// interface.
+// stale reads and local routes are answered here. On the leader, a handler
+// decodes and authorizes a write, the replica facade (server/core/replica)
+// builds its fsm.Command (the leader's clock, the caller, the entry
+// version), proposes it and waits, and the handler answers; a linearizable
+// read first passes the facade's read barrier. The server knows Raft only
+// through the Cluster interface, and the facade.
 package server
 
 import (
@@ -29,6 +30,7 @@ import (
 	"github.com/baton-dev/baton/server/core/chunkplane"
 	"github.com/baton-dev/baton/server/core/chunkstore"
 	"github.com/baton-dev/baton/server/core/node"
+	"github.com/baton-dev/baton/server/core/replica"
 	"github.com/baton-dev/baton/server/core/tlsconf"
 	"github.com/baton-dev/baton/server/mcpserver"
 	"github.com/prometheus/client_golang/prometheus"
@@ -143,9 +145,11 @@ func (c *Config) setDefaults() {
 
 // Server serves the API for one node.
 type Server struct {
-	cfg       Config
-	cluster   Cluster
-	fsm       *fsm.FSM
+	cfg     Config
+	cluster Cluster
+	fsm     *fsm.FSM
+	// replica is the facade every command and barrier goes through.
+	replica   *replica.Replica
 	log       *slog.Logger
 	adminHash [32]byte
 	mux       *http.ServeMux
@@ -153,8 +157,6 @@ type Server struct {
 	limits    *limiter
 	metrics   *metrics
 	chunks    *chunkplane.Plane
-	// emptyClaims: keyed queue claims answered 204 without a write.
-	emptyClaims emptyClaims
 	// caughtUp: since it started, this node applied the commit index the
 	// leader reported (GET /readyz).
 	caughtUp atomic.Bool
@@ -178,6 +180,7 @@ func New(cfg Config, c Cluster, f *fsm.FSM) *Server {
 	s := &Server{cfg: cfg, cluster: c, fsm: f, log: cfg.Logger,
 		adminHash: sha256.Sum256([]byte(cfg.AdminToken)), mux: http.NewServeMux()}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.replica = replica.New(replica.Config{Node: c, FSM: f, ClockOffset: cfg.Faults.ClockOffset, IdempotencyTTL: cfg.IdempotencyTTL})
 	s.proxy = newForwarder(s.ctx, c, f, s.log, s.cfg.RequestTimeout)
 	if cfg.PeerClientTLS != nil {
 		s.proxy.useTLS(cfg.PeerClientTLS)
@@ -248,7 +251,7 @@ func cleanPath(p string) bool {
 func (s *Server) Registry() *prometheus.Registry { return s.metrics.reg }
 
 // now is the leader's clock as stamped into commands, in Unix ms.
-func (s *Server) now() int64 { return time.Now().Add(s.cfg.Faults.ClockOffset()).UnixMilli() }
+func (s *Server) now() int64 { return s.replica.Now() }
 
 func (s *Server) isAdminToken(tok string) bool {
 	h := sha256.Sum256([]byte(tok))

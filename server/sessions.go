@@ -7,6 +7,7 @@ import (
 
 	"github.com/baton-dev/baton/fsm"
 	"github.com/baton-dev/baton/fsm/wire"
+	"github.com/baton-dev/baton/server/core/replica"
 )
 
 // sessionRoutes: POST /v1/sessions opens a client session for the caller
@@ -24,7 +25,7 @@ func (s *Server) handleSessionOpen(w http.ResponseWriter, r *http.Request, id *i
 			return err
 		}
 	}
-	cmd := fsm.NewCommand(fsm.KindSessionOpen, s.now(), id.tenant, id.principalName(), &fsm.SessionOpenArgs{})
+	cmd := s.replica.Command(replica.Caller{Tenant: id.tenant, Principal: id.principalName()}, fsm.KindSessionOpen, &fsm.SessionOpenArgs{})
 	res, err := s.apply(r, cmd)
 	if err != nil {
 		return err
@@ -41,6 +42,6 @@ func (s *Server) publishLimits() error {
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
 	defer cancel()
-	_, err := s.cluster.Apply(ctx, fsm.NewCommand(fsm.KindLimitsSet, s.now(), "", "", &want))
+	_, err := s.replica.ProposeOwn(ctx, fsm.KindLimitsSet, "", &want)
 	return err
 }

@@ -108,7 +108,7 @@ func (s *Server) replayKnown(r *http.Request, id *identity, tenant string, kind 
 	if err != nil {
 		return nil, false
 	}
-	return s.fsm.ReplayAnswer(cmd, s.now())
+	return s.replica.Replay(cmd)
 }
 
 // taskForbidden is the one answer for a task outside the caller's grants,
@@ -274,10 +274,8 @@ func taskWrite[R any, A any](s *Server, kind fsm.Kind, argsOf func(req *R, taskI
 	}
 }
 
-// handleQueueClaim claims the best task of a queue. With wait_ms it long-polls:
-// it proposes a claim only when the leader's state shows a claimable task,
-// and otherwise waits for the next applied change or the next lease expiry,
-// never past the deadline and never in a busy loop.
+// handleQueueClaim claims the best task of a queue; with wait_ms it
+// long-polls (replica.Replica.ClaimQueue).
 func (s *Server) handleQueueClaim(w http.ResponseWriter, r *http.Request, id *identity) error {
 	tenant, queue := r.PathValue("tenant"), r.PathValue("queue")
 	if err := s.tenantAccess(id, tenant, resTasks, queue, actWrite); err != nil {
@@ -292,96 +290,21 @@ func (s *Server) handleQueueClaim(w http.ResponseWriter, r *http.Request, id *id
 	if err != nil {
 		return err
 	}
-	cmd, err := s.command(r, id, tenant, fsm.KindTaskQueueClaim, args, body)
+	c, err := caller(r, id, tenant, body)
 	if err != nil {
 		return err
 	}
-	keyed := retried(cmd)
-	propose := func(final bool) (*fsm.Result, error) {
-		attempt := *args
-		attempt.Final = final
-		c := *cmd
-		c.Args = fsm.EncodeArgs(&attempt)
-		// Each round is judged at its own time: a task that became due,
-		// or a lease that ran out, while the request waited is claimable
-		// at the time Claimable saw, not at the request's arrival.
-		c.Now = s.now()
-		// And stamped at its own time: the first lifecycle task may have
-		// come while the request waited (fsm.StampQueueClaim).
-		s.fsm.StampQueueClaim(&c)
-		return s.apply(r, &c)
+	claim, err := s.replica.ClaimQueue(r.Context(), c, args, time.Duration(req.WaitMs)*time.Millisecond)
+	if err != nil {
+		return unavailable(err)
 	}
-	deadline := time.Now().Add(time.Duration(req.WaitMs) * time.Millisecond)
-	if keyed && s.emptyClaims.answered(cmd, time.Now()) {
-		// A late duplicate of a claim this node answered 204 without a
-		// write: the same answer, not a task nobody would work on.
+	if claim.Res != nil {
+		return reply(w, claim.Res, nil)
+	}
+	if claim.Replay {
 		w.Header().Set("Idempotent-Replay", "true")
-		w.WriteHeader(http.StatusNoContent)
-		return nil
 	}
-	replayChecked := !keyed
-	for {
-		final := !time.Now().Before(deadline)
-		_, changed := s.fsm.Changed()
-		ok, nextExpiry := s.fsm.Claimable(tenant, queue, args.Statuses, s.now())
-		if !ok && !replayChecked {
-			// A retry of a claim that was applied must get its answer
-			// again, even when nothing is claimable now (the claim took
-			// the task), and without waiting. (When a task is claimable,
-			// the proposal replays it: the FSM looks up the key first.)
-			// The write barrier has made every acknowledged write of
-			// earlier terms visible here.
-			replayChecked = true
-			if res, ok := s.fsm.ReplayAnswer(cmd, s.now()); ok {
-				return reply(w, res, nil)
-			}
-		}
-		if ok {
-			res, err := propose(final)
-			if err != nil {
-				return err
-			}
-			if res.Outcome != fsm.OutcomeNoContent || !res.OK() || final {
-				return reply(w, res, nil)
-			}
-			continue
-		}
-		if final {
-			// Nothing claimable: nothing is written, with a key or a
-			// session place or without (an idle long-poll costs no log
-			// entry). A retry finds no record and looks again; a claim
-			// that did claim left its record, which the replay check
-			// above finds.
-			if keyed {
-				s.emptyClaims.add(cmd, time.Now())
-			}
-			w.WriteHeader(http.StatusNoContent)
-			return nil
-		}
-		if err := s.waitForClaimable(r, changed, deadline, nextExpiry); err != nil {
-			return err
-		}
-	}
-}
-
-func (s *Server) waitForClaimable(r *http.Request, changed <-chan struct{}, deadline time.Time, nextExpiry int64) error {
-	wake := time.Until(deadline)
-	if nextExpiry != 0 {
-		if d := time.Duration(nextExpiry-s.now()) * time.Millisecond; d < wake {
-			wake = d
-		}
-	}
-	timer := time.NewTimer(max(wake, time.Millisecond))
-	defer timer.Stop()
-	select {
-	case <-changed:
-	case <-timer.C:
-	case <-r.Context().Done():
-		return unavailable(r.Context().Err())
-	}
-	if !s.cluster.IsLeader() {
-		return errorf(codeUnavailable, "leadership changed while waiting; retry")
-	}
+	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 

@@ -150,7 +150,7 @@ func (s *Server) expireWaitpoints() {
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.RequestTimeout)
 	defer cancel()
-	if _, err := s.cluster.Apply(ctx, fsm.NewCommand(fsm.KindWaitpointExpire, s.now(), "", "", &fsm.WaitpointExpireArgs{Max: waitpointExpireBatch})); err != nil {
+	if _, err := s.replica.ProposeOwn(ctx, fsm.KindWaitpointExpire, "", &fsm.WaitpointExpireArgs{Max: waitpointExpireBatch}); err != nil {
 		s.log.Debug("waitpoint expire", "err", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/baton-dev/baton/fsm"
+	"github.com/baton-dev/baton/server/core/replica"
 )
 
 // Headers of idempotent retries: an explicit key, or a write's place in a
@@ -86,30 +87,33 @@ func sessionPlace(r *http.Request) (id, seq, ack uint64, err error) {
 	return id, seq, ack, nil
 }
 
-// command builds the command for a write: the leader's time, the caller,
-// and what identifies its retries (an Idempotency-Key, which wins, or its
-// place in a client session).
-func (s *Server) command(r *http.Request, id *identity, tenant string, kind fsm.Kind, args any, body []byte) (*fsm.Command, error) {
+// caller decodes who writes from the request: the tenant, the caller, and
+// what identifies its retries (an Idempotency-Key, which wins, or its place
+// in a client session) with the request's fingerprint.
+func caller(r *http.Request, id *identity, tenant string, body []byte) (replica.Caller, error) {
 	key, err := idempotencyKey(r)
 	if err != nil {
-		return nil, err
+		return replica.Caller{}, err
 	}
 	sid, seq, ack, err := sessionPlace(r)
 	if err != nil {
-		return nil, err
+		return replica.Caller{}, err
 	}
-	cmd := fsm.NewCommand(kind, s.now(), tenant, id.principalName(), args)
-	switch {
-	case key != "":
-		cmd.IdemKey, cmd.IdemFP, cmd.IdemTTL = key, fingerprint(r, body), s.cfg.IdempotencyTTL.Milliseconds()
-	case sid != 0:
-		cmd.Session, cmd.Seq, cmd.Ack, cmd.IdemFP = sid, seq, ack, fingerprint(r, body)
+	c := replica.Caller{Tenant: tenant, Principal: id.principalName(), IdemKey: key, Session: sid, Seq: seq, Ack: ack}
+	if key != "" || sid != 0 {
+		c.Fingerprint = fingerprint(r, body)
 	}
-	return cmd, nil
+	return c, nil
 }
 
-// retried reports whether the request carries what identifies retries.
-func retried(c *fsm.Command) bool { return c.IdemKey != "" || c.Session != 0 }
+// command builds the command for a write (replica.Replica.Command).
+func (s *Server) command(r *http.Request, id *identity, tenant string, kind fsm.Kind, args any, body []byte) (*fsm.Command, error) {
+	c, err := caller(r, id, tenant, body)
+	if err != nil {
+		return nil, err
+	}
+	return s.replica.Command(c, kind, args), nil
+}
 
 // propose builds the command for a write and waits until it is applied.
 func (s *Server) propose(r *http.Request, id *identity, tenant string, kind fsm.Kind, args any, body []byte) (*fsm.Result, error) {
@@ -122,7 +126,7 @@ func (s *Server) propose(r *http.Request, id *identity, tenant string, kind fsm.
 
 // apply proposes cmd and waits until it is applied.
 func (s *Server) apply(r *http.Request, cmd *fsm.Command) (*fsm.Result, error) {
-	res, err := s.cluster.Apply(r.Context(), cmd)
+	res, err := s.replica.Propose(r.Context(), cmd)
 	if err != nil {
 		return nil, unavailable(err)
 	}
