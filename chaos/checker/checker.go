@@ -25,6 +25,11 @@
 //     retries, a dead task neither claimed nor revived but by a retry, no
 //     queue claim before the task's available_at (by the state machine's
 //     clock, and by the client's within the run's clock skew).
+//   - Dependencies, Cancellation, Schedules, FlowControl (coord.go): no
+//     dependent claimed before its dependencies may have been done;
+//     nothing written under a cancelled lease's token; one task per
+//     schedule tick, none missing, none while paused; no queue over its
+//     max_leased, concurrency_key_limit or claim rate.
 //   - Converged: every node reports the same applied_index and state_digest.
 //
 // Operations whose outcome is Unknown never make a checker fail by
@@ -131,6 +136,10 @@ func Check(h *history.History, o Options) *Report {
 	r.Anomalies = append(r.Anomalies, LostWrites(h)...)
 	r.Anomalies = append(r.Anomalies, Idempotency(h)...)
 	r.Anomalies = append(r.Anomalies, Lifecycle(h)...)
+	r.Anomalies = append(r.Anomalies, Dependencies(h)...)
+	r.Anomalies = append(r.Anomalies, Cancellation(h)...)
+	r.Anomalies = append(r.Anomalies, Schedules(h)...)
+	r.Anomalies = append(r.Anomalies, FlowControl(h)...)
 	if !o.SkipConvergence {
 		r.Anomalies = append(r.Anomalies, Converged(h.Nodes)...)
 	}

@@ -70,7 +70,8 @@ func acceptedFenced(op *history.Op) (fencedWrite, bool) {
 	switch {
 	case op.In.FenceTask != "":
 		return fencedWrite{op: op, task: op.In.FenceTask, token: op.In.FenceToken}, true
-	case (op.Kind == history.TaskUpdate || op.Kind == history.TaskRenew || op.Kind == history.TaskFail) && op.In.Token != nil:
+	case (op.Kind == history.TaskUpdate || op.Kind == history.TaskRenew || op.Kind == history.TaskFail ||
+		op.Kind == history.TaskCancel) && op.In.Token != nil:
 		return fencedWrite{op: op, task: op.In.Key, token: *op.In.Token}, true
 	}
 	return fencedWrite{}, false
@@ -89,7 +90,8 @@ func sighting(op *history.Op) (string, uint64, bool) {
 		return "", 0, false
 	}
 	switch op.Kind {
-	case history.TaskClaim, history.TaskGet, history.TaskRenew, history.TaskUpdate, history.TaskFail, history.TaskRetry:
+	case history.TaskClaim, history.TaskGet, history.TaskRenew, history.TaskUpdate, history.TaskFail, history.TaskRetry,
+		history.TaskCancel:
 		return op.In.Key, op.Out.Token, true
 	case history.TaskQueueClaim:
 		return op.Out.TaskID, op.Out.Token, op.Out.TaskID != ""

@@ -407,7 +407,7 @@ func (b *builder) addFence(op *history.Op) {
 // Linearizable checks every register and task of h with porcupine. Each
 // partition gets at most timeout.
 func Linearizable(h *history.History, timeout time.Duration) *LinResult {
-	ops := Logical(h.Flat())
+	ops := withoutCoord(Logical(h.Flat()))
 	b := newBuilder()
 	b.scanKV(ops)
 	b.scanTokens(ops)
@@ -521,6 +521,19 @@ func faultAnnotations(faults []history.Fault) []porcupine.Annotation {
 	for _, f := range faults {
 		out = append(out, porcupine.Annotation{Tag: "faults", Start: f.Start, End: f.End,
 			Description: f.Kind, Details: f.Description, BackgroundColor: "#f6d5d5"})
+	}
+	return out
+}
+
+// withoutCoord leaves out the coordination agents' operations: their
+// tasks (cancellation retires tokens, dependencies hold claims back, flow
+// control refuses them) have checkers of their own (coord*.go).
+func withoutCoord(ops []history.Op) []history.Op {
+	out := ops[:0:0]
+	for _, op := range ops {
+		if !op.In.Coord {
+			out = append(out, op)
+		}
 	}
 	return out
 }

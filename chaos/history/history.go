@@ -63,6 +63,15 @@ const (
 	CheckpointList  Kind = "checkpoint.list"
 	Txn             Kind = "txn"
 	FinalWrite      Kind = "final.write"
+	// Coordination primitives (docs/api.md "Dependencies", "Cancellation",
+	// "Flow control", "Schedules"), recorded by the coordination agents.
+	TaskCancel     Kind = "task.cancel"
+	TaskList       Kind = "task.list" // the read-back of a queue: Out.Listed
+	QueuePolicySet Kind = "queue.policy"
+	ScheduleCreate Kind = "schedule.create"
+	ScheduleGet    Kind = "schedule.get"
+	SchedulePause  Kind = "schedule.pause"
+	ScheduleResume Kind = "schedule.resume"
 )
 
 // Input is what an operation asked for. Fields not used by a kind are empty.
@@ -100,6 +109,37 @@ type Input struct {
 	// attempt belongs to (retries share it).
 	Digest string `json:"digest,omitempty"`
 	Group  string `json:"group,omitempty"`
+	// Coord marks the operations of the coordination agents, which the
+	// linearizability checker's task model leaves to their own checkers.
+	Coord bool `json:"coord,omitempty"`
+	// Dependencies of a task create, and its dependency_policy ("": fail).
+	DependsOn []string `json:"depends_on,omitempty"`
+	DepPolicy string   `json:"dependency_policy,omitempty"`
+	// A task create's concurrency_key.
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
+	// A queue policy's flow limits (0: none).
+	MaxLeased       int64 `json:"max_leased,omitempty"`
+	KeyLimit        int64 `json:"concurrency_key_limit,omitempty"`
+	ClaimsPerSecond int64 `json:"claims_per_second,omitempty"`
+	ClaimBurst      int64 `json:"claim_burst,omitempty"`
+	// A schedule create: its interval or cron expression, its catch-up.
+	IntervalMS int64  `json:"interval_ms,omitempty"`
+	Cron       string `json:"cron,omitempty"`
+	CatchUp    string `json:"catch_up,omitempty"`
+}
+
+// Dep is one dependency as a claim's answer showed it.
+type Dep struct {
+	TaskID   string `json:"task_id"`
+	Resolved bool   `json:"resolved"`
+	Status   string `json:"status,omitempty"`
+}
+
+// Listed is one task of a queue's read-back.
+type Listed struct {
+	TaskID      string `json:"task_id"`
+	Status      string `json:"status,omitempty"`
+	CreatedAtMS int64  `json:"created_at_ms"`
 }
 
 // Output is what an operation returned. For a Fail outcome only Code and
@@ -135,6 +175,23 @@ type Output struct {
 	Current        *string `json:"current,omitempty"`         // ref/checkpoint version_mismatch
 	LeaseOwner     string  `json:"lease_owner,omitempty"`     // lease_held
 	OpIndex        *int    `json:"op_index,omitempty"`        // failed txn op
+	// Coordination: a task's cancel_requested, dependencies_left (nil:
+	// none), the dependencies a claim's answer carried, its
+	// concurrency_key and created_at (Unix ms).
+	CancelRequested bool    `json:"cancel_requested,omitempty"`
+	DepsLeft        *uint64 `json:"dependencies_left,omitempty"`
+	Deps            []Dep   `json:"dependencies,omitempty"`
+	ConcurrencyKey  string  `json:"concurrency_key,omitempty"`
+	CreatedAtMS     int64   `json:"created_at_ms,omitempty"`
+	// A schedule as answered (times Unix ms, leader-stamped): next_at,
+	// last_tick_at (0: none), ticks and paused; UpdatedAtMS and Version
+	// above are the schedule's.
+	NextAtMS   int64  `json:"next_at_ms,omitempty"`
+	LastTickMS int64  `json:"last_tick_ms,omitempty"`
+	Ticks      uint64 `json:"ticks,omitempty"`
+	Paused     bool   `json:"paused,omitempty"`
+	// The tasks of a queue's read-back (TaskList).
+	Listed []Listed `json:"listed,omitempty"`
 }
 
 // Op is one recorded operation.
