@@ -116,7 +116,8 @@ func (m *middlebox) currentToken(req *http.Request, tenant, task string) (uint64
 // TestBiteFencingDisabled: a middlebox that swaps every fencing token for
 // the task's current one, as a server that does not check fencing would
 // behave, lets the stale writers' writes through; the fencing checker and
-// the task model must report them.
+// the task model must report them, and the cancellation checker the
+// writes under the token of a cancelled lease.
 func TestBiteFencingDisabled(t *testing.T) {
 	m := newMiddlebox(t, func(m *middlebox, req *http.Request, body []byte) (*http.Response, []byte, error) {
 		tenant, task, field := "", "", ""
@@ -155,6 +156,8 @@ func TestBiteFencingDisabled(t *testing.T) {
 	}
 	wantAnomaly(t, r, checker.NameFencing)
 	wantAnomaly(t, r, checker.NameLinearizable)
+	// The canceller's writes under a retired token go through too.
+	wantAnomaly(t, r, checker.NameCancellation)
 }
 
 // TestBiteStaleReads: a middlebox that sends every read to one node as a

@@ -145,6 +145,7 @@ type Summary struct {
 	Inconclusive                int
 	LeaseSkew                   LeaseSkew
 	Life                        checker.LifeCounts
+	Coord                       checker.CoordCounts
 	LostResponses               int64
 	Elapsed                     time.Duration
 	FailedRuns                  []*Result
@@ -197,6 +198,7 @@ func (s *Summary) Add(r *Result) {
 	s.LeaseSkew.Normal.merge(r.LeaseSkew.Normal)
 	s.LeaseSkew.Skewed.merge(r.LeaseSkew.Skewed)
 	s.Life.Add(r.Life)
+	s.Coord.Add(r.Coord)
 	s.Elapsed += r.Duration
 }
 
@@ -225,7 +227,8 @@ func (s *Summary) Line() string {
 
 // Checkers lists every anomaly class of the report, checkers first.
 var Checkers = []string{checker.NameLinearizable, checker.NameFencing, checker.NameLostWrite, checker.NameIdempotency,
-	checker.NameConvergence, checker.NameLifecycle, AnomalyCrash, AnomalyAvailability, AnomalyServerError, AnomalyFault}
+	checker.NameConvergence, checker.NameLifecycle, checker.NameDependencies, checker.NameCancellation, checker.NameSchedules,
+	checker.NameFlowControl, AnomalyCrash, AnomalyAvailability, AnomalyServerError, AnomalyFault}
 
 // Table writes the summary table and the closing line.
 func (s *Summary) Table(w io.Writer) {
@@ -269,6 +272,12 @@ func (s *Summary) Table(w io.Writer) {
 	row("  failed attempts", s.Life.Fails, fmt.Sprintf("of which made the task dead: %d; retries: %d", s.Life.Dead, s.Life.Retries))
 	row("  expiring versions", s.Life.Expiring, "task versions seen with an expires_at (terminal, with a retention period)")
 	row("  purges seen", s.Life.Purged, fmt.Sprintf("tasks found gone, by %d answers (not_found); judged against an expiry: %d", s.Life.Gone, s.Life.GoneJudged))
+	row("coordination", "", "")
+	row("  dependents claimed", s.Coord.DepClaims, fmt.Sprintf("claims of tasks with dependencies judged; bad creates found absent: %d", s.Coord.BadCreates))
+	row("  cancellations seen", s.Coord.Cancelled, fmt.Sprintf("answers showing a task cancelled, its token retired; later writes under an old token refused: %d", s.Coord.StaleFenced))
+	row("  schedule ticks", s.Coord.Ticks, fmt.Sprintf("tasks of schedule ticks judged; gaps a pause and resume explained: %d", s.Coord.TickGaps))
+	row("  flow-limited claims", s.Coord.LeasedClaims, fmt.Sprintf("acknowledged claims of queues with max_leased; most held at once: %d; claims of a rated queue: %d; claims that took nothing: %d",
+		s.Coord.MaxHeld, s.Coord.RateClaims, s.Coord.NothingClaimed))
 	row("run time", s.Elapsed.Round(time.Second), fmt.Sprintf("%.1fs per run", s.perRun()))
 	tw.Flush()
 	for _, r := range s.FailedRuns {

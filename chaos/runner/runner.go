@@ -156,8 +156,10 @@ type Result struct {
 	// LeaseSkew is how far claims' lease ends strayed from the client's
 	// clock plus the lease, inside and outside clock-skew faults.
 	LeaseSkew LeaseSkew
-	// Life counts what the lifecycle checker could judge.
+	// Life counts what the lifecycle checker could judge, Coord what the
+	// coordination checkers could.
 	Life   checker.LifeCounts
+	Coord  checker.CoordCounts
 	report *checker.Report
 }
 
@@ -328,6 +330,7 @@ func (r *Result) run(ctx context.Context, cfg Config, env *environment) {
 	report := checker.Check(h, checker.Options{LinearizableTimeout: cfg.CheckTimeout})
 	r.History, r.Faults, r.report = h, h.Faults, report
 	r.Ops, r.LeaseSkew, r.Life = countOps(h), leaseSkew(h), checker.LifecycleCounts(h)
+	r.Coord = checker.CoordinationCounts(h)
 	r.Anomalies = append(report.Anomalies, extra...)
 	r.Inconclusive = report.Inconclusive
 }

@@ -66,6 +66,7 @@ func (w *Workload) Final() error {
 		readTwice(func() history.Op { return k.taskGet(task) })
 		readTwice(func() history.Op { return k.kvGet(HandNamespace + "/" + task) })
 	}
+	w.finalCoord(k)
 	return nil
 }
 

@@ -28,6 +28,9 @@ type caller struct {
 	// sessions: the caller's writes carry no Idempotency-Key, so the
 	// client's own retries go in its client session.
 	sessions bool
+	// coord marks the caller's operations as the coordination agents'
+	// (history.Input.Coord).
+	coord bool
 }
 
 // key is the Idempotency-Key of a write the workload never retries
@@ -52,6 +55,7 @@ type callFunc func(ctx context.Context, opts []client.RequestOption, op *history
 // call invokes fn as one recorded operation with Idempotency-Key key (none
 // for reads).
 func (k *caller) call(kind history.Kind, in history.Input, key string, fn callFunc) history.Op {
+	in.Coord = k.coord
 	p := k.w.rec.Invoke(k.id, kind, in)
 	op := p.Op()
 	op.IdemKey, op.Final = key, k.final
@@ -175,6 +179,11 @@ func taskOutput(t *client.Task) history.Output {
 	out.RetentionMS = t.Retention.Milliseconds()
 	if t.ExpiresAt != nil {
 		out.ExpiresAtMS = t.ExpiresAt.UnixMilli()
+	}
+	out.CancelRequested, out.DepsLeft, out.ConcurrencyKey = t.CancelRequested, t.DependenciesLeft, t.ConcurrencyKey
+	out.CreatedAtMS = t.CreatedAt.UnixMilli()
+	for _, d := range t.Dependencies {
+		out.Deps = append(out.Deps, history.Dep{TaskID: d.TaskID, Resolved: d.Resolved, Status: d.Status})
 	}
 	return out
 }
@@ -337,7 +346,8 @@ func (k *caller) updateTask(in history.Input, req client.UpdateTaskRequest) hist
 // available_at and max_attempts from the answer).
 func (k *caller) createTask(req client.CreateTaskRequest, key string) history.Op {
 	in := history.Input{Key: req.TaskID, Queue: req.Queue, MaxAttempts: req.MaxAttempts, DelayMS: req.Delay.Milliseconds(),
-		RetentionMS: req.Retention.Milliseconds()}
+		RetentionMS: req.Retention.Milliseconds(), DependsOn: req.DependsOn, DepPolicy: req.DependencyPolicy,
+		ConcurrencyKey: req.ConcurrencyKey}
 	if req.AvailableAt != nil {
 		in.AvailableAtMS = req.AvailableAt.UnixMilli()
 	}

@@ -73,6 +73,9 @@ type Config struct {
 	// TLS configures the clients' https (the cluster's CA); nil for a
 	// plain-HTTP cluster.
 	TLS *tls.Config
+	// NoCoord leaves out the coordination agents (coord.go) and their
+	// queues, tasks and schedules.
+	NoCoord bool
 	// LoseResponses is the fraction of the agents' writes whose answer is
 	// thrown away after the server applied them (default 0.02; negative:
 	// none), so that the client retries with the same Idempotency-Key.
@@ -149,12 +152,14 @@ type Workload struct {
 	slotOf     map[string]int  // every task id created, to its slot
 	artifacts  map[string]bool // names published to
 	handoffs   map[string]bool // task ids of handoff transactions
+	coordIDs   map[string]bool // task ids of the coordination agents (coord.go)
 	transports []*http.Transport
 }
 
 // New builds a workload; nothing runs until Setup and Run.
 func New(cfg Config, rec *history.Recorder) *Workload {
-	w := &Workload{cfg: cfg.Defaults(), rec: rec, slotOf: map[string]int{}, artifacts: map[string]bool{}, handoffs: map[string]bool{}}
+	w := &Workload{cfg: cfg.Defaults(), rec: rec, slotOf: map[string]int{}, artifacts: map[string]bool{}, handoffs: map[string]bool{},
+		coordIDs: map[string]bool{}}
 	for i := range w.taskCount() {
 		w.slots = append(w.slots, TaskID(i))
 		w.gens = append(w.gens, 1)
@@ -314,7 +319,10 @@ func (w *Workload) Setup(ctx context.Context) error {
 		}
 		w.created(i, id)
 	}
-	return nil
+	if w.cfg.NoCoord {
+		return nil
+	}
+	return w.setupCoord(ctx, admin)
 }
 
 // recreate gives slot i its next task once its current one, gone, was
@@ -350,15 +358,21 @@ func (a *agent) recreate(i int, gone string) {
 // Run runs the agents until stop is closed and returns when all stopped.
 func (w *Workload) Run(stop <-chan struct{}) error {
 	type spawn struct {
-		n   int
-		run func(a *agent)
+		n     int
+		run   func(a *agent)
+		coord bool
 	}
 	kinds := []spawn{
-		{w.cfg.Workers, (*agent).worker},
-		{w.cfg.StaleWriters, (*agent).staleWriter},
-		{w.cfg.KVAgents, (*agent).kvAgent},
-		{w.cfg.Readers, (*agent).reader},
-		{w.cfg.Supervisors, (*agent).supervisor},
+		{w.cfg.Workers, (*agent).worker, false},
+		{w.cfg.StaleWriters, (*agent).staleWriter, false},
+		{w.cfg.KVAgents, (*agent).kvAgent, false},
+		{w.cfg.Readers, (*agent).reader, false},
+		{w.cfg.Supervisors, (*agent).supervisor, false},
+	}
+	if !w.cfg.NoCoord { // coord.go
+		kinds = append(kinds, spawn{1, (*agent).dagMaker, true}, spawn{2, (*agent).dagWorker, true},
+			spawn{1, (*agent).canceller, true}, spawn{2, (*agent).flowAgent, true}, spawn{1, (*agent).rateAgent, true},
+			spawn{1, (*agent).scheduler, true})
 	}
 	var agents []*agent
 	var runs []func(a *agent)
@@ -373,7 +387,9 @@ func (w *Workload) Run(stop <-chan struct{}) error {
 			if err != nil {
 				return err
 			}
-			agents = append(agents, newAgent(w, id, c, stop))
+			a := newAgent(w, id, c, stop)
+			a.coord = k.coord
+			agents = append(agents, a)
 			runs = append(runs, k.run)
 			id++
 		}
