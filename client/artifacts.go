@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/baton-dev/baton/client/internal/backoff"
 	"github.com/baton-dev/baton/fsm/wire"
 )
 
@@ -679,7 +680,7 @@ func (c *Client) stream(ctx context.Context, path string, o requestOptions, read
 		eps, start = []string{ep}, 0
 	}
 	deadline := time.Now().Add(c.maxRetry)
-	bo := backoff{next: backoffStart}
+	bo := backoff.Backoff{}
 	var roundRetryAfter time.Duration
 	for i := 0; ; i++ {
 		idx := (start + i) % len(eps)
@@ -708,13 +709,13 @@ func (c *Client) stream(ctx context.Context, path string, o requestOptions, read
 		remaining := time.Until(deadline)
 		delay := time.Duration(0)
 		if (i+1)%len(eps) == 0 {
-			delay = bo.delay(roundRetryAfter, remaining)
+			delay = bo.Delay(roundRetryAfter, remaining)
 			roundRetryAfter = 0
 		}
 		if delay >= remaining {
 			return fmt.Errorf("%w (gave up after %d attempts)", res.err, i+1)
 		}
-		if err := sleep(ctx, delay); err != nil {
+		if err := backoff.Sleep(ctx, delay); err != nil {
 			return fmt.Errorf("%w (last error: %w)", err, res.err)
 		}
 	}

@@ -19,14 +19,6 @@ const (
 	DefaultMaxRetry = 15 * time.Second // total retry budget of one call
 )
 
-// Backoff between rounds of failed attempts. The cap is short because the
-// usual cause is a leader election, which ends in well under a second: a
-// longer pause would add to the unavailability the client sees.
-const (
-	backoffStart = 50 * time.Millisecond
-	backoffCap   = 250 * time.Millisecond
-)
-
 // Config configures a Client.
 type Config struct {
 	// Endpoints are the nodes' base URLs ("https://10.0.0.1:7001") or

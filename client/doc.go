@@ -64,6 +64,14 @@
 // Detail values are decoded with json.Number for numbers, so large fencing
 // tokens keep their precision; use DetailUint, DetailString or OpIndex.
 //
+// # Coordination primitives
+//
+// Workers that claim tasks under a renewed lease, fenced locks and
+// elections, and actions run at most once are in package
+// github.com/baton-dev/baton/client/concurrency, built on this package's
+// API alone (concurrency.NewWorker(c, cfg), concurrency.NewMutex,
+// concurrency.NewElection, concurrency.Once).
+//
 // # Consistency and metadata
 //
 // Reads are linearizable by default; the Stale option lets the answering

@@ -132,6 +132,9 @@ func TestCallerIdempotencyKey(t *testing.T) {
 		{"context", client.WithIdempotencyKey(context.Background(), "ctx-key"), nil, "ctx-key"},
 		{"option wins", client.WithIdempotencyKey(context.Background(), "ctx-key"),
 			[]client.RequestOption{client.IdempotencyKey("opt-key")}, "opt-key"},
+		// An empty key hides the one attached further up: the write gets
+		// a fresh key of its own (want "" stands for any other key).
+		{"empty hides", client.WithIdempotencyKey(client.WithIdempotencyKey(context.Background(), "ctx-key"), ""), nil, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -140,7 +143,10 @@ func TestCallerIdempotencyKey(t *testing.T) {
 			if _, err := c.PutTenant(tc.ctx, "acme", tc.opts...); err != nil {
 				t.Fatal(err)
 			}
-			if got := rec.requests()[0].Key; got != tc.want {
+			got := rec.requests()[0].Key
+			if tc.want == "" && (got == "" || got == "ctx-key") {
+				t.Errorf("got key %q, want a fresh one", got)
+			} else if tc.want != "" && got != tc.want {
 				t.Errorf("got key %q, want %q", got, tc.want)
 			}
 		})

@@ -7,12 +7,15 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/baton-dev/baton/client"
+	"go.uber.org/goleak"
 )
 
 // newClient builds a client with a short per-attempt timeout and retry budget.
@@ -152,4 +155,22 @@ func ctxTimeout(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// nodeClient is a client of the examples' batond (TestMain), with a
+// transport of its own that the test's cleanup closes.
+func nodeClient(t *testing.T) *client.Client {
+	t.Helper()
+	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	t.Cleanup(hc.CloseIdleConnections)
+	return newClientCfg(t, client.Config{Endpoints: strings.Split(os.Getenv("BATON_ENDPOINTS"), ","),
+		Token: os.Getenv("BATON_TOKEN"), HTTPClient: hc})
+}
+
+// noLeaks fails the test if it leaves goroutines behind. Call it first, so
+// that its cleanup runs after every other (servers closed, clients idle).
+func noLeaks(t *testing.T) {
+	t.Helper()
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 }

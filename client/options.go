@@ -62,6 +62,9 @@ type idempotencyKeyCtx struct{}
 
 // WithIdempotencyKey returns a context whose writes use key as their
 // Idempotency-Key. An IdempotencyKey option on the call takes precedence.
+// An empty key hides one attached further up: the writes get their own
+// session places or keys again (client/concurrency does so for its own
+// claims and renewals, which must never replay one another).
 func WithIdempotencyKey(ctx context.Context, key string) context.Context {
 	return context.WithValue(ctx, idempotencyKeyCtx{}, key)
 }

@@ -7,12 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/baton-dev/baton/client/internal/backoff"
 )
 
 // result is the outcome of one attempt.
@@ -74,7 +75,7 @@ func (c *Client) failover(ctx context.Context, cl *call) result {
 	connected := false
 	n := len(c.endpoints)
 	start := int(c.preferred.Load())
-	bo := backoff{next: backoffStart}
+	bo := backoff.Backoff{}
 	var roundRetryAfter time.Duration
 	var last error // the previous retryable failure
 	for i := 0; ; i++ {
@@ -100,7 +101,7 @@ func (c *Client) failover(ctx context.Context, cl *call) result {
 			if res.retryAfter >= remaining {
 				return res
 			}
-			if err := sleep(ctx, res.retryAfter); err != nil {
+			if err := backoff.Sleep(ctx, res.retryAfter); err != nil {
 				res.err = fmt.Errorf("%w (last error: %w)", err, res.err)
 				return res
 			}
@@ -109,7 +110,7 @@ func (c *Client) failover(ctx context.Context, cl *call) result {
 		roundRetryAfter = max(roundRetryAfter, res.retryAfter)
 		delay := time.Duration(0)
 		if (i+1)%n == 0 {
-			delay = bo.delay(roundRetryAfter, remaining)
+			delay = bo.Delay(roundRetryAfter, remaining)
 			roundRetryAfter = 0
 		}
 		if delay >= remaining {
@@ -120,41 +121,10 @@ func (c *Client) failover(ctx context.Context, cl *call) result {
 			}
 			return res
 		}
-		if err := sleep(ctx, delay); err != nil {
+		if err := backoff.Sleep(ctx, delay); err != nil {
 			res.err = fmt.Errorf("%w (last error: %w)", err, res.err)
 			return res
 		}
-	}
-}
-
-// backoff doubles from backoffStart up to backoffCap.
-type backoff struct{ next time.Duration }
-
-// delay returns the pause before the next round: the backoff, or the
-// server's Retry-After when that is shorter. Retry-After counts whole
-// seconds, far coarser than a Raft election (a new leader usually serves
-// within a second), so it caps the client's own schedule instead of
-// stretching it.
-func (b *backoff) delay(retryAfter, remaining time.Duration) time.Duration {
-	d := b.next - rand.N(b.next/4) // jitter, so callers that failed together spread out
-	b.next = min(2*b.next, backoffCap)
-	if retryAfter > 0 && retryAfter < d {
-		d = retryAfter
-	}
-	return min(d, remaining)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 

@@ -95,16 +95,3 @@ func (c *Client) ParkTask(ctx context.Context, tenant, id string, token uint64, 
 	}
 	return c.doTask(ctx, http.MethodPost, tenantPath(tenant, "tasks", id, "wait"), wire.TaskWait{FencingToken: &token, WaitpointID: waitpointID}, opts)
 }
-
-// Park parks the task on a waitpoint under this lease's token, which ends
-// the lease (as Release does): the task is claimable again once the
-// waitpoint is completed or times out.
-func (l *Lease) Park(ctx context.Context, waitpointID string) (*Task, error) {
-	if err := l.beginRelease(); err != nil {
-		return nil, err
-	}
-	t, err := l.w.c.ParkTask(ctx, l.w.cfg.Tenant, l.task.TaskID, l.task.FencingToken, waitpointID)
-	l.observe(err, true)
-	l.endRelease(err)
-	return t, err
-}

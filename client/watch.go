@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/baton-dev/baton/client/internal/backoff"
 	"github.com/baton-dev/baton/fsm/wire"
 )
 
@@ -336,7 +337,7 @@ func (w *Watcher) connect(ctx context.Context) (*sseConn, error) {
 type outage struct {
 	attempts   int
 	start      time.Time
-	bo         backoff
+	bo         backoff.Backoff
 	retryAfter time.Duration
 	compacted  error // a 410 or compacted event in the current round
 }
@@ -348,7 +349,7 @@ type outage struct {
 func (w *Watcher) failed(ctx context.Context, res result) error {
 	d := &w.down
 	if d.attempts == 0 {
-		d.start, d.bo = time.Now(), backoff{next: backoffStart}
+		d.start, d.bo = time.Now(), backoff.Backoff{}
 	}
 	d.attempts++
 	n := len(w.c.endpoints)
@@ -365,7 +366,7 @@ func (w *Watcher) failed(ctx context.Context, res result) error {
 		return w.err
 	}
 	remaining := time.Until(d.start.Add(w.c.maxRetry))
-	delay := d.bo.delay(d.retryAfter, remaining)
+	delay := d.bo.Delay(d.retryAfter, remaining)
 	d.retryAfter = 0
 	if delay >= remaining {
 		attempts := d.attempts

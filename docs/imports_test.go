@@ -22,10 +22,11 @@ var layers = []struct {
 	name     string
 	packages []string // import paths below the module, a trailing /... for a subtree
 }{
-	{"wire", []string{"fsm/wire", "client/internal/cdc"}},
+	{"wire", []string{"fsm/wire", "client/internal/cdc", "client/internal/backoff"}},
 	{"leaf", []string{"fsm", "client", "server/core/tlsconf", "server/core/chunkstore", "server/core/metricsink",
 		"cmd/internal/buildinfo", "cmd/internal/gctune", "server/console", "docs"}},
 	{"test support", []string{"chaos/artifactfake"}},
+	{"sdk", []string{"client/concurrency"}},
 	{"raft", []string{"server/core/node"}},
 	{"replica", []string{"server/core/replica"}},
 	{"chunk plane", []string{"server/core/chunkplane"}},

@@ -20,7 +20,7 @@ import (
 // The Go SDK page's ```go blocks are fragments of a tour. Each compiles as
 // the body of a function that is given ctx (context.Context), c
 // (*client.Client) and err (error), plus whatever an HTML comment just
-// above the block declares, e.g. <!-- given: l *client.Lease -->. The
+// above the block declares, e.g. <!-- given: l *concurrency.Lease -->. The
 // fragment may return an error. Only "declared and not used" and
 // "imported and not used" are forgiven (a fragment shows a call, not what
 // the caller does next); any other type error fails the test, as it would
@@ -29,7 +29,7 @@ var (
 	goBlockRE = regexp.MustCompile("(?s)(?:<!--\\s*given:([^>]*)-->\\s*\\n)?```go\\n(.*?)```")
 	// sdkDocImports are the packages a block may use without importing.
 	sdkDocImports = []string{"bytes", "context", "encoding/json", "errors", "fmt", "io", "log", "os", "strings", "time",
-		module + "/client"}
+		module + "/client", module + "/client/concurrency"}
 )
 
 type sdkBlock struct {
@@ -142,7 +142,7 @@ func TestSDKDocCheckCatches(t *testing.T) {
 	fset := token.NewFileSet()
 	imp := exportImporter(t, fset, sdkDocImports)
 	for _, body := range []string{
-		"\tw, _ := c.NewWorker(client.WorkerConfig{})\n\terr = w.RunOnce(ctx, nil)\n",
+		"\tw, _ := concurrency.NewWorker(c, concurrency.WorkerConfig{})\n\terr = w.RunOnce(ctx, nil)\n",
 		"\tt, _ := c.GetTask(ctx, \"acme\", \"x\")\n\tfmt.Println(t.ID)\n",
 	} {
 		src, _ := wrapBlock(0, sdkBlock{body: body})

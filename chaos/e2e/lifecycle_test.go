@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/client/concurrency"
 )
 
 // Black-box tests of task attempts, backoff, dead letters and delays
@@ -209,7 +210,7 @@ func TestLifecycleDelayedNeverEarlyAcrossLeaderKill(t *testing.T) {
 	}
 }
 
-// TestLifecycleWorkerNoHotLoop: a client.Worker whose fn always fails no
+// TestLifecycleWorkerNoHotLoop: a concurrency.Worker whose fn always fails no
 // longer re-runs it back to back. Without max_attempts the server's
 // default backoff (at least 500 ms after the first failure, doubling) spaces
 // the attempts; with max_attempts the task ends dead after exactly that
@@ -219,7 +220,7 @@ func TestLifecycleWorkerNoHotLoop(t *testing.T) {
 	ctx := ctxFor(t, 60*time.Second)
 	admin := tasksAdmin(t, ctx, c)
 	run := func(queue string, fail func(n int) error, until func() bool) int {
-		w, err := admin.NewWorker(client.WorkerConfig{Tenant: tasksTenant, Queue: queue, Owner: "w-" + queue, Wait: 500 * time.Millisecond})
+		w, err := concurrency.NewWorker(admin, concurrency.WorkerConfig{Tenant: tasksTenant, Queue: queue, Owner: "w-" + queue, Wait: 500 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,7 +228,7 @@ func TestLifecycleWorkerNoHotLoop(t *testing.T) {
 		rctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() {
-			done <- w.Run(rctx, func(ctx context.Context, l *client.Lease) error { return fail(int(n.Add(1))) })
+			done <- w.Run(rctx, func(ctx context.Context, l *concurrency.Lease) error { return fail(int(n.Add(1))) })
 		}()
 		deadline := time.Now().Add(30 * time.Second)
 		for !until() && time.Now().Before(deadline) {
@@ -277,7 +278,7 @@ func TestLifecycleWorkerNoHotLoop(t *testing.T) {
 	if _, err := admin.CreateTask(ctx, tasksTenant, client.CreateTaskRequest{TaskID: "bad", Queue: "bad", MaxAttempts: 10}); err != nil {
 		t.Fatal(err)
 	}
-	if runs := run("bad", func(int) error { return client.NonRetryable(boom) }, isDead("bad")); runs != 1 {
+	if runs := run("bad", func(int) error { return concurrency.NonRetryable(boom) }, isDead("bad")); runs != 1 {
 		t.Errorf("fn ran %d times with a non-retryable error, want 1", runs)
 	}
 }

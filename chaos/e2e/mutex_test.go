@@ -18,13 +18,14 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/client/concurrency"
 	"github.com/baton-dev/baton/cmd/batond/cluster"
 )
 
-// Black-box tests of client.Mutex and client.Election (docs/sdk.md) against
-// real three-node clusters: mutual exclusion over many rounds, a paused
-// holder's writes fenced after a takeover, leader handover on resignation
-// and on a lost lease.
+// Black-box tests of concurrency.Mutex and concurrency.Election
+// (docs/sdk.md) against real three-node clusters: mutual exclusion over
+// many rounds, a paused holder's writes fenced after a takeover, leader
+// handover on resignation and on a lost lease.
 
 const lockTenant = "acme"
 
@@ -97,9 +98,9 @@ func agentClient(t *testing.T, c *cluster.Cluster, g *gate) *client.Client {
 	return cl
 }
 
-func newMutex(t *testing.T, cl *client.Client, name, owner string, lease time.Duration) *client.Mutex {
+func newMutex(t *testing.T, cl *client.Client, name, owner string, lease time.Duration) *concurrency.Mutex {
 	t.Helper()
-	m, err := cl.NewMutex(client.MutexConfig{Tenant: lockTenant, Name: name, Owner: owner, Lease: lease, Wait: 5 * time.Second})
+	m, err := concurrency.NewMutex(cl, concurrency.MutexConfig{Tenant: lockTenant, Name: name, Owner: owner, Lease: lease, Wait: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +171,7 @@ func TestMutexRaceNeverBothHold(t *testing.T) {
 
 // incrementUnder adds one to the shared counter: a read, then a write back
 // guarded by the hold's Fence and the version read.
-func incrementUnder(ctx context.Context, cl *client.Client, l *client.Lease) error {
+func incrementUnder(ctx context.Context, cl *client.Client, l *concurrency.Lease) error {
 	var n int
 	var version uint64
 	e, err := cl.GetKV(ctx, lockTenant, "locks", "counter")
@@ -211,7 +212,7 @@ func TestMutexPausedHolderFenced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	put := func(cl *client.Client, l *client.Lease, v string) error {
+	put := func(cl *client.Client, l *concurrency.Lease, v string) error {
 		return l.Guarded(ctx, func(ctx context.Context, fence client.Fence) error {
 			_, err := cl.PutKV(ctx, lockTenant, "locks", "owner", client.PutKVRequest{Value: json.RawMessage(strconv.Quote(v)), Fence: &fence})
 			return err
@@ -246,19 +247,19 @@ func TestMutexPausedHolderFenced(t *testing.T) {
 	if err := <-stale; !errors.Is(err, client.ErrFenced) {
 		t.Fatalf("A's write after the takeover: got %v, want fenced", err)
 	}
-	if err := lA.Err(); !errors.Is(err, client.ErrLeaseLost) {
+	if err := lA.Err(); !errors.Is(err, concurrency.ErrLeaseLost) {
 		t.Errorf("A's lease: Err %v, want ErrLeaseLost", err)
 	}
 	sent := false
 	err = lA.Guarded(ctx, func(ctx context.Context, fence client.Fence) error { sent = true; return nil })
-	if sent || !errors.Is(err, client.ErrLeaseLost) {
+	if sent || !errors.Is(err, concurrency.ErrLeaseLost) {
 		t.Errorf("A's guarded write after the loss: sent %v, err %v; want refused locally", sent, err)
 	}
 	e, err := admin.GetKV(ctx, lockTenant, "locks", "owner")
 	if err != nil || string(e.Value) != `"b"` {
 		t.Fatalf("value after the takeover: %+v, %v; want B's", e, err)
 	}
-	if err := mA.Unlock(ctx); !errors.Is(err, client.ErrLeaseLost) {
+	if err := mA.Unlock(ctx); !errors.Is(err, concurrency.ErrLeaseLost) {
 		t.Errorf("A's Unlock: %v, want ErrLeaseLost", err)
 	}
 	if err := mB.Unlock(ctx); err != nil {
@@ -286,20 +287,20 @@ func TestElectionHandover(t *testing.T) {
 	admin := tasksAdmin(t, ctx, c)
 	const lease = 2 * time.Second
 	gates := []*gate{newGate(), newGate(), newGate()}
-	elections := make([]*client.Election, 3)
+	elections := make([]*concurrency.Election, 3)
 	for i := range elections {
-		e, err := agentClient(t, c, gates[i]).NewElection(client.MutexConfig{Tenant: lockTenant, Name: "elect.main",
+		e, err := concurrency.NewElection(agentClient(t, c, gates[i]), concurrency.MutexConfig{Tenant: lockTenant, Name: "elect.main",
 			Owner: fmt.Sprintf("cand-%d", i), Lease: lease, Wait: 5 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
 		elections[i] = e
 	}
-	watcher, err := admin.NewElection(client.MutexConfig{Tenant: lockTenant, Name: "elect.main"})
+	watcher, err := concurrency.NewElection(admin, concurrency.MutexConfig{Tenant: lockTenant, Name: "elect.main"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := watcher.Leader(ctx); !errors.Is(err, client.ErrElectionNoLeader) {
+	if _, err := watcher.Leader(ctx); !errors.Is(err, concurrency.ErrElectionNoLeader) {
 		t.Fatalf("Leader before any campaign: %v, want ErrElectionNoLeader", err)
 	}
 	octx, stopObserving := context.WithCancel(ctx)
@@ -319,7 +320,7 @@ func TestElectionHandover(t *testing.T) {
 	// Two more campaign; they wait.
 	type won struct {
 		i   int
-		l   *client.Lease
+		l   *concurrency.Lease
 		err error
 	}
 	wins := make(chan won, 2)
@@ -333,7 +334,7 @@ func TestElectionHandover(t *testing.T) {
 	if err := elections[0].Resign(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if !errors.Is(first.Err(), client.ErrLeaseReleased) {
+	if !errors.Is(first.Err(), concurrency.ErrLeaseReleased) {
 		t.Errorf("first leadership after Resign: %v, want released", first.Err())
 	}
 	w1 := <-wins
@@ -341,7 +342,7 @@ func TestElectionHandover(t *testing.T) {
 		t.Fatal(w1.err)
 	}
 	wantLeader(t, ctx, watcher, fmt.Sprintf("cand-%d", w1.i), fmt.Sprintf("v%d", w1.i))
-	if err := elections[0].Proclaim(ctx, "late"); !errors.Is(err, client.ErrElectionNotLeader) {
+	if err := elections[0].Proclaim(ctx, "late"); !errors.Is(err, concurrency.ErrElectionNotLeader) {
 		t.Errorf("Proclaim after Resign: %v, want ErrElectionNotLeader", err)
 	}
 
@@ -362,7 +363,7 @@ func TestElectionHandover(t *testing.T) {
 		t.Fatal("the paused leader's lease not reported lost")
 	}
 	gates[w1.i].resume()
-	if err := elections[w1.i].Proclaim(ctx, "stale"); !errors.Is(err, client.ErrLeaseLost) {
+	if err := elections[w1.i].Proclaim(ctx, "stale"); !errors.Is(err, concurrency.ErrLeaseLost) {
 		t.Errorf("the deposed leader's Proclaim: %v, want ErrLeaseLost", err)
 	}
 	wantLeader(t, ctx, watcher, fmt.Sprintf("cand-%d", w2.i), fmt.Sprintf("v%d", w2.i))
@@ -386,7 +387,7 @@ func TestElectionHandover(t *testing.T) {
 			t.Errorf("last leader's Resign: %v", err)
 		}
 	}
-	if _, err := watcher.Leader(ctx); !errors.Is(err, client.ErrElectionNoLeader) {
+	if _, err := watcher.Leader(ctx); !errors.Is(err, concurrency.ErrElectionNoLeader) {
 		t.Errorf("Leader after every resignation: %v, want ErrElectionNoLeader", err)
 	}
 	stopObserving()
@@ -394,7 +395,7 @@ func TestElectionHandover(t *testing.T) {
 	}
 }
 
-func wantLeader(t *testing.T, ctx context.Context, e *client.Election, owner, value string) {
+func wantLeader(t *testing.T, ctx context.Context, e *concurrency.Election, owner, value string) {
 	t.Helper()
 	li, err := e.Leader(ctx)
 	if err != nil || li.Owner != owner || li.Value != value {
@@ -540,7 +541,7 @@ func TestMutexHelperProcess(t *testing.T) {
 		case errors.As(err, &e) && errors.Is(err, client.ErrFenced):
 			current, _ := e.DetailUint("current_token")
 			fmt.Printf("fenced %d\n", current)
-			if err := m.Unlock(ctx); !errors.Is(err, client.ErrLeaseLost) {
+			if err := m.Unlock(ctx); !errors.Is(err, concurrency.ErrLeaseLost) {
 				t.Errorf("Unlock after the takeover: %v, want ErrLeaseLost", err)
 			}
 			return

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/client/concurrency"
 	"github.com/baton-dev/baton/cmd/batond/cluster"
 )
 
@@ -348,16 +349,16 @@ func TestStateOnceAcrossCrash(t *testing.T) {
 	admin := adminClient(t, c)
 	const tenant = "ops"
 	stateTenant(t, ctx, admin, tenant)
-	req := client.OnceRequest{OpID: "publish:report-42", Kind: "page.publish", Params: map[string]any{"page": "report-42", "rev": 3}}
+	req := concurrency.OnceRequest{OpID: "publish:report-42", Kind: "page.publish", Params: map[string]any{"page": "report-42", "rev": 3}}
 	var runs atomic.Int32
 
 	crashCtx, crash := context.WithCancel(ctx)
-	_, err := admin.Once(crashCtx, tenant, req, func(ctx context.Context) (json.RawMessage, error) {
+	_, err := concurrency.Once(crashCtx, admin, tenant, req, func(ctx context.Context) (json.RawMessage, error) {
 		runs.Add(1) // the page goes out...
 		crash()     // ...and the process dies before recording it
 		return nil, ctx.Err()
 	})
-	if !errors.Is(err, client.ErrOpUnrecorded) || runs.Load() != 1 {
+	if !errors.Is(err, concurrency.ErrOpUnrecorded) || runs.Load() != 1 {
 		t.Fatalf("crashed attempt: got %v after %d runs, want ErrOpUnrecorded after 1", err, runs.Load())
 	}
 
@@ -378,8 +379,8 @@ func TestStateOnceAcrossCrash(t *testing.T) {
 		runs.Add(1)
 		return json.RawMessage(`{"url":"https://example.com/report-42?again"}`), nil
 	}
-	_, err = retrier.Once(ctx, tenant, req, again)
-	var doubt *client.OpInDoubtError
+	_, err = concurrency.Once(ctx, retrier, tenant, req, again)
+	var doubt *concurrency.OpInDoubtError
 	if !errors.As(err, &doubt) || doubt.Op.State != client.OpStarted || doubt.Op.Kind != "page.publish" || runs.Load() != 1 {
 		t.Fatalf("retry after the crash: got %v after %d runs, want *OpInDoubtError (started) and no second run", err, runs.Load())
 	}
@@ -392,22 +393,22 @@ func TestStateOnceAcrossCrash(t *testing.T) {
 	if err := c.Restart(ctx, leader); err != nil {
 		t.Fatal(err)
 	}
-	res, err := stateClient(t, c.AdminToken(), c.URL(leader)).Once(ctx, tenant, req, again)
+	res, err := concurrency.Once(ctx, stateClient(t, c.AdminToken(), c.URL(leader)), tenant, req, again)
 	if err != nil || string(res) != string(published) || runs.Load() != 1 {
 		t.Fatalf("third Once via the restarted %s: got %s, %v after %d runs; want the recorded result and no run",
 			c.ID(leader), res, err, runs.Load())
 	}
 
 	// A failed action is recorded once and replayed.
-	failReq := client.OnceRequest{OpID: "notify:report-42", Kind: "email.send", Params: []string{"ops@example.com"}}
+	failReq := concurrency.OnceRequest{OpID: "notify:report-42", Kind: "email.send", Params: []string{"ops@example.com"}}
 	errBounce := errors.New("smtp 550 mailbox unavailable")
 	var fails atomic.Int32
 	bounce := func(context.Context) (json.RawMessage, error) { fails.Add(1); return nil, errBounce }
-	if _, err := admin.Once(ctx, tenant, failReq, bounce); !errors.Is(err, errBounce) || !errors.Is(err, client.ErrOpFailed) {
+	if _, err := concurrency.Once(ctx, admin, tenant, failReq, bounce); !errors.Is(err, errBounce) || !errors.Is(err, concurrency.ErrOpFailed) {
 		t.Fatalf("failing action: got %v, want ErrOpFailed wrapping the action's error", err)
 	}
-	_, err = retrier.Once(ctx, tenant, failReq, bounce)
-	var failed *client.OpFailedError
+	_, err = concurrency.Once(ctx, retrier, tenant, failReq, bounce)
+	var failed *concurrency.OpFailedError
 	if !errors.As(err, &failed) || failed.Message() != errBounce.Error() || fails.Load() != 1 {
 		t.Fatalf("retry of the failed action: got %v after %d runs, want the recorded failure and no run", err, fails.Load())
 	}

@@ -12,10 +12,11 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/client/concurrency"
 	"github.com/baton-dev/baton/cmd/batond/cluster"
 )
 
-// Black-box tests of tasks, fencing tokens, transactions and client.Worker
+// Black-box tests of tasks, fencing tokens, transactions and concurrency.Worker
 // against real three-node clusters (docs/api.md "Tasks", "Fencing guards",
 // "Transactions").
 
@@ -478,7 +479,7 @@ func (c *tasksTransport) droppedRenewals() int {
 // tasksWorkerRun is one RunOnce in the background; fn reports its Lease on
 // started and waits for proceed (closed by the test) before it writes.
 type tasksWorkerRun struct {
-	started chan *client.Lease
+	started chan *concurrency.Lease
 	proceed chan struct{}
 	done    chan error
 	cause   error // context.Cause of fn's ctx once it ended
@@ -490,11 +491,11 @@ type tasksWorkerRun struct {
 // tasksStartWorker runs w.RunOnce with an fn that waits for its ctx to
 // end (or, with writeFirst, writes once first, after proceed), then waits
 // for proceed and writes through the lease.
-func tasksStartWorker(t *testing.T, ctx context.Context, w *client.Worker, tr *tasksTransport, writeFirst bool) *tasksWorkerRun {
+func tasksStartWorker(t *testing.T, ctx context.Context, w *concurrency.Worker, tr *tasksTransport, writeFirst bool) *tasksWorkerRun {
 	t.Helper()
-	run := &tasksWorkerRun{started: make(chan *client.Lease, 1), proceed: make(chan struct{}), done: make(chan error, 1)}
+	run := &tasksWorkerRun{started: make(chan *concurrency.Lease, 1), proceed: make(chan struct{}), done: make(chan error, 1)}
 	go func() {
-		claimed, err := w.RunOnce(ctx, func(fctx context.Context, l *client.Lease) error {
+		claimed, err := w.RunOnce(ctx, func(fctx context.Context, l *concurrency.Lease) error {
 			run.started <- l
 			if writeFirst {
 				select {
@@ -531,7 +532,7 @@ func tasksStartWorker(t *testing.T, ctx context.Context, w *client.Worker, tr *t
 	return run
 }
 
-func (run *tasksWorkerRun) lease(t *testing.T) *client.Lease {
+func (run *tasksWorkerRun) lease(t *testing.T) *concurrency.Lease {
 	t.Helper()
 	select {
 	case l := <-run.started:
@@ -556,10 +557,10 @@ func (run *tasksWorkerRun) finish(t *testing.T, want error) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("RunOnce did not return within 10s")
 	}
-	if !errors.Is(err, client.ErrLeaseLost) || !errors.Is(err, want) {
+	if !errors.Is(err, concurrency.ErrLeaseLost) || !errors.Is(err, want) {
 		t.Errorf("RunOnce: got %v, want lease lost: %v", err, want)
 	}
-	if !errors.Is(run.cause, client.ErrLeaseLost) || !errors.Is(run.cause, want) {
+	if !errors.Is(run.cause, concurrency.ErrLeaseLost) || !errors.Is(run.cause, want) {
 		t.Errorf("cause of fn's ctx: got %v, want lease lost: %v", run.cause, want)
 	}
 	if !errors.Is(run.write, want) {
@@ -570,7 +571,7 @@ func (run *tasksWorkerRun) finish(t *testing.T, want error) {
 	}
 }
 
-// TestWorkerContextCancelledOnTakeover runs client.Worker against a real
+// TestWorkerContextCancelledOnTakeover runs concurrency.Worker against a real
 // cluster. In every case fn's ctx ends with a cause saying why the lease
 // was lost, and fn's next write through the Lease is refused without
 // reaching the server; the successor's task is untouched.
@@ -585,10 +586,10 @@ func TestWorkerContextCancelledOnTakeover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	newWorker := func(queue string, cfg client.WorkerConfig) *client.Worker {
+	newWorker := func(queue string, cfg concurrency.WorkerConfig) *concurrency.Worker {
 		tasksCreate(t, ctx, admin, queue+"-task", queue)
 		cfg.Tenant, cfg.Queue, cfg.Owner, cfg.Wait = tasksTenant, queue, "agent-1", 2*time.Second
-		w, err := wc.NewWorker(cfg)
+		w, err := concurrency.NewWorker(wc, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -613,7 +614,7 @@ func TestWorkerContextCancelledOnTakeover(t *testing.T) {
 	// A second incarnation of the agent (same owner) claims the task while
 	// the worker holds it: the worker's next renewal is fenced.
 	t.Run("renewal fenced", func(t *testing.T) {
-		w := newWorker("fenced", client.WorkerConfig{Lease: 3 * time.Second, RenewEvery: 100 * time.Millisecond})
+		w := newWorker("fenced", concurrency.WorkerConfig{Lease: 3 * time.Second, RenewEvery: 100 * time.Millisecond})
 		run := tasksStartWorker(t, ctx, w, tr, false)
 		l := run.lease(t)
 		succ, err := admin.ClaimTask(ctx, tasksTenant, "fenced-task", client.ClaimRequest{Owner: "agent-1", Lease: 60 * time.Second})
@@ -630,7 +631,7 @@ func TestWorkerContextCancelledOnTakeover(t *testing.T) {
 	// The same takeover, noticed by a guarded write instead: the server's
 	// 409 fenced ends the lease, and the write after it is not sent.
 	t.Run("write fenced", func(t *testing.T) {
-		w := newWorker("write", client.WorkerConfig{Lease: 60 * time.Second})
+		w := newWorker("write", concurrency.WorkerConfig{Lease: 60 * time.Second})
 		run := tasksStartWorker(t, ctx, w, tr, true)
 		l := run.lease(t)
 		succ, err := admin.ClaimTask(ctx, tasksTenant, "write-task", client.ClaimRequest{Owner: "agent-1", Lease: 60 * time.Second})
@@ -651,7 +652,7 @@ func TestWorkerContextCancelledOnTakeover(t *testing.T) {
 	// The worker's renewals are lost on the way; it deems the lease lost
 	// at its local deadline, before the server lets another owner claim.
 	t.Run("expired then taken over", func(t *testing.T) {
-		w := newWorker("expire", client.WorkerConfig{Lease: 1500 * time.Millisecond, RenewEvery: 100 * time.Millisecond,
+		w := newWorker("expire", concurrency.WorkerConfig{Lease: 1500 * time.Millisecond, RenewEvery: 100 * time.Millisecond,
 			SafetyMargin: 700 * time.Millisecond})
 		run := tasksStartWorker(t, ctx, w, tr, false)
 		l := run.lease(t)
@@ -667,7 +668,7 @@ func TestWorkerContextCancelledOnTakeover(t *testing.T) {
 		default:
 			t.Error("another owner claimed the task before the worker deemed its lease lost")
 		}
-		run.finish(t, client.ErrLeaseExpired)
+		run.finish(t, concurrency.ErrLeaseExpired)
 		if errors.Is(run.cause, client.ErrFenced) {
 			t.Errorf("cause: got %v, want expiry, not fenced", run.cause)
 		}

@@ -65,7 +65,7 @@ func opBeginCommand() *command {
 		summary: "Record that an operation is starting (or show the existing record)",
 		args:    "OPID",
 		long: `--params is hashed as the Go client's Once does (sha256 of canonical JSON),
-so a record begun here matches one begun by client.Once with equal params.
+so a record begun here matches one begun by concurrency.Once with equal params.
 Prints the record with "created": false when it already existed.`,
 		examples: `  baton op begin notify:report-42 --tenant acme --kind email.send --params '{"to":"ops@example.com"}'`,
 		flags: func(fs *pflag.FlagSet) {

@@ -155,7 +155,7 @@ func TestStateRequestsSent(t *testing.T) {
 	}
 }
 
-// TestOpBeginDigestMatchesOnce: op begin --params hashes like client.Once,
+// TestOpBeginDigestMatchesOnce: op begin --params hashes like concurrency.Once,
 // so an operator can begin (or probe) the same op from the shell.
 func TestOpBeginDigestMatchesOnce(t *testing.T) {
 	code, stderr, node := stateCLI(t, context.Background(), io.Discard,

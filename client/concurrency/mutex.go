@@ -1,4 +1,4 @@
-package client
+package concurrency
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/client/internal/backoff"
 	"github.com/google/uuid"
 )
 
@@ -66,7 +68,7 @@ type MutexConfig struct {
 // Mutex is a distributed lock, fenced: built on a task claimed with a
 // lease, renewed in the background while held. Whoever holds it has a
 // fencing token larger than every earlier holder's; writes guarded by the
-// Lease's Fence (KV, refs, artifacts, checkpoints, ops, transactions) or
+// Lease's client.Fence (KV, refs, artifacts, checkpoints, ops, transactions) or
 // made through Lease.Update apply only while that token is current, so a
 // holder that was paused past its lease and took over cannot overwrite its
 // successor's work, whatever it believes.
@@ -87,8 +89,8 @@ type Mutex struct {
 	ensured bool // the lock's task was seen to exist and be a lock's
 }
 
-// NewMutex validates cfg and returns a Mutex. It does no I/O.
-func (c *Client) NewMutex(cfg MutexConfig) (*Mutex, error) {
+// NewMutex validates cfg and returns a Mutex of c. It does no I/O.
+func NewMutex(c *client.Client, cfg MutexConfig) (*Mutex, error) {
 	if err := required("tenant", cfg.Tenant, "mutex name", cfg.Name); err != nil {
 		return nil, err
 	}
@@ -98,7 +100,7 @@ func (c *Client) NewMutex(cfg MutexConfig) (*Mutex, error) {
 	if cfg.Lease == 0 {
 		cfg.Lease = DefaultMutexLease
 	}
-	w, err := c.NewWorker(WorkerConfig{Tenant: cfg.Tenant, Queue: cfg.Name, Owner: cfg.Owner,
+	w, err := NewWorker(c, WorkerConfig{Tenant: cfg.Tenant, Queue: cfg.Name, Owner: cfg.Owner,
 		Lease: cfg.Lease, Statuses: lockStatuses, SetStatus: lockHeld, Wait: max(cfg.Wait, 0),
 		RenewEvery: cfg.RenewEvery, SafetyMargin: cfg.SafetyMargin, ReleaseTimeout: cfg.ReleaseTimeout})
 	if err != nil {
@@ -122,13 +124,13 @@ func (m *Mutex) Lease() *Lease {
 	return m.lease
 }
 
-// Lock waits until it holds the lock, then returns the hold: its Fence and
+// Lock waits until it holds the lock, then returns the hold: its client.Fence and
 // Token guard writes, Lost and Err report a loss (the renewals refused as
 // fenced, or failing until the lease may have run out). It returns the
 // current hold when the Mutex holds it already. When ctx ends first it
 // returns ctx's error, and gives back a claim that the server may have
 // made for it meanwhile. Other errors: a forbidden or invalid lock, or an
-// ErrUnavailable cluster (after the client's retries).
+// client.ErrUnavailable cluster (after the client's retries).
 func (m *Mutex) Lock(ctx context.Context) (*Lease, error) { return m.lock(ctx, true) }
 
 // TryLock takes the lock if nobody holds it, else returns an error
@@ -147,7 +149,7 @@ func (m *Mutex) lock(ctx context.Context, wait bool) (*Lease, error) {
 	if !wait {
 		w = -1
 	}
-	bo := backoff{next: backoffStart}
+	var bo backoff.Backoff
 	for {
 		l, err := m.w.claimWait(ctx, w)
 		switch {
@@ -166,11 +168,11 @@ func (m *Mutex) lock(ctx context.Context, wait bool) (*Lease, error) {
 			if err := m.ensure(ctx); err != nil {
 				return nil, err
 			}
-		case l != nil || errors.Is(err, ErrUnavailable):
+		case l != nil || errors.Is(err, client.ErrUnavailable):
 			// A claim that could not be confirmed (given back already), or
 			// a cluster without a leader for longer than the client's
 			// retries: try again, with a backoff.
-			if err := sleep(ctx, bo.delay(0, backoffCap)); err != nil {
+			if err := backoff.Sleep(ctx, bo.Delay(0, backoff.Cap)); err != nil {
 				m.abandon()
 				return nil, fmt.Errorf("lock %q: %w", m.name, err)
 			}
@@ -187,7 +189,7 @@ func (m *Mutex) begin() (*Lease, error) {
 	if m.locking {
 		m.mu.Unlock()
 		return nil, fmt.Errorf("%w: Lock of mutex %q called while another Lock of the same Mutex runs; use one Mutex per contender",
-			ErrInvalidArgument, m.name)
+			client.ErrInvalidArgument, m.name)
 	}
 	l, stop := m.lease, m.stop
 	if l != nil && l.Err() == nil {
@@ -234,8 +236,8 @@ func (m *Mutex) ensure(ctx context.Context) error {
 		return nil
 	}
 	tenant := m.w.cfg.Tenant
-	t, err := m.w.c.CreateTask(ownKeys(ctx), tenant, CreateTaskRequest{TaskID: m.name, Queue: m.name, Status: lockFree})
-	if errors.Is(err, ErrAlreadyExists) {
+	t, err := m.w.c.CreateTask(ownKeys(ctx), tenant, client.CreateTaskRequest{TaskID: m.name, Queue: m.name, Status: lockFree})
+	if errors.Is(err, client.ErrAlreadyExists) {
 		t, err = m.w.c.GetTask(ctx, tenant, m.name)
 	}
 	if err != nil {
@@ -244,13 +246,13 @@ func (m *Mutex) ensure(ctx context.Context) error {
 	switch {
 	case t.Queue != m.name:
 		return fmt.Errorf("%w: lock %q: task %q exists in queue %q; a lock's task is alone in a queue of its name",
-			ErrInvalidArgument, m.name, m.name, t.Queue)
+			client.ErrInvalidArgument, m.name, m.name, t.Queue)
 	case !isLockStatus(t.Status):
 		return fmt.Errorf("%w: lock %q: its task has status %q, not %q or %q (was it failed or completed through its Lease?)",
-			ErrInvalidArgument, m.name, t.Status, lockFree, lockHeld)
+			client.ErrInvalidArgument, m.name, t.Status, lockFree, lockHeld)
 	case t.MaxAttempts != 0:
 		return fmt.Errorf("%w: lock %q: its task has max_attempts %d (a policy of queue %q?); a lock's must be unlimited",
-			ErrInvalidArgument, m.name, t.MaxAttempts, m.name)
+			client.ErrInvalidArgument, m.name, t.MaxAttempts, m.name)
 	}
 	m.setEnsured(true)
 	return nil
@@ -269,7 +271,7 @@ func (m *Mutex) abandon() {
 		return
 	}
 	_, _ = m.w.c.UpdateTask(ctx, m.w.cfg.Tenant, m.name,
-		UpdateTaskRequest{FencingToken: &t.FencingToken, Status: new(lockFree), Release: new(true)})
+		client.UpdateTaskRequest{FencingToken: &t.FencingToken, Status: new(lockFree), Release: new(true)})
 }
 
 // Unlock gives the lock back, stopping the renewals. It returns an error
@@ -277,7 +279,7 @@ func (m *Mutex) abandon() {
 // error matching ErrLeaseLost) when the hold had been lost: writes made
 // under it after the loss were refused, but the caller's critical section
 // may have overlapped its successor's. When the release itself fails
-// (ErrUnavailable...), the lock frees itself when the lease runs out.
+// (client.ErrUnavailable...), the lock frees itself when the lease runs out.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	m.mu.Lock()
 	l, stop := m.lease, m.stop
@@ -287,7 +289,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		return fmt.Errorf("unlock %q: %w", m.name, ErrNotLocked)
 	}
 	stop()
-	if _, err := l.Update(ctx, UpdateTaskRequest{Status: new(lockFree), Release: new(true)}); err != nil {
+	if _, err := l.Update(ctx, client.UpdateTaskRequest{Status: new(lockFree), Release: new(true)}); err != nil {
 		return fmt.Errorf("unlock %q: %w", m.name, err)
 	}
 	return nil

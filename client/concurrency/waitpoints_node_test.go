@@ -1,4 +1,4 @@
-package client_test
+package concurrency_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/client/concurrency"
 )
 
 // TestWorkerWaitpoint: a human-in-the-loop step. A worker parks its task
@@ -25,11 +26,11 @@ func TestWorkerWaitpoint(t *testing.T) {
 	if err != nil || wp.State != client.WaitpointPending {
 		t.Fatalf("create: %+v %v", wp, err)
 	}
-	w, err := c.NewWorker(client.WorkerConfig{Tenant: "acme", Queue: "hitl", Owner: "hw", Lease: 10 * time.Second, Wait: 5 * time.Second})
+	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: "hitl", Owner: "hw", Lease: 10 * time.Second, Wait: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	claimed, err := w.RunOnce(ctx, func(ctx context.Context, l *client.Lease) error {
+	claimed, err := w.RunOnce(ctx, func(ctx context.Context, l *concurrency.Lease) error {
 		if l.Task().Waitpoint != nil {
 			t.Errorf("first claim carries a waitpoint: %+v", l.Task().Waitpoint)
 		}
@@ -42,11 +43,11 @@ func TestWorkerWaitpoint(t *testing.T) {
 	if !claimed || err != nil {
 		t.Fatalf("first run: %v %v", claimed, err)
 	}
-	quick, err := c.NewWorker(client.WorkerConfig{Tenant: "acme", Queue: "hitl", Owner: "hw", Lease: 10 * time.Second, Wait: -1})
+	quick, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: "hitl", Owner: "hw", Lease: 10 * time.Second, Wait: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if claimed, _ := quick.RunOnce(ctx, func(context.Context, *client.Lease) error { return nil }); claimed {
+	if claimed, _ := quick.RunOnce(ctx, func(context.Context, *concurrency.Lease) error { return nil }); claimed {
 		t.Fatal("a parked task was claimed")
 	}
 	polled := make(chan *client.Waitpoint, 1)
@@ -63,7 +64,7 @@ func TestWorkerWaitpoint(t *testing.T) {
 	if _, err := c.CompleteWaitpoint(ctx, "acme", "hitl-approve-1", json.RawMessage(`{"approved":false}`)); !errors.Is(err, client.ErrVersionMismatch) {
 		t.Fatalf("a different completion: %v, want ErrVersionMismatch", err)
 	}
-	claimed, err = w.RunOnce(ctx, func(ctx context.Context, l *client.Lease) error {
+	claimed, err = w.RunOnce(ctx, func(ctx context.Context, l *concurrency.Lease) error {
 		wo := l.Task().Waitpoint
 		if wo == nil || wo.State != client.WaitpointCompleted || string(wo.Payload) != `{"approved":true}` {
 			t.Errorf("resumed claim's waitpoint: %+v", wo)

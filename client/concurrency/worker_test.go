@@ -1,4 +1,4 @@
-package client_test
+package concurrency_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/client/concurrency"
 	"go.uber.org/goleak"
 )
 
@@ -162,10 +163,10 @@ func startFake(t *testing.T, f *fakeQueue, maxRetry time.Duration) *client.Clien
 		Timeout: 2 * time.Second, MaxRetry: maxRetry})
 }
 
-func newWorker(t *testing.T, c *client.Client, cfg client.WorkerConfig) *client.Worker {
+func newWorker(t *testing.T, c *client.Client, cfg concurrency.WorkerConfig) *concurrency.Worker {
 	t.Helper()
 	cfg.Tenant, cfg.Queue, cfg.Owner = "acme", "q", "w1"
-	w, err := c.NewWorker(cfg)
+	w, err := concurrency.NewWorker(c, cfg)
 	if err != nil {
 		t.Fatalf("NewWorker: %v", err)
 	}
@@ -207,28 +208,28 @@ func closed(ch <-chan struct{}) bool {
 
 func TestNewWorkerValidates(t *testing.T) {
 	c := newClient(t, "http://127.0.0.1:1")
-	ok := client.WorkerConfig{Tenant: "acme", Queue: "q", Owner: "w1"}
-	with := func(f func(*client.WorkerConfig)) client.WorkerConfig { cfg := ok; f(&cfg); return cfg }
+	ok := concurrency.WorkerConfig{Tenant: "acme", Queue: "q", Owner: "w1"}
+	with := func(f func(*concurrency.WorkerConfig)) concurrency.WorkerConfig { cfg := ok; f(&cfg); return cfg }
 	cases := []struct {
 		name    string
-		cfg     client.WorkerConfig
+		cfg     concurrency.WorkerConfig
 		wantErr string
 	}{
 		{"defaults", ok, ""},
-		{"no tenant", with(func(c *client.WorkerConfig) { c.Tenant = "" }), "tenant is required"},
-		{"no queue", with(func(c *client.WorkerConfig) { c.Queue = "" }), "queue is required"},
-		{"no owner", with(func(c *client.WorkerConfig) { c.Owner = "" }), "owner is required"},
-		{"sub-ms lease", with(func(c *client.WorkerConfig) { c.Lease = time.Microsecond }), "at least 1ms"},
-		{"long wait", with(func(c *client.WorkerConfig) { c.Wait = time.Minute + 1 }), "at most 1m0s"},
-		{"negative margin", with(func(c *client.WorkerConfig) { c.SafetyMargin = -1 }), "must not be negative"},
-		{"renew too late", with(func(c *client.WorkerConfig) {
+		{"no tenant", with(func(c *concurrency.WorkerConfig) { c.Tenant = "" }), "tenant is required"},
+		{"no queue", with(func(c *concurrency.WorkerConfig) { c.Queue = "" }), "queue is required"},
+		{"no owner", with(func(c *concurrency.WorkerConfig) { c.Owner = "" }), "owner is required"},
+		{"sub-ms lease", with(func(c *concurrency.WorkerConfig) { c.Lease = time.Microsecond }), "at least 1ms"},
+		{"long wait", with(func(c *concurrency.WorkerConfig) { c.Wait = time.Minute + 1 }), "at most 1m0s"},
+		{"negative margin", with(func(c *concurrency.WorkerConfig) { c.SafetyMargin = -1 }), "must not be negative"},
+		{"renew too late", with(func(c *concurrency.WorkerConfig) {
 			c.Lease, c.RenewEvery, c.SafetyMargin = time.Second, 900*time.Millisecond, 100*time.Millisecond
 		}), "must be shorter than lease"},
-		{"no wait", with(func(c *client.WorkerConfig) { c.Wait = -1 }), ""},
+		{"no wait", with(func(c *concurrency.WorkerConfig) { c.Wait = -1 }), ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := c.NewWorker(tc.cfg)
+			_, err := concurrency.NewWorker(c, tc.cfg)
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Fatalf("got %v, want no error", err)
@@ -246,11 +247,11 @@ func TestWorkerRenewsEveryThirdOfLease(t *testing.T) {
 	noLeaks(t)
 	f := &fakeQueue{pending: []string{"t1"}}
 	c := startFake(t, f, 2*time.Second)
-	w := newWorker(t, c, client.WorkerConfig{Lease: 1500 * time.Millisecond, Wait: time.Second, SetStatus: "running",
+	w := newWorker(t, c, concurrency.WorkerConfig{Lease: 1500 * time.Millisecond, Wait: time.Second, SetStatus: "running",
 		Statuses: []string{"pending", "retry"}})
 	start := time.Now()
 	var afterComplete error
-	claimed, err := w.RunOnce(ctxTimeout(t, 10*time.Second), func(ctx context.Context, l *client.Lease) error {
+	claimed, err := w.RunOnce(ctxTimeout(t, 10*time.Second), func(ctx context.Context, l *concurrency.Lease) error {
 		if l.Token() != 101 || l.Task().TaskID != "t1" || l.Fence() != (client.Fence{TaskID: "t1", Token: 101}) {
 			return fmt.Errorf("lease of task %q token %d fence %+v, want t1 101", l.Task().TaskID, l.Token(), l.Fence())
 		}
@@ -270,7 +271,7 @@ func TestWorkerRenewsEveryThirdOfLease(t *testing.T) {
 	if !claimed || err != nil {
 		t.Fatalf("RunOnce: got (%v, %v), want (true, nil)", claimed, err)
 	}
-	if !errors.Is(afterComplete, client.ErrLeaseReleased) {
+	if !errors.Is(afterComplete, concurrency.ErrLeaseReleased) {
 		t.Errorf("update after Complete: got %v, want ErrLeaseReleased", afterComplete)
 	}
 	claims, renews, updates := f.recorded()
@@ -302,12 +303,12 @@ func TestWorkerFencedRenewalCancelsAtOnce(t *testing.T) {
 	noLeaks(t)
 	f := &fakeQueue{pending: []string{"t1"}, renewReply: always(409, "fenced")}
 	c := startFake(t, f, 2*time.Second)
-	w := newWorker(t, c, client.WorkerConfig{Lease: 3 * time.Second, RenewEvery: 100 * time.Millisecond})
+	w := newWorker(t, c, concurrency.WorkerConfig{Lease: 3 * time.Second, RenewEvery: 100 * time.Millisecond})
 	var cause, write, guarded error
 	var cancelledAt time.Time
 	var deadline time.Time
 	called := false
-	claimed, err := w.RunOnce(ctxTimeout(t, 10*time.Second), func(ctx context.Context, l *client.Lease) error {
+	claimed, err := w.RunOnce(ctxTimeout(t, 10*time.Second), func(ctx context.Context, l *concurrency.Lease) error {
 		deadline = l.Deadline()
 		if err := waitDone(ctx, 5*time.Second); err != nil {
 			return err
@@ -324,7 +325,7 @@ func TestWorkerFencedRenewalCancelsAtOnce(t *testing.T) {
 		t.Fatalf("RunOnce: got (%v, %v), want (true, fenced)", claimed, err)
 	}
 	for name, e := range map[string]error{"cause": cause, "update": write, "guarded": guarded} {
-		if !errors.Is(e, client.ErrFenced) || !errors.Is(e, client.ErrLeaseLost) || errors.Is(e, client.ErrLeaseExpired) {
+		if !errors.Is(e, client.ErrFenced) || !errors.Is(e, concurrency.ErrLeaseLost) || errors.Is(e, concurrency.ErrLeaseExpired) {
 			t.Errorf("%s: got %v, want lease lost, fenced", name, e)
 		}
 	}
@@ -348,22 +349,22 @@ func TestWorkerExpiresWhenRenewalsFail(t *testing.T) {
 	c := startFake(t, f, 10*time.Second)
 	// A 2 s window between the claim and the local deadline leaves room
 	// for several renewals however loaded the machine is.
-	w := newWorker(t, c, client.WorkerConfig{Lease: 4 * time.Second, RenewEvery: 100 * time.Millisecond,
+	w := newWorker(t, c, concurrency.WorkerConfig{Lease: 4 * time.Second, RenewEvery: 100 * time.Millisecond,
 		SafetyMargin: 2 * time.Second})
 	start := time.Now()
 	var cause error
 	var cancelledAt time.Time
-	claimed, err := w.RunOnce(ctxTimeout(t, 20*time.Second), func(ctx context.Context, l *client.Lease) error {
+	claimed, err := w.RunOnce(ctxTimeout(t, 20*time.Second), func(ctx context.Context, l *concurrency.Lease) error {
 		if err := waitDone(ctx, 10*time.Second); err != nil {
 			return err
 		}
 		cancelledAt, cause = time.Now(), context.Cause(ctx)
 		return nil
 	})
-	if !claimed || !errors.Is(err, client.ErrLeaseExpired) {
+	if !claimed || !errors.Is(err, concurrency.ErrLeaseExpired) {
 		t.Fatalf("RunOnce: got (%v, %v), want (true, lease expired)", claimed, err)
 	}
-	if !errors.Is(cause, client.ErrLeaseLost) || !errors.Is(cause, client.ErrLeaseExpired) || errors.Is(cause, client.ErrFenced) {
+	if !errors.Is(cause, concurrency.ErrLeaseLost) || !errors.Is(cause, concurrency.ErrLeaseExpired) || errors.Is(cause, client.ErrFenced) {
 		t.Errorf("cause: got %v, want lease lost, expired", cause)
 	}
 	claims, renews, updates := f.recorded()
@@ -385,17 +386,17 @@ func TestWorkerFencedWriteLosesLease(t *testing.T) {
 	noLeaks(t)
 	f := &fakeQueue{pending: []string{"t1"}, updateReply: always(409, "fenced")}
 	c := startFake(t, f, 2*time.Second)
-	w := newWorker(t, c, client.WorkerConfig{Lease: 10 * time.Second})
+	w := newWorker(t, c, concurrency.WorkerConfig{Lease: 10 * time.Second})
 	var first, second, guarded error
 	var ctxErr error
-	claimed, err := w.RunOnce(ctxTimeout(t, 10*time.Second), func(ctx context.Context, l *client.Lease) error {
+	claimed, err := w.RunOnce(ctxTimeout(t, 10*time.Second), func(ctx context.Context, l *concurrency.Lease) error {
 		_, first = l.Update(ctx, client.UpdateTaskRequest{Status: new("working")})
 		ctxErr = context.Cause(ctx)
 		_, second = l.Update(ctx, client.UpdateTaskRequest{Status: new("working")})
 		guarded = l.Guarded(ctx, func(context.Context, client.Fence) error { return errors.New("must not run") })
 		return nil
 	})
-	if !claimed || !errors.Is(err, client.ErrLeaseLost) {
+	if !claimed || !errors.Is(err, concurrency.ErrLeaseLost) {
 		t.Fatalf("RunOnce: got (%v, %v), want (true, lease lost) when fn returns nil after a loss", claimed, err)
 	}
 	for name, e := range map[string]error{"first": first, "cause": ctxErr, "second": second, "guarded": guarded} {
@@ -423,17 +424,17 @@ func TestWorkerFailsAfterFnError(t *testing.T) {
 		wantNoRet bool
 	}{
 		{name: "retryable", err: errors.New("boom"), wantPath: "/fail"},
-		{name: "non-retryable", err: fmt.Errorf("parse: %w", client.NonRetryable(errors.New("bad input"))), wantPath: "/fail", wantNoRet: true},
+		{name: "non-retryable", err: fmt.Errorf("parse: %w", concurrency.NonRetryable(errors.New("bad input"))), wantPath: "/fail", wantNoRet: true},
 		{name: "caller stopped", err: context.Canceled, cancel: true, wantPath: "/update"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakeQueue{pending: []string{"t1"}}
 			c := startFake(t, f, 2*time.Second)
-			w := newWorker(t, c, client.WorkerConfig{Lease: 10 * time.Second})
+			w := newWorker(t, c, concurrency.WorkerConfig{Lease: 10 * time.Second})
 			ctx, cancel := context.WithCancel(ctxTimeout(t, 10*time.Second))
 			defer cancel()
-			var lease *client.Lease
-			claimed, err := w.RunOnce(ctx, func(ctx context.Context, l *client.Lease) error {
+			var lease *concurrency.Lease
+			claimed, err := w.RunOnce(ctx, func(ctx context.Context, l *concurrency.Lease) error {
 				lease = l
 				if tc.cancel {
 					cancel()
@@ -455,7 +456,7 @@ func TestWorkerFailsAfterFnError(t *testing.T) {
 			} else if b["release"] != true {
 				t.Errorf("release body: got %v", b)
 			}
-			if !errors.Is(lease.Err(), client.ErrLeaseReleased) {
+			if !errors.Is(lease.Err(), concurrency.ErrLeaseReleased) {
 				t.Errorf("lease: got %v, want released", lease.Err())
 			}
 		})
@@ -464,14 +465,14 @@ func TestWorkerFailsAfterFnError(t *testing.T) {
 
 func TestNonRetryable(t *testing.T) {
 	base := errors.New("bad")
-	if client.NonRetryable(nil) != nil {
+	if concurrency.NonRetryable(nil) != nil {
 		t.Error("NonRetryable(nil) is not nil")
 	}
-	wrapped := fmt.Errorf("step 3: %w", client.NonRetryable(base))
-	if !client.IsNonRetryable(wrapped) || !errors.Is(wrapped, base) || wrapped.Error() != "step 3: bad" {
-		t.Errorf("wrapped: IsNonRetryable %v, Is(base) %v, message %q", client.IsNonRetryable(wrapped), errors.Is(wrapped, base), wrapped.Error())
+	wrapped := fmt.Errorf("step 3: %w", concurrency.NonRetryable(base))
+	if !concurrency.IsNonRetryable(wrapped) || !errors.Is(wrapped, base) || wrapped.Error() != "step 3: bad" {
+		t.Errorf("wrapped: IsNonRetryable %v, Is(base) %v, message %q", concurrency.IsNonRetryable(wrapped), errors.Is(wrapped, base), wrapped.Error())
 	}
-	if client.IsNonRetryable(base) || client.IsNonRetryable(nil) {
+	if concurrency.IsNonRetryable(base) || concurrency.IsNonRetryable(nil) {
 		t.Error("a plain error is non-retryable")
 	}
 }
@@ -486,14 +487,14 @@ func TestWorkerRunPoolBounded(t *testing.T) {
 	}
 	f := &fakeQueue{pending: ids}
 	c := startFake(t, f, 2*time.Second)
-	w := newWorker(t, c, client.WorkerConfig{Lease: 10 * time.Second, Wait: 100 * time.Millisecond})
+	w := newWorker(t, c, concurrency.WorkerConfig{Lease: 10 * time.Second, Wait: 100 * time.Millisecond})
 	ctx, cancel := context.WithCancel(ctxTimeout(t, 20*time.Second))
 	defer cancel()
 	var mu sync.Mutex
 	running, peak, done := 0, 0, 0
 	errc := make(chan error, 1)
 	go func() {
-		errc <- w.RunPool(ctx, 3, func(ctx context.Context, l *client.Lease) error {
+		errc <- w.RunPool(ctx, 3, func(ctx context.Context, l *concurrency.Lease) error {
 			mu.Lock()
 			running++
 			peak = max(peak, running)
@@ -524,8 +525,8 @@ func TestWorkerNothingToClaim(t *testing.T) {
 	noLeaks(t)
 	f := &fakeQueue{}
 	c := startFake(t, f, 2*time.Second)
-	w := newWorker(t, c, client.WorkerConfig{Wait: 50 * time.Millisecond})
-	claimed, err := w.RunOnce(ctxTimeout(t, 10*time.Second), func(context.Context, *client.Lease) error {
+	w := newWorker(t, c, concurrency.WorkerConfig{Wait: 50 * time.Millisecond})
+	claimed, err := w.RunOnce(ctxTimeout(t, 10*time.Second), func(context.Context, *concurrency.Lease) error {
 		t.Error("fn called without a task")
 		return nil
 	})
@@ -550,9 +551,9 @@ func TestWorkerConfirmsSlowClaim(t *testing.T) {
 			noLeaks(t)
 			f := &fakeQueue{pending: []string{"t1"}, claimDelay: 250 * time.Millisecond, renewReply: tc.renew}
 			c := startFake(t, f, 2*time.Second)
-			w := newWorker(t, c, client.WorkerConfig{Lease: 3 * time.Second, RenewEvery: 200 * time.Millisecond})
+			w := newWorker(t, c, concurrency.WorkerConfig{Lease: 3 * time.Second, RenewEvery: 200 * time.Millisecond})
 			renewsAtStart := -1
-			claimed, err := w.RunOnce(ctxTimeout(t, 10*time.Second), func(ctx context.Context, l *client.Lease) error {
+			claimed, err := w.RunOnce(ctxTimeout(t, 10*time.Second), func(ctx context.Context, l *concurrency.Lease) error {
 				_, renewsAtStart, _ = f.counts()
 				return l.Release(ctx)
 			})
@@ -586,7 +587,7 @@ func TestWorkerRun(t *testing.T) {
 	var mu sync.Mutex
 	var reported []string
 	var done []string
-	cfg := client.WorkerConfig{Lease: 10 * time.Second, Wait: 20 * time.Millisecond,
+	cfg := concurrency.WorkerConfig{Lease: 10 * time.Second, Wait: 20 * time.Millisecond,
 		OnError: func(task *client.Task, err error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -597,7 +598,7 @@ func TestWorkerRun(t *testing.T) {
 	defer cancel()
 	result := make(chan error, 1)
 	go func() {
-		result <- w.Run(ctx, func(ctx context.Context, l *client.Lease) error {
+		result <- w.Run(ctx, func(ctx context.Context, l *concurrency.Lease) error {
 			mu.Lock()
 			done = append(done, l.Task().TaskID)
 			mu.Unlock()
@@ -631,8 +632,8 @@ func TestWorkerRunStopsOnPermanentClaimError(t *testing.T) {
 	noLeaks(t)
 	f := &fakeQueue{pending: []string{"a"}, claimReply: always(403, "forbidden")}
 	c := startFake(t, f, 2*time.Second)
-	w := newWorker(t, c, client.WorkerConfig{})
-	err := w.Run(ctxTimeout(t, 10*time.Second), func(context.Context, *client.Lease) error {
+	w := newWorker(t, c, concurrency.WorkerConfig{})
+	err := w.Run(ctxTimeout(t, 10*time.Second), func(context.Context, *concurrency.Lease) error {
 		t.Error("fn called without a task")
 		return nil
 	})
@@ -648,10 +649,10 @@ func TestWorkerStopsRenewingWhenFnReturns(t *testing.T) {
 	noLeaks(t)
 	f := &fakeQueue{pending: []string{"t1"}}
 	c := startFake(t, f, 2*time.Second)
-	w := newWorker(t, c, client.WorkerConfig{Lease: 3 * time.Second, RenewEvery: 100 * time.Millisecond,
+	w := newWorker(t, c, concurrency.WorkerConfig{Lease: 3 * time.Second, RenewEvery: 100 * time.Millisecond,
 		SafetyMargin: 2 * time.Second})
-	var lease *client.Lease
-	claimed, err := w.RunOnce(ctxTimeout(t, 10*time.Second), func(ctx context.Context, l *client.Lease) error {
+	var lease *concurrency.Lease
+	claimed, err := w.RunOnce(ctxTimeout(t, 10*time.Second), func(ctx context.Context, l *concurrency.Lease) error {
 		lease = l
 		waitFor(t, 5*time.Second, "2 renewals", func() bool { _, r, _ := f.counts(); return r >= 2 })
 		return nil
@@ -663,7 +664,7 @@ func TestWorkerStopsRenewingWhenFnReturns(t *testing.T) {
 		t.Errorf("lease before its deadline: got %v, want still held", lease.Err())
 	}
 	waitFor(t, 5*time.Second, "the local deadline", func() bool { return !time.Now().Before(lease.Deadline()) })
-	if err := lease.Err(); !errors.Is(err, client.ErrLeaseExpired) {
+	if err := lease.Err(); !errors.Is(err, concurrency.ErrLeaseExpired) {
 		t.Errorf("lease after its deadline: got %v, want expired", err)
 	}
 	if _, _, updates := f.counts(); updates != 0 {
@@ -678,9 +679,9 @@ func TestWorkerOwnIdempotencyKeys(t *testing.T) {
 	noLeaks(t)
 	f := &fakeQueue{pending: []string{"t1"}}
 	c := startFake(t, f, 2*time.Second)
-	w := newWorker(t, c, client.WorkerConfig{Lease: 3 * time.Second, RenewEvery: 100 * time.Millisecond})
+	w := newWorker(t, c, concurrency.WorkerConfig{Lease: 3 * time.Second, RenewEvery: 100 * time.Millisecond})
 	ctx := client.WithIdempotencyKey(ctxTimeout(t, 10*time.Second), "shared")
-	claimed, err := w.RunOnce(ctx, func(ctx context.Context, l *client.Lease) error {
+	claimed, err := w.RunOnce(ctx, func(ctx context.Context, l *concurrency.Lease) error {
 		waitFor(t, 5*time.Second, "2 renewals", func() bool { _, r, _ := f.counts(); return r >= 2 })
 		return l.Release(ctx)
 	})

@@ -1,10 +1,12 @@
-package client
+package concurrency
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/baton-dev/baton/client"
 )
 
 // Errors of Once. Each is matched with errors.Is; the concrete types carry
@@ -28,15 +30,15 @@ type OnceRequest struct {
 	OpID string
 	// Kind says what sort of action it is, e.g. "email.send". Required.
 	Kind string
-	// Params are the action's parameters. Their digest (ParamsDigest) is
+	// Params are the action's parameters. Their digest (client.ParamsDigest) is
 	// recorded with the op: the same OpID with other params is
-	// ErrIdempotencyMismatch.
+	// client.ErrIdempotencyMismatch.
 	Params any
 	// TaskID optionally names the task on whose behalf the action runs.
 	TaskID string
 	// Fence, when set, makes the ledger writes apply only while its token
-	// is the task's current one (ErrFenced otherwise).
-	Fence *Fence
+	// is the task's current one (client.ErrFenced otherwise).
+	Fence *client.Fence
 }
 
 // OnceFunc performs the external action and returns its result as JSON
@@ -57,7 +59,7 @@ type OnceFunc func(ctx context.Context) (json.RawMessage, error)
 //     *OpInDoubtError (ErrOpInDoubt) carrying the record: an earlier
 //     attempt may have performed the action, so the caller must find out
 //     (for example by asking the external system) and then settle the
-//     record with FinishOp.
+//     record with client.Client.FinishOp.
 //
 // If fn returns an error after ctx is done, the action was interrupted:
 // its outcome is unknown and Once tries to record unknown. If recording
@@ -66,8 +68,8 @@ type OnceFunc func(ctx context.Context) (json.RawMessage, error)
 // record unknown instead and returns an *OpUnrecordedError
 // (ErrOpUnrecorded) with fn's result and what the ledger now holds.
 //
-// An error from beginning the op (ErrIdempotencyMismatch, ErrFenced,
-// ErrUnavailable...) is returned as is and fn has not run; the record may
+// An error from beginning the op (client.ErrIdempotencyMismatch, client.ErrFenced,
+// client.ErrUnavailable...) is returned as is and fn has not run; the record may
 // nevertheless exist in state started if the begin was applied but its
 // answer lost, in which case a later Once reports ErrOpInDoubt.
 //
@@ -75,17 +77,17 @@ type OnceFunc func(ctx context.Context) (json.RawMessage, error)
 // a later Once sees the existing record instead of a replay of this one's
 // answer, and one per finish, reused by the finish's retries. A key
 // attached to ctx with WithIdempotencyKey is not used.
-func (c *Client) Once(ctx context.Context, tenant string, req OnceRequest, fn OnceFunc) (json.RawMessage, error) {
+func Once(ctx context.Context, c *client.Client, tenant string, req OnceRequest, fn OnceFunc) (json.RawMessage, error) {
 	if err := required("tenant", tenant, "op id", req.OpID, "kind", req.Kind); err != nil {
 		return nil, err
 	}
-	digest, err := ParamsDigest(req.Params)
+	digest, err := client.ParamsDigest(req.Params)
 	if err != nil {
 		return nil, err
 	}
 	op, created, err := c.BeginOp(ctx, tenant, req.OpID,
-		BeginOpRequest{Kind: req.Kind, ParamsDigest: digest, TaskID: req.TaskID, Fence: req.Fence},
-		IdempotencyKey(newKey()))
+		client.BeginOpRequest{Kind: req.Kind, ParamsDigest: digest, TaskID: req.TaskID, Fence: req.Fence},
+		client.IdempotencyKey(newKey()))
 	if err != nil {
 		return nil, fmt.Errorf("op %s: begin: %w", req.OpID, err)
 	}
@@ -93,40 +95,40 @@ func (c *Client) Once(ctx context.Context, tenant string, req OnceRequest, fn On
 		return recordedOutcome(op)
 	}
 	result, fnErr := fn(ctx)
-	return c.finishOnce(ctx, tenant, req, result, fnErr)
+	return finishOnce(ctx, c, tenant, req, result, fnErr)
 }
 
 // recordedOutcome turns an existing record into Once's answer.
-func recordedOutcome(op *Op) (json.RawMessage, error) {
+func recordedOutcome(op *client.Op) (json.RawMessage, error) {
 	switch op.State {
-	case OpSucceeded:
+	case client.OpSucceeded:
 		return op.Result, nil
-	case OpFailed:
+	case client.OpFailed:
 		return nil, &OpFailedError{Op: op}
 	}
 	return nil, &OpInDoubtError{Op: op}
 }
 
 // finishOnce records the outcome of fn and builds Once's answer.
-func (c *Client) finishOnce(ctx context.Context, tenant string, req OnceRequest, result json.RawMessage, fnErr error) (json.RawMessage, error) {
-	state := OpSucceeded
+func finishOnce(ctx context.Context, c *client.Client, tenant string, req OnceRequest, result json.RawMessage, fnErr error) (json.RawMessage, error) {
+	state := client.OpSucceeded
 	switch {
 	case fnErr != nil && ctx.Err() != nil:
-		state, result = OpUnknown, errorResult(fnErr)
+		state, result = client.OpUnknown, errorResult(fnErr)
 	case fnErr != nil:
-		state, result = OpFailed, errorResult(fnErr)
+		state, result = client.OpFailed, errorResult(fnErr)
 	case result == nil:
 		result = json.RawMessage("null")
 	}
-	fin := FinishOpRequest{State: state, Result: result, Fence: req.Fence}
+	fin := client.FinishOpRequest{State: state, Result: result, Fence: req.Fence}
 	key := newKey()
-	op, err := c.FinishOp(ctx, tenant, req.OpID, fin, IdempotencyKey(key))
-	if errors.Is(err, ErrUnavailable) && ctx.Err() == nil {
-		op, err = c.FinishOp(ctx, tenant, req.OpID, fin, IdempotencyKey(key))
+	op, err := c.FinishOp(ctx, tenant, req.OpID, fin, client.IdempotencyKey(key))
+	if errors.Is(err, client.ErrUnavailable) && ctx.Err() == nil {
+		op, err = c.FinishOp(ctx, tenant, req.OpID, fin, client.IdempotencyKey(key))
 	}
 	unrecorded := &OpUnrecordedError{OpID: req.OpID, State: state, Result: result, Err: err}
-	if errors.Is(err, ErrUnavailable) && ctx.Err() == nil && state != OpUnknown {
-		if op, err = c.recordUnknown(ctx, tenant, req, fin); err != nil {
+	if errors.Is(err, client.ErrUnavailable) && ctx.Err() == nil && state != client.OpUnknown {
+		if op, err = recordUnknown(ctx, c, tenant, req, fin); err != nil {
 			unrecorded.Err = errors.Join(unrecorded.Err, err)
 		}
 	}
@@ -134,13 +136,13 @@ func (c *Client) finishOnce(ctx context.Context, tenant string, req OnceRequest,
 	case err != nil:
 		unrecorded.Recorded = unrecordedState(ctx, err)
 		return nil, unrecorded
-	case op.State == OpUnknown:
-		unrecorded.Recorded = OpUnknown
+	case op.State == client.OpUnknown:
+		unrecorded.Recorded = client.OpUnknown
 		if unrecorded.Err == nil {
 			unrecorded.Err = fnErr // unknown was the outcome: fn was interrupted
 		}
 		return nil, unrecorded
-	case op.State == OpFailed:
+	case op.State == client.OpFailed:
 		return nil, &OpFailedError{Op: op, Err: fnErr}
 	}
 	return op.Result, nil
@@ -150,10 +152,10 @@ func (c *Client) finishOnce(ctx context.Context, tenant string, req OnceRequest,
 // record unknown instead. A ledger that already holds a terminal state got
 // one of the earlier finishes after all (their answers were lost); that
 // record is returned when it is the outcome this call meant.
-func (c *Client) recordUnknown(ctx context.Context, tenant string, req OnceRequest, fin FinishOpRequest) (*Op, error) {
-	unknown := FinishOpRequest{State: OpUnknown, Result: fin.Result, Fence: req.Fence}
-	op, err := c.FinishOp(ctx, tenant, req.OpID, unknown, IdempotencyKey(newKey()))
-	if !errors.Is(err, ErrVersionMismatch) {
+func recordUnknown(ctx context.Context, c *client.Client, tenant string, req OnceRequest, fin client.FinishOpRequest) (*client.Op, error) {
+	unknown := client.FinishOpRequest{State: client.OpUnknown, Result: fin.Result, Fence: req.Fence}
+	op, err := c.FinishOp(ctx, tenant, req.OpID, unknown, client.IdempotencyKey(newKey()))
+	if !errors.Is(err, client.ErrVersionMismatch) {
 		return op, err
 	}
 	if cur, gerr := c.GetOp(ctx, tenant, req.OpID); gerr == nil && cur.State == fin.State {
@@ -166,8 +168,8 @@ func (c *Client) recordUnknown(ctx context.Context, tenant string, req OnceReque
 // as the caller can tell: still started when the cluster could not be
 // reached (or ctx ended), unknown to the caller ("") when it refused.
 func unrecordedState(ctx context.Context, err error) string {
-	if errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
-		return OpStarted
+	if errors.Is(err, client.ErrUnavailable) || ctx.Err() != nil {
+		return client.OpStarted
 	}
 	return ""
 }
@@ -179,12 +181,12 @@ func errorResult(err error) json.RawMessage {
 }
 
 // newKey returns a fresh Idempotency-Key that carries its time.
-func newKey() string { return NewIdempotencyKey() }
+func newKey() string { return client.NewIdempotencyKey() }
 
 // OpFailedError is an action whose recorded outcome is failed.
 type OpFailedError struct {
-	Op  *Op   // the record; Op.Result is {"error": message} when Once recorded it
-	Err error // fn's error when this call ran the action; nil when read from the ledger
+	Op  *client.Op // the record; Op.Result is {"error": message} when Once recorded it
+	Err error      // fn's error when this call ran the action; nil when read from the ledger
 }
 
 func (e *OpFailedError) Error() string {
@@ -214,9 +216,9 @@ func (e *OpFailedError) Unwrap() error { return e.Err }
 
 // OpInDoubtError is an action that an earlier attempt began without
 // recording an outcome (Op.State is started or unknown). Once did not run
-// it: the caller reconciles, then records the outcome with FinishOp.
+// it: the caller reconciles, then records the outcome with client.Client.FinishOp.
 type OpInDoubtError struct {
-	Op *Op
+	Op *client.Op
 }
 
 func (e *OpInDoubtError) Error() string {
@@ -234,19 +236,19 @@ type OpUnrecordedError struct {
 	State  string          // the outcome this call meant to record
 	Result json.RawMessage // and its result: fn's result, or {"error": ...}
 	// Recorded is the op's state in the ledger as far as this call knows:
-	// OpUnknown when unknown was recorded, OpStarted when nothing could be
+	// client.OpUnknown when unknown was recorded, client.OpStarted when nothing could be
 	// written (a write whose answer was lost may still have landed), ""
-	// when the ledger refused the outcome (Err says why: ErrFenced,
-	// ErrVersionMismatch when someone else settled the op meanwhile).
+	// when the ledger refused the outcome (Err says why: client.ErrFenced,
+	// client.ErrVersionMismatch when someone else settled the op meanwhile).
 	Recorded string
 	Err      error
 }
 
 func (e *OpUnrecordedError) Error() string {
 	switch e.Recorded {
-	case OpUnknown:
+	case client.OpUnknown:
 		return fmt.Sprintf("op %s ran (outcome %s) but is recorded as unknown: %v", e.OpID, e.State, e.Err)
-	case OpStarted:
+	case client.OpStarted:
 		return fmt.Sprintf("op %s ran (outcome %s) but its outcome is unrecorded (still started): %v", e.OpID, e.State, e.Err)
 	}
 	return fmt.Sprintf("op %s ran (outcome %s) but the ledger refused the outcome: %v", e.OpID, e.State, e.Err)

@@ -1,4 +1,4 @@
-package client_test
+package concurrency_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/client/concurrency"
 )
 
 // fakeLedger is an in-memory operations ledger with the server's rules:
@@ -146,13 +147,13 @@ func (l *fakeLedger) finishCalls() []finishCall {
 	return append([]finishCall(nil), l.finishes...)
 }
 
-var sendReq = client.OnceRequest{OpID: "notify:r42", Kind: "email.send", Params: map[string]string{"to": "ops@example.com"}}
+var sendReq = concurrency.OnceRequest{OpID: "notify:r42", Kind: "email.send", Params: map[string]string{"to": "ops@example.com"}}
 
 // countingFn is an action that counts its runs.
 type countingFn struct {
 	mu   sync.Mutex
 	runs int
-	fn   client.OnceFunc
+	fn   concurrency.OnceFunc
 }
 
 func (c *countingFn) run(ctx context.Context) (json.RawMessage, error) {
@@ -176,7 +177,7 @@ func TestOnceRunsOnceAndReplaysTheResult(t *testing.T) {
 	l, c := newFakeLedger(t)
 	fn := succeed(`{"message_id":"m-1"}`)
 	for i := range 3 {
-		res, err := c.Once(bg, "acme", sendReq, fn.run)
+		res, err := concurrency.Once(bg, c, "acme", sendReq, fn.run)
 		if err != nil || string(res) != `{"message_id":"m-1"}` {
 			t.Fatalf("call %d: got %s, %v; want the result", i, res, err)
 		}
@@ -193,15 +194,15 @@ func TestOnceRecordsFailure(t *testing.T) {
 	l, c := newFakeLedger(t)
 	errSMTP := errors.New("smtp 550: mailbox unavailable")
 	fn := &countingFn{fn: func(context.Context) (json.RawMessage, error) { return nil, errSMTP }}
-	_, err := c.Once(bg, "acme", sendReq, fn.run)
-	var fe *client.OpFailedError
-	if !errors.As(err, &fe) || !errors.Is(err, client.ErrOpFailed) || !errors.Is(err, errSMTP) {
+	_, err := concurrency.Once(bg, c, "acme", sendReq, fn.run)
+	var fe *concurrency.OpFailedError
+	if !errors.As(err, &fe) || !errors.Is(err, concurrency.ErrOpFailed) || !errors.Is(err, errSMTP) {
 		t.Fatalf("got %v, want *OpFailedError wrapping the action's error", err)
 	}
 	if op := l.op(sendReq.OpID); op.State != client.OpFailed || string(op.Result) != `{"error":"smtp 550: mailbox unavailable"}` {
 		t.Errorf("got record %s %s, want failed with the message", op.State, op.Result)
 	}
-	_, err = c.Once(bg, "acme", sendReq, fn.run)
+	_, err = concurrency.Once(bg, c, "acme", sendReq, fn.run)
 	if !errors.As(err, &fe) || fe.Err != nil || fe.Message() != errSMTP.Error() {
 		t.Fatalf("retry: got %v, want the recorded failure", err)
 	}
@@ -222,9 +223,9 @@ func TestOnceAfterCrashBetweenBeginAndFinish(t *testing.T) {
 		crash() // the process dies here, after the e-mail went out
 		return nil, ctx.Err()
 	}}
-	_, err := c.Once(ctx, "acme", sendReq, first.run)
-	var ue *client.OpUnrecordedError
-	if !errors.As(err, &ue) || !errors.Is(err, client.ErrOpUnrecorded) || ue.Recorded != client.OpStarted {
+	_, err := concurrency.Once(ctx, c, "acme", sendReq, first.run)
+	var ue *concurrency.OpUnrecordedError
+	if !errors.As(err, &ue) || !errors.Is(err, concurrency.ErrOpUnrecorded) || ue.Recorded != client.OpStarted {
 		t.Fatalf("crashed attempt: got %v, want *OpUnrecordedError with the record still started", err)
 	}
 	if got := l.op(sendReq.OpID).State; got != client.OpStarted {
@@ -232,9 +233,9 @@ func TestOnceAfterCrashBetweenBeginAndFinish(t *testing.T) {
 	}
 
 	retry := succeed(`{"message_id":"m-2"}`)
-	_, err = c.Once(bg, "acme", sendReq, retry.run)
-	var de *client.OpInDoubtError
-	if !errors.Is(err, client.ErrOpInDoubt) || !errors.As(err, &de) || de.Op.State != client.OpStarted || de.Op.OpID != sendReq.OpID {
+	_, err = concurrency.Once(bg, c, "acme", sendReq, retry.run)
+	var de *concurrency.OpInDoubtError
+	if !errors.Is(err, concurrency.ErrOpInDoubt) || !errors.As(err, &de) || de.Op.State != client.OpStarted || de.Op.OpID != sendReq.OpID {
 		t.Fatalf("retry: got %v, want *OpInDoubtError with the started record", err)
 	}
 	if retry.count() != 0 {
@@ -245,7 +246,7 @@ func TestOnceAfterCrashBetweenBeginAndFinish(t *testing.T) {
 	if _, err := c.FinishOp(bg, "acme", sendReq.OpID, client.FinishOpRequest{State: client.OpSucceeded, Result: json.RawMessage(`{"message_id":"m-1"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := c.Once(bg, "acme", sendReq, retry.run)
+	res, err := concurrency.Once(bg, c, "acme", sendReq, retry.run)
 	if err != nil || string(res) != `{"message_id":"m-1"}` || retry.count() != 0 {
 		t.Fatalf("after settling: got %s, %v, %d runs; want the recorded result and no run", res, err, retry.count())
 	}
@@ -265,8 +266,8 @@ func TestOnceDoesNotRunAnOpBegunElsewhere(t *testing.T) {
 				}
 			}
 			fn := succeed(`1`)
-			_, err := c.Once(bg, "acme", sendReq, fn.run)
-			var de *client.OpInDoubtError
+			_, err := concurrency.Once(bg, c, "acme", sendReq, fn.run)
+			var de *concurrency.OpInDoubtError
 			if !errors.As(err, &de) || de.Op.State != state || fn.count() != 0 {
 				t.Errorf("got %v after %d runs, want in doubt (%s) and no run", err, fn.count(), state)
 			}
@@ -276,13 +277,13 @@ func TestOnceDoesNotRunAnOpBegunElsewhere(t *testing.T) {
 
 func TestOnceOtherParamsAreRefused(t *testing.T) {
 	_, c := newFakeLedger(t)
-	if _, err := c.Once(bg, "acme", sendReq, succeed(`1`).run); err != nil {
+	if _, err := concurrency.Once(bg, c, "acme", sendReq, succeed(`1`).run); err != nil {
 		t.Fatal(err)
 	}
 	other := sendReq
 	other.Params = map[string]string{"to": "someone-else@example.com"}
 	fn := succeed(`2`)
-	_, err := c.Once(bg, "acme", other, fn.run)
+	_, err := concurrency.Once(bg, c, "acme", other, fn.run)
 	if !errors.Is(err, client.ErrIdempotencyMismatch) || fn.count() != 0 {
 		t.Errorf("got %v after %d runs, want ErrIdempotencyMismatch and no run", err, fn.count())
 	}
@@ -315,8 +316,8 @@ func TestOnceFinishUnavailable(t *testing.T) {
 			}
 			l.lostFinish = tc.lostFinish
 			fn := succeed(`{"message_id":"m-1"}`)
-			res, err := c.Once(bg, "acme", sendReq, fn.run)
-			var ue *client.OpUnrecordedError
+			res, err := concurrency.Once(bg, c, "acme", sendReq, fn.run)
+			var ue *concurrency.OpUnrecordedError
 			switch {
 			case !tc.wantErr && (err != nil || string(res) != `{"message_id":"m-1"}`):
 				t.Errorf("got %s, %v; want the result", res, err)
@@ -350,7 +351,7 @@ func TestOnceIgnoresContextKey(t *testing.T) {
 	ctx := client.WithIdempotencyKey(bg, "caller-key")
 	fn := succeed(`1`)
 	for range 2 {
-		if _, err := c.Once(ctx, "acme", sendReq, fn.run); err != nil {
+		if _, err := concurrency.Once(ctx, c, "acme", sendReq, fn.run); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -362,8 +363,8 @@ func TestOnceIgnoresContextKey(t *testing.T) {
 func TestOnceValidates(t *testing.T) {
 	_, c := newFakeLedger(t)
 	fn := succeed(`1`)
-	for _, req := range []client.OnceRequest{{Kind: "k"}, {OpID: "o"}, {OpID: "o", Kind: "k", Params: make(chan int)}} {
-		if _, err := c.Once(bg, "acme", req, fn.run); !errors.Is(err, client.ErrInvalidArgument) {
+	for _, req := range []concurrency.OnceRequest{{Kind: "k"}, {OpID: "o"}, {OpID: "o", Kind: "k", Params: make(chan int)}} {
+		if _, err := concurrency.Once(bg, c, "acme", req, fn.run); !errors.Is(err, client.ErrInvalidArgument) {
 			t.Errorf("Once(%+v): got %v, want ErrInvalidArgument", req, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package client_test
+package concurrency_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/client/concurrency"
 )
 
 // A Worker claims tasks from a queue, renews the lease while the work
@@ -27,12 +28,12 @@ func ExampleWorker() {
 		log.Fatal(err)
 	}
 
-	w, err := c.NewWorker(client.WorkerConfig{Tenant: "acme", Queue: "emails", Owner: "mailer-1",
+	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: "emails", Owner: "mailer-1",
 		Lease: 30 * time.Second, Wait: 5 * time.Second})
 	if err != nil {
 		log.Fatal(err)
 	}
-	claimed, err := w.RunOnce(ctx, func(ctx context.Context, l *client.Lease) error {
+	claimed, err := w.RunOnce(ctx, func(ctx context.Context, l *concurrency.Lease) error {
 		fmt.Println("sending", l.Task().TaskID, string(l.Task().Payload))
 		// Writes elsewhere can be fenced with l.Fence() or l.Guarded.
 		_, err := l.Complete(ctx, "done", json.RawMessage(`{"sent":true}`))

@@ -1,4 +1,4 @@
-package client_test
+package concurrency_test
 
 import (
 	"context"
@@ -8,15 +8,16 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/client/concurrency"
 )
 
 // These tests run against the real batond that TestMain starts (tenant
 // "acme"); each uses names of its own. chaos/e2e has the three-node
 // scenarios: races, paused holders, election handovers.
 
-func mutexOf(t *testing.T, c *client.Client, name, owner string) *client.Mutex {
+func mutexOf(t *testing.T, c *client.Client, name, owner string) *concurrency.Mutex {
 	t.Helper()
-	m, err := c.NewMutex(client.MutexConfig{Tenant: "acme", Name: name, Owner: owner, Lease: 5 * time.Second})
+	m, err := concurrency.NewMutex(c, concurrency.MutexConfig{Tenant: "acme", Name: name, Owner: owner, Lease: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,13 +39,13 @@ func TestMutexTryLockUnlock(t *testing.T) {
 	if a.Lease() != la {
 		t.Errorf("Lease() is not the hold TryLock returned")
 	}
-	if _, err := b.TryLock(ctx); !errors.Is(err, client.ErrLocked) {
+	if _, err := b.TryLock(ctx); !errors.Is(err, concurrency.ErrLocked) {
 		t.Fatalf("TryLock of a held lock: %v, want ErrLocked", err)
 	}
 	if again, err := a.Lock(ctx); err != nil || again != la {
 		t.Errorf("Lock by the holder: %v, %v; want its hold", again, err)
 	}
-	if err := b.Unlock(ctx); !errors.Is(err, client.ErrNotLocked) {
+	if err := b.Unlock(ctx); !errors.Is(err, concurrency.ErrNotLocked) {
 		t.Errorf("Unlock by a non-holder: %v, want ErrNotLocked", err)
 	}
 	task, err := c.GetTask(ctx, "acme", "lock.try")
@@ -54,7 +55,7 @@ func TestMutexTryLockUnlock(t *testing.T) {
 	if err := a.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if a.Lease() != nil || !errors.Is(la.Err(), client.ErrLeaseReleased) {
+	if a.Lease() != nil || !errors.Is(la.Err(), concurrency.ErrLeaseReleased) {
 		t.Errorf("after Unlock: Lease() %v, hold's Err %v", a.Lease(), la.Err())
 	}
 	lb, err := b.TryLock(ctx)
@@ -132,7 +133,7 @@ func TestElectionObserveStopsWithContext(t *testing.T) {
 	noLeaks(t)
 	c := nodeClient(t)
 	ctx := ctxTimeout(t, 30*time.Second)
-	e, err := c.NewElection(client.MutexConfig{Tenant: "acme", Name: "elect.obs", Owner: "leader-1", Lease: 5 * time.Second})
+	e, err := concurrency.NewElection(c, concurrency.MutexConfig{Tenant: "acme", Name: "elect.obs", Owner: "leader-1", Lease: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,14 +143,14 @@ func TestElectionObserveStopsWithContext(t *testing.T) {
 	}
 	octx, cancel := context.WithCancel(ctx)
 	ch := e.Observe(octx)
-	next := func() client.ElectionLeader {
+	next := func() concurrency.ElectionLeader {
 		select {
 		case li := <-ch:
 			return li
 		case <-ctx.Done():
 			t.Fatal("no leader observed")
 		}
-		return client.ElectionLeader{}
+		return concurrency.ElectionLeader{}
 	}
 	if li := next(); li.Owner != "leader-1" || li.Value != "first" || li.Token != l.Token() {
 		t.Fatalf("first observed: %+v", li)

@@ -1,4 +1,4 @@
-package client_test
+package concurrency_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/client/concurrency"
 )
 
 // A Mutex is a lock across agents, fenced: the holder's writes carry its
@@ -22,7 +23,7 @@ func ExampleMutex() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	m, err := c.NewMutex(client.MutexConfig{Tenant: "acme", Name: "lock.reindex", Owner: "agent-1", Lease: 15 * time.Second})
+	m, err := concurrency.NewMutex(c, concurrency.MutexConfig{Tenant: "acme", Name: "lock.reindex", Owner: "agent-1", Lease: 15 * time.Second})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -39,9 +40,9 @@ func ExampleMutex() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	other, _ := c.NewMutex(client.MutexConfig{Tenant: "acme", Name: "lock.reindex", Owner: "agent-2"})
+	other, _ := concurrency.NewMutex(c, concurrency.MutexConfig{Tenant: "acme", Name: "lock.reindex", Owner: "agent-2"})
 	_, err = other.TryLock(ctx)
-	fmt.Println("agent-2:", errors.Is(err, client.ErrLocked))
+	fmt.Println("agent-2:", errors.Is(err, concurrency.ErrLocked))
 	if err := m.Unlock(ctx); err != nil {
 		log.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func ExampleElection() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	e, err := c.NewElection(client.MutexConfig{Tenant: "acme", Name: "elect.planner", Owner: "planner-1"})
+	e, err := concurrency.NewElection(c, concurrency.MutexConfig{Tenant: "acme", Name: "elect.planner", Owner: "planner-1"})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func ExampleElection() {
 		log.Fatal(err)
 	}
 	_, err = e.Leader(ctx)
-	fmt.Println(errors.Is(err, client.ErrElectionNoLeader))
+	fmt.Println(errors.Is(err, concurrency.ErrElectionNoLeader))
 	// Output:
 	// planner-1 http://10.0.0.7:8080
 	// http://10.0.0.7:8080

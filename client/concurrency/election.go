@@ -1,4 +1,4 @@
-package client
+package concurrency
 
 import (
 	"context"
@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/client/internal/backoff"
 )
 
 // Election elects one leader among contenders, fenced: leadership is a
 // Mutex held under a lease (see Mutex), and the leader's value is kept in
 // the lock task's payload with the token it was proclaimed under. A
-// leader's writes guarded by its Lease's Fence apply only while it leads.
+// leader's writes guarded by its Lease's client.Fence apply only while it leads.
 //
 // The contenders of one election share its MutexConfig.Name and each has
 // its own Owner, which Leader and Observe report as the leader's identity.
@@ -41,9 +44,9 @@ type electionValue struct {
 	Value string `json:"value"`
 }
 
-// NewElection validates cfg and returns an Election. It does no I/O.
-func (c *Client) NewElection(cfg MutexConfig) (*Election, error) {
-	m, err := c.NewMutex(cfg)
+// NewElection validates cfg and returns an Election of c. It does no I/O.
+func NewElection(c *client.Client, cfg MutexConfig) (*Election, error) {
+	m, err := NewMutex(c, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +59,7 @@ func (e *Election) Name() string { return e.m.name }
 // Owner is this contender's identity.
 func (e *Election) Owner() string { return e.m.Owner() }
 
-// Lease returns this contender's leadership while it leads (Fence, Token,
+// Lease returns this contender's leadership while it leads (client.Fence, Token,
 // Lost, Err), else nil; a lost leadership stays until Resign or the next
 // Campaign.
 func (e *Election) Lease() *Lease { return e.m.Lease() }
@@ -96,7 +99,7 @@ func (e *Election) proclaim(ctx context.Context, l *Lease, val string) error {
 	if err != nil {
 		return err
 	}
-	_, err = l.Update(ctx, UpdateTaskRequest{Payload: payload})
+	_, err = l.Update(ctx, client.UpdateTaskRequest{Payload: payload})
 	return err
 }
 
@@ -114,9 +117,9 @@ func (e *Election) Resign(ctx context.Context) error {
 // ErrElectionNoLeader when there is none: never elected, resigned, or
 // elected a moment ago and not yet proclaimed.
 func (e *Election) Leader(ctx context.Context) (*ElectionLeader, error) {
-	var meta Meta
-	t, err := e.m.w.c.GetTask(ctx, e.m.w.cfg.Tenant, e.m.name, CaptureMeta(&meta))
-	if errors.Is(err, ErrNotFound) {
+	var meta client.Meta
+	t, err := e.m.w.c.GetTask(ctx, e.m.w.cfg.Tenant, e.m.name, client.CaptureMeta(&meta))
+	if errors.Is(err, client.ErrNotFound) {
 		return nil, fmt.Errorf("leader of %q: %w", e.m.name, ErrElectionNoLeader)
 	}
 	if err != nil {
@@ -131,7 +134,7 @@ func (e *Election) Leader(ctx context.Context) (*ElectionLeader, error) {
 
 // leaderOf reads the leader from the election's task: its owner, if it
 // proclaimed a value under its current token.
-func leaderOf(t *Task, index uint64) (*ElectionLeader, bool) {
+func leaderOf(t *client.Task, index uint64) (*ElectionLeader, bool) {
 	var v electionValue
 	if t.Owner == "" || json.Unmarshal(t.Payload, &v) != nil || v.Token != t.FencingToken {
 		return nil, false
@@ -168,17 +171,17 @@ func (e *Election) observe(ctx context.Context, ch chan<- ElectionLeader) {
 			return false
 		}
 	}
-	bo := backoff{next: backoffStart}
+	var bo backoff.Backoff
 	for ctx.Err() == nil {
 		from, err := e.observeState(ctx, send)
 		if err != nil {
-			if !errors.Is(err, ErrUnavailable) || sleep(ctx, bo.delay(0, backoffCap)) != nil {
+			if !errors.Is(err, client.ErrUnavailable) || backoff.Sleep(ctx, bo.Delay(0, backoff.Cap)) != nil {
 				return
 			}
 			continue
 		}
-		bo = backoff{next: backoffStart}
-		if err := e.observeChanges(ctx, from, send); !errors.Is(err, ErrCompacted) {
+		bo.Reset()
+		if err := e.observeChanges(ctx, from, send); !errors.Is(err, client.ErrCompacted) {
 			return
 		}
 	}
@@ -187,10 +190,10 @@ func (e *Election) observe(ctx context.Context, ch chan<- ElectionLeader) {
 // observeState sends the current leader, if any, and returns the index of
 // the state read.
 func (e *Election) observeState(ctx context.Context, send func(*ElectionLeader) bool) (uint64, error) {
-	var meta Meta
-	t, err := e.m.w.c.GetTask(ctx, e.m.w.cfg.Tenant, e.m.name, CaptureMeta(&meta))
+	var meta client.Meta
+	t, err := e.m.w.c.GetTask(ctx, e.m.w.cfg.Tenant, e.m.name, client.CaptureMeta(&meta))
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, client.ErrNotFound):
 		return meta.Index, nil // not created yet: the watch will see it
 	case err != nil:
 		return 0, err
@@ -202,28 +205,28 @@ func (e *Election) observeState(ctx context.Context, send func(*ElectionLeader) 
 }
 
 // observeChanges sends the leaders the task's changes after index from
-// show, until ctx ends or the watch fails; ErrUnavailable after the
+// show, until ctx ends or the watch fails; client.ErrUnavailable after the
 // client's retries is waited out.
 func (e *Election) observeChanges(ctx context.Context, from uint64, send func(*ElectionLeader) bool) error {
-	w := e.m.w.c.Watch(ctx, e.m.w.cfg.Tenant, WatchOptions{Resources: []string{"tasks"}, Prefix: e.m.name, FromIndex: from})
+	w := e.m.w.c.Watch(ctx, e.m.w.cfg.Tenant, client.WatchOptions{Resources: []string{"tasks"}, Prefix: e.m.name, FromIndex: from})
 	defer w.Close()
-	bo := backoff{next: backoffStart}
+	var bo backoff.Backoff
 	for {
 		ev, err := w.Next(ctx)
 		switch {
-		case errors.Is(err, ErrUnavailable) && ctx.Err() == nil:
-			if err := sleep(ctx, bo.delay(0, backoffCap)); err != nil {
+		case errors.Is(err, client.ErrUnavailable) && ctx.Err() == nil:
+			if err := backoff.Sleep(ctx, bo.Delay(0, backoff.Cap)); err != nil {
 				return err
 			}
 			continue
 		case err != nil:
 			return err
 		}
-		bo = backoff{next: backoffStart}
+		bo.Reset()
 		if ev.Key != e.m.name || ev.Type != "put" {
 			continue // a longer id with the same prefix; a delete elects nobody
 		}
-		var t Task
+		var t client.Task
 		if json.Unmarshal(ev.Value, &t) != nil {
 			continue
 		}

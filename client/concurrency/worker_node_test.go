@@ -1,4 +1,4 @@
-package client_test
+package concurrency_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/client/concurrency"
 )
 
 // Worker and Lease tests against the real batond that TestMain starts
@@ -37,12 +38,12 @@ func TestLeaseHeartbeat(t *testing.T) {
 	if _, err := c.CreateTask(ctx, "acme", client.CreateTaskRequest{TaskID: "hb-1", Queue: "hb"}); err != nil {
 		t.Fatal(err)
 	}
-	w, err := c.NewWorker(client.WorkerConfig{Tenant: "acme", Queue: "hb", Owner: "hb-worker", Lease: 10 * time.Second, Wait: time.Second})
+	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: "hb", Owner: "hb-worker", Lease: 10 * time.Second, Wait: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// fn's context ends with the takeover: fn uses the test's.
-	claimed, err := w.RunOnce(ctx, func(_ context.Context, l *client.Lease) error {
+	claimed, err := w.RunOnce(ctx, func(_ context.Context, l *concurrency.Lease) error {
 		before := *l.Task().LeaseUntil
 		deadline := l.Deadline()
 		// Times are whole milliseconds: let a few pass, so that a renewal
@@ -68,13 +69,13 @@ func TestLeaseHeartbeat(t *testing.T) {
 		if string(succ.Result) != `{"done_pages":3}` {
 			t.Errorf("successor reads result %s, want the progress", succ.Result)
 		}
-		if err := l.Heartbeat(ctx, nil); !errors.Is(err, client.ErrLeaseLost) || !errors.Is(err, client.ErrFenced) {
+		if err := l.Heartbeat(ctx, nil); !errors.Is(err, concurrency.ErrLeaseLost) || !errors.Is(err, client.ErrFenced) {
 			t.Errorf("Heartbeat after a takeover: %v, want ErrLeaseLost and ErrFenced", err)
 		}
 		_, err = c.UpdateTask(ctx, "acme", "hb-1", client.UpdateTaskRequest{FencingToken: &succ.FencingToken, Release: new(true)})
 		return err
 	})
-	if !claimed || (err != nil && !errors.Is(err, client.ErrLeaseLost)) {
+	if !claimed || (err != nil && !errors.Is(err, concurrency.ErrLeaseLost)) {
 		t.Fatalf("RunOnce: %v, %v", claimed, err)
 	}
 }
@@ -91,7 +92,7 @@ func TestWorkerRespectsMaxAttempts(t *testing.T) {
 		MaxAttempts: 2, BackoffInitial: 50 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	w, err := c.NewWorker(client.WorkerConfig{Tenant: "acme", Queue: "poison", Owner: "pw", Lease: 10 * time.Second, Wait: 20 * time.Second})
+	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: "poison", Owner: "pw", Lease: 10 * time.Second, Wait: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestWorkerRespectsMaxAttempts(t *testing.T) {
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- w.Run(rctx, func(ctx context.Context, l *client.Lease) error {
+		done <- w.Run(rctx, func(ctx context.Context, l *concurrency.Lease) error {
 			runs.Add(1)
 			return errors.New("always fails")
 		})

@@ -1,4 +1,4 @@
-package client_test
+package concurrency_test
 
 import (
 	"context"
@@ -9,17 +9,18 @@ import (
 	"strings"
 
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/client/concurrency"
 )
 
 // Once runs an external action at most once per op id, whatever the
 // retries and restarts: a second call returns the recorded result.
-func ExampleClient_Once() {
+func ExampleOnce() {
 	ctx := context.Background()
 	c, err := client.New(client.Config{Endpoints: strings.Split(os.Getenv("BATON_ENDPOINTS"), ","), Token: os.Getenv("BATON_TOKEN")})
 	if err != nil {
 		log.Fatal(err)
 	}
-	req := client.OnceRequest{
+	req := concurrency.OnceRequest{
 		OpID:   "notify:report-42", // stable across retries
 		Kind:   "email.send",
 		Params: map[string]string{"to": "ada@example.com"},
@@ -29,9 +30,9 @@ func ExampleClient_Once() {
 		return json.RawMessage(`{"message_id":"m-1"}`), nil
 	}
 	for attempt := 1; attempt <= 2; attempt++ {
-		result, err := c.Once(ctx, "acme", req, send)
+		result, err := concurrency.Once(ctx, c, "acme", req, send)
 		if err != nil {
-			log.Fatal(err) // errors.Is(err, client.ErrOpInDoubt) asks the caller to check the outside world
+			log.Fatal(err) // errors.Is(err, concurrency.ErrOpInDoubt) asks the caller to check the outside world
 		}
 		fmt.Println("attempt", attempt, string(result))
 	}

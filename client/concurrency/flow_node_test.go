@@ -1,4 +1,4 @@
-package client_test
+package concurrency_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/client/concurrency"
 )
 
 // TestWorkerPoolMaxLeased: a pool of four workers on a queue with
@@ -28,7 +29,7 @@ func TestWorkerPoolMaxLeased(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	w, err := c.NewWorker(client.WorkerConfig{Tenant: "acme", Queue: "flowq", Owner: "fw", Lease: 10 * time.Second, Wait: time.Second})
+	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: "flowq", Owner: "fw", Lease: 10 * time.Second, Wait: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func TestWorkerPoolMaxLeased(t *testing.T) {
 	pctx, stop := context.WithCancel(ctx)
 	pool := make(chan error, 1)
 	go func() {
-		pool <- w.RunPool(pctx, 4, func(ctx context.Context, l *client.Lease) error {
+		pool <- w.RunPool(pctx, 4, func(ctx context.Context, l *concurrency.Lease) error {
 			mu.Lock()
 			running++
 			most = max(most, running)

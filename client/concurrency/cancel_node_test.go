@@ -1,4 +1,4 @@
-package client_test
+package concurrency_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/client/concurrency"
 )
 
 // TestWorkerCancel: a task cancelled while a Worker's handler runs on it
@@ -21,14 +22,14 @@ func TestWorkerCancel(t *testing.T) {
 	if _, err := c.CreateTask(ctx, "acme", client.CreateTaskRequest{TaskID: "cancel-1", Queue: "cancelq"}); err != nil {
 		t.Fatal(err)
 	}
-	w, err := c.NewWorker(client.WorkerConfig{Tenant: "acme", Queue: "cancelq", Owner: "cw", Lease: 10 * time.Second,
+	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: "cancelq", Owner: "cw", Lease: 10 * time.Second,
 		RenewEvery: 100 * time.Millisecond, Wait: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var token uint64
 	var cause error
-	claimed, err := w.RunOnce(ctx, func(fctx context.Context, l *client.Lease) error {
+	claimed, err := w.RunOnce(ctx, func(fctx context.Context, l *concurrency.Lease) error {
 		token = l.Token()
 		task, err := c.CancelTask(ctx, "acme", "cancel-1", client.CancelTaskRequest{Reason: "stop"})
 		if err != nil {
@@ -41,10 +42,10 @@ func TestWorkerCancel(t *testing.T) {
 		cause = context.Cause(fctx)
 		return fctx.Err()
 	})
-	if !claimed || !errors.Is(err, client.ErrCancelRequested) {
+	if !claimed || !errors.Is(err, concurrency.ErrCancelRequested) {
 		t.Fatalf("RunOnce: claimed %v, err %v; want ErrCancelRequested", claimed, err)
 	}
-	if !errors.Is(cause, client.ErrCancelRequested) {
+	if !errors.Is(cause, concurrency.ErrCancelRequested) {
 		t.Fatalf("the handler's context ended with %v, want ErrCancelRequested", cause)
 	}
 	task, err := c.GetTask(ctx, "acme", "cancel-1")
@@ -77,12 +78,12 @@ func TestWorkerCancelCompleted(t *testing.T) {
 	if _, err := c.CreateTask(ctx, "acme", client.CreateTaskRequest{TaskID: "cancel-2", Queue: "cancelq2"}); err != nil {
 		t.Fatal(err)
 	}
-	w, err := c.NewWorker(client.WorkerConfig{Tenant: "acme", Queue: "cancelq2", Owner: "cw", Lease: 10 * time.Second,
+	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: "cancelq2", Owner: "cw", Lease: 10 * time.Second,
 		RenewEvery: 100 * time.Millisecond, Wait: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	claimed, err := w.RunOnce(ctx, func(fctx context.Context, l *client.Lease) error {
+	claimed, err := w.RunOnce(ctx, func(fctx context.Context, l *concurrency.Lease) error {
 		if _, err := c.CancelTask(ctx, "acme", "cancel-2", client.CancelTaskRequest{}); err != nil {
 			return err
 		}

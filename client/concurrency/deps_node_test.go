@@ -1,4 +1,4 @@
-package client_test
+package concurrency_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/client/concurrency"
 )
 
 // TestWorkerDependencies: a hand-off through depends_on: a worker finishes
@@ -29,20 +30,20 @@ func TestWorkerDependencies(t *testing.T) {
 	if down.DependsOnCount != 2 || down.DependenciesLeft == nil || *down.DependenciesLeft != 2 || down.DependencyPolicy != client.DependencyFail {
 		t.Fatalf("created: %+v", down)
 	}
-	downW, err := c.NewWorker(client.WorkerConfig{Tenant: "acme", Queue: "dep-down", Owner: "dw", Lease: 10 * time.Second, Wait: -1})
+	downW, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: "dep-down", Owner: "dw", Lease: 10 * time.Second, Wait: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	noop := func(context.Context, *client.Lease) error { return nil }
+	noop := func(context.Context, *concurrency.Lease) error { return nil }
 	if claimed, err := downW.RunOnce(ctx, noop); claimed || err != nil {
 		t.Fatalf("the downstream task was claimable before its dependencies: %v %v", claimed, err)
 	}
-	upW, err := c.NewWorker(client.WorkerConfig{Tenant: "acme", Queue: "dep-up", Owner: "uw", Lease: 10 * time.Second, Wait: time.Second})
+	upW, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: "dep-up", Owner: "uw", Lease: 10 * time.Second, Wait: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
-		claimed, err := upW.RunOnce(ctx, func(ctx context.Context, l *client.Lease) error {
+		claimed, err := upW.RunOnce(ctx, func(ctx context.Context, l *concurrency.Lease) error {
 			_, err := l.Complete(ctx, "done", json.RawMessage(`{"from":"`+l.Task().TaskID+`"}`))
 			return err
 		})
@@ -50,11 +51,11 @@ func TestWorkerDependencies(t *testing.T) {
 			t.Fatalf("upstream: %v %v", claimed, err)
 		}
 	}
-	downW, err = c.NewWorker(client.WorkerConfig{Tenant: "acme", Queue: "dep-down", Owner: "dw", Lease: 10 * time.Second, Wait: 5 * time.Second})
+	downW, err = concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: "dep-down", Owner: "dw", Lease: 10 * time.Second, Wait: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	claimed, err := downW.RunOnce(ctx, func(ctx context.Context, l *client.Lease) error {
+	claimed, err := downW.RunOnce(ctx, func(ctx context.Context, l *concurrency.Lease) error {
 		deps := l.Task().Dependencies
 		if len(deps) != 2 || string(deps[0].Result) != `{"from":"dep-up-1"}` || string(deps[1].Result) != `{"from":"dep-up-2"}` ||
 			deps[0].Status != "done" || l.Task().DependenciesTruncated {

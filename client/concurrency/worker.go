@@ -1,0 +1,289 @@
+package concurrency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/client/internal/backoff"
+)
+
+// Defaults of WorkerConfig fields left zero.
+const (
+	DefaultWorkerLease          = 30 * time.Second
+	DefaultWorkerWait           = 10 * time.Second
+	DefaultWorkerReleaseTimeout = 5 * time.Second
+	maxWorkerWait               = 60 * time.Second // the server's cap on wait_ms
+)
+
+// WorkerConfig configures a Worker.
+type WorkerConfig struct {
+	// Tenant, Queue and Owner are required. Owner is the name the claims
+	// carry. Queue claims never take a live lease, but a ClaimTask of the
+	// same task by the same owner does (and fences this worker): give each
+	// agent process its own Owner.
+	Tenant, Queue, Owner string
+	// Lease is the lease asked for on every claim and renewal (default
+	// DefaultWorkerLease), truncated to whole milliseconds as the API
+	// counts them.
+	Lease time.Duration
+	// Statuses are the claimable statuses (the server's default: pending).
+	Statuses []string
+	// SetStatus, when not empty, is the status a claim sets.
+	SetStatus string
+	// Wait is how long one claim may wait on the server for a claimable
+	// task (long poll), at most 60s. Zero means DefaultWorkerWait; a
+	// negative Wait asks once, without waiting.
+	Wait time.Duration
+	// RenewEvery is the pause between renewals (default Lease/3).
+	RenewEvery time.Duration
+	// SafetyMargin is taken off the local lease deadline (default Lease/10):
+	// the worker deems the lease lost at (send time of the last successful
+	// claim or renewal) + Lease - SafetyMargin. RenewEvery must be shorter
+	// than Lease - SafetyMargin.
+	SafetyMargin time.Duration
+	// ReleaseTimeout bounds the release after fn fails (default
+	// DefaultWorkerReleaseTimeout).
+	ReleaseTimeout time.Duration
+	// OnError, when set, receives every error of a claimed task in Run: fn's
+	// error, a lost lease, a failed release. Run itself goes on.
+	OnError func(t *client.Task, err error)
+}
+
+// withDefaults fills zero fields.
+func (c WorkerConfig) withDefaults() WorkerConfig {
+	if c.Lease == 0 {
+		c.Lease = DefaultWorkerLease
+	}
+	c.Lease = c.Lease.Truncate(time.Millisecond)
+	if c.Wait == 0 {
+		c.Wait = DefaultWorkerWait
+	}
+	if c.RenewEvery == 0 {
+		c.RenewEvery = c.Lease / 3
+	}
+	if c.SafetyMargin == 0 {
+		c.SafetyMargin = c.Lease / 10
+	}
+	if c.ReleaseTimeout == 0 {
+		c.ReleaseTimeout = DefaultWorkerReleaseTimeout
+	}
+	return c
+}
+
+// Validate reports the first problem with c, after defaults are applied.
+func (c WorkerConfig) Validate() error {
+	c = c.withDefaults()
+	if err := required("tenant", c.Tenant, "queue", c.Queue, "owner", c.Owner); err != nil {
+		return err
+	}
+	switch {
+	case c.Lease < time.Millisecond:
+		return fmt.Errorf("%w: worker lease must be at least 1ms, got %v", client.ErrInvalidArgument, c.Lease)
+	case c.Wait > maxWorkerWait:
+		return fmt.Errorf("%w: worker wait must be at most %v, got %v", client.ErrInvalidArgument, maxWorkerWait, c.Wait)
+	case c.RenewEvery < 0 || c.SafetyMargin < 0 || c.ReleaseTimeout < 0:
+		return fmt.Errorf("%w: worker renew interval, safety margin and release timeout must not be negative", client.ErrInvalidArgument)
+	case c.RenewEvery >= c.Lease-c.SafetyMargin:
+		return fmt.Errorf("%w: worker renew interval %v must be shorter than lease %v minus safety margin %v",
+			client.ErrInvalidArgument, c.RenewEvery, c.Lease, c.SafetyMargin)
+	}
+	return nil
+}
+
+// WorkFunc is the agent's work on one claimed task. ctx is cancelled the
+// moment the lease is known lost (context.Cause then matches ErrLeaseLost),
+// the task is known to be cancelled (a renewal showed cancel_requested;
+// context.Cause matches ErrCancelRequested: fn should stop, and the worker
+// acknowledges the cancellation once fn returns, unless fn completed or
+// released the task itself) or the caller's context ends. fn should finish with l.Complete or
+// l.Release; when it returns nil without doing so, the task stays leased
+// until the lease runs out (it is no longer renewed). When it returns an
+// error, the worker fails the attempt (FailTask with the error's message;
+// NonRetryable errors make the task dead at once): the server retries the
+// task after its backoff, and makes it dead after its max_attempts. When
+// it returns an error because the caller's context ended, the worker
+// releases the task instead, without using an attempt.
+type WorkFunc func(ctx context.Context, l *Lease) error
+
+// Worker claims tasks from one queue and runs a WorkFunc on each, renewing
+// the lease in the background. It is safe for concurrent use: several
+// goroutines may call RunOnce or Run on one Worker, each holding its own
+// lease.
+type Worker struct {
+	c   *client.Client
+	cfg WorkerConfig
+}
+
+// NewWorker validates cfg and returns a Worker of c. It does no I/O.
+func NewWorker(c *client.Client, cfg WorkerConfig) (*Worker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Worker{c: c, cfg: cfg.withDefaults()}, nil
+}
+
+// RunOnce claims one task, waiting up to the configured Wait, runs fn on it
+// and returns once fn has returned and the renewals have stopped. claimed
+// is false when no task was claimed (err is then the claim's error, or nil
+// when the queue had nothing). When a task was claimed, err is fn's error
+// (joined with a failed release), or, when fn returned nil after the lease
+// was lost, the loss.
+func (w *Worker) RunOnce(ctx context.Context, fn WorkFunc) (claimed bool, err error) {
+	_, claimed, err = w.runOnce(ctx, fn)
+	return claimed, err
+}
+
+// Run claims and runs tasks one after another until ctx ends, and then
+// returns ctx.Err(). Errors of claimed tasks go to WorkerConfig.OnError
+// and do not stop Run. A claim that fails with client.ErrUnavailable is retried
+// after a backoff (50ms doubling to 250ms); any other claim error (forbidden,
+// not found, invalid argument) stops Run and is returned.
+//
+// When ctx ends while a claim is waiting on the server (a long poll), the
+// server may have claimed a task for it whose answer nobody reads: that
+// task stays leased to this Owner until the lease runs out, and the claim
+// counts as one of its attempts. Stop workers with a Wait well below the
+// Lease, or accept that a stop may delay one task by a lease.
+func (w *Worker) Run(ctx context.Context, fn WorkFunc) error {
+	var bo backoff.Backoff
+	for ctx.Err() == nil {
+		task, claimed, err := w.runOnce(ctx, fn)
+		switch {
+		case claimed:
+			bo.Reset()
+			if err != nil && w.cfg.OnError != nil {
+				w.cfg.OnError(task, err)
+			}
+		case ctx.Err() != nil:
+		case err == nil && w.cfg.Wait > 0:
+			bo.Reset() // the server waited for us
+		case err == nil || errors.Is(err, client.ErrUnavailable):
+			_ = backoff.Sleep(ctx, bo.Delay(0, backoff.Cap))
+		default:
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+func (w *Worker) runOnce(ctx context.Context, fn WorkFunc) (*client.Task, bool, error) {
+	l, err := w.claim(ctx)
+	if err != nil || l == nil {
+		if l != nil {
+			return l.Task(), true, err
+		}
+		return nil, false, err
+	}
+	return l.Task(), true, l.run(ctx, fn)
+}
+
+// claim asks for a task and returns its Lease, not yet renewing; nil when
+// the queue had nothing. When the claim's round trip was longer than the
+// renewal interval (a long poll that waited), the claim may have been
+// applied anywhere in it, so the lease is renewed once at once: its send
+// time then bounds the lease tightly. A lease that cannot be confirmed so is
+// released and returned with the error.
+func (w *Worker) claim(ctx context.Context) (*Lease, error) { return w.claimWait(ctx, w.cfg.Wait) }
+
+// claimWait is claim with its own wait (a negative one asks once).
+func (w *Worker) claimWait(ctx context.Context, wait time.Duration) (*Lease, error) {
+	req := client.QueueClaimRequest{Owner: w.cfg.Owner, Lease: w.cfg.Lease, Statuses: w.cfg.Statuses}
+	if w.cfg.SetStatus != "" {
+		req.SetStatus = &w.cfg.SetStatus
+	}
+	if wait > 0 {
+		req.Wait = wait
+	}
+	sent := time.Now()
+	t, err := w.c.ClaimQueue(ownKeys(ctx), w.cfg.Tenant, w.cfg.Queue, req)
+	if err != nil || t == nil {
+		return nil, err
+	}
+	l := newLease(w, t, sent)
+	if time.Since(sent) <= w.cfg.RenewEvery {
+		return l, nil
+	}
+	rctx, cancel := context.WithTimeout(ownKeys(ctx), w.cfg.Lease-w.cfg.SafetyMargin)
+	err = l.renew(rctx)
+	cancel()
+	if err != nil {
+		if !errors.Is(l.Err(), client.ErrFenced) && !errors.Is(l.Err(), client.ErrNotFound) {
+			// Past the local deadline, maybe not the server's: give the
+			// task back (a stale token is refused, so this is harmless).
+			_ = l.sendRelease(w.cfg.ReleaseTimeout)
+		}
+		return l, fmt.Errorf("confirm the lease of task %q after a slow claim: %w", t.TaskID, err)
+	}
+	return l, nil
+}
+
+// ownKeys hides an Idempotency-Key attached to ctx with WithIdempotencyKey:
+// the worker's own claims and renewals are distinct writes, each with its
+// own key, and must never replay one another.
+func ownKeys(ctx context.Context) context.Context {
+	return client.WithIdempotencyKey(ctx, "")
+}
+
+// required returns client.ErrInvalidArgument for the first empty name, so
+// that a bad configuration fails before anything is sent.
+func required(pairs ...string) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if pairs[i+1] == "" {
+			return fmt.Errorf("%w: %s is required", client.ErrInvalidArgument, pairs[i])
+		}
+	}
+	return nil
+}
+
+// nonRetryable marks an error that retrying cannot fix.
+type nonRetryable struct{ err error }
+
+func (e *nonRetryable) Error() string { return e.err.Error() }
+func (e *nonRetryable) Unwrap() error { return e.err }
+
+// NonRetryable wraps err so that a Worker fails the task as non-retryable:
+// it goes dead at once instead of being retried after a backoff. nil stays
+// nil.
+func NonRetryable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &nonRetryable{err: err}
+}
+
+// IsNonRetryable reports whether err wraps a NonRetryable error.
+func IsNonRetryable(err error) bool {
+	var nr *nonRetryable
+	return errors.As(err, &nr)
+}
+
+// RunPool runs Run in n goroutines (at most n tasks at once; n below 1 is
+// 1) until ctx ends, and returns ctx.Err(), or the first error that
+// stopped one of them (the others are then stopped too).
+func (w *Worker) RunPool(ctx context.Context, n int, fn WorkFunc) error {
+	n = max(n, 1)
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.Run(pctx, fn); err != nil && pctx.Err() == nil {
+				once.Do(func() { first = err })
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	return ctx.Err()
+}
