@@ -153,13 +153,18 @@ def test_waitpoint_park_complete_claim(client: baton.Client) -> None:
     with pytest.raises(baton.VersionMismatch):
         client.claim_task(t.task_id, owner="w", lease=10)
 
-    # A long poll answers once it is completed.
+    # A long poll answers once it is completed; a watch sees the completion.
     polled: list[baton.Waitpoint] = []
     th = threading.Thread(target=lambda: polled.append(client.get_waitpoint(wp.waitpoint_id, wait=30)))
     th.start()
+    start = client.get_waitpoint(wp.waitpoint_id).index
     done = client.complete_waitpoint(wp.waitpoint_id, {"approved": True, "by": "alice"})
     th.join(40)
     assert polled and polled[0].state == "completed" and polled[0].payload == {"approved": True, "by": "alice"}
+    with client.watch(resources=["waitpoints"], from_index=start) as events:
+        ev = next(iter(events))
+    assert (ev.resource, ev.key, ev.type) == ("waitpoints", wp.waitpoint_id, "put")
+    assert ev.value["state"] == "completed"
     assert done.state == "completed" and done.resolved_at is not None
     # Once: the same payload again answers the same, another one is refused.
     assert client.complete_waitpoint(wp.waitpoint_id, {"approved": True, "by": "alice"}).version == done.version

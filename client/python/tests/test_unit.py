@@ -126,3 +126,23 @@ def test_sync_code_is_generated_from_async() -> None:
     out = subprocess.run([sys.executable, str(HERE.parent / "tools" / "unasync.py"), "--check"],
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_coordination_models_parse() -> None:
+    t = baton.Task.from_json({
+        "tenant_id": "t", "task_id": "publish-42", "queue": "q", "parked": False, "waitpoint_id": "wp-1",
+        "waitpoint": {"waitpoint_id": "wp-1", "state": "completed", "payload": {"ok": True}},
+        "dependencies": [{"task_id": "a", "resolved": True, "status": "done", "result": 1, "artifact_id": ""}],
+        "concurrency_key": "acme", "cancel_requested": True,
+    })
+    assert t.waitpoint == baton.WaitpointOutcome("wp-1", "completed", {"ok": True})
+    assert t.dependencies == (baton.Dependency("a", True, "done", 1, ""),)
+    assert (t.concurrency_key, t.cancel_requested) == ("acme", True)
+    assert baton.Task.from_json({"tenant_id": "t", "task_id": "x", "queue": "q"}).waitpoint is None
+    s = baton.Schedule.from_json({"tenant_id": "t", "schedule_id": "beat", "queue": "q", "interval_ms": 1000,
+                                  "next_at": "2026-12-01T10:15:31.123Z", "last_tick_at": "2026-12-01T10:15:30.123Z"})
+    assert s.last_tick_at is not None and s.next_at is not None
+    # The tick's task id: Unix milliseconds, exact (no float rounding).
+    assert s.task_id(s.last_tick_at) == "beat:1796120130123"
+    paris = timezone(timedelta(hours=1))
+    assert s.task_id(datetime(2026, 12, 1, 11, 15, 30, 123000, tzinfo=paris)) == "beat:1796120130123"

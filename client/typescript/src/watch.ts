@@ -11,7 +11,7 @@ import type { WatchEvent } from "./models.js";
 import { Backoff, sleep } from "./transport.js";
 
 export interface WatchOptions {
-  /** A subset of tasks, refs, artifacts, kv, checkpoints, ops (default: all). */
+  /** Any of tasks, refs, artifacts, kv, checkpoints, ops (the default: those six) and waitpoints (only when named). */
   resources?: string[];
   /** Only events whose key starts with it. */
   prefix?: string;

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import {
   BatonClient, CancelRequested, Fenced, InvalidArgument, NotFound, RateLimited, VersionMismatch, Worker, scheduleTaskId,
-  type TaskContext, type Waitpoint,
+  type TaskContext, type Waitpoint, type WatchEvent,
 } from "@baton-dev/client";
 import { waitFor } from "./cluster.js";
 import { admin, tenantClient, uid } from "./helpers.js";
@@ -122,10 +122,19 @@ it("parks a task on a waitpoint, long-polls it, completes it once, claims with t
   expect(await c.claim(q, { owner: "x", leaseMs: 10_000 })).toBeUndefined();
   await expect(c.claimTask(t.task_id, { owner: "x", leaseMs: 10_000 })).rejects.toBeInstanceOf(VersionMismatch);
 
+  // A long poll answers once it is completed; a watch sees the completion.
   const poll: Promise<Waitpoint> = c.getWaitpoint(wp.waitpoint_id, { waitMs: 30_000 });
+  const { meta } = await c.call("GET", `/v1/tenants/${c.tenant!}/waitpoints/${wp.waitpoint_id}`);
   const done = await c.completeWaitpoint(wp.waitpoint_id, { approved: true, by: "alice" });
   const polled = await poll;
   expect([polled.state, polled.payload]).toEqual(["completed", { approved: true, by: "alice" }]);
+  const watch = c.watch({ resources: ["waitpoints"], fromIndex: meta.index });
+  const next = await watch.next();
+  watch.close();
+  expect(next.done).toBe(false);
+  const ev = next.value as WatchEvent;
+  expect([ev.resource, ev.key, ev.type]).toEqual(["waitpoints", wp.waitpoint_id, "put"]);
+  expect((ev.value as Waitpoint).state).toBe("completed");
   expect((await c.completeWaitpoint(wp.waitpoint_id, { approved: true, by: "alice" })).version).toBe(done.version);
   await expect(c.completeWaitpoint(wp.waitpoint_id, { approved: false })).rejects.toBeInstanceOf(VersionMismatch);
 
