@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/client/internal/backoff"
+	"github.com/baton-dev/baton/client/internal/transport"
 	"github.com/baton-dev/baton/fsm/wire"
 )
 
@@ -673,7 +674,7 @@ func (c *Client) stream(ctx context.Context, path string, o requestOptions, read
 	}
 	eps, start := c.endpoints, int(c.preferred.Load())
 	if o.endpoint != "" {
-		ep, err := parseEndpoint(o.endpoint)
+		ep, err := transport.Endpoint(o.endpoint)
 		if err != nil {
 			return err
 		}

@@ -2,15 +2,15 @@ package client
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/baton-dev/baton/client/internal/transport"
 )
 
 // Defaults for Config fields left zero.
@@ -75,7 +75,7 @@ func (c Config) Validate() error {
 		if strings.TrimSpace(ep) == "" {
 			return fmt.Errorf("client: endpoint %d of %d in Config.Endpoints is empty (an empty BATON_ENDPOINTS split on commas? client.FromEnv skips blanks)", i+1, len(c.Endpoints))
 		}
-		if _, err := parseEndpoint(c.endpointURL(ep)); err != nil {
+		if _, err := transport.Endpoint(c.endpointURL(ep)); err != nil {
 			return err
 		}
 	}
@@ -124,7 +124,7 @@ func New(cfg Config) (*Client, error) {
 		dialRetry: cfg.DialRetry,
 	}
 	for _, ep := range cfg.Endpoints {
-		norm, _ := parseEndpoint(cfg.endpointURL(ep))
+		norm, _ := transport.Endpoint(cfg.endpointURL(ep))
 		c.endpoints = append(c.endpoints, norm)
 		host := ""
 		if u, err := url.Parse(norm); err == nil {
@@ -137,7 +137,7 @@ func New(cfg Config) (*Client, error) {
 		if err != nil {
 			return nil, err
 		}
-		c.hc = defaultHTTPClient(tc)
+		c.hc = transport.HTTPClient(tc)
 	}
 	if c.timeout == 0 {
 		c.timeout = DefaultTimeout
@@ -156,76 +156,11 @@ func (c *Client) Endpoints() []string {
 // endpointURL gives an endpoint without a scheme one: https when the
 // default HTTP client has TLS settings, http otherwise.
 func (c Config) endpointURL(ep string) string {
-	ep = strings.TrimSpace(ep)
-	if strings.Contains(ep, "://") {
-		return ep
-	}
-	if c.TLS != nil || c.CAFile != "" || c.CertFile != "" {
-		return "https://" + ep
-	}
-	return "http://" + ep
+	return transport.WithScheme(ep, c.TLS != nil || c.CAFile != "" || c.CertFile != "")
 }
 
-// parseEndpoint checks that raw is an http(s) base URL and returns it
-// without a trailing slash.
-func parseEndpoint(raw string) (string, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "", fmt.Errorf("client: invalid endpoint %q: %w", raw, err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return "", fmt.Errorf("client: invalid endpoint %q: scheme must be http or https", raw)
-	}
-	if u.Host == "" {
-		return "", fmt.Errorf("client: invalid endpoint %q: missing host", raw)
-	}
-	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return "", fmt.Errorf("client: invalid endpoint %q: must not have user info, query or fragment", raw)
-	}
-	return strings.TrimRight(raw, "/"), nil
-}
-
-// defaultHTTPClient is net/http's Transport, for http and https alike,
-// keeping up to 256 idle connections per node for many concurrent callers.
-func defaultHTTPClient(tc *tls.Config) *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.TLSClientConfig = tc
-	t.MaxIdleConns = 1024
-	t.MaxIdleConnsPerHost = 256
-	return &http.Client{Transport: t}
-}
-
-// tlsConfig is the TLS configuration of the default HTTP client: TLS
-// (cloned), with CAFile's certificates as roots and CertFile as client
-// certificate. Nil when none of them is given.
+// tlsConfig is the TLS configuration of the default HTTP client (nil when
+// none is set).
 func (c Config) tlsConfig() (*tls.Config, error) {
-	if c.TLS == nil && c.CAFile == "" && c.CertFile == "" {
-		return nil, nil
-	}
-	tc := &tls.Config{MinVersion: tls.VersionTLS12}
-	if c.TLS != nil {
-		tc = c.TLS.Clone()
-	}
-	if c.CAFile != "" {
-		pem, err := os.ReadFile(c.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("client: CA file: %w", err)
-		}
-		if tc.RootCAs == nil {
-			tc.RootCAs = x509.NewCertPool()
-		} else {
-			tc.RootCAs = tc.RootCAs.Clone() // not the caller's pool
-		}
-		if !tc.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("client: CA file %s holds no PEM certificate", c.CAFile)
-		}
-	}
-	if c.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("client: client certificate: %w", err)
-		}
-		tc.Certificates = append(tc.Certificates, cert)
-	}
-	return tc, nil
+	return transport.TLSConfig(c.TLS, c.CAFile, c.CertFile, c.KeyFile)
 }

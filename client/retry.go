@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/client/internal/backoff"
+	"github.com/baton-dev/baton/client/internal/transport"
 )
 
 // result is the outcome of one attempt.
@@ -54,7 +55,7 @@ func (c *Client) prefer(answered int, leader string) {
 
 // pinned makes a single attempt against endpoint.
 func (c *Client) pinned(ctx context.Context, endpoint string, cl *call) result {
-	ep, err := parseEndpoint(endpoint)
+	ep, err := transport.Endpoint(endpoint)
 	if err != nil {
 		return result{err: err}
 	}

@@ -22,7 +22,7 @@ var layers = []struct {
 	name     string
 	packages []string // import paths below the module, a trailing /... for a subtree
 }{
-	{"wire", []string{"fsm/wire", "client/internal/cdc", "client/internal/backoff"}},
+	{"wire", []string{"fsm/wire", "client/internal/cdc", "client/internal/backoff", "client/internal/transport"}},
 	{"leaf", []string{"fsm", "client", "server/core/tlsconf", "server/core/chunkstore", "server/core/metricsink",
 		"cmd/internal/buildinfo", "cmd/internal/gctune", "server/console", "docs"}},
 	{"test support", []string{"chaos/artifactfake"}},
