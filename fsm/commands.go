@@ -35,6 +35,8 @@ var commandTable = []commandSpec{
 	{Kind: KindTaskRenew, Args: TaskRenewArgs{}, Apply: applyTaskRenew},
 	{Kind: KindTaskUpdate, Args: TaskUpdateArgs{}, Apply: applyTaskUpdate, Txn: true},
 	{Kind: KindTaskDelete, Args: TaskDeleteArgs{}, Apply: applyTaskDelete},
+	// An update and the next queue claim in one command (claimnext.go).
+	{Kind: KindTaskUpdateClaim, Args: TaskUpdateClaimArgs{}, Apply: applyTaskUpdateClaim, Since: EntryVersion6},
 
 	// Task lifecycle (lifecycle.go): a failed attempt, and retrying a task.
 	// Only in EntryVersion3 entries.

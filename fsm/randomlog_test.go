@@ -22,6 +22,7 @@ func randomLog(seed uint64, entries int) []*raft.Log {
 		aux:   rand.New(rand.NewPCG(seed, 17)),
 		cpx:   rand.New(rand.NewPCG(seed, 23)),
 		v6:    rand.New(rand.NewPCG(seed, 29)),
+		nx:    rand.New(rand.NewPCG(seed, 31)),
 		heads: map[string]string{}, state: New()}
 	var logs []*raft.Log
 	index := uint64(0)
@@ -59,7 +60,9 @@ type logGen struct {
 	cpx *rand.Rand
 	// v6 draws the choices of version 6's task kinds and fields
 	// (cancellation, dependencies, waitpoints), likewise.
-	v6    *rand.Rand
+	v6 *rand.Rand
+	// nx draws the choices of task.update_claim (version 6), likewise.
+	nx    *rand.Rand
 	now   int64
 	state *FSM // the log so far, applied
 
@@ -292,6 +295,14 @@ func (g *logGen) command(index uint64, first bool) *Command {
 			a.ID, a.FencingToken = fc.TaskID, &fc.Token
 		}
 		c.Args = encode(a)
+		if g.nx.IntN(3) == 0 { // and the next claim of q in the same command (version 6)
+			cl := QueueClaimArgs{Queue: "q", Owner: fmt.Sprintf("w%d", g.nx.IntN(3)), LeaseMs: int64(g.nx.IntN(3000)),
+				Statuses: []string{"pending"}, Final: true}
+			if g.nx.IntN(2) == 0 {
+				cl.SetStatus = ptr("running")
+			}
+			c = NewCommand(KindTaskUpdateClaim, now, c.Tenant, "", &TaskUpdateClaimArgs{Update: *a, Claim: cl})
+		}
 	case 19:
 		c = NewCommand(KindTaskDelete, now, tenant, "", &TaskDeleteArgs{ID: g.name("task", 5)})
 		switch g.v6.IntN(10) { // or a cancellation (version 6): by a caller, by the holder, or the sweep

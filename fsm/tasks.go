@@ -226,6 +226,12 @@ func applyQueueClaim(f *FSM, ctx *applyCtx, c *Command) *Result {
 	if r := decodeArgs(c, &a); r != nil {
 		return r
 	}
+	return queueClaim(f, ctx, c, &a)
+}
+
+// queueClaim applies a queue claim of c's tenant (also the claim part of
+// a task.update_claim, claimnext.go).
+func queueClaim(f *FSM, ctx *applyCtx, c *Command, a *QueueClaimArgs) *Result {
 	var admit func(*Task) bool
 	p := queuePolicy(f.st, c.Tenant, a.Queue)
 	if p.flowLimited() {
@@ -417,6 +423,12 @@ func applyTaskUpdate(f *FSM, ctx *applyCtx, c *Command) *Result {
 	if r := decodeArgs(c, &a); r != nil {
 		return r
 	}
+	return updateTask(f, ctx, c, &a)
+}
+
+// updateTask applies a task update of c's tenant (also the update part of
+// a task.update_claim, claimnext.go).
+func updateTask(f *FSM, ctx *applyCtx, c *Command, a *TaskUpdateArgs) *Result {
 	t, ok := getTask(f.st, c.Tenant, a.ID)
 	if r := f.taskDenied(c, a.ID, t, ok, taskWrite); r != nil {
 		return r
@@ -437,7 +449,7 @@ func applyTaskUpdate(f *FSM, ctx *applyCtx, c *Command) *Result {
 		return r
 	}
 	old := *t
-	applyTaskChanges(t, &a)
+	applyTaskChanges(t, a)
 	if a.Release && a.entryV3() {
 		l := TaskLife{}
 		if t.Life != nil {
