@@ -249,6 +249,11 @@ func TestOpenAPIResponses(t *testing.T) {
 	sc.call(t, "POST", T+"/tasks/report-42/update",
 		fmt.Sprintf(`{"fencing_token":%d,"status":"done","result":{"pages":3},"release":true}`, claimed.FencingToken), admin, 200, "")
 	sc.call(t, "POST", T+"/tasks/report-42/update", `{"expect_version":1}`, admin, 409, "version_mismatch")
+	sc.call(t, "POST", T+"/tasks", `{"task_id":"next-1","queue":"spare"}`, admin, 201, "")
+	for range 2 { // next is the task, then null
+		sc.call(t, "POST", T+"/tasks/report-42/update", `{"status":"done","claim_next":{"queue":"spare","owner":"agent-a","lease_ms":1000}}`, admin, 200, "")
+	}
+	sc.call(t, "POST", T+"/tasks/report-42/update", `{"claim_next":{"queue":"spare","owner":"agent-a","lease_ms":0}}`, admin, 400, "invalid_argument")
 	sc.call(t, "GET", T+"/tasks?queue=research&limit=1", nil, admin, 200, "")
 	sc.call(t, "GET", T+"/tasks?status=done", nil, bearer(worker.Token), 200, "")
 	sc.call(t, "GET", T+"/tasks?limit=0", nil, admin, 400, "invalid_argument")

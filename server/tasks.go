@@ -18,7 +18,7 @@ func (s *Server) taskRoutes(add func(string, string, routeKind, handlerFunc)) {
 	add("DELETE", "/v1/tenants/{tenant}/tasks/{id}", routeWrite, s.handleTaskDelete)
 	add("POST", "/v1/tenants/{tenant}/tasks/{id}/claim", routeWrite, taskWrite(s, fsm.KindTaskClaim, taskClaimArgs))
 	add("POST", "/v1/tenants/{tenant}/tasks/{id}/renew", routeWrite, taskWrite(s, fsm.KindTaskRenew, taskRenewArgs))
-	add("POST", "/v1/tenants/{tenant}/tasks/{id}/update", routeWrite, taskWrite(s, fsm.KindTaskUpdate, taskUpdateArgs))
+	add("POST", "/v1/tenants/{tenant}/tasks/{id}/update", routeWrite, s.handleTaskUpdate) // claimnext.go
 	add("POST", "/v1/tenants/{tenant}/tasks/{id}/fail", routeWrite, taskWrite(s, fsm.KindTaskFail, taskFailArgs))
 	add("POST", "/v1/tenants/{tenant}/tasks/{id}/retry", routeWrite, taskWrite(s, fsm.KindTaskRetry, taskRetryArgs))
 	add("POST", "/v1/tenants/{tenant}/tasks/{id}/cancel", routeWrite, taskWrite(s, fsm.KindTaskCancel, taskCancelArgs)) // cancel.go
