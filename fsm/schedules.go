@@ -263,17 +263,25 @@ func applyScheduleTick(f *FSM, ctx *applyCtx, c *Command) *Result {
 		return fail(CodeInvalidArgument, "a tick needs at most 100 ticks and a later next tick", nil)
 	}
 	prev := a.Expect - 1
+	var made []int64
 	for _, tick := range a.Ticks {
 		if tick <= prev || tick < a.Expect || tick > ctx.now || tick >= a.NextAt {
 			return fail(CodeInvalidArgument, fmt.Sprintf("tick %d is out of order or not due", tick), nil)
 		}
 		prev = tick
+		if tick <= s.LastTick {
+			// Made already, or passed: a resume's next tick came from a
+			// leader whose clock was behind the one that stamped the
+			// last tick. Ticks only move forward.
+			continue
+		}
 		f.scheduledTask(ctx, s, tick)
+		made = append(made, tick)
 	}
 	old := *s
 	s.NextAt = a.NextAt
-	if n := len(a.Ticks); n > 0 {
-		s.LastTick = a.Ticks[n-1]
+	if n := len(made); n > 0 {
+		s.LastTick = made[n-1]
 		s.Ticks += uint64(n)
 	}
 	s.Version++

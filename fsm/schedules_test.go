@@ -63,6 +63,47 @@ func TestScheduleTickOnce(t *testing.T) {
 	}
 }
 
+// TestScheduleTicksNeverGoBack: a resume whose next tick is at or before
+// the last tick made (the resuming leader's clock is behind the one that
+// stamped the ticks: a clock skew, or a node ahead that fired them early)
+// makes no task for those ticks again and does not count them: the
+// ticks counter counts the tasks made, and last_tick_at never goes back.
+// Found by the chaos suite (schedules checker, seeds 7, 10 and 15 of
+// go run ./chaos/cmd/chaos --runs 20 --seed 1).
+func TestScheduleTicksNeverGoBack(t *testing.T) {
+	l := newLC(t)
+	first := l.now + 1000
+	l.ok2(NewCommand(KindScheduleCreate, 0, "acme", "", &ScheduleCreateArgs{ID: "s", Queue: "q", IntervalMs: 1000, NextAt: first}))
+	l.now = first + 2000
+	l.ok2(NewCommand(KindScheduleTick, 0, "acme", "", &ScheduleTickArgs{ID: "s", Expect: first,
+		Ticks: []int64{first, first + 1000, first + 2000}, NextAt: first + 3000}))
+	l.ok2(NewCommand(KindSchedulePause, 0, "acme", "", &SchedulePauseArgs{ID: "s", Paused: true}))
+	l.ok2(NewCommand(KindSchedulePause, 0, "acme", "", &SchedulePauseArgs{ID: "s", NextAt: first + 500}))
+	l.now = first + 3000
+	keys := l.f.st.Len()
+	l.ok2(NewCommand(KindScheduleTick, 0, "acme", "", &ScheduleTickArgs{ID: "s", Expect: first + 500,
+		Ticks: []int64{first + 500, first + 1500, first + 2500}, NextAt: first + 3500}))
+	for _, at := range []int64{first + 500, first + 1500} {
+		if l.f.st.Has(taskKey("acme", ScheduleTaskID("s", at))) {
+			t.Fatalf("a task for tick %d, before the last tick %d", at, first+2000)
+		}
+	}
+	s, _, _ := l.f.GetSchedule("acme", "s")
+	if s.Ticks != 4 || s.LastTick != first+2500 || s.NextAt != first+3500 || !l.f.st.Has(taskKey("acme", ScheduleTaskID("s", first+2500))) {
+		t.Fatalf("after a tick from a next_at behind the last tick: ticks %d, last %d, next %d (keys %d → %d)",
+			s.Ticks, s.LastTick, s.NextAt, keys, l.f.st.Len())
+	}
+	// On the same grid (a cron): the ticks made already are not counted again.
+	l.ok2(NewCommand(KindSchedulePause, 0, "acme", "", &SchedulePauseArgs{ID: "s", Paused: true}))
+	l.ok2(NewCommand(KindSchedulePause, 0, "acme", "", &SchedulePauseArgs{ID: "s", NextAt: first + 1500}))
+	l.now = first + 3500
+	l.ok2(NewCommand(KindScheduleTick, 0, "acme", "", &ScheduleTickArgs{ID: "s", Expect: first + 1500,
+		Ticks: []int64{first + 1500, first + 2500, first + 3500}, NextAt: first + 4500}))
+	if s, _, _ = l.f.GetSchedule("acme", "s"); s.Ticks != 5 || s.LastTick != first+3500 {
+		t.Fatalf("after ticks made already came again: ticks %d, last %d", s.Ticks, s.LastTick)
+	}
+}
+
 func (l *lc) ok2(c *Command) {
 	l.t.Helper()
 	if r := l.do(c); !r.OK() {
