@@ -410,7 +410,8 @@ func cancellation(h *history.History, n *CoordCounts) []Anomaly {
 //
 //  1. Every task of the queue is a tick's: "<schedule id>:<tick ms>",
 //     created at or after its tick (the state machine's clock: a tick is
-//     applied only once due).
+//     applied only once due), and ticks are made in order: no task of a
+//     later tick was created before one of an earlier tick.
 //  2. Exactly one task per tick: the schedule's ticks counter equals the
 //     number of tasks whose tick is at or before its last_tick_at (read
 //     before the queue, so ticks made in between are after it), and the
@@ -420,7 +421,9 @@ func cancellation(h *history.History, n *CoordCounts) []Anomaly {
 //     period is interval_ms or a cron "@every <duration>"): consecutive
 //     ticks are one period apart unless a resume lies between them,
 //     whose answer's next_at is then the later tick (a resume ticks next
-//     one period after its time: a new grid). With catch_up latest the
+//     one period after its time: a new grid), or, when that next_at was
+//     at or before the last tick made (the resuming leader's clock was
+//     behind), the first tick of its grid after the last one. With catch_up latest the
 //     leader may skip the ticks it missed while there was none (a kill, a
 //     partition): the gap is then a whole number of periods from the
 //     earlier tick or from a resume's next_at. The first tick is the
@@ -544,6 +547,12 @@ func checkSchedule(id string, create *history.Op, turns []*history.Op, final, li
 	if final.Out.LastTickMS != 0 && (len(upto) == 0 || upto[len(upto)-1].at != final.Out.LastTickMS) {
 		bad(fmt.Sprintf("no task of the last tick %d", final.Out.LastTickMS), final.ID, listed.ID)
 	}
+	for i := 1; i < len(ticks); i++ {
+		if ticks[i].created < ticks[i-1].created {
+			bad(fmt.Sprintf("tick %d was made at %d, before tick %d at %d: ticks went back", ticks[i].at, ticks[i].created,
+				ticks[i-1].at, ticks[i-1].created), listed.ID)
+		}
+	}
 	if n != nil {
 		n.Ticks += len(ticks)
 	}
@@ -602,7 +611,10 @@ func checkSchedule(id string, create *history.Op, turns []*history.Op, final, li
 		}
 		explained := false
 		for _, o := range resumeAt {
-			if o > prev && onGrid(o, cur) {
+			// The first tick of a resume's grid after the last tick made
+			// (the resume's next_at may be before it: ticks only move
+			// forward); with latest, any later one.
+			if cur >= o && (cur-o)%per == 0 && (!all || cur == o || cur-per <= prev) {
 				explained = true
 			}
 		}

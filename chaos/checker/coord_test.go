@@ -267,6 +267,24 @@ func TestSchedulesBite(t *testing.T) {
 	// A tick while paused (created at 4005, between the pause at 3500 and
 	// the resume at 5200); on the grid, so only rule 4 sees it.
 	wantOnly(t, schedBase("all", []int64{1000, 2000, 3000, 4000, 6200, 7200}, 6), NameSchedules, 1)
+	// A resume at 5200 by a leader 5 s behind: its next_at, 1200, is
+	// before the last tick, 3000. The ticks made or passed already are not
+	// made again; the first after 3000 on its grid, 3200, is, with 4200
+	// and 5200, in the command after the resume (catch_up all). Made
+	// again, the ticks go back.
+	behind := func(ticks []int64) *hist {
+		b := schedBase("all", ticks, uint64(len(ticks)))
+		b.h.Ops[2].Out.NextAtMS = wall + 1200
+		for i := range b.h.Ops[4].Out.Listed {
+			l := &b.h.Ops[4].Out.Listed[i]
+			if at := l.CreatedAtMS - 5; at != wall+1000 && at != wall+2000 && at != wall+3000 {
+				l.CreatedAtMS = max(at, wall+5200) + 5
+			}
+		}
+		return b
+	}
+	wantOnly(t, behind([]int64{1000, 2000, 3000, 3200, 4200, 5200, 6200, 7200}), NameSchedules, 0)
+	wantOnly(t, behind([]int64{1000, 1200, 2000, 2200, 3000, 3200, 4200, 5200, 6200, 7200}), NameSchedules, 1)
 	// The same with the resume's outcome unknown is not judged.
 	b := schedBase("all", []int64{1000, 2000, 3000, 4000, 6200, 7200}, 6)
 	b.h.Ops[2].Outcome, b.h.Ops[2].Out = history.Unknown, history.Output{}
