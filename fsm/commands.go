@@ -174,5 +174,14 @@ func (f *FSM) Stamp(c *Command) {
 	}
 }
 
+// Kinds lists every kind of the command table, in its order.
+func Kinds() []Kind {
+	out := make([]Kind, len(commandTable))
+	for i, s := range commandTable {
+		out[i] = s.Kind
+	}
+	return out
+}
+
 // TxnAllows reports whether kind may appear in a transaction.
 func TxnAllows(k Kind) bool { return txnKinds[k] }

@@ -16,10 +16,10 @@ import (
 // artifactLifeRoutes: the list is its own pattern, since the catch-all
 // ".../artifacts/{path...}" would otherwise redirect ".../artifacts" to
 // ".../artifacts/".
-func (s *Server) artifactLifeRoutes(add func(string, string, routeKind, handlerFunc)) {
+func (s *Server) artifactLifeRoutes(add addRoute) {
 	add("GET", "/v1/tenants/{tenant}/artifacts", routeRead, s.handleArtifactList)
-	add("DELETE", "/v1/tenants/{tenant}/artifacts/{path...}", routeWrite, s.handleArtifactDelete)
-	add("PUT", "/v1/tenants/{tenant}/artifact-policies", routeWrite, s.handleArtifactPolicyPut)
+	add("DELETE", "/v1/tenants/{tenant}/artifacts/{path...}", routeWrite, s.handleArtifactDelete, cmd(nil, fsm.KindArtifactDelete))
+	add("PUT", "/v1/tenants/{tenant}/artifact-policies", routeWrite, s.handleArtifactPolicyPut, cmd(wire.ArtifactPolicy{}, fsm.KindArtifactPolicy))
 	add("GET", "/v1/tenants/{tenant}/artifact-policies", routeRead, s.handleArtifactPolicyList)
 }
 

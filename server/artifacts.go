@@ -18,11 +18,11 @@ import (
 // artifactRoutes: one pattern serves by-id and the name's versions, since
 // "by-id/{id}" and "{name}/versions" would otherwise both match
 // ".../by-id/versions" and ServeMux refuses ambiguous patterns.
-func (s *Server) artifactRoutes(add func(string, string, routeKind, handlerFunc)) {
+func (s *Server) artifactRoutes(add addRoute) {
 	add("GET", "/v1/tenants/{tenant}/artifacts/{path...}", routeRead, s.handleArtifactGet)
 	// Publishing re-reads and hashes every chunk before it proposes: a long
 	// request for a large artifact.
-	add("POST", "/v1/tenants/{tenant}/artifacts/{path...}", routeLongWrite, s.handleArtifactPublish)
+	add("POST", "/v1/tenants/{tenant}/artifacts/{path...}", routeLongWrite, s.handleArtifactPublish, cmd(wire.ArtifactPublish{}, fsm.KindArtifactPublish))
 	s.artifactLifeRoutes(add) // list, delete, keep-last policies (artifactlife.go)
 }
 

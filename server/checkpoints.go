@@ -25,13 +25,13 @@ const (
 	checkpointNSParameter = "checkpoint_ns"
 )
 
-func (s *Server) checkpointRoutes(add func(string, string, routeKind, handlerFunc)) {
+func (s *Server) checkpointRoutes(add addRoute) {
 	base := "/v1/tenants/{tenant}/threads/{thread}"
-	add("PUT", base+"/checkpoints/{id}", routeWrite, s.handleCheckpointPut)
+	add("PUT", base+"/checkpoints/{id}", routeWrite, s.handleCheckpointPut, cmd(wire.CheckpointPut{}, fsm.KindCheckpointPut))
 	add("GET", base+"/checkpoints/{id}", routeRead, s.handleCheckpointGet)
 	add("GET", base+"/checkpoints", routeRead, s.handleCheckpointList)
-	add("PUT", base+"/checkpoints/{id}/writes/{task_id}", routeWrite, s.handleCheckpointWrites)
-	add("DELETE", base, routeWrite, s.handleThreadDelete)
+	add("PUT", base+"/checkpoints/{id}/writes/{task_id}", routeWrite, s.handleCheckpointWrites, cmd(wire.CheckpointWrites{}, fsm.KindCheckpointWrites))
+	add("DELETE", base, routeWrite, s.handleThreadDelete, cmd(wire.ThreadDelete{}, fsm.KindThreadDelete))
 }
 
 // validText checks a thread id or checkpoint namespace: valid UTF-8

@@ -24,11 +24,11 @@ import (
 
 const maxMissingDigests = 100_000
 
-func (s *Server) chunkRoutes(add func(string, string, routeKind, handlerFunc)) {
+func (s *Server) chunkRoutes(add addRoute) {
 	add("POST", "/v1/tenants/{tenant}/chunks/missing", routeRead, s.handleChunksMissing)
 	add("PUT", "/v1/tenants/{tenant}/chunks/{digest}", routeLocalAuth, s.handleChunkPut)
 	add("GET", "/v1/tenants/{tenant}/chunks/{digest}", routeRead, s.handleChunkGet)
-	add("POST", "/v1/internal/tenants/{tenant}/chunks/{digest}/held", routeWrite, s.handleChunkHeld)
+	add("POST", "/v1/internal/tenants/{tenant}/chunks/{digest}/held", routeWrite, s.handleChunkHeld, cmd(wire.ChunkHeld{}, fsm.KindChunkHeld))
 	add("PUT", "/v1/internal/chunks/{digest}", routeLocalAuth, s.handlePeerChunkPut)
 	add("GET", "/v1/internal/chunks/{digest}", routeLocalAuth, s.handlePeerChunkGet)
 }

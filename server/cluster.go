@@ -51,7 +51,7 @@ type retryState struct {
 	IdemTenantLimit    int64 `json:"idempotency_tenant_bytes_limit"`
 }
 
-func (s *Server) clusterRoutes(add func(string, string, routeKind, handlerFunc)) {
+func (s *Server) clusterRoutes(add addRoute) {
 	add("GET", "/healthz", routeLocal, func(w http.ResponseWriter, _ *http.Request, _ *identity) error {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "node_id": s.cluster.ID(), "version": s.cfg.Build.Version})
 		return nil
@@ -62,11 +62,11 @@ func (s *Server) clusterRoutes(add func(string, string, routeKind, handlerFunc))
 		return nil
 	})
 	add("GET", "/v1/cluster", routeRead, s.handleClusterStatus)
-	add("POST", "/v1/cluster/members", routeWrite, s.handleMemberAdd)
-	add("DELETE", "/v1/cluster/members/{id}", routeWrite, s.handleMemberRemove)
-	add("POST", "/v1/cluster/members/{id}/promote", routeWrite, s.handleMemberPromote)
-	add("PUT", "/v1/cluster/members/{id}/meta", routeWrite, s.handleMemberMeta)
-	add("POST", "/v1/cluster/leadership-transfer", routeWrite, s.handleTransfer)
+	add("POST", "/v1/cluster/members", routeWrite, s.handleMemberAdd, cmd(wire.MemberAdd{}, fsm.KindMemberSet))
+	add("DELETE", "/v1/cluster/members/{id}", routeWrite, s.handleMemberRemove, cmd(nil, fsm.KindMemberDelete))
+	add("POST", "/v1/cluster/members/{id}/promote", routeWrite, s.handleMemberPromote, cmd(nil))
+	add("PUT", "/v1/cluster/members/{id}/meta", routeWrite, s.handleMemberMeta, cmd(wire.MemberMeta{}, fsm.KindMemberSet))
+	add("POST", "/v1/cluster/leadership-transfer", routeWrite, s.handleTransfer, cmd(wire.Transfer{}))
 	add("GET", "/v1/cluster/backup", routeRead, s.handleBackup)
 }
 
@@ -336,12 +336,12 @@ func (s *Server) handleMemberMeta(w http.ResponseWriter, r *http.Request, id *id
 	if err := id.requireAdmin(); err != nil {
 		return err
 	}
-	var req wire.MemberAdd
-	body, err := s.readJSON(w, r, &req)
+	var meta wire.MemberMeta
+	body, err := s.readJSON(w, r, &meta)
 	if err != nil {
 		return err
 	}
-	req.ID = r.PathValue("id")
+	req := wire.MemberAdd{ID: r.PathValue("id"), RaftAddr: meta.RaftAddr, HTTPAddr: meta.HTTPAddr}
 	if err := validateMember(req); err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@ import (
 
 // failpointRoutes exist only on a node started with --failpoints: the chaos
 // harness uses them to cut this node's Raft links and skew its clock.
-func (s *Server) failpointRoutes(add func(string, string, routeKind, handlerFunc)) {
+func (s *Server) failpointRoutes(add addRoute) {
 	add("GET", "/v1/internal/failpoints", routeLocalAuth, s.handleFailpointsGet)
 	add("PUT", "/v1/internal/failpoints", routeLocalAuth, s.handleFailpointsPut)
 }

@@ -52,10 +52,10 @@ func validKV(ns, key string) error {
 	return validPath("key", key)
 }
 
-func (s *Server) kvRoutes(add func(string, string, routeKind, handlerFunc)) {
-	add("PUT", "/v1/tenants/{tenant}/kv/{namespace}/{key...}", routeWrite, s.handleKVPut)
+func (s *Server) kvRoutes(add addRoute) {
+	add("PUT", "/v1/tenants/{tenant}/kv/{namespace}/{key...}", routeWrite, s.handleKVPut, cmd(wire.KVPut{}, fsm.KindKVPut))
 	add("GET", "/v1/tenants/{tenant}/kv/{namespace}/{key...}", routeRead, s.handleKVGet)
-	add("DELETE", "/v1/tenants/{tenant}/kv/{namespace}/{key...}", routeWrite, s.handleKVDelete)
+	add("DELETE", "/v1/tenants/{tenant}/kv/{namespace}/{key...}", routeWrite, s.handleKVDelete, cmd(nil, fsm.KindKVDelete))
 	add("GET", "/v1/tenants/{tenant}/kv/{namespace}", routeRead, s.handleKVList)
 }
 

@@ -19,10 +19,10 @@ import (
 // live under tuple namespaces whose labels may hold any character but
 // ".", and search, filters, k-nearest scoring and namespace listing run
 // on the server. Reads are POSTs because their arguments are JSON.
-func (s *Server) storeRoutes(add func(string, string, routeKind, handlerFunc)) {
-	add("POST", "/v1/tenants/{tenant}/store/write", routeWrite, s.handleStoreWrite)
-	add("POST", "/v1/tenants/{tenant}/store/get", routeRead, s.handleStoreGet)
-	add("POST", "/v1/tenants/{tenant}/store/search", routeRead, s.handleStoreSearch)
+func (s *Server) storeRoutes(add addRoute) {
+	add("POST", "/v1/tenants/{tenant}/store/write", routeWrite, s.handleStoreWrite, cmd(wire.StoreWrite{}, fsm.KindStoreWrite))
+	add("POST", "/v1/tenants/{tenant}/store/get", routeRead, s.handleStoreGet, cmd(wire.StoreGet{}, fsm.KindStoreTouch))
+	add("POST", "/v1/tenants/{tenant}/store/search", routeRead, s.handleStoreSearch, cmd(wire.StoreSearch{}, fsm.KindStoreTouch))
 	add("POST", "/v1/tenants/{tenant}/store/namespaces", routeRead, s.handleStoreNamespaces)
 }
 

@@ -7,9 +7,9 @@ import (
 	"github.com/baton-dev/baton/fsm/wire"
 )
 
-func (s *Server) opRoutes(add func(string, string, routeKind, handlerFunc)) {
-	add("POST", "/v1/tenants/{tenant}/ops/{op_id}/begin", routeWrite, s.handleOpBegin)
-	add("POST", "/v1/tenants/{tenant}/ops/{op_id}/finish", routeWrite, s.handleOpFinish)
+func (s *Server) opRoutes(add addRoute) {
+	add("POST", "/v1/tenants/{tenant}/ops/{op_id}/begin", routeWrite, s.handleOpBegin, cmd(wire.OpBegin{}, fsm.KindOpBegin))
+	add("POST", "/v1/tenants/{tenant}/ops/{op_id}/finish", routeWrite, s.handleOpFinish, cmd(wire.OpFinish{}, fsm.KindOpFinish))
 	add("GET", "/v1/tenants/{tenant}/ops/{op_id}", routeRead, s.handleOpGet)
 }
 

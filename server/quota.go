@@ -9,8 +9,8 @@ import (
 
 // quotaRoutes: a tenant's state quota (fsm/usage.go). The admin sets it;
 // the admin or a principal of the tenant with an admin grant reads it.
-func (s *Server) quotaRoutes(add func(string, string, routeKind, handlerFunc)) {
-	add("PUT", "/v1/tenants/{tenant}/quota", routeWrite, s.handleQuotaPut)
+func (s *Server) quotaRoutes(add addRoute) {
+	add("PUT", "/v1/tenants/{tenant}/quota", routeWrite, s.handleQuotaPut, cmd(wire.Quota{}, fsm.KindTenantQuota))
 	add("GET", "/v1/tenants/{tenant}/quota", routeRead, s.handleQuotaGet)
 }
 

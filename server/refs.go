@@ -41,10 +41,10 @@ func refSetArgs(req *wire.RefSet, ref string) (*fsm.RefSetArgs, error) {
 	return &fsm.RefSetArgs{Ref: ref, ArtifactID: req.ArtifactID, ExpectArtifactID: req.ExpectArtifactID, Fence: fence}, nil
 }
 
-func (s *Server) refRoutes(add func(string, string, routeKind, handlerFunc)) {
-	add("PUT", "/v1/tenants/{tenant}/refs/{ref...}", routeWrite, s.handleRefSet)
+func (s *Server) refRoutes(add addRoute) {
+	add("PUT", "/v1/tenants/{tenant}/refs/{ref...}", routeWrite, s.handleRefSet, cmd(wire.RefSet{}, fsm.KindRefSet))
 	add("GET", "/v1/tenants/{tenant}/refs/{ref...}", routeRead, s.handleRefGet)
-	add("DELETE", "/v1/tenants/{tenant}/refs/{ref...}", routeWrite, s.handleRefDelete)
+	add("DELETE", "/v1/tenants/{tenant}/refs/{ref...}", routeWrite, s.handleRefDelete, cmd(nil, fsm.KindRefDelete))
 	add("GET", "/v1/tenants/{tenant}/refs", routeRead, s.handleRefList)
 }
 

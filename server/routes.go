@@ -32,6 +32,36 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request, id *identity) erro
 type route struct {
 	kind routeKind
 	h    handlerFunc
+	// cmd describes what the route proposes: every write route has one,
+	// and so does a read that writes (the store's refresh on read).
+	cmd *proposes
+}
+
+// proposes is a route's command descriptor: the request body it decodes
+// (the zero value of its fsm/wire type; nil: no JSON body) and the command
+// kinds it may propose (none for a write that goes to Raft otherwise, such
+// as a membership change). Every write route has one, given where it is
+// registered; from it tests derive that every kind of fsm's command table
+// is proposed by a route or by a node's own loop (TestEveryKindIsProposed)
+// and that docs/openapi.yaml documents the body's members, no more and no
+// fewer (TestOpenAPIRequestBodies).
+type proposes struct {
+	body  any
+	kinds []fsm.Kind
+}
+
+// cmd is the descriptor of a route that decodes body and proposes kinds.
+func cmd(body any, kinds ...fsm.Kind) proposes { return proposes{body: body, kinds: kinds} }
+
+// addRoute registers a route: method, ServeMux pattern, where it is
+// served, its handler, and for a write its command descriptor.
+type addRoute = func(method, pattern string, kind routeKind, h handlerFunc, p ...proposes)
+
+// addTaskWrite registers a write on one task named in the path (taskWrite),
+// its descriptor derived from the handler's types: the body R, the kind.
+func addTaskWrite[R any, A any](add addRoute, s *Server, pattern string, kind fsm.Kind, argsOf func(req *R, taskID string) (A, error)) {
+	var body R
+	add("POST", pattern, routeWrite, taskWrite(s, kind, argsOf), cmd(body, kind))
 }
 
 // routes registers the endpoints of docs/api.md. One pattern can serve several
@@ -86,11 +116,15 @@ const drainTimeout = 5 * time.Second
 // (openapi_test.go compares the two).
 func (s *Server) routeTable() map[string]map[string]route {
 	table := map[string]map[string]route{}
-	add := func(method, pattern string, kind routeKind, h handlerFunc) {
+	add := func(method, pattern string, kind routeKind, h handlerFunc, p ...proposes) {
 		if table[pattern] == nil {
 			table[pattern] = map[string]route{}
 		}
-		table[pattern][method] = route{kind: kind, h: h}
+		rt := route{kind: kind, h: h}
+		if len(p) > 0 {
+			rt.cmd = &p[0]
+		}
+		table[pattern][method] = rt
 	}
 	s.clusterRoutes(add)
 	s.tenantRoutes(add)

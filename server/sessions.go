@@ -14,8 +14,8 @@ import (
 // (any principal, or the admin): its writes carry X-Baton-Session,
 // X-Baton-Seq and X-Baton-Ack, and are applied at most once however often
 // they are retried (fsm/sessions.go).
-func (s *Server) sessionRoutes(add func(string, string, routeKind, handlerFunc)) {
-	add("POST", "/v1/sessions", routeWrite, s.handleSessionOpen)
+func (s *Server) sessionRoutes(add addRoute) {
+	add("POST", "/v1/sessions", routeWrite, s.handleSessionOpen, cmd(wire.SessionOpen{}, fsm.KindSessionOpen))
 }
 
 func (s *Server) handleSessionOpen(w http.ResponseWriter, r *http.Request, id *identity) error {

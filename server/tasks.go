@@ -11,34 +11,34 @@ import (
 	"github.com/baton-dev/baton/fsm/wire"
 )
 
-func (s *Server) taskRoutes(add func(string, string, routeKind, handlerFunc)) {
-	add("POST", "/v1/tenants/{tenant}/tasks", routeWrite, s.handleTaskCreate)
+func (s *Server) taskRoutes(add addRoute) {
+	add("POST", "/v1/tenants/{tenant}/tasks", routeWrite, s.handleTaskCreate, cmd(wire.TaskCreate{}, fsm.KindTaskCreate))
 	add("GET", "/v1/tenants/{tenant}/tasks", routeRead, s.handleTaskList)
 	add("GET", "/v1/tenants/{tenant}/tasks/{id}", routeRead, s.handleTaskGet)
-	add("DELETE", "/v1/tenants/{tenant}/tasks/{id}", routeWrite, s.handleTaskDelete)
-	add("POST", "/v1/tenants/{tenant}/tasks/{id}/claim", routeWrite, taskWrite(s, fsm.KindTaskClaim, taskClaimArgs))
-	add("POST", "/v1/tenants/{tenant}/tasks/{id}/renew", routeWrite, taskWrite(s, fsm.KindTaskRenew, taskRenewArgs))
-	add("POST", "/v1/tenants/{tenant}/tasks/{id}/update", routeWrite, s.handleTaskUpdate) // claimnext.go
-	add("POST", "/v1/tenants/{tenant}/tasks/{id}/fail", routeWrite, taskWrite(s, fsm.KindTaskFail, taskFailArgs))
-	add("POST", "/v1/tenants/{tenant}/tasks/{id}/retry", routeWrite, taskWrite(s, fsm.KindTaskRetry, taskRetryArgs))
-	add("POST", "/v1/tenants/{tenant}/tasks/{id}/cancel", routeWrite, taskWrite(s, fsm.KindTaskCancel, taskCancelArgs)) // cancel.go
-	add("GET", "/v1/tenants/{tenant}/tasks/{id}/dependencies", routeRead, s.handleTaskDependencies)                     // deps.go
-	add("POST", "/v1/tenants/{tenant}/tasks/{id}/wait", routeWrite, s.handleTaskWait)                                   // waitpoints.go
-	add("POST", "/v1/tenants/{tenant}/waitpoints", routeWrite, s.handleWaitpointCreate)
-	add("GET", "/v1/tenants/{tenant}/waitpoints/{id}", routeLongWrite, s.handleWaitpointGet)
-	add("POST", "/v1/tenants/{tenant}/waitpoints/{id}/complete", routeWrite, s.handleWaitpointComplete)
-	add("POST", "/v1/tenants/{tenant}/schedules", routeWrite, s.handleScheduleCreate) // schedules.go
+	add("DELETE", "/v1/tenants/{tenant}/tasks/{id}", routeWrite, s.handleTaskDelete, cmd(nil, fsm.KindTaskDelete))
+	addTaskWrite(add, s, "/v1/tenants/{tenant}/tasks/{id}/claim", fsm.KindTaskClaim, taskClaimArgs)
+	addTaskWrite(add, s, "/v1/tenants/{tenant}/tasks/{id}/renew", fsm.KindTaskRenew, taskRenewArgs)
+	add("POST", "/v1/tenants/{tenant}/tasks/{id}/update", routeWrite, s.handleTaskUpdate, cmd(wire.TaskUpdateClaim{}, fsm.KindTaskUpdate, fsm.KindTaskUpdateClaim)) // claimnext.go
+	addTaskWrite(add, s, "/v1/tenants/{tenant}/tasks/{id}/fail", fsm.KindTaskFail, taskFailArgs)
+	addTaskWrite(add, s, "/v1/tenants/{tenant}/tasks/{id}/retry", fsm.KindTaskRetry, taskRetryArgs)
+	addTaskWrite(add, s, "/v1/tenants/{tenant}/tasks/{id}/cancel", fsm.KindTaskCancel, taskCancelArgs)                        // cancel.go
+	add("GET", "/v1/tenants/{tenant}/tasks/{id}/dependencies", routeRead, s.handleTaskDependencies)                           // deps.go
+	add("POST", "/v1/tenants/{tenant}/tasks/{id}/wait", routeWrite, s.handleTaskWait, cmd(wire.TaskWait{}, fsm.KindTaskWait)) // waitpoints.go
+	add("POST", "/v1/tenants/{tenant}/waitpoints", routeWrite, s.handleWaitpointCreate, cmd(wire.WaitpointCreate{}, fsm.KindWaitpointCreate))
+	add("GET", "/v1/tenants/{tenant}/waitpoints/{id}", routeLongWrite, s.handleWaitpointGet, cmd(nil))
+	add("POST", "/v1/tenants/{tenant}/waitpoints/{id}/complete", routeWrite, s.handleWaitpointComplete, cmd(wire.WaitpointComplete{}, fsm.KindWaitpointComplete))
+	add("POST", "/v1/tenants/{tenant}/schedules", routeWrite, s.handleScheduleCreate, cmd(wire.ScheduleCreate{}, fsm.KindScheduleCreate)) // schedules.go
 	add("GET", "/v1/tenants/{tenant}/schedules", routeRead, s.handleScheduleList)
 	add("GET", "/v1/tenants/{tenant}/schedules/{id}", routeRead, s.handleScheduleGet)
-	add("DELETE", "/v1/tenants/{tenant}/schedules/{id}", routeWrite, s.handleScheduleDelete)
-	add("POST", "/v1/tenants/{tenant}/schedules/{id}/pause", routeWrite, s.handleSchedulePause(true))
-	add("POST", "/v1/tenants/{tenant}/schedules/{id}/resume", routeWrite, s.handleSchedulePause(false))
-	add("POST", "/v1/tenants/{tenant}/queues/{queue}/claim", routeLongWrite, s.handleQueueClaim)
-	add("PUT", "/v1/tenants/{tenant}/queues/{queue}/policy", routeWrite, s.handleQueuePolicyPut)
+	add("DELETE", "/v1/tenants/{tenant}/schedules/{id}", routeWrite, s.handleScheduleDelete, cmd(nil, fsm.KindScheduleDelete))
+	add("POST", "/v1/tenants/{tenant}/schedules/{id}/pause", routeWrite, s.handleSchedulePause(true), cmd(nil, fsm.KindSchedulePause))
+	add("POST", "/v1/tenants/{tenant}/schedules/{id}/resume", routeWrite, s.handleSchedulePause(false), cmd(nil, fsm.KindSchedulePause))
+	add("POST", "/v1/tenants/{tenant}/queues/{queue}/claim", routeLongWrite, s.handleQueueClaim, cmd(wire.QueueClaim{}, fsm.KindTaskQueueClaim))
+	add("PUT", "/v1/tenants/{tenant}/queues/{queue}/policy", routeWrite, s.handleQueuePolicyPut, cmd(wire.QueuePolicy{}, fsm.KindQueuePolicy))
 	add("GET", "/v1/tenants/{tenant}/queues/{queue}/policy", routeRead, s.handleQueuePolicyGet)
 	add("GET", "/v1/tenants/{tenant}/queues", routeRead, s.handleQueueList)          // queues.go
 	add("GET", "/v1/tenants/{tenant}/queues/{queue}", routeRead, s.handleQueueStats) // queues.go
-	add("POST", "/v1/tenants/{tenant}/txn", routeWrite, s.handleTxn)
+	add("POST", "/v1/tenants/{tenant}/txn", routeWrite, s.handleTxn, cmd(wire.Txn{}, fsm.KindTxn))
 }
 
 // authorizeTask checks action on the task's queue. A missing task is 404

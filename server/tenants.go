@@ -14,12 +14,12 @@ import (
 	"github.com/baton-dev/baton/fsm/wire"
 )
 
-func (s *Server) tenantRoutes(add func(string, string, routeKind, handlerFunc)) {
-	add("PUT", "/v1/tenants/{tenant}", routeWrite, s.handleTenantPut)
+func (s *Server) tenantRoutes(add addRoute) {
+	add("PUT", "/v1/tenants/{tenant}", routeWrite, s.handleTenantPut, cmd(nil, fsm.KindTenantPut))
 	add("GET", "/v1/tenants", routeRead, s.handleTenantList)
-	add("POST", "/v1/tenants/{tenant}/principals", routeWrite, s.handlePrincipalCreate)
-	add("DELETE", "/v1/tenants/{tenant}/principals/{name}", routeWrite, s.handlePrincipalDelete)
-	add("POST", "/v1/tenants/{tenant}/principals/{name}/rotate", routeWrite, s.handlePrincipalRotate)
+	add("POST", "/v1/tenants/{tenant}/principals", routeWrite, s.handlePrincipalCreate, cmd(wire.PrincipalCreate{}, fsm.KindPrincipalCreate))
+	add("DELETE", "/v1/tenants/{tenant}/principals/{name}", routeWrite, s.handlePrincipalDelete, cmd(nil, fsm.KindPrincipalDelete))
+	add("POST", "/v1/tenants/{tenant}/principals/{name}/rotate", routeWrite, s.handlePrincipalRotate, cmd(nil, fsm.KindPrincipalRotate))
 	add("GET", "/v1/tenants/{tenant}/principals", routeRead, s.handlePrincipalList)
 }
 

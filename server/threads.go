@@ -13,12 +13,12 @@ import (
 
 // The thread lifecycle past delete (LangGraph's copy_thread, prune and
 // delete_for_runs); docs/api.md "Checkpoints".
-func (s *Server) threadRoutes(add func(string, string, routeKind, handlerFunc)) {
-	add("POST", "/v1/tenants/{tenant}/threads/{thread}/copy", routeWrite, s.handleThreadCopy)
-	add("POST", "/v1/tenants/{tenant}/checkpoints/prune", routeWrite, s.handleThreadPrune)
-	add("POST", "/v1/tenants/{tenant}/checkpoints/delete-runs", routeWrite, s.handleDeleteRuns)
+func (s *Server) threadRoutes(add addRoute) {
+	add("POST", "/v1/tenants/{tenant}/threads/{thread}/copy", routeWrite, s.handleThreadCopy, cmd(wire.ThreadCopy{}, fsm.KindThreadCopy))
+	add("POST", "/v1/tenants/{tenant}/checkpoints/prune", routeWrite, s.handleThreadPrune, cmd(wire.ThreadPrune{}, fsm.KindThreadPrune))
+	add("POST", "/v1/tenants/{tenant}/checkpoints/delete-runs", routeWrite, s.handleDeleteRuns, cmd(wire.DeleteRuns{}, fsm.KindCheckpointDeleteRuns))
 	add("GET", "/v1/tenants/{tenant}/checkpoints", routeRead, s.handleTenantCheckpoints)
-	add("PUT", "/v1/tenants/{tenant}/checkpoint-policies", routeWrite, s.handleCheckpointPolicyPut)
+	add("PUT", "/v1/tenants/{tenant}/checkpoint-policies", routeWrite, s.handleCheckpointPolicyPut, cmd(wire.CheckpointPolicy{}, fsm.KindCheckpointPolicy))
 	add("GET", "/v1/tenants/{tenant}/checkpoint-policies", routeRead, s.handleCheckpointPolicyList)
 }
 

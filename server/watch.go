@@ -57,7 +57,7 @@ func (wf *watchFilter) match(ev *fsm.Event) bool {
 		wf.id.allow(wf.tenant, ev.Resource, ev.Name, actRead) == nil
 }
 
-func (s *Server) watchRoutes(add func(string, string, routeKind, handlerFunc)) {
+func (s *Server) watchRoutes(add addRoute) {
 	add("GET", "/v1/tenants/{tenant}/watch", routeStream, s.handleWatch)
 }
 

@@ -84,6 +84,13 @@ type MemberAdd struct {
 	Voter    *bool  `json:"voter,omitempty"`
 }
 
+// MemberMeta is the body of PUT /v1/cluster/members/{id}/meta: the
+// addresses a node publishes for itself (its id is the path's).
+type MemberMeta struct {
+	RaftAddr string `json:"raft_addr"`
+	HTTPAddr string `json:"http_addr"`
+}
+
 // Transfer is the body of POST /v1/cluster/transfer-leadership.
 type Transfer struct {
 	To string `json:"to,omitempty"`
