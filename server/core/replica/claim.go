@@ -29,15 +29,15 @@ func (r *Replica) ClaimQueue(ctx context.Context, c Caller, args *fsm.QueueClaim
 	propose := func(final bool) (*fsm.Result, error) {
 		attempt := *args
 		attempt.Final = final
-		c := *cmd
-		c.Args = fsm.EncodeArgs(&attempt)
+		round := *cmd
+		round.Args = fsm.EncodeArgs(&attempt)
 		// Each round is judged at its own time: a task that became due,
 		// or a lease that ran out, while the request waited is claimable
 		// at the time Claimable saw, not at the request's arrival.
-		c.Now = r.Now()
+		round.Now = r.Now()
 		// And stamped at its own time (Propose): the first lifecycle task
 		// may have come while the request waited.
-		return r.Propose(ctx, &c)
+		return r.Propose(ctx, &round)
 	}
 	deadline := time.Now().Add(wait)
 	if keyed && r.empty.answered(cmd, time.Now()) {
