@@ -64,7 +64,7 @@ func (s *Server) handleWaitpointGet(w http.ResponseWriter, r *http.Request, id *
 	}
 	deadline := time.Now().Add(time.Duration(waitMs) * time.Millisecond)
 	for {
-		_, changed := s.fsm.Changed()
+		changed := s.replica.Changed()
 		wp, index, ok := s.fsm.GetWaitpoint(tenant, wpID)
 		if !ok {
 			return errorf(fsm.CodeNotFound, "waitpoint %q not found", wpID)
@@ -72,17 +72,8 @@ func (s *Server) handleWaitpointGet(w http.ResponseWriter, r *http.Request, id *
 		if wp.State != fsm.WaitpointPending || !time.Now().Before(deadline) {
 			return s.readReply(w, index, wp)
 		}
-		timer := time.NewTimer(time.Until(deadline))
-		select {
-		case <-changed:
-		case <-timer.C:
-		case <-r.Context().Done():
-			timer.Stop()
-			return unavailable(r.Context().Err())
-		}
-		timer.Stop()
-		if !s.cluster.IsLeader() {
-			return errorf(codeUnavailable, "leadership changed while waiting; retry")
+		if err := s.replica.WaitChange(r.Context(), changed, deadline, 0); err != nil {
+			return unavailable(err)
 		}
 	}
 }

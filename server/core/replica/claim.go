@@ -48,7 +48,7 @@ func (r *Replica) ClaimQueue(ctx context.Context, c Caller, args *fsm.QueueClaim
 	replayChecked := !keyed
 	for {
 		final := !time.Now().Before(deadline)
-		_, changed := r.fsm.Changed()
+		changed := r.Changed()
 		ok, nextExpiry := r.fsm.Claimable(cmd.Tenant, args.Queue, args.Statuses, r.Now())
 		if !ok && !replayChecked {
 			// A retry of a claim that was applied must get its answer
@@ -90,13 +90,28 @@ func (r *Replica) ClaimQueue(ctx context.Context, c Caller, args *fsm.QueueClaim
 }
 
 // WaitClaimable waits until a task of the queue may have become claimable:
-// the state changed (changed, from fsm.FSM.Changed, is closed), the next
-// lease of the queue ran out (nextExpiry, Unix ms, 0: none), or the
-// deadline passed. It fails when ctx ends or this node no longer leads.
+// the state changed (changed, from Changed, is closed), the next lease of
+// the queue ran out (nextExpiry, Unix ms, 0: none), or the deadline
+// passed. It fails when ctx ends or this node no longer leads.
 func (r *Replica) WaitClaimable(ctx context.Context, changed <-chan struct{}, deadline time.Time, nextExpiry int64) error {
+	return r.WaitChange(ctx, changed, deadline, nextExpiry)
+}
+
+// Changed returns a channel that is closed at the next applied change of
+// the state; take it before looking at the state, then wait on it.
+func (r *Replica) Changed() <-chan struct{} {
+	_, changed := r.fsm.Changed()
+	return changed
+}
+
+// WaitChange is a long poll's wait on the leader: until changed (from
+// Changed) is closed, the leader's clock reaches wakeAt (Unix ms, 0:
+// never), or the deadline passes. It fails when ctx ends or this node no
+// longer leads, since what the poll waits for is decided on the leader.
+func (r *Replica) WaitChange(ctx context.Context, changed <-chan struct{}, deadline time.Time, wakeAt int64) error {
 	wake := time.Until(deadline)
-	if nextExpiry != 0 {
-		if d := time.Duration(nextExpiry-r.Now()) * time.Millisecond; d < wake {
+	if wakeAt != 0 {
+		if d := time.Duration(wakeAt-r.Now()) * time.Millisecond; d < wake {
 			wake = d
 		}
 	}
