@@ -29,7 +29,8 @@
 //     dependent claimed before its dependencies may have been done;
 //     nothing written under a cancelled lease's token; one task per
 //     schedule tick, none missing, none while paused; no queue over its
-//     max_leased, concurrency_key_limit or claim rate.
+//     max_leased, concurrency_key_limit or claim rate; a waitpoint
+//     completed once, a parked task claimed only once it resolved.
 //   - Converged: every node reports the same applied_index and state_digest.
 //
 // Operations whose outcome is Unknown never make a checker fail by
@@ -140,6 +141,7 @@ func Check(h *history.History, o Options) *Report {
 	r.Anomalies = append(r.Anomalies, Cancellation(h)...)
 	r.Anomalies = append(r.Anomalies, Schedules(h)...)
 	r.Anomalies = append(r.Anomalies, FlowControl(h)...)
+	r.Anomalies = append(r.Anomalies, Waitpoints(h)...)
 	if !o.SkipConvergence {
 		r.Anomalies = append(r.Anomalies, Converged(h.Nodes)...)
 	}

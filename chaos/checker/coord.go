@@ -42,6 +42,10 @@ type CoordCounts struct {
 	TickGaps     int // gaps between ticks a pause and resume explained
 	LeasedClaims int // acknowledged claims of queues with a leased limit
 	MaxHeld      int // the most tasks seen held at once in such a queue
+	StatsJudged  int // statistics reads of queues with max_leased
+	// Waitpoints seen completed and timed out at the read-back; claims of
+	// parked tasks judged.
+	WaitCompleted, WaitTimedOut, ParkedClaims int
 	// NothingClaimed: queue claims of those queues that took nothing, and
 	// claims by id refused rate_limited.
 	NothingClaimed int
@@ -59,6 +63,10 @@ func (c *CoordCounts) Add(o CoordCounts) {
 	c.LeasedClaims += o.LeasedClaims
 	c.MaxHeld = max(c.MaxHeld, o.MaxHeld)
 	c.NothingClaimed += o.NothingClaimed
+	c.StatsJudged += o.StatsJudged
+	c.WaitCompleted += o.WaitCompleted
+	c.WaitTimedOut += o.WaitTimedOut
+	c.ParkedClaims += o.ParkedClaims
 	c.RateClaims += o.RateClaims
 }
 
@@ -69,6 +77,7 @@ func CoordinationCounts(h *history.History) CoordCounts {
 	cancellation(h, &n)
 	schedules(h, &n)
 	flowControl(h, &n)
+	waitpoints(h, &n)
 	return n
 }
 
@@ -648,7 +657,10 @@ func checkSchedule(id string, create *history.Op, turns []*history.Op, final, li
 //     unknown outcome are not counted either: the count is a lower bound
 //     of what the state machine held, so a count above the limit is a
 //     violation.
-//  2. claims_per_second with claim_burst: over any stretch of the state
+//  2. The queue's statistics (docs/api.md "Queues": running, and
+//     lease_expired, the tasks with an owner whose lease ran out, both as
+//     of one index) never count more leased tasks than max_leased.
+//  3. claims_per_second with claim_burst: over any stretch of the state
 //     machine's clock (the claims' updated_at, their command times, which
 //     fill the bucket), the acknowledged claims are at most the burst
 //     plus the rate times its length.
@@ -680,6 +692,22 @@ func flowControl(h *history.History, n *CoordCounts) []Anomaly {
 			if op.In.MaxAttempts > 0 || op.In.RetentionMS > 0 {
 				uncountable[op.In.Key] = true
 			}
+		}
+	}
+	var out []Anomaly
+	for i := range ops {
+		op := &ops[i]
+		l, ok := limits[op.In.Queue]
+		if op.Kind != history.QueueStats || op.Outcome != history.OK || !ok || l.maxLeased <= 0 || op.Invoke < l.at {
+			continue
+		}
+		if n != nil {
+			n.StatsJudged++
+		}
+		if op.Out.Running+op.Out.LeaseExpired > l.maxLeased {
+			out = append(out, Anomaly{Checker: NameFlowControl, Key: "queue:" + op.In.Queue,
+				Message: fmt.Sprintf("%s counted %d running and %d with a lease run out, over its max_leased %d",
+					op.String(), op.Out.Running, op.Out.LeaseExpired, l.maxLeased), Ops: []int{op.ID}})
 		}
 	}
 	claims := map[string][]*history.Op{}   // per task
@@ -721,7 +749,6 @@ func flowControl(h *history.History, n *CoordCounts) []Anomaly {
 			}
 		}
 	}
-	var out []Anomaly
 	queues := make([]string, 0, len(limits))
 	for q := range limits {
 		queues = append(queues, q)
@@ -870,4 +897,144 @@ func overRate(queue string, claims []*history.Op, l flowLimits) []Anomaly {
 		}
 	}
 	return nil
+}
+
+// NameWaitpoints is the checker of waitpoints.
+const NameWaitpoints = "waitpoints"
+
+// Waitpoints checks docs/api.md "Waitpoints", per waitpoint:
+//
+//  1. Once: every acknowledged completion carries one payload (a second
+//     with another payload is refused), and no answer shows the waitpoint
+//     completed with a payload no completion sent, or with another than
+//     the acknowledged one, or timed out once a completion was
+//     acknowledged.
+//  2. A claim's answer that carries the outcome of the waitpoint its task
+//     was parked on shows it resolved: completed with the payload of a
+//     completion invoked before the claim returned, or timed out at a
+//     command time at or after its timeout_at (the claim's updated_at: the
+//     state machine's clock, on which timeout_at was stamped too).
+//  3. A parked task is not claimed before its waitpoint resolved: the
+//     first acknowledged claim of it invoked after an acknowledged park
+//     carries the waitpoint's outcome (not judged when a claim of its
+//     queue of unknown outcome may lie between).
+func Waitpoints(h *history.History) []Anomaly { return waitpoints(h, nil) }
+
+func waitpoints(h *history.History, n *CoordCounts) []Anomaly {
+	ops := Logical(history.Flatten(h.Ops))
+	timeoutAt := map[string]int64{}
+	okPayload := map[string]*history.Op{}
+	sent := map[string]map[string]*history.Op{} // payloads of completions that may have applied
+	queueOf := map[string]string{}
+	var out []Anomaly
+	bad := func(wp, msg string, ids ...int) {
+		out = append(out, Anomaly{Checker: NameWaitpoints, Key: "waitpoint:" + wp, Message: msg, Ops: ids})
+	}
+	for i := range ops {
+		op := &ops[i]
+		switch {
+		case op.Kind == history.WaitpointCreate && op.Outcome == history.OK:
+			timeoutAt[op.In.Key] = op.Out.TimeoutAtMS
+		case op.Kind == history.TaskCreate && op.Outcome != history.Fail:
+			queueOf[op.In.Key] = op.In.Queue
+		case op.Kind == history.WaitpointComplete && op.Outcome != history.Fail:
+			if sent[op.In.Key] == nil {
+				sent[op.In.Key] = map[string]*history.Op{}
+			}
+			sent[op.In.Key][op.In.Value] = op
+			if op.Outcome != history.OK {
+				break
+			}
+			if first, ok := okPayload[op.In.Key]; ok && first.In.Value != op.In.Value {
+				bad(op.In.Key, fmt.Sprintf("completed with two payloads: %s and %s", first.String(), op.String()), first.ID, op.ID)
+			} else if !ok {
+				okPayload[op.In.Key] = op
+			}
+		}
+	}
+	// Rule 1 on every answer that shows a waitpoint's state.
+	for i := range ops {
+		op := &ops[i]
+		wp, state, payload := "", "", ""
+		switch {
+		case op.Outcome != history.OK:
+			continue
+		case op.Kind == history.WaitpointGet || op.Kind == history.WaitpointComplete || op.Kind == history.WaitpointCreate:
+			wp, state, payload = op.In.Key, op.Out.WaitState, op.Out.WaitPayload
+		case op.Out.Waitpoint != "":
+			wp, state, payload = op.Out.Waitpoint, op.Out.WaitState, op.Out.WaitPayload
+		default:
+			continue
+		}
+		if n != nil && op.Final {
+			switch state {
+			case "completed":
+				n.WaitCompleted++
+			case "timed_out":
+				n.WaitTimedOut++
+			}
+		}
+		first, acked := okPayload[wp]
+		switch {
+		case state == "completed" && sent[wp][payload] == nil:
+			bad(wp, fmt.Sprintf("%s shows it completed with %q, which no completion sent", op.String(), payload), op.ID)
+		case state == "completed" && acked && payload != first.In.Value:
+			bad(wp, fmt.Sprintf("%s shows it completed with %q, but %s was acknowledged", op.String(), payload, first.String()), first.ID, op.ID)
+		case state == "timed_out" && acked:
+			bad(wp, fmt.Sprintf("%s shows it timed out, but %s was acknowledged", op.String(), first.String()), first.ID, op.ID)
+		}
+	}
+	// Rules 2 and 3.
+	var parks []*history.Op
+	for i := range ops {
+		if op := &ops[i]; op.Kind == history.TaskPark && op.Outcome == history.OK {
+			parks = append(parks, op)
+		}
+	}
+	for _, p := range parks {
+		task, wp := p.In.Key, p.In.Waitpoint
+		var next *history.Op
+		judged := true
+		for i := range ops {
+			op := &ops[i]
+			if op.Invoke < p.Return || !isClaim(op) {
+				continue
+			}
+			mine := claimedTask(op) == task || op.Kind == history.TaskClaim && op.In.Key == task
+			if op.Outcome == history.Unknown && (mine || op.Kind == history.TaskQueueClaim && op.In.Queue == queueOf[task]) {
+				judged = false
+				break
+			}
+			if claimedTask(op) == task {
+				next = op
+				break
+			}
+		}
+		if !judged || next == nil {
+			continue
+		}
+		if n != nil {
+			n.ParkedClaims++
+		}
+		if next.Out.Waitpoint != wp {
+			bad(wp, fmt.Sprintf("%s took task %s, parked on it by %s, without its outcome: claimed while parked", next.String(), task, p.String()),
+				p.ID, next.ID)
+			continue
+		}
+		switch next.Out.WaitState {
+		case "completed":
+			if c := sent[wp][next.Out.WaitPayload]; c == nil || c.Invoke >= next.Return {
+				bad(wp, fmt.Sprintf("%s took task %s with the waitpoint completed (%q) before any such completion was invoked", next.String(), task,
+					next.Out.WaitPayload), next.ID)
+			}
+		case "timed_out":
+			if at, ok := timeoutAt[wp]; ok && next.Out.UpdatedAtMS < at {
+				bad(wp, fmt.Sprintf("%s took task %s at the state machine's time %d with the waitpoint timed out, %d ms before its timeout_at",
+					next.String(), task, next.Out.UpdatedAtMS, at-next.Out.UpdatedAtMS), next.ID)
+			}
+		default:
+			bad(wp, fmt.Sprintf("%s took task %s with the waitpoint %q: claimed before it resolved", next.String(), task, next.Out.WaitState), p.ID, next.ID)
+		}
+	}
+	return out
 }

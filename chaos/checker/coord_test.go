@@ -353,6 +353,16 @@ func TestFlowControlBite(t *testing.T) {
 	b = flowBase(12)
 	b.h.Ops[7].Outcome = history.Unknown
 	wantOnly(t, b, NameFlowControl, 0)
+	// The statistics count more leased tasks than max_leased.
+	stats := func(running, expired int64) *hist {
+		b := flowBase(16)
+		b.add(3, history.QueueStats, "", 13, 14, history.OK, coord(func(op *history.Op) {
+			op.In.Queue, op.Out.Running, op.Out.LeaseExpired = "q", running, expired
+		}))
+		return b
+	}
+	wantOnly(t, stats(1, 1), NameFlowControl, 0)
+	wantOnly(t, stats(2, 1), NameFlowControl, 1)
 }
 
 func TestFlowControlRate(t *testing.T) {
@@ -376,4 +386,78 @@ func TestFlowControlRate(t *testing.T) {
 	wantOnly(t, rated(0, 500, 1000, 1500), NameFlowControl, 0)
 	wantOnly(t, rated(0, 500, 900), NameFlowControl, 1)
 	wantOnly(t, rated(0, 100), NameFlowControl, 1)
+}
+
+// wpBase: waitpoint wp (timeout_at 1000) and task t in queue wq; t is
+// claimed and parked on wp, wp is completed with "p1" at 300..310, a
+// completion with "p2" is refused, and t is claimed from the queue at
+// 400..410 with the outcome; the read-back shows wp completed with "p1".
+func wpBase() *hist {
+	b := &hist{}
+	b.add(0, history.WaitpointCreate, "wp", 0, 1, history.OK, coord(func(op *history.Op) {
+		op.In.TimeoutMS, op.Out.Exists, op.Out.WaitState, op.Out.TimeoutAtMS = 1000, true, "pending", wall+1000
+	}))
+	b.add(0, history.TaskCreate, "t", 1, 2, history.OK, coord(taskAns("t", 1, "pending", "", 0), func(op *history.Op) { op.In.Queue = "wq" }))
+	b.add(0, history.TaskClaim, "t", 2, 3, history.OK, coord(taskAns("t", 2, "pending", "p", tokT), attempt(1), func(op *history.Op) { op.In.Owner = "p" }))
+	b.add(0, history.TaskPark, "t", 3, 4, history.OK, coord(withToken(tokT), taskAns("t", 3, "pending", "", tokR), attempt(1),
+		func(op *history.Op) { op.In.Waitpoint, op.Out.Parked = "wp", true }))
+	b.add(1, history.WaitpointComplete, "wp", 300, 310, history.OK, coord(func(op *history.Op) {
+		op.In.Value, op.Out.Exists, op.Out.WaitState, op.Out.WaitPayload = "p1", true, "completed", "p1"
+	}))
+	b.add(1, history.WaitpointComplete, "wp", 320, 330, history.Fail, coord(func(op *history.Op) { op.In.Value, op.Code = "p2", "version_mismatch" }))
+	b.add(0, history.TaskQueueClaim, "", 400, 410, history.OK, coord(taskAns("t", 5, "pending", "p", 11<<16), attempt(2), func(op *history.Op) {
+		op.In.Queue, op.In.Owner, op.Out.UpdatedAtMS = "wq", "p", wall+405
+		op.Out.Waitpoint, op.Out.WaitState, op.Out.WaitPayload = "wp", "completed", "p1"
+	}))
+	b.add(1000, history.WaitpointGet, "wp", 2000, 2001, history.OK, coord(func(op *history.Op) {
+		op.Final, op.Out.Exists, op.Out.WaitState, op.Out.WaitPayload = true, true, "completed", "p1"
+	}))
+	return b
+}
+
+func TestWaitpointsValid(t *testing.T) {
+	wantOnly(t, wpBase(), NameWaitpoints, 0)
+	// Timed out instead: no completion acknowledged, the claim after timeout_at.
+	b := wpBase()
+	b.h.Ops[4].Outcome, b.h.Ops[4].Code, b.h.Ops[4].Out = history.Fail, "version_mismatch", history.Output{}
+	b.h.Ops[6].Out.WaitState, b.h.Ops[6].Out.WaitPayload, b.h.Ops[6].Out.UpdatedAtMS = "timed_out", "", wall+1001
+	b.h.Ops[7].Out.WaitState, b.h.Ops[7].Out.WaitPayload = "timed_out", ""
+	wantOnly(t, b, NameWaitpoints, 0)
+	var n CoordCounts
+	waitpoints(&wpBase().h, &n)
+	if n.WaitCompleted != 1 || n.ParkedClaims != 1 {
+		t.Fatalf("counts %+v, want one completed and one parked claim", n)
+	}
+}
+
+func TestWaitpointsBite(t *testing.T) {
+	// A second completion with another payload acknowledged.
+	b := wpBase()
+	b.h.Ops[5].Outcome, b.h.Ops[5].Code = history.OK, ""
+	wantOnly(t, b, NameWaitpoints, 1)
+	// The read-back shows the payload refused.
+	b = wpBase()
+	b.h.Ops[7].Out.WaitPayload = "p2"
+	wantOnly(t, b, NameWaitpoints, 1)
+	// Timed out although completed.
+	b = wpBase()
+	b.h.Ops[7].Out.WaitState, b.h.Ops[7].Out.WaitPayload = "timed_out", ""
+	wantOnly(t, b, NameWaitpoints, 1)
+	// Claimed before any completion was invoked.
+	b = wpBase()
+	b.h.Ops[6].Invoke, b.h.Ops[6].Return = 200e6, 210e6
+	wantOnly(t, b, NameWaitpoints, 1)
+	// Claimed while parked: no outcome in the answer.
+	b = wpBase()
+	b.h.Ops[6].Out.Waitpoint, b.h.Ops[6].Out.WaitState, b.h.Ops[6].Out.WaitPayload = "", "", ""
+	wantOnly(t, b, NameWaitpoints, 1)
+	// The same with a claim of unknown outcome between: not judged.
+	b.add(2, history.TaskQueueClaim, "", 100, 900, history.Unknown, coord(func(op *history.Op) { op.In.Queue, op.In.Owner = "wq", "q" }))
+	wantOnly(t, b, NameWaitpoints, 0)
+	// Timed out before its timeout_at by the state machine's clock.
+	b = wpBase()
+	b.h.Ops[4].Outcome, b.h.Ops[4].Code, b.h.Ops[4].Out = history.Fail, "version_mismatch", history.Output{}
+	b.h.Ops[6].Out.WaitState, b.h.Ops[6].Out.WaitPayload = "timed_out", ""
+	b.h.Ops[7].Out.WaitState, b.h.Ops[7].Out.WaitPayload = "timed_out", ""
+	wantOnly(t, b, NameWaitpoints, 1)
 }

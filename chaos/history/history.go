@@ -72,6 +72,13 @@ const (
 	ScheduleGet    Kind = "schedule.get"
 	SchedulePause  Kind = "schedule.pause"
 	ScheduleResume Kind = "schedule.resume"
+	QueueStats     Kind = "queue.stats" // Out.Running, Out.LeaseExpired
+	// Waitpoints: Key is the waitpoint id (a task's for TaskPark, which
+	// names the waitpoint in In.Waitpoint); Value a completion's payload.
+	WaitpointCreate   Kind = "waitpoint.create"
+	WaitpointGet      Kind = "waitpoint.get"
+	WaitpointComplete Kind = "waitpoint.complete"
+	TaskPark          Kind = "task.park"
 )
 
 // Input is what an operation asked for. Fields not used by a kind are empty.
@@ -122,6 +129,9 @@ type Input struct {
 	KeyLimit        int64 `json:"concurrency_key_limit,omitempty"`
 	ClaimsPerSecond int64 `json:"claims_per_second,omitempty"`
 	ClaimBurst      int64 `json:"claim_burst,omitempty"`
+	// The waitpoint a task is parked on; a waitpoint create's timeout_ms.
+	Waitpoint string `json:"waitpoint,omitempty"`
+	TimeoutMS int64  `json:"timeout_ms,omitempty"`
 	// A schedule create: its interval or cron expression, its catch-up.
 	IntervalMS int64  `json:"interval_ms,omitempty"`
 	Cron       string `json:"cron,omitempty"`
@@ -192,6 +202,19 @@ type Output struct {
 	Paused     bool   `json:"paused,omitempty"`
 	// The tasks of a queue's read-back (TaskList).
 	Listed []Listed `json:"listed,omitempty"`
+	// A waitpoint as answered (Status its state, Value its payload,
+	// TimeoutAtMS when it times out by the leader's clock), or, in a
+	// claim's answer, the outcome of the waitpoint the task was parked on
+	// (Waitpoint its id, Status and Value).
+	Waitpoint   string `json:"waitpoint,omitempty"`
+	WaitState   string `json:"wait_state,omitempty"`
+	WaitPayload string `json:"wait_payload,omitempty"`
+	TimeoutAtMS int64  `json:"timeout_at_ms,omitempty"`
+	Parked      bool   `json:"parked,omitempty"`
+	// A queue's statistics: tasks under a live lease, and with an owner
+	// whose lease ran out.
+	Running      int64 `json:"running,omitempty"`
+	LeaseExpired int64 `json:"lease_expired,omitempty"`
 }
 
 // Op is one recorded operation.

@@ -228,7 +228,7 @@ func (s *Summary) Line() string {
 // Checkers lists every anomaly class of the report, checkers first.
 var Checkers = []string{checker.NameLinearizable, checker.NameFencing, checker.NameLostWrite, checker.NameIdempotency,
 	checker.NameConvergence, checker.NameLifecycle, checker.NameDependencies, checker.NameCancellation, checker.NameSchedules,
-	checker.NameFlowControl, AnomalyCrash, AnomalyAvailability, AnomalyServerError, AnomalyFault}
+	checker.NameFlowControl, checker.NameWaitpoints, AnomalyCrash, AnomalyAvailability, AnomalyServerError, AnomalyFault}
 
 // Table writes the summary table and the closing line.
 func (s *Summary) Table(w io.Writer) {
@@ -276,8 +276,10 @@ func (s *Summary) Table(w io.Writer) {
 	row("  dependents claimed", s.Coord.DepClaims, fmt.Sprintf("claims of tasks with dependencies judged; bad creates found absent: %d", s.Coord.BadCreates))
 	row("  cancellations seen", s.Coord.Cancelled, fmt.Sprintf("answers showing a task cancelled, its token retired; later writes under an old token refused: %d", s.Coord.StaleFenced))
 	row("  schedule ticks", s.Coord.Ticks, fmt.Sprintf("tasks of schedule ticks judged; gaps a pause and resume explained: %d", s.Coord.TickGaps))
-	row("  flow-limited claims", s.Coord.LeasedClaims, fmt.Sprintf("acknowledged claims of queues with max_leased; most held at once: %d; claims of a rated queue: %d; claims that took nothing: %d",
-		s.Coord.MaxHeld, s.Coord.RateClaims, s.Coord.NothingClaimed))
+	row("  flow-limited claims", s.Coord.LeasedClaims, fmt.Sprintf("acknowledged claims of queues with max_leased; most held at once: %d; claims of a rated queue: %d; claims that took nothing: %d; statistics reads judged: %d",
+		s.Coord.MaxHeld, s.Coord.RateClaims, s.Coord.NothingClaimed, s.Coord.StatsJudged))
+	row("  waitpoints", s.Coord.WaitCompleted+s.Coord.WaitTimedOut, fmt.Sprintf("resolved at the read-back: completed %d, timed out %d; claims of parked tasks judged: %d",
+		s.Coord.WaitCompleted, s.Coord.WaitTimedOut, s.Coord.ParkedClaims))
 	row("run time", s.Elapsed.Round(time.Second), fmt.Sprintf("%.1fs per run", s.perRun()))
 	tw.Flush()
 	for _, r := range s.FailedRuns {

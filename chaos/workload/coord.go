@@ -12,8 +12,8 @@ import (
 )
 
 // The coordination primitives (docs/api.md "Dependencies", "Cancellation",
-// "Flow control", "Schedules"), each in queues of its own so that the
-// other agents' tasks and checkers are not affected:
+// "Waitpoints", "Flow control", "Schedules"), each in queues of its own,
+// so that the other agents' tasks and checkers are not affected:
 //
 //   - a DAG maker creates graphs of tasks in DagQueue (roots, then
 //     dependents on one to three earlier tasks of the graph: fan-in,
@@ -31,7 +31,12 @@ import (
 //     RateQueue (claims per second with a burst), by id and from the
 //     queue; they release, fail or abandon what they took;
 //   - a scheduler pauses and resumes the schedules, which tick every
-//     second (an interval, a cron "@every 1s") or 1.5 s.
+//     second (an interval, a cron "@every 1s") or 1.5 s;
+//   - a parker creates a waitpoint and a task in WaitQueue, claims the
+//     task and parks it on the waitpoint, writes under its old token,
+//     completes the waitpoint (sometimes twice, with the same payload or
+//     another) or lets it time out, then claims the task again from the
+//     queue once it is released, and finishes it.
 //
 // Every operation of theirs is recorded with history.Input.Coord set.
 
@@ -41,6 +46,7 @@ const (
 	CancelQueue = "cx"
 	FlowQueue   = "flow"
 	RateQueue   = "rate"
+	WaitQueue   = "wq"
 	// CancelNamespace holds a fenced entry per cancelled task.
 	CancelNamespace = "cxkv"
 )
@@ -204,6 +210,65 @@ func (k *caller) listQueue(queue string) history.Op {
 			}
 			page = l.NextPageToken
 		}
+	})
+}
+
+// queueStats reads a queue's statistics.
+func (k *caller) queueStats(queue string) history.Op {
+	return k.call(history.QueueStats, history.Input{Queue: queue}, "", func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
+		st, err := k.c.GetQueueStats(ctx, k.w.cfg.Tenant, queue, opts...)
+		if err != nil {
+			return history.Output{}, err
+		}
+		return history.Output{Running: st.Running, LeaseExpired: st.LeaseExpired}, nil
+	})
+}
+
+func waitpointOutput(wp *client.Waitpoint) history.Output {
+	return history.Output{Exists: true, Version: wp.Version, WaitState: wp.State, WaitPayload: jsonText(wp.Payload),
+		TimeoutAtMS: wp.TimeoutAt.UnixMilli(), CreatedAtMS: wp.CreatedAt.UnixMilli(), TaskID: wp.TaskID}
+}
+
+func (k *caller) createWaitpoint(id string, timeout time.Duration, key string) history.Op {
+	in := history.Input{Key: id, TimeoutMS: timeout.Milliseconds()}
+	return k.call(history.WaitpointCreate, in, key, func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
+		wp, err := k.c.CreateWaitpoint(ctx, k.w.cfg.Tenant, id, timeout, opts...)
+		if err != nil {
+			return history.Output{}, err
+		}
+		return waitpointOutput(wp), nil
+	})
+}
+
+func (k *caller) getWaitpoint(id string) history.Op {
+	return k.call(history.WaitpointGet, history.Input{Key: id}, "", func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
+		wp, err := k.c.GetWaitpoint(ctx, k.w.cfg.Tenant, id, 0, opts...)
+		if err != nil {
+			return history.Output{}, err
+		}
+		return waitpointOutput(wp), nil
+	})
+}
+
+func (k *caller) completeWaitpoint(id, payload, key string) history.Op {
+	in := history.Input{Key: id, Value: payload}
+	return k.call(history.WaitpointComplete, in, key, func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
+		wp, err := k.c.CompleteWaitpoint(ctx, k.w.cfg.Tenant, id, jsonValue(payload), opts...)
+		if err != nil {
+			return history.Output{}, err
+		}
+		return waitpointOutput(wp), nil
+	})
+}
+
+func (k *caller) parkTask(task string, token uint64, waitpoint string) history.Op {
+	in := history.Input{Key: task, Token: &token, Waitpoint: waitpoint}
+	return k.call(history.TaskPark, in, k.key("park"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
+		t, err := k.c.ParkTask(ctx, k.w.cfg.Tenant, task, token, waitpoint, opts...)
+		if err != nil {
+			return history.Output{}, err
+		}
+		return taskOutput(t), nil
 	})
 }
 
@@ -394,6 +459,9 @@ func (a *agent) flowWorker(queue string, ids []string, byID int, hold time.Durat
 	lease := 500 * time.Millisecond
 	var mine []held
 	for !a.stopped() {
+		if a.rng.IntN(15) == 0 { // running state: leased tasks as the statistics count them
+			a.queueStats(queue)
+		}
 		if len(mine) < flowHeldPerAgent && a.rng.IntN(100) < 65 {
 			var op history.Op
 			if a.rng.IntN(100) < byID {
@@ -466,6 +534,66 @@ func (a *agent) pauseRetried(id string, pause bool) {
 	}
 }
 
+// parker parks tasks on waitpoints and claims them back once the
+// waitpoints resolve.
+func (a *agent) parker() {
+	owner := "p" + itoa(a.id)
+	lease := 2 * time.Second
+	for n := 0; !a.stopped(); n++ {
+		wp, task := fmt.Sprintf("wp%d-%d", a.id, n), fmt.Sprintf("w%d-%d", a.id, n)
+		timeout := a.between(600*time.Millisecond, 2*time.Second)
+		a.w.noteWaitpoint(wp)
+		key := a.next("wp")
+		op := a.createWaitpoint(wp, timeout, key)
+		for op.Outcome == history.Unknown && !a.stopped() {
+			op = a.createWaitpoint(wp, timeout, key)
+		}
+		if op.Outcome != history.OK {
+			continue
+		}
+		if _, ok := a.createRetried(client.CreateTaskRequest{TaskID: task, Queue: WaitQueue}); !ok {
+			continue
+		}
+		c := a.claim(task, owner, lease)
+		if c.Outcome != history.OK {
+			continue
+		}
+		token := c.Out.Token
+		if p := a.parkTask(task, token, wp); p.Outcome != history.OK {
+			continue
+		}
+		a.update(task, token, a.next("p"), false) // parked: the token is retired
+		if a.rng.IntN(10) < 7 {
+			a.sleep(a.between(50*time.Millisecond, timeout*3/2))
+			payload := a.next("pay")
+			a.completeWaitpoint(wp, payload, a.next("complete"))
+			switch a.rng.IntN(3) {
+			case 0: // a retry of the same completion: 200, unchanged
+				a.completeWaitpoint(wp, payload, a.next("complete"))
+			case 1: // another payload: 409
+				a.completeWaitpoint(wp, a.next("pay"), a.next("complete"))
+			}
+		}
+		// Claim it back once released (the waitpoint resolved).
+		deadline := time.Now().Add(timeout + 3*time.Second)
+		for !a.stopped() && time.Now().Before(deadline) {
+			op := a.claimQueueOn(WaitQueue, owner, lease)
+			if op.Outcome == history.OK && op.Out.TaskID != "" {
+				a.finish(op.Out.TaskID, op.Out.Token, a.next("p"), "done")
+				break
+			}
+			a.sleep(a.between(50*time.Millisecond, 150*time.Millisecond))
+		}
+		a.getWaitpoint(wp)
+	}
+}
+
+func (w *Workload) noteWaitpoint(id string) {
+	w.mu.Lock()
+	w.waitpoints[id] = true
+	w.mu.Unlock()
+}
+
 // finalCoord reads back the coordination tasks, the schedules and their
 // queues.
 func (w *Workload) finalCoord(k *caller) {
@@ -479,6 +607,12 @@ func (w *Workload) finalCoord(k *caller) {
 		if strings.HasPrefix(id, "x") {
 			readTwice(func() history.Op { return k.kvGet(CancelNamespace + "/" + id) })
 		}
+	}
+	w.mu.Lock()
+	wps := sortedKeys(w.waitpoints)
+	w.mu.Unlock()
+	for _, id := range wps {
+		readTwice(func() history.Op { return k.getWaitpoint(id) })
 	}
 	for _, s := range schedules {
 		readTwice(func() history.Op { return k.scheduleGet(s.ScheduleID) })

@@ -182,6 +182,10 @@ func taskOutput(t *client.Task) history.Output {
 	}
 	out.CancelRequested, out.DepsLeft, out.ConcurrencyKey = t.CancelRequested, t.DependenciesLeft, t.ConcurrencyKey
 	out.CreatedAtMS = t.CreatedAt.UnixMilli()
+	out.Parked = t.Parked
+	if wp := t.Waitpoint; wp != nil {
+		out.Waitpoint, out.WaitState, out.WaitPayload = wp.WaitpointID, wp.State, jsonText(wp.Payload)
+	}
 	for _, d := range t.Dependencies {
 		out.Deps = append(out.Deps, history.Dep{TaskID: d.TaskID, Resolved: d.Resolved, Status: d.Status})
 	}

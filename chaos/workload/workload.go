@@ -153,13 +153,14 @@ type Workload struct {
 	artifacts  map[string]bool // names published to
 	handoffs   map[string]bool // task ids of handoff transactions
 	coordIDs   map[string]bool // task ids of the coordination agents (coord.go)
+	waitpoints map[string]bool // waitpoint ids created (or perhaps)
 	transports []*http.Transport
 }
 
 // New builds a workload; nothing runs until Setup and Run.
 func New(cfg Config, rec *history.Recorder) *Workload {
 	w := &Workload{cfg: cfg.Defaults(), rec: rec, slotOf: map[string]int{}, artifacts: map[string]bool{}, handoffs: map[string]bool{},
-		coordIDs: map[string]bool{}}
+		coordIDs: map[string]bool{}, waitpoints: map[string]bool{}}
 	for i := range w.taskCount() {
 		w.slots = append(w.slots, TaskID(i))
 		w.gens = append(w.gens, 1)
@@ -372,7 +373,7 @@ func (w *Workload) Run(stop <-chan struct{}) error {
 	if !w.cfg.NoCoord { // coord.go
 		kinds = append(kinds, spawn{1, (*agent).dagMaker, true}, spawn{2, (*agent).dagWorker, true},
 			spawn{1, (*agent).canceller, true}, spawn{2, (*agent).flowAgent, true}, spawn{1, (*agent).rateAgent, true},
-			spawn{1, (*agent).scheduler, true})
+			spawn{1, (*agent).scheduler, true}, spawn{1, (*agent).parker, true})
 	}
 	var agents []*agent
 	var runs []func(a *agent)
