@@ -302,6 +302,15 @@ func TestIdempotency(t *testing.T) {
 		b.add(0, history.TaskQueueClaim, "", 0, 10, history.OK, func(op *history.Op) { op.In.Owner = "w1" })
 		b.add(1, history.TaskGet, "t3", 20, 21, history.OK, func(op *history.Op) { op.Out.Token, op.Out.Owner = 9<<16, "w1" })
 		want(t, Idempotency(&b.h), NameIdempotency, 1)
+		// A fault healed more than the election slack before it: still one.
+		b.h.Faults = []history.Fault{{Kind: "kill", Start: 0, End: int64(-electionSlack) - 1}}
+		want(t, Idempotency(&b.h), NameIdempotency, 1)
+		// Had it run during a fault (an election), a late duplicate of the
+		// claim may have reached the new leader (docs/api.md
+		// "Idempotency-Key"): it may have claimed the task.
+		b.h.Faults = []history.Fault{{Kind: "isolate-leader", Start: 5e6, End: 8e6}}
+		want(t, Idempotency(&b.h), NameIdempotency, 0)
+		b.h.Faults = nil
 		// Had the claim's outcome been unknown, it could explain the token.
 		b.h.Ops[0].Outcome = history.Unknown
 		want(t, Idempotency(&b.h), NameIdempotency, 0)

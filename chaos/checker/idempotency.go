@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/baton-dev/baton/chaos/history"
 )
@@ -125,6 +126,13 @@ func versionsUnique(ops []history.Op) []Anomaly {
 // claim acknowledged with T, nor one whose outcome is unknown, invoked
 // before T was seen. This is what a retried claim whose first attempt was
 // applied looks like when the retry is answered anew instead of replayed.
+//
+// One exception is documented (docs/api.md "Idempotency-Key"): a queue
+// claim that found nothing writes nothing, and only the node that
+// answered 204 remembers it; a late duplicate of it reaching another
+// leader after an election may claim a task. So a queue claim answered
+// "nothing claimable" that ran while a fault was active (or within
+// electionSlack after it healed) may have claimed one.
 func PhantomClaims(h *history.History) []Anomaly {
 	ops := history.Flatten(h.Ops)
 	claims := map[string][]*history.Op{} // owner -> claims
@@ -134,7 +142,18 @@ func PhantomClaims(h *history.History) []Anomaly {
 			claims[op.In.Owner] = append(claims[op.In.Owner], op)
 		}
 	}
+	duringFault := func(c *history.Op) bool {
+		for _, f := range h.Faults {
+			if c.Invoke <= f.End+int64(electionSlack) && c.Return >= f.Start {
+				return true
+			}
+		}
+		return false
+	}
 	explains := func(c *history.Op, task string, token uint64) bool {
+		if c.Kind == history.TaskQueueClaim && c.Outcome == history.OK && c.Out.TaskID == "" && duringFault(c) {
+			return true // a late duplicate after an election (above)
+		}
 		switch c.Outcome {
 		case history.Unknown:
 			return c.Kind == history.TaskQueueClaim || c.In.Key == task
@@ -190,3 +209,7 @@ func PhantomClaims(h *history.History) []Anomaly {
 	}
 	return out
 }
+
+// electionSlack is how long after a fault healed an election it caused
+// may still be under way.
+const electionSlack = 5 * time.Second
