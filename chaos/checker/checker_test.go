@@ -315,6 +315,19 @@ func TestIdempotency(t *testing.T) {
 		b.h.Ops[0].Outcome = history.Unknown
 		want(t, Idempotency(&b.h), NameIdempotency, 0)
 	})
+	t.Run("a lost answer and its retry", func(t *testing.T) {
+		lost := func(kind history.Kind, first, retry string) *hist {
+			b := &hist{}
+			b.add(0, kind, "t0", 0, 10, history.OK, func(op *history.Op) { op.IdemKey, op.LostAnswer, op.Answer = "k", first, retry })
+			return b
+		}
+		want(t, Idempotency(&lost(history.TaskUpdate, "200 aa", "200 aa").h), NameIdempotency, 0)
+		want(t, Idempotency(&lost(history.TaskUpdate, "200 aa", "200 bb").h), NameIdempotency, 1)
+		want(t, Idempotency(&lost(history.TaskQueueClaim, "200 aa", "204 e3").h), NameIdempotency, 1)
+		// A queue claim that found nothing wrote nothing: its retry may
+		// take a task that came since (docs/api.md "Idempotency-Key").
+		want(t, Idempotency(&lost(history.TaskQueueClaim, "204 e3", "200 aa").h), NameIdempotency, 0)
+	})
 	t.Run("one version two ids", func(t *testing.T) {
 		b := &hist{}
 		b.add(0, history.ArtifactPublish, "art", 0, 10, history.OK, publish("k1", "g1", 1, "sha256:a"))
