@@ -2,7 +2,10 @@ package fsm
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
+
+	"github.com/hashicorp/raft"
 )
 
 // updateClaim finishes task (done, released, under its token) and claims
@@ -214,5 +217,50 @@ func TestUpdateClaimEntryVersion(t *testing.T) {
 	}
 	if _, err := DecodeEntry(append([]byte{EntryVersion5}, e[1:]...)); err == nil {
 		t.Fatal("a version 5 entry with a task.update_claim decoded")
+	}
+}
+
+// BenchmarkQueueTask measures what every replica does for one task of the
+// queue workload (claim set running, then a fenced update to done with
+// release), each command with an Idempotency-Key so that its answer is
+// encoded and remembered as a session's would be: as two commands
+// (queue claim, then update), and as one task.update_claim per task.
+// go test -bench QueueTask -run '^$' ./fsm/
+func BenchmarkQueueTask(b *testing.B) {
+	const n = 100_000
+	running, done := "running", "done"
+	claimArgs := QueueClaimArgs{Queue: "q", Owner: "w", LeaseMs: 60_000, Statuses: []string{"pending"}, SetStatus: &running, Final: true}
+	for _, mode := range []string{"two-commands", "update-claim"} {
+		b.Run(mode, func(b *testing.B) {
+			f := New()
+			index := loadQueue(b, f, n)
+			key := 0
+			apply := func(kind Kind, args any) *Result {
+				c := NewCommand(kind, 2, "b", "", args)
+				key++
+				c.IdemKey, c.IdemFP, c.IdemTTL = fmt.Sprintf("%032x", key), []byte("fingerprint-of-the-request-body!!"), DefaultIdempotencyTTL
+				out := f.Apply(&raft.Log{Index: index, Type: raft.LogCommand, Data: EncodeEntry([]*Command{c})})
+				index++
+				r := out.([]*Result)[0]
+				if !r.OK() {
+					b.Fatalf("%s: %s %s", kind, r.Code, r.Message)
+				}
+				r.JSON()
+				return r
+			}
+			held := resultTask(apply(KindTaskQueueClaim, &claimArgs).Obj)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N && held != nil; i++ {
+				tok := held.FencingToken
+				update := TaskUpdateArgs{ID: held.ID, FencingToken: &tok, Status: &done, Release: true}
+				if mode == "two-commands" {
+					apply(KindTaskUpdate, &update)
+					held = resultTask(apply(KindTaskQueueClaim, &claimArgs).Obj)
+				} else {
+					held = resultTask(apply(KindTaskUpdateClaim, &TaskUpdateClaimArgs{Update: update, Claim: claimArgs}).Obj.(*UpdateClaimAnswer).Next)
+				}
+			}
+		})
 	}
 }
