@@ -133,8 +133,8 @@ func (s *suite) baton(ctx context.Context, w, procs string) ([]*result.Run, erro
 	return runs, nil
 }
 
-// profile runs cas C=64 once more (at default GOMAXPROCS) on a cluster
-// whose nodes serve pprof,
+// profile runs cas C=64 or queue W=64 (--pprof-workload) once more (at
+// default GOMAXPROCS) on a cluster whose nodes serve pprof,
 // makes the node that got the pprof port the leader, and saves a CPU
 // profile of it over the measured window, with the CPU time every process
 // used meanwhile.
@@ -165,8 +165,9 @@ func (s *suite) profile(ctx context.Context) error {
 	// execution trace of 3 s covers (for off-CPU waits: syscalls, locks,
 	// scheduling).
 	secs := max(int(s.plan.duration.Seconds())-5, 2)
-	prof := filepath.Join(s.o.pprofDir, "baton-cas64-leader-cpu.pprof")
-	trace := filepath.Join(s.o.pprofDir, "baton-cas64-leader.trace")
+	name := "baton-" + s.o.pprofWorkload + "64-leader"
+	prof := filepath.Join(s.o.pprofDir, name+"-cpu.pprof")
+	trace := filepath.Join(s.o.pprofDir, name+".trace")
 	var cpu string
 	p := s.params()
 	p.During = func(ctx context.Context) {
@@ -180,23 +181,28 @@ func (s *suite) profile(ctx context.Context) error {
 			logf("  trace: %v", err)
 		}
 	}
-	r, err := baton.CAS(ctx, env, p, 64)
+	var r *result.Run
+	if s.o.pprofWorkload == "queue" {
+		r, err = baton.Queue(ctx, env, p, baton.QueueParams{Workers: 64, Preload: s.plan.queuePreload})
+	} else {
+		r, err = baton.CAS(ctx, env, p, 64)
+	}
 	if err != nil {
 		return err
 	}
 	logf("  profiled run: %s", summary(r))
 	top, _ := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=45", prof).CombinedOutput()
 	cum, _ := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-cum", "-nodecount=45", prof).CombinedOutput()
-	text := fmt.Sprintf("cas C=64, profiled run: %s\nleader: %s\n\nCPU used during the profile (cores busy on average):\n%s\n== flat ==\n%s\n== cumulative ==\n%s",
-		summary(r), id, cpu, top, cum)
+	text := fmt.Sprintf("%s at 64, profiled run: %s\nleader: %s\n\nCPU used during the profile (cores busy on average):\n%s\n== flat ==\n%s\n== cumulative ==\n%s",
+		s.o.pprofWorkload, summary(r), id, cpu, top, cum)
 	for _, kind := range []string{"syscall", "sync", "sched", "net"} {
-		out, err := traceProfile(ctx, trace, kind, filepath.Join(s.o.pprofDir, "baton-cas64-leader-"+kind+".pprof"))
+		out, err := traceProfile(ctx, trace, kind, filepath.Join(s.o.pprofDir, name+"-"+kind+".pprof"))
 		if err != nil {
 			out = err.Error()
 		}
 		text += fmt.Sprintf("\n== execution trace, %s blocking (wall time, 3 s) ==\n%s", kind, out)
 	}
-	return os.WriteFile(filepath.Join(s.o.pprofDir, "baton-cas64-leader-top.txt"), []byte(text), 0o644)
+	return os.WriteFile(filepath.Join(s.o.pprofDir, name+"-top.txt"), []byte(text), 0o644)
 }
 
 // pprofNode returns the id of the node whose process listens on addr's
