@@ -2,7 +2,7 @@
 """Helpers over Client: Worker, TaskContext (a fenced lease), once, Mutex, Election.
 
 This file is the source of ``_sync_helpers.py``, which ``tools/unasync.py`` generates from it.
-Mirrors client/worker.go, client/once.go, client/mutex.go and client/election.go.
+Mirrors the Go SDK's client/concurrency (worker.go, once.go, mutex.go, election.go).
 """
 
 from __future__ import annotations
@@ -644,7 +644,7 @@ def _recorded(op: Op) -> Any:
                     "finish it", op=op)
 
 
-# Mutex and Election (client/mutex.go, client/election.go).
+# Mutex and Election (client/concurrency/mutex.go, election.go).
 
 LOCK_FREE = "free"
 LOCK_HELD = "held"
