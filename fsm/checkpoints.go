@@ -48,26 +48,36 @@ type Checkpoint struct {
 // (LangGraph's pending write: task id, channel, value), at index Idx of
 // the task's writes. Negative indexes are LangGraph's special channels
 // (error, scheduled, interrupt, resume).
+//
+// A write is a JSON value (Value), or bytes of a serializer's type (Type
+// and Bytes, LangGraph's (type, bytes)), which came with version 6.
 type PendingWrite struct {
 	TaskID   string          `json:"task_id"`
 	TaskPath string          `json:"task_path,omitempty"`
 	Idx      int64           `json:"idx"`
 	Channel  string          `json:"channel"`
-	Value    json.RawMessage `json:"value"`
+	Value    json.RawMessage `json:"value,omitempty"`
+	Type     string          `json:"type,omitempty"`
+	Bytes    []byte          `json:"b64,omitempty"` // base64 in JSON, bin in msgpack
 }
 
 // CheckpointWrite is one write of a checkpoint.writes command.
+// Type, with EntryVersion6, says Value is bytes of that serializer's type
+// rather than JSON.
 type CheckpointWrite struct {
 	Idx     int64
 	Channel string
-	Value   []byte // JSON
+	Value   []byte // JSON, or bytes when Type is set
+	Type    string `codec:",omitempty"`
 }
 
-// cpWriteRecord is a pending write as stored, at cpWriteKey.
+// cpWriteRecord is a pending write as stored, at cpWriteKey. Type, set
+// only for a write of bytes, puts checkpoints6MarkerKey.
 type cpWriteRecord struct {
 	Channel  string
 	Value    []byte
 	TaskPath string `codec:",omitempty"`
+	Type     string `codec:",omitempty"`
 }
 
 // checkpointJSON is the API's form. checkpoint_ns and data_chunks are
@@ -173,6 +183,11 @@ func (a *CheckpointPutArgs) entryVersion() byte {
 	return cpVersion(a.Thread, a.NS, len(a.Chunks) > 0)
 }
 func (a *CheckpointWritesArgs) entryVersion() byte {
+	for _, e := range a.Entries {
+		if e.Type != "" { // bytes
+			return EntryVersion6
+		}
+	}
 	if a.Writes == nil { // writes by index, possibly none
 		return EntryVersion5
 	}
@@ -199,6 +214,17 @@ const checkpointMarkerKey = "cfg/checkpoints4"
 // drop, leaving its run index behind): a snapshot of the state is then
 // snapshotFormat4, which it refuses.
 const checkpoints5MarkerKey = "cfg/checkpoints5"
+
+// checkpoints6MarkerKey is present once a pending write of bytes (a Type)
+// is stored, which an older member would answer as a JSON value: a
+// snapshot of the state is then snapshotFormat5, which it refuses.
+const checkpoints6MarkerKey = "cfg/checkpoints6"
+
+func (f *FSM) markCheckpoints6() {
+	if !f.st.Has(checkpoints6MarkerKey) {
+		f.st.Put(checkpoints6MarkerKey, []byte{1})
+	}
+}
 
 func (f *FSM) markCheckpoints5() {
 	if !f.st.Has(checkpoints5MarkerKey) {
@@ -469,12 +495,15 @@ func applyCheckpointWrites(f *FSM, _ *applyCtx, c *Command) *Result {
 	changed := false
 	for _, e := range a.Entries {
 		key := cpWriteKey(c.Tenant, a.Thread, a.NS, a.ID, a.TaskID, e.Idx)
-		rec := encode(cpWriteRecord{Channel: e.Channel, Value: e.Value, TaskPath: a.TaskPath})
+		rec := encode(cpWriteRecord{Channel: e.Channel, Value: e.Value, TaskPath: a.TaskPath, Type: e.Type})
 		if cur, ok := f.st.Get(key); ok && (e.Idx >= 0 || bytes.Equal(cur, rec)) {
 			continue
 		}
 		f.st.Put(key, rec)
 		changed = true
+		if e.Type != "" {
+			f.markCheckpoints6()
+		}
 	}
 	if changed {
 		f.markCheckpoints5()
@@ -551,7 +580,13 @@ func decodePendingWrite(rest string, v []byte) (PendingWrite, bool) {
 	if err != nil || decode(v, &rec) != nil {
 		return PendingWrite{}, false
 	}
-	return PendingWrite{TaskID: taskID, TaskPath: rec.TaskPath, Idx: int64(u ^ (1 << 63)), Channel: rec.Channel, Value: rec.Value}, true
+	w := PendingWrite{TaskID: taskID, TaskPath: rec.TaskPath, Idx: int64(u ^ (1 << 63)), Channel: rec.Channel}
+	if rec.Type != "" {
+		w.Type, w.Bytes = rec.Type, rec.Value
+	} else {
+		w.Value = rec.Value
+	}
+	return w, true
 }
 
 // expandWholeWrites shows a task's writes recorded as one JSON array
@@ -726,7 +761,7 @@ func (f *FSM) ListCheckpoints(tenant, thread, ns, before string, limit int, matc
 		if writes {
 			v.Pending = pendingWrites(f.st, tenant, thread, ns, id)
 			for _, w := range v.Pending {
-				size += len(w.Value) + len(w.Channel) + len(w.TaskID)
+				size += len(w.Value) + len(w.Bytes) + len(w.Channel) + len(w.TaskID)
 			}
 		}
 		out = append(out, v)
@@ -739,7 +774,9 @@ func (a *CheckpointPutArgs) jsonFields() [][]byte { return [][]byte{a.Data, a.Me
 func (a *CheckpointWritesArgs) jsonFields() [][]byte {
 	out := [][]byte{a.Writes}
 	for _, e := range a.Entries {
-		out = append(out, e.Value)
+		if e.Type == "" { // bytes are not JSON
+			out = append(out, e.Value)
+		}
 	}
 	return out
 }

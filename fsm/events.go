@@ -117,7 +117,7 @@ func valueBytes(v any) int {
 	case taskWritesView:
 		n := fixed + len(x.TaskID)
 		for _, w := range x.Writes {
-			n += 32 + len(w.TaskPath) + len(w.Channel) + len(w.Value)
+			n += 32 + len(w.TaskPath) + len(w.Channel) + len(w.Value) + 2*len(w.Bytes) // base64 in JSON
 		}
 		return n
 	case *Op:

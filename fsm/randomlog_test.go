@@ -23,6 +23,7 @@ func randomLog(seed uint64, entries int) []*raft.Log {
 		cpx:   rand.New(rand.NewPCG(seed, 23)),
 		v6:    rand.New(rand.NewPCG(seed, 29)),
 		nx:    rand.New(rand.NewPCG(seed, 31)),
+		cpb:   rand.New(rand.NewPCG(seed, 37)),
 		heads: map[string]string{}, state: New()}
 	var logs []*raft.Log
 	index := uint64(0)
@@ -61,6 +62,8 @@ type logGen struct {
 	// v6 draws the choices of version 6's task kinds and fields
 	// (cancellation, dependencies, waitpoints), likewise.
 	v6 *rand.Rand
+	// cpb draws version 6's checkpoint fields (writes of bytes), likewise.
+	cpb *rand.Rand
 	// nx draws the choices of task.update_claim (version 6), likewise.
 	nx    *rand.Rand
 	now   int64
@@ -387,6 +390,10 @@ func (g *logGen) command(index uint64, first bool) *Command {
 			for i := range 1 + rng.IntN(3) {
 				a.Entries = append(a.Entries, CheckpointWrite{Idx: int64(rng.IntN(4) - 2 + i), Channel: g.name("ch", 3),
 					Value: []byte(fmt.Sprintf("%d", rng.IntN(3)))})
+				if g.cpb.IntN(3) == 0 { // bytes of a serializer's type (version 6)
+					e := &a.Entries[len(a.Entries)-1]
+					e.Type, e.Value = "msgpack", []byte{0x92, byte(g.cpb.IntN(256))}
+				}
 			}
 		}
 		c = NewCommand(KindCheckpointWrites, now, tenant, "", a)

@@ -52,6 +52,8 @@ var snapshotMarkers = []struct {
 	{depsMarkerKey, snapshotFormat5},      // a task's Deps (deps.go)
 	{waitpointMarkerKey, snapshotFormat5}, // a task's Waitpoint (waitpoints.go)
 	{flowMarkerKey, snapshotFormat5},      // a queue policy's flow control, a task's ConcurrencyKey (flow.go)
+	// Pending writes of bytes (checkpoints.go).
+	{checkpoints6MarkerKey, snapshotFormat5},
 }
 
 // snapshotFormatOf is the format a snapshot of st is written in.

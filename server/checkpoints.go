@@ -94,12 +94,11 @@ func (s *Server) handleCheckpointPut(w http.ResponseWriter, r *http.Request, id 
 	if err != nil {
 		return err
 	}
-	var req wire.CheckpointPut
-	body, err := s.readJSON(w, r, &req)
+	req, body, err := s.readCheckpointPut(w, r)
 	if err != nil {
 		return err
 	}
-	args, err := checkpointPutArgs(&req, cpID, s.cfg.MaxCheckpointBytes)
+	args, err := checkpointPutArgs(req, cpID, s.cfg.MaxCheckpointBytes)
 	if err != nil {
 		return err
 	}
@@ -109,7 +108,11 @@ func (s *Server) handleCheckpointPut(w http.ResponseWriter, r *http.Request, id 
 			return err
 		}
 	}
-	return s.proposeAndReply(w, r, id, sc.tenant, fsm.KindCheckpointPut, args, body)
+	res, err := s.propose(r, id, sc.tenant, fsm.KindCheckpointPut, args, body)
+	if err != nil {
+		return err
+	}
+	return replyCheckpoint(w, r, res, false)
 }
 
 func checkpointPutArgs(req *wire.CheckpointPut, cpID string, maxBytes int64) (*fsm.CheckpointPutArgs, error) {
@@ -298,10 +301,10 @@ func (s *Server) handleCheckpointGet(w http.ResponseWriter, r *http.Request, id 
 	if !ok {
 		return errorf(fsm.CodeNotFound, "checkpoint %q not found in thread %q%s", cpID, sc.thread, nsText(sc.ns))
 	}
-	if len(v.Chunks) > 0 {
+	if len(v.Chunks) > 0 { // JSON, whatever Accept says (docs/api.md)
 		return s.writeCheckpointStreamed(w, r, v, index)
 	}
-	return s.readReply(w, index, v)
+	return s.readReplyCheckpoints(w, r, index, []fsm.CheckpointView{*v}, "", true)
 }
 
 // nsText names a namespace in a message ("" for the default one).
@@ -390,15 +393,15 @@ func (s *Server) handleCheckpointList(w http.ResponseWriter, r *http.Request, id
 	case !ok && token:
 		return errorf(fsm.CodeNotFound, "checkpoint %q, where the page token continues, is no longer in thread %q%s: list again", before, sc.thread, nsText(sc.ns))
 	case !ok: // LangGraph's list(before=) of an unknown checkpoint: nothing
-		return s.readReply(w, index, map[string]any{"checkpoints": []fsm.CheckpointView{}})
+		return s.readReplyCheckpoints(w, r, index, []fsm.CheckpointView{}, "", false)
 	}
-	answer := map[string]any{"checkpoints": list}
+	nextToken := ""
 	if next != "" {
 		// Only when more may follow: the answers of a whole list stay
 		// what they were before pages had a bound.
-		answer["next_page_token"] = base64.RawURLEncoding.EncodeToString([]byte(next))
+		nextToken = base64.RawURLEncoding.EncodeToString([]byte(next))
 	}
-	return s.readReply(w, index, answer)
+	return s.readReplyCheckpoints(w, r, index, list, nextToken, false)
 }
 
 // checkpointListFrom is where a checkpoint list starts: before (a
@@ -494,17 +497,20 @@ func (s *Server) handleCheckpointWrites(w http.ResponseWriter, r *http.Request, 
 	if err != nil {
 		return err
 	}
-	var req wire.CheckpointWrites
-	body, err := s.readJSON(w, r, &req)
+	req, body, err := s.readCheckpointWrites(w, r)
 	if err != nil {
 		return err
 	}
-	args, err := checkpointWritesArgs(&req)
+	args, err := checkpointWritesArgs(req)
 	if err != nil {
 		return err
 	}
 	args.Thread, args.NS, args.ID, args.TaskID = sc.thread, sc.ns, cpID, taskID
-	return s.proposeAndReply(w, r, id, sc.tenant, fsm.KindCheckpointWrites, args, body)
+	res, err := s.propose(r, id, sc.tenant, fsm.KindCheckpointWrites, args, body)
+	if err != nil {
+		return err
+	}
+	return replyCheckpoint(w, r, res, true)
 }
 
 // Bounds of pending writes (docs/api.md "Checkpoints").
@@ -536,8 +542,21 @@ func checkpointWritesArgs(req *wire.CheckpointWrites) (*fsm.CheckpointWritesArgs
 		if idx < -maxWriteIdx || idx >= maxWriteIdx {
 			return nil, badRequest("%s.idx must be %d to %d, not %d", at, -maxWriteIdx, maxWriteIdx-1, idx)
 		}
+		if wr.Type != "" || wr.Data != nil { // bytes of a serializer's type
+			if len(wr.Value) > 0 {
+				return nil, badRequest("%s has a value and type/b64: give a JSON value, or bytes with their type", at)
+			}
+			if err := validText(at+".type", wr.Type, 1, maxBlobTypeBytes); err != nil {
+				return nil, err
+			}
+			if wr.Data == nil {
+				return nil, badRequest("%s.b64 is required with type (the value's bytes)", at)
+			}
+			a.Entries[i] = fsm.CheckpointWrite{Idx: idx, Channel: wr.Channel, Value: wr.Data, Type: wr.Type}
+			continue
+		}
 		if len(wr.Value) == 0 {
-			return nil, badRequest("%s.value is required (any JSON value)", at)
+			return nil, badRequest("%s.value is required (any JSON value), or type and b64 (bytes)", at)
 		}
 		v, err := compactJSON(at+".value", wr.Value)
 		if err != nil {

@@ -79,11 +79,11 @@ func (s *Server) handleTenantCheckpoints(w http.ResponseWriter, r *http.Request,
 		q.Visible = func(thread string) bool { return grantsAllow(id.grants, resCheckpoints, thread, actRead) }
 	}
 	list, next, index := s.fsm.ListTenantCheckpoints(tenant, q)
-	answer := map[string]any{"checkpoints": list}
+	nextToken := ""
 	if next != "" {
-		answer["next_page_token"] = base64.RawURLEncoding.EncodeToString([]byte(next))
+		nextToken = base64.RawURLEncoding.EncodeToString([]byte(next))
 	}
-	return s.readReply(w, index, answer)
+	return s.readReplyCheckpoints(w, r, index, list, nextToken, false)
 }
 
 // Bounds of checkpoint policies (docs/api.md "Checkpoints").

@@ -382,11 +382,15 @@ type CheckpointWrites struct {
 
 // CheckpointWrite is one pending write: the value a task wrote to a
 // channel, at index Idx of the task's writes (nil: the write's position
-// in Writes). Negative indexes are LangGraph's special channels.
+// in Writes). Negative indexes are LangGraph's special channels. The
+// value is JSON (Value), or bytes of a serializer's type (Type and Data:
+// base64 in JSON, bin in application/msgpack).
 type CheckpointWrite struct {
 	Idx     *int64          `json:"idx,omitempty"`
 	Channel string          `json:"channel"`
-	Value   json.RawMessage `json:"value"`
+	Value   json.RawMessage `json:"value,omitempty"`
+	Type    string          `json:"type,omitempty"`
+	Data    []byte          `json:"b64,omitempty"`
 }
 
 // ThreadCopy is the body of POST /v1/tenants/{t}/threads/{thread}/copy.
