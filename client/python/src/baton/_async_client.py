@@ -19,6 +19,7 @@ from typing import IO, Any, TypeVar
 import httpx
 
 from . import _aio as _io
+from . import _mp
 from ._core import (
     DEFAULT_MAX_RETRY,
     DEFAULT_TIMEOUT,
@@ -130,6 +131,19 @@ def _page(cls: Any, field: str) -> Callable[[Answer], Page[Any]]:
         return Page([cls.from_json(x) for x in obj.get(field) or []], obj.get("next_page_token") or "")
 
     return parse
+
+
+def _cp_page(obj: Any) -> Page[Checkpoint]:
+    obj = obj or {}
+    return Page([Checkpoint.from_json(x) for x in obj.get("checkpoints") or []], obj.get("next_page_token") or "")
+
+
+def _write_json(w: dict[str, Any], binary: bool) -> dict[str, Any]:
+    """A pending write as a request member: ``b64`` bytes as they are in msgpack, base64 in JSON."""
+    b = w.get("b64")
+    if isinstance(b, (bytes, bytearray, memoryview)):
+        return dict(w, b64=_mp.wire_bytes(bytes(b), binary))
+    return w
 
 
 def _grants(grants: Iterable[Grant | dict[str, Any]]) -> list[Any]:
@@ -1211,6 +1225,26 @@ class AsyncClient:
             path += "/" + seg(r)
         return query(path, checkpoint_ns=ns or None)
 
+    async def _call_cp(self, method: str, path: str, parse: Callable[[Any], T], body: Any = None, *,
+                       idempotency_key: str | None = None, stale: bool = False, want_value: bool = True,
+                       extra_timeout: float = 0.0) -> T:
+        """A checkpoint call in msgpack when the SDK may (_mp.on()), else JSON; ``parse`` reads the
+        decoded answer either way."""
+        if not _mp.on():
+            return await self._call(method, path, lambda a: parse(a.json()), body, idempotency_key=idempotency_key,
+                                    stale=stale, want_value=want_value, extra_timeout=extra_timeout)
+        call = build_call(method, path, raw=None if body is None else _mp.pack(body),
+                          idempotency_key=idempotency_key, timeout=self.timeout + extra_timeout, stale=stale,
+                          want_value=want_value)
+        if body is not None:
+            call.content_type = _mp.MEDIA
+        call.accept = _mp.MEDIA
+        ans = await self._send(call)
+        r = parse(_mp.decode(ans.body))
+        if ans.index and dataclasses.is_dataclass(r) and not isinstance(r, type) and hasattr(r, "index"):
+            r = dataclasses.replace(r, index=ans.index)  # type: ignore[assignment]
+        return r
+
     async def put_checkpoint(
         self,
         thread: str,
@@ -1235,7 +1269,7 @@ class AsyncClient:
         t = self._tenant(tenant)
         body = compact({"parent_id": parent_id, "metadata": metadata, "fork": fork or None,
                         "fence": fence_json(fence), "blob_versions": dict(blob_versions) if blob_versions else None,
-                        "blobs": [b.to_json() for b in blobs] or None})
+                        "blobs": [b.to_json(_mp.on()) for b in blobs] or None})
         text = dumps(data)
         extra = 0.0
         if len(text) <= CHECKPOINT_INLINE_MAX:
@@ -1244,22 +1278,21 @@ class AsyncClient:
             refs, _, size = await self._upload_chunks(t, text, UploadStats())
             body["data_chunks"] = [c.to_json() for c in refs]
             extra = size / (64 << 20)
-        cp = await self._call("PUT", self._cp(t, thread, "checkpoints", checkpoint_id, ns=ns),
-                              lambda a: Checkpoint.from_json(a.json()), body, idempotency_key=idempotency_key,
-                              extra_timeout=extra)
+        cp = await self._call_cp("PUT", self._cp(t, thread, "checkpoints", checkpoint_id, ns=ns),
+                                 Checkpoint.from_json, body, idempotency_key=idempotency_key, extra_timeout=extra)
         if "data_chunks" in body:
             cp = dataclasses.replace(cp, data=data)
         return cp
 
     async def get_checkpoint(self, thread: str, checkpoint_id: str, *, ns: str | None = None,
                              tenant: str | None = None, stale: bool = False) -> Checkpoint:
-        return await self._call("GET", self._cp(tenant, thread, "checkpoints", checkpoint_id, ns=ns),
-                                lambda a: Checkpoint.from_json(a.json()), stale=stale)
+        return await self._call_cp("GET", self._cp(tenant, thread, "checkpoints", checkpoint_id, ns=ns),
+                                   Checkpoint.from_json, stale=stale)
 
     async def latest_checkpoint(self, thread: str, *, ns: str | None = None, tenant: str | None = None,
                                 stale: bool = False) -> Checkpoint:
-        return await self._call("GET", self._cp(tenant, thread, "checkpoints", "latest", ns=ns),
-                                lambda a: Checkpoint.from_json(a.json()), stale=stale)
+        return await self._call_cp("GET", self._cp(tenant, thread, "checkpoints", "latest", ns=ns),
+                                   Checkpoint.from_json, stale=stale)
 
     async def list_checkpoints(
         self,
@@ -1279,7 +1312,7 @@ class AsyncClient:
                      filter=None if filter is None else json.dumps(filter, separators=(",", ":")),
                      before=before, limit=limit, page_token=page_token or None,
                      pending_writes=True if pending_writes else None)
-        return await self._call("GET", path, _page(Checkpoint, "checkpoints"))
+        return await self._call_cp("GET", path, _cp_page)
 
     async def iter_checkpoints(self, thread: str, *, ns: str | None = None, filter: dict[str, Any] | None = None,
                                before: str | None = None, limit: int | None = None,
@@ -1319,7 +1352,7 @@ class AsyncClient:
                      filter=None if filter is None else json.dumps(filter, separators=(",", ":")),
                      before_id=before_id, limit=limit, page_token=page_token or None,
                      pending_writes=True if pending_writes else None)
-        return await self._call("GET", path, _page(Checkpoint, "checkpoints"))
+        return await self._call_cp("GET", path, _cp_page)
 
     async def iter_tenant_checkpoints(self, *, thread: str | None = None, ns: str | None = None,
                                       filter: dict[str, Any] | None = None, before_id: str | None = None,
@@ -1344,19 +1377,20 @@ class AsyncClient:
                          ns: str | None = None, fence: Fence | None = None, tenant: str | None = None,
                          idempotency_key: str | None = None) -> list[PendingWrite]:
         """Records the pending writes one task made in the step after a checkpoint: ``(channel, value)``
-        pairs (idx their position) or ``{"channel", "value", "idx"}``. Returns the task's writes as now
-        recorded (also when nothing changed)."""
-        items = [w if isinstance(w, dict) else {"channel": w[0], "value": w[1]} for w in writes]
+        pairs (idx their position) or ``{"channel", "value", "idx"}``, or ``{"channel", "type", "b64", "idx"}``
+        for bytes of a serializer's type (``b64`` the bytes). Returns the task's writes as now recorded (also
+        when nothing changed)."""
+        binary = _mp.on()
+        items = [_write_json(w, binary) if isinstance(w, dict) else {"channel": w[0], "value": w[1]} for w in writes]
         body = compact({"writes": items, "task_path": task_path, "fence": fence_json(fence)})
 
-        def parse(a: Answer) -> list[PendingWrite]:
-            obj = a.json() or {}
+        def parse(obj: Any) -> list[PendingWrite]:
             return [PendingWrite.from_json(dict(w, task_id=w.get("task_id", task_id)))
-                    for w in obj.get("writes") or [] if isinstance(w, dict)]
+                    for w in (obj or {}).get("writes") or [] if isinstance(w, dict)]
 
-        return await self._call("PUT", self._cp(tenant, thread, "checkpoints", checkpoint_id, "writes", task_id,
-                                                ns=ns), parse, body, idempotency_key=idempotency_key,
-                                want_value=False)
+        return await self._call_cp("PUT", self._cp(tenant, thread, "checkpoints", checkpoint_id, "writes", task_id,
+                                                   ns=ns), parse, body, idempotency_key=idempotency_key,
+                                   want_value=False)
 
     async def copy_thread(self, thread: str, target: str, *, fence: Fence | None = None,
                           tenant: str | None = None, idempotency_key: str | None = None) -> dict[str, Any]:

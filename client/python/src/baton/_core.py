@@ -204,6 +204,7 @@ class Call:
     path: str
     body: bytes | None = None
     content_type: str = ""
+    accept: str = ""  # Accept, "" for JSON
     key: str = ""  # Idempotency-Key
     place: Place | None = None
     attempts: int = 0
@@ -273,7 +274,7 @@ def build_call(
 
 
 def headers(call: Call, token: str | None, ack: int) -> dict[str, str]:
-    h = {"Accept": "application/json", "User-Agent": USER_AGENT}
+    h = {"Accept": call.accept or "application/json", "User-Agent": USER_AGENT}
     if call.content_type:
         h["Content-Type"] = call.content_type
     if token:

@@ -8,11 +8,12 @@ fields ending in ``_ms``. Fields the server adds later are ignored.
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Generic, TypeVar
+
+from . import _mp
 
 T = TypeVar("T")
 
@@ -435,9 +436,13 @@ class PendingWrite:
     value: Any = None
     idx: int = 0
     task_path: str = ""
+    type: str = ""  # with data: bytes of a serializer's type instead of a JSON value
+    data: bytes = b""
 
     @classmethod
     def from_json(cls, d: Any) -> PendingWrite:
+        if isinstance(d, dict) and "b64" in d:
+            d = dict(d, data=_mp.read_bytes(d["b64"]))
         return _build(cls, d)
 
 
@@ -454,11 +459,12 @@ class Blob:
     @classmethod
     def from_json(cls, d: Any) -> Blob:
         return cls(channel=str(d.get("channel", "")), version=str(d.get("version", "")), type=str(d.get("type", "")),
-                   data=base64.b64decode(d.get("b64") or ""))
+                   data=_mp.read_bytes(d.get("b64")))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, binary: bool = False) -> dict[str, Any]:
+        """The blob as a request member: its bytes as they are with ``binary`` (msgpack), else base64."""
         return {"channel": self.channel, "version": self.version, "type": self.type,
-                "b64": base64.b64encode(self.data).decode("ascii")}
+                "b64": _mp.wire_bytes(self.data, binary)}
 
 
 @dataclass(frozen=True, slots=True)

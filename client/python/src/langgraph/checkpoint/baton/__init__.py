@@ -31,6 +31,7 @@ from typing import Any, cast
 from langchain_core.runnables import RunnableConfig
 
 import baton
+from baton import _mp
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
     BaseCheckpointSaver,
@@ -49,9 +50,16 @@ __all__ = ["AsyncBatonSaver", "BatonSaver", "ThreadConflict"]
 # forgot forks instead of extending guarded (see the module's doc).
 HEADS_REMEMBERED = 10_000
 
-# The most bytes of new channel values a put sends as blobs, within the server's 1 MiB request (base64
-# takes a third more); larger ones travel in the checkpoint's data, which may go through chunks.
+# The most bytes of new channel values a put sends as blobs, within the server's 1 MiB request: in
+# msgpack the bytes go as they are, in JSON base64 takes a third more. Larger ones travel in the
+# checkpoint's data, which may go through chunks.
 BLOBS_INLINE_MAX = 640 << 10
+BLOBS_INLINE_MAX_MSGPACK = 960 << 10
+
+# The blob channel that holds a checkpoint's own serialized bytes (the checkpoint without its channel
+# values), versioned by the checkpoint's id: bytes, not base64 inside the data. LangGraph keeps names
+# that start with "__" for itself, and has no channel of this one.
+CHECKPOINT_CHANNEL = "__baton_checkpoint__"
 
 
 class ThreadConflict(baton.VersionMismatch):
@@ -129,20 +137,22 @@ class _Codec:
     def checkpoint_put(
         self, checkpoint: Checkpoint, new_versions: ChannelVersions, *, every_value: bool = False
     ) -> tuple[dict[str, Any], dict[str, str], list[baton.Blob]]:
-        """The put of a checkpoint: its data (the checkpoint without its channel values), the versions
-        of its values, and the values new to the namespace (``new_versions``; every one with
-        ``every_value``). Values are stored once per (channel, version), as LangGraph's own savers keep
-        checkpoint_blobs. When they are too large for one request, or a value has no version, they
-        travel inside the data instead (which may then go through chunks)."""
+        """The put of a checkpoint: its data, the versions of its values, and the values new to the
+        namespace (``new_versions``; every one with ``every_value``). Values are stored once per
+        (channel, version), as LangGraph's own savers keep checkpoint_blobs, and the checkpoint without
+        its values is a blob of its own (CHECKPOINT_CHANNEL). When the values are too large for one
+        request, or one has no version, they travel inside the data instead, base64 (which may then go
+        through chunks)."""
         rest = {k: v for k, v in checkpoint.items() if k != "channel_values"}
         values: dict[str, Any] = dict(checkpoint.get("channel_values") or {})
         versions = checkpoint.get("channel_versions") or {}
-        data: dict[str, Any] = {"checkpoint": _typed(self.serde, rest)}
-        blob_versions: dict[str, str] = {}
-        blobs: list[baton.Blob] = []
-        size = 0
+        kind, raw = self.serde.dumps_typed(rest)
+        blob_versions: dict[str, str] = {CHECKPOINT_CHANNEL: str(checkpoint["id"])}
+        blobs = [baton.Blob(channel=CHECKPOINT_CHANNEL, version=str(checkpoint["id"]), type=kind, data=raw)]
+        size = len(raw)
+        limit = BLOBS_INLINE_MAX_MSGPACK if _mp.on() else BLOBS_INLINE_MAX
         for ch, value in values.items():
-            if ch not in versions:
+            if ch not in versions or ch == CHECKPOINT_CHANNEL:
                 break
             blob_versions[ch] = str(versions[ch])
             if every_value or ch in new_versions:
@@ -150,23 +160,32 @@ class _Codec:
                 blobs.append(baton.Blob(channel=ch, version=blob_versions[ch], type=kind, data=raw))
                 size += len(raw)
         else:
-            if size <= BLOBS_INLINE_MAX:
-                return data, blob_versions, blobs
-        data["channel_values"] = {ch: _typed(self.serde, v) for ch, v in values.items()}
+            if size <= limit:
+                return {"checkpoint_in": CHECKPOINT_CHANNEL}, blob_versions, blobs
+        data = {"checkpoint": _typed(self.serde, rest),
+                "channel_values": {ch: _typed(self.serde, v) for ch, v in values.items()}}
         return data, {}, []
 
     def writes(self, writes: Sequence[tuple[str, Any]]) -> list[dict[str, Any]]:
-        return [
-            {"channel": ch, "value": _typed(self.serde, v), "idx": WRITES_IDX_MAP.get(ch, i)}
-            for i, (ch, v) in enumerate(writes)
-        ]
+        """Each write as bytes of the serializer's type (b64: the SDK sends them as they are in
+        msgpack, base64 in JSON)."""
+        out = []
+        for i, (ch, v) in enumerate(writes):
+            kind, raw = self.serde.dumps_typed(v)
+            out.append({"channel": ch, "type": kind, "b64": raw, "idx": WRITES_IDX_MAP.get(ch, i)})
+        return out
 
     def tuple(self, cp: baton.Checkpoint, ns: str) -> CheckpointTuple:
         data = cp.data if isinstance(cp.data, dict) else {}
-        checkpoint = cast(Checkpoint, _untyped(self.serde, data["checkpoint"]))
         values = {ch: _untyped(self.serde, v) for ch, v in (data.get("channel_values") or {}).items()}
+        own: Any = None
         for b in cp.blobs:
-            values[b.channel] = self.serde.loads_typed((b.type, b.data))
+            if b.channel == CHECKPOINT_CHANNEL:
+                own = self.serde.loads_typed((b.type, b.data))
+            else:
+                values[b.channel] = self.serde.loads_typed((b.type, b.data))
+        # Checkpoints put before CHECKPOINT_CHANNEL, or with their values in the data, hold it there.
+        checkpoint = cast(Checkpoint, own if "checkpoint" not in data else _untyped(self.serde, data["checkpoint"]))
         checkpoint["channel_values"] = values
         thread = cp.thread_id
         config: RunnableConfig = {
@@ -182,8 +201,14 @@ class _Codec:
             checkpoint=checkpoint,
             metadata=cast(CheckpointMetadata, cp.metadata if isinstance(cp.metadata, dict) else {}),
             parent_config=parent,
-            pending_writes=[(w.task_id, w.channel, _untyped(self.serde, w.value)) for w in pending],
+            pending_writes=[(w.task_id, w.channel, self._write_value(w)) for w in pending],
         )
+
+
+    def _write_value(self, w: baton.PendingWrite) -> Any:
+        if w.type:
+            return self.serde.loads_typed((w.type, w.data))
+        return _untyped(self.serde, w.value)  # written as [type, base64] before writes of bytes
 
 
 def _next_version(current: str | int | float | None) -> str:
