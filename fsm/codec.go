@@ -88,6 +88,9 @@ func encode(v any) []byte {
 		}
 		return appendTaskUpdateArgs(make([]byte, 0, 128+len(x.ID)+len(x.Payload)+len(x.Result)), x)
 	case *QueueClaimArgs:
+		if x.Max != 0 {
+			break // a batch claim (claimbatch.go): reflection
+		}
 		return appendQueueClaimArgs(make([]byte, 0, 96+len(x.Queue)+len(x.Owner)+16*len(x.Statuses)), x)
 	case *sessionRecord:
 		return appendSessionRecord(make([]byte, 0, 80), x)

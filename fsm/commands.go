@@ -37,6 +37,7 @@ var commandTable = []commandSpec{
 	{Kind: KindTaskDelete, Args: TaskDeleteArgs{}, Apply: applyTaskDelete},
 	// An update and the next queue claim in one command (claimnext.go).
 	{Kind: KindTaskUpdateClaim, Args: TaskUpdateClaimArgs{}, Apply: applyTaskUpdateClaim, Since: EntryVersion6},
+	{Kind: KindTaskUpdateBatch, Args: TaskUpdateBatchArgs{}, Apply: applyTaskUpdateBatch, Since: EntryVersion6}, // claimbatch.go
 
 	// Task lifecycle (lifecycle.go): a failed attempt, and retrying a task.
 	// Only in EntryVersion3 entries.

@@ -636,6 +636,8 @@ func decodeQueueClaimArgs(b []byte, a *QueueClaimArgs) error {
 			a.Final = r.bool()
 		case "LeaseMs":
 			a.LeaseMs = r.i64()
+		case "Max":
+			a.Max = r.i64()
 		case "Owner":
 			a.Owner = r.str()
 		case "Queue":

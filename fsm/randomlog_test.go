@@ -265,6 +265,10 @@ func (g *logGen) command(index uint64, first bool) *Command {
 		c = NewCommand(KindTaskQueueClaim, now, tenant, "", &QueueClaimArgs{Queue: "q", Owner: g.name("w", 3),
 			LeaseMs: int64(rng.IntN(3000)), Statuses: []string{"pending"}})
 		if g.aux.IntN(4) != 0 { // mostly as a leader of this build writes it; else as an older one did
+			if g.nx.IntN(4) == 0 { // a batch claim (version 6), max 0 (refused) to 4
+				c = NewCommand(KindTaskQueueClaim, now, tenant, "", &QueueClaimArgs{Queue: "q", Owner: fmt.Sprintf("w%d", g.nx.IntN(3)),
+					LeaseMs: int64(g.nx.IntN(3000)), Statuses: []string{"pending"}, Max: int64(g.nx.IntN(6)) - 1})
+			}
 			g.state.Stamp(c)
 		}
 	case 17:
@@ -305,6 +309,28 @@ func (g *logGen) command(index uint64, first bool) *Command {
 				cl.SetStatus = ptr("running")
 			}
 			c = NewCommand(KindTaskUpdateClaim, now, c.Tenant, "", &TaskUpdateClaimArgs{Update: *a, Claim: cl})
+			switch g.nx.IntN(3) { // or with max, or a batch of updates and a claim (version 6)
+			case 0:
+				cl.Max = int64(1 + g.nx.IntN(3))
+				c = NewCommand(KindTaskUpdateClaim, now, c.Tenant, "", &TaskUpdateClaimArgs{Update: *a, Claim: cl})
+			case 1:
+				b := &TaskUpdateBatchArgs{Updates: []TaskUpdateArgs{*a}}
+				for range g.nx.IntN(3) { // more updates, of tasks claimed lately or any
+					u := TaskUpdateArgs{ID: fmt.Sprintf("task%d", g.nx.IntN(5)), Status: &done, Release: true}
+					if len(g.claims) > 0 {
+						cl := g.claims[len(g.claims)-1-g.nx.IntN(min(len(g.claims), 4))]
+						if t, _, ok := g.state.GetTask(cl.tenant, cl.task); ok && cl.tenant == c.Tenant {
+							u.ID, u.FencingToken = t.ID, ptr(t.FencingToken-uint64(g.nx.IntN(2))) // current or stale
+						}
+					}
+					b.Updates = append(b.Updates, u)
+				}
+				if g.nx.IntN(4) != 0 {
+					cl.Max = int64(g.nx.IntN(4)) // 0: refused
+					b.Claim = &cl
+				}
+				c = NewCommand(KindTaskUpdateBatch, now, c.Tenant, "", b)
+			}
 		}
 	case 19:
 		c = NewCommand(KindTaskDelete, now, tenant, "", &TaskDeleteArgs{ID: g.name("task", 5)})

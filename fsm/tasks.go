@@ -60,6 +60,9 @@ type QueueClaimArgs struct {
 	Statuses  []string
 	SetStatus *string
 	Final     bool
+	// Max, when not 0, claims up to Max tasks (claimbatch.go), answered
+	// as a list; EntryVersion6, left out of the encoding when 0.
+	Max int64 `codec:",omitempty"`
 }
 
 // TaskRenewArgs extends the lease of the current token holder.
@@ -181,8 +184,10 @@ func claim(f *FSM, ctx *applyCtx, t *Task, owner string, leaseMs int64, setStatu
 // A claim that sets a status is written in an EntryVersion5 entry: a
 // member from before ClaimedFrom refuses it rather than not remember the
 // status it replaces.
-func (a *TaskClaimArgs) entryVersion() byte  { return claimVersion(a.SetStatus) }
-func (a *QueueClaimArgs) entryVersion() byte { return claimVersion(a.SetStatus) }
+func (a *TaskClaimArgs) entryVersion() byte { return claimVersion(a.SetStatus) }
+func (a *QueueClaimArgs) entryVersion() byte {
+	return max(claimVersion(a.SetStatus), a.maxVersion())
+}
 
 func claimVersion(setStatus *string) byte {
 	if setStatus != nil {
@@ -225,6 +230,9 @@ func applyQueueClaim(f *FSM, ctx *applyCtx, c *Command) *Result {
 	var a QueueClaimArgs
 	if r := decodeArgs(c, &a); r != nil {
 		return r
+	}
+	if a.Max != 0 {
+		return queueClaimMax(f, ctx, c, &a)
 	}
 	return queueClaim(f, ctx, c, &a)
 }
