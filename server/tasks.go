@@ -34,6 +34,7 @@ func (s *Server) taskRoutes(add addRoute) {
 	add("POST", "/v1/tenants/{tenant}/schedules/{id}/pause", routeWrite, s.handleSchedulePause(true), cmd(nil, fsm.KindSchedulePause))
 	add("POST", "/v1/tenants/{tenant}/schedules/{id}/resume", routeWrite, s.handleSchedulePause(false), cmd(nil, fsm.KindSchedulePause))
 	add("POST", "/v1/tenants/{tenant}/queues/{queue}/claim", routeLongWrite, s.handleQueueClaim, cmd(wire.QueueClaim{}, fsm.KindTaskQueueClaim))
+	add("POST", "/v1/tenants/{tenant}/queues/{queue}/batch", routeWrite, s.handleQueueBatch, cmd(wire.QueueBatch{}, fsm.KindTaskUpdateBatch)) // claimnext.go
 	add("PUT", "/v1/tenants/{tenant}/queues/{queue}/policy", routeWrite, s.handleQueuePolicyPut, cmd(wire.QueuePolicy{}, fsm.KindQueuePolicy))
 	add("GET", "/v1/tenants/{tenant}/queues/{queue}/policy", routeRead, s.handleQueuePolicyGet)
 	add("GET", "/v1/tenants/{tenant}/queues", routeRead, s.handleQueueList)          // queues.go

@@ -246,8 +246,11 @@ func queueClaimArgs(req *wire.QueueClaim, queue string) (*fsm.QueueClaimArgs, er
 	if err := notDead("set_status", req.SetStatus); err != nil {
 		return nil, err
 	}
+	if req.Max < 0 || req.Max > fsm.MaxClaimBatch {
+		return nil, badRequest("max must be between 1 and %d, not %d", fsm.MaxClaimBatch, req.Max)
+	}
 	return &fsm.QueueClaimArgs{Queue: queue, Owner: req.Owner, LeaseMs: req.LeaseMs, Statuses: req.Statuses,
-		SetStatus: req.SetStatus}, nil
+		SetStatus: req.SetStatus, Max: req.Max}, nil
 }
 
 func taskRenewArgs(req *wire.TaskRenew, id string) (*fsm.TaskRenewArgs, error) {

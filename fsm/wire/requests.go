@@ -176,6 +176,9 @@ type QueueClaim struct {
 	Statuses  []string `json:"statuses,omitempty"`
 	SetStatus *string  `json:"set_status,omitempty"`
 	WaitMs    int64    `json:"wait_ms,omitempty"`
+	// Max, when not 0, claims up to Max tasks in one command, answered
+	// {"tasks": [...]} (1 to fsm.MaxClaimBatch).
+	Max int64 `json:"max,omitempty"`
 }
 
 // TaskRenew is the body of POST /v1/tenants/{t}/tasks/{id}/renew.
