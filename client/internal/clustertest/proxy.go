@@ -1,0 +1,210 @@
+package clustertest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Fault is what a Proxy does with one request.
+type Fault int
+
+const (
+	// Pass forwards the request and answers what the node answered.
+	Pass Fault = iota
+	// Hangup closes the connection before forwarding: nothing reached a
+	// node.
+	Hangup
+	// Stall holds the request, unforwarded, until the client gives up.
+	Stall
+	// DropBody forwards the request, then answers the node's status and
+	// headers without the body, as a proxy on the way that gave up
+	// mid-answer: the write reached the node, the answer did not.
+	DropBody
+	// CutAfter forwards the request, then closes the connection without
+	// answering: the write reached the node, the client cannot tell.
+	CutAfter
+)
+
+// Hop is where and how a Proxy sends one request. An empty To is the
+// Proxy's default node.
+type Hop struct {
+	To    string
+	Fault Fault
+}
+
+// Request is what the client sent, as the proxy saw it.
+type Request struct {
+	Method, Path, Query, Key, Auth string
+	Header                         http.Header
+	Body                           []byte
+}
+
+// Proxy is an HTTP proxy in front of real nodes: each request is recorded
+// and sent where route says (numbered from 1), with the fault it says.
+type Proxy struct {
+	URL  string // http://host:port
+	Host string // host:port
+
+	to        string
+	route     func(n int, r *http.Request) Hop
+	rp        *httputil.ReverseProxy
+	transport *http.Transport
+
+	mu      sync.Mutex
+	reqs    []Request
+	leaders map[string]string
+}
+
+type hopKey struct{}
+
+// NewProxy starts a proxy to the node at the URL to; route, when not nil,
+// chooses each request's hop (nil: Pass to to). The test's cleanup stops
+// it.
+func NewProxy(t testing.TB, to string, route func(n int, r *http.Request) Hop) *Proxy {
+	t.Helper()
+	p := &Proxy{to: to, route: route, leaders: map[string]string{},
+		transport: http.DefaultTransport.(*http.Transport).Clone()}
+	p.rp = &httputil.ReverseProxy{
+		Transport: p.transport,
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			u, _ := url.Parse(pr.In.Context().Value(hopKey{}).(string))
+			pr.SetURL(u)
+			pr.Out.Host = pr.In.Host
+			pr.Out.Header["X-Forwarded-For"] = nil // the client's request, unchanged
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			if h := resp.Header.Get("X-Baton-Leader"); h != "" {
+				p.mu.Lock()
+				if m, ok := p.leaders[h]; ok {
+					resp.Header.Set("X-Baton-Leader", m)
+				}
+				p.mu.Unlock()
+			}
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			// The node went away mid-request: the client sees a cut
+			// connection, never an answer the proxy made up.
+			hangup(w)
+		},
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Host = ln.Addr().String()
+	p.URL = "http://" + p.Host
+	srv := &http.Server{Handler: p}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(ln) }()
+	t.Cleanup(func() {
+		srv.Close()
+		<-done
+		p.transport.CloseIdleConnections()
+	})
+	return p
+}
+
+// MapLeader makes the proxy rewrite a leader hint (X-Baton-Leader) naming
+// the node at real (host:port) to name proxied instead, as a load balancer
+// publishing its own addresses would.
+func (p *Proxy) MapLeader(real, proxied string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.leaders[real] = proxied
+}
+
+// Requests returns what the proxy received so far.
+func (p *Proxy) Requests() []Request {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]Request(nil), p.reqs...)
+}
+
+// Count is len(Requests()).
+func (p *Proxy) Count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.reqs)
+}
+
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var body []byte
+	if r.Body != nil {
+		body, _ = io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	p.mu.Lock()
+	p.reqs = append(p.reqs, Request{Method: r.Method, Path: r.URL.EscapedPath(), Query: r.URL.RawQuery,
+		Key: r.Header.Get("Idempotency-Key"), Auth: r.Header.Get("Authorization"),
+		Header: r.Header.Clone(), Body: body})
+	n := len(p.reqs)
+	p.mu.Unlock()
+	hop := Hop{}
+	if p.route != nil {
+		hop = p.route(n, r)
+	}
+	to := hop.To
+	if to == "" {
+		to = p.to
+	}
+	r = r.WithContext(context.WithValue(r.Context(), hopKey{}, to))
+	switch hop.Fault {
+	case Hangup:
+		hangup(w)
+	case Stall:
+		<-r.Context().Done()
+	case DropBody:
+		d := &discard{h: http.Header{}}
+		p.rp.ServeHTTP(d, r)
+		for k, v := range d.h {
+			if !strings.EqualFold(k, "Content-Length") {
+				w.Header()[k] = v
+			}
+		}
+		w.Header().Set("Content-Length", "0")
+		w.WriteHeader(d.status)
+	case CutAfter:
+		p.rp.ServeHTTP(&discard{h: http.Header{}}, r)
+		hangup(w)
+	default:
+		p.rp.ServeHTTP(w, r)
+	}
+}
+
+// hangup closes the client's connection without an answer.
+func hangup(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(errors.Join(errors.New("clustertest: hijack"), err))
+	}
+	conn.Close()
+}
+
+// discard takes a node's answer and keeps only its status and headers.
+type discard struct {
+	h      http.Header
+	status int
+}
+
+func (d *discard) Header() http.Header { return d.h }
+func (d *discard) WriteHeader(s int) {
+	if d.status == 0 {
+		d.status = s
+	}
+}
+func (d *discard) Write(b []byte) (int, error) {
+	if d.status == 0 {
+		d.status = http.StatusOK
+	}
+	return len(b), nil
+}
