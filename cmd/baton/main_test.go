@@ -250,6 +250,7 @@ func TestJSONOutput(t *testing.T) {
 		{[]string{"tenant", "list"}, `{"tenants":["acme","globex"]}`},
 		{[]string{"members", "remove", "n3"}, `{"index":9,"ok":true}`},
 		{[]string{"queue", "claim", "q", "--tenant", "acme", "--owner", "w", "--lease", "1s"}, `null`},
+		{[]string{"queue", "claim", "q", "--tenant", "acme", "--owner", "w", "--lease", "1s", "--max", "3"}, `[]`},
 		{[]string{"status"}, `"state_digest":"sha256:abc"`},
 		{[]string{"task", "list", "--tenant", "acme"}, `"next_page_token":"p2"`},
 	}
@@ -288,6 +289,7 @@ func TestTextOutput(t *testing.T) {
 		{[]string{"task", "list", "--tenant", "acme"}, []string{"TASK", "t1", "research", "--page-token p2"}},
 		{[]string{"task", "get", "t1", "--tenant", "acme"}, []string{"fencing token:", "57", `{"topic":"raft"}`}},
 		{[]string{"queue", "claim", "q", "--tenant", "acme", "--owner", "w", "--lease", "1s"}, []string{"no claimable task in queue q"}},
+		{[]string{"queue", "claim", "q", "--tenant", "acme", "--owner", "w", "--lease", "1s", "--max", "3"}, []string{"no claimable task in queue q"}},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -536,11 +536,14 @@ func queueClaimCommand() *command {
 	var req client.QueueClaimRequest
 	var lease, wait time.Duration
 	var statuses stringList
+	var max int
 	return &command{
 		name:     "claim",
 		summary:  "Lease the best claimable task of a queue (highest priority, then oldest)",
 		args:     "QUEUE",
-		long:     `Prints the claimed task, or "no claimable task" (JSON: null) with exit status 0.`,
+		long: `Prints the claimed task, or "no claimable task" (JSON: null) with exit status 0.
+With --max N it claims up to N tasks in one request, each with its own fencing
+token and lease, and prints each (JSON: a list, [] when none).`,
 		examples: "  baton queue claim research --tenant acme --owner worker-1 --lease 30s --wait 10s\n",
 		flags: func(fs *pflag.FlagSet) {
 			tenantFlag(fs, &tenant)
@@ -549,6 +552,7 @@ func queueClaimCommand() *command {
 			fs.DurationVar(&wait, "wait", 0, "wait up to this long for a claimable task")
 			fs.Var(&statuses, "status", "claimable status (repeatable or comma-separated; default pending)")
 			fs.StringVar(&setStatus, "set-status", "", "status to set on claim")
+			fs.IntVar(&max, "max", 0, "claim up to this many tasks in one request (1 to 64)")
 		},
 		run: func(ctx context.Context, a *app, inv *invocation) error {
 			var queue string
@@ -564,6 +568,12 @@ func queueClaimCommand() *command {
 			}
 			req.Wait, req.Statuses = wait, statuses
 			req.SetStatus = inv.optString("set-status", setStatus)
+			if max != 0 {
+				if max < 1 || max > client.MaxClaimBatch {
+					return inv.usagef("--max must be between 1 and %d", client.MaxClaimBatch)
+				}
+				return a.queueClaimBatch(ctx, tenant, queue, req, wait, max)
+			}
 			return a.queueClaim(ctx, tenant, queue, req, wait)
 		},
 	}
@@ -585,6 +595,34 @@ func (a *app) queueClaim(ctx context.Context, tenant, queue string, req client.Q
 			return
 		}
 		printTask(w, t)
+	})
+}
+
+// queueClaimBatch is queue claim --max: up to max tasks in one request.
+func (a *app) queueClaimBatch(ctx context.Context, tenant, queue string, req client.QueueClaimRequest, wait time.Duration, max int) error {
+	c, ctx, cancel, err := a.connect(ctx, wait)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	ts, err := c.ClaimQueueBatch(ctx, tenant, queue, req, max)
+	if err != nil {
+		return err
+	}
+	if ts == nil {
+		ts = []*client.Task{}
+	}
+	return a.emit(ts, func(w io.Writer) {
+		if len(ts) == 0 {
+			fmt.Fprintf(w, "no claimable task in queue %s\n", queue)
+			return
+		}
+		for i, t := range ts {
+			if i > 0 {
+				fmt.Fprintln(w)
+			}
+			printTask(w, t)
+		}
 	})
 }
 
