@@ -177,6 +177,11 @@ const MaxThreadChunkRefs = 65_536
 // unescaped in keys, see threadPrefix) need EntryVersion4, so that an
 // older member refuses the entry instead of applying it to other keys.
 func (a *CheckpointPutArgs) entryVersion() byte {
+	for _, b := range a.Blobs {
+		if len(b.Chunks) > 0 {
+			return EntryVersion6
+		}
+	}
 	if a.RunID != "" || len(a.Blobs) > 0 || len(a.BlobRefs) > 0 {
 		return EntryVersion5
 	}
@@ -216,8 +221,9 @@ const checkpointMarkerKey = "cfg/checkpoints4"
 const checkpoints5MarkerKey = "cfg/checkpoints5"
 
 // checkpoints6MarkerKey is present once a pending write of bytes (a Type)
-// is stored, which an older member would answer as a JSON value: a
-// snapshot of the state is then snapshotFormat5, which it refuses.
+// is stored, which an older member would answer as a JSON value, or a
+// blob held in chunks, whose chunks it would never release: a snapshot of
+// the state is then snapshotFormat5, which it refuses.
 const checkpoints6MarkerKey = "cfg/checkpoints6"
 
 func (f *FSM) markCheckpoints6() {
@@ -626,6 +632,7 @@ func (f *FSM) deleteThread(ctx *applyCtx, tenant, thread string) int {
 	prefix := threadPrefix(tenant, thread)
 	var keys []string
 	var records []*cpRefs
+	var blobChunks []ChunkRef
 	f.st.Scan(prefix, "", func(k string, v []byte) bool {
 		keys = append(keys, k)
 		if isCheckpointRecordKey(k[len(prefix):]) {
@@ -633,12 +640,18 @@ func (f *FSM) deleteThread(ctx *applyCtx, tenant, thread string) int {
 			if decode(v, cp) == nil {
 				records = append(records, cp)
 			}
+		} else if isBlobRecordKey(k[len(prefix):]) {
+			var b struct{ Chunks []ChunkRef }
+			if decode(v, &b) == nil {
+				blobChunks = append(blobChunks, b.Chunks...)
+			}
 		}
 		return true
 	})
 	for _, k := range keys {
 		f.st.Delete(k)
 	}
+	f.releaseCheckpointChunks(ctx, tenant, blobChunks)
 	for _, cp := range records {
 		f.releaseCheckpointChunks(ctx, tenant, cp.Chunks)
 		gone := &Checkpoint{Tenant: tenant, RunID: cp.RunID, ExpiresAt: cp.ExpiresAt, Thread: thread, NS: cp.NS, ID: cp.ID}
@@ -756,7 +769,7 @@ func (f *FSM) ListCheckpoints(tenant, thread, ns, before string, limit int, matc
 		}
 		v := CheckpointView{Checkpoint: &c, Blobs: blobViews(f.st, &c)}
 		for _, b := range v.Blobs {
-			size += len(b.Data)
+			size += len(b.Data) + int(chunksSize(b.Chunks))
 		}
 		if writes {
 			v.Pending = pendingWrites(f.st, tenant, thread, ns, id)
@@ -836,7 +849,7 @@ func (f *FSM) ListTenantCheckpoints(tenant string, q TenantCheckpointsQuery) (ou
 		}
 		v := CheckpointView{Checkpoint: &c, Blobs: blobViews(f.st, &c)}
 		for _, b := range v.Blobs {
-			size += len(b.Data)
+			size += len(b.Data) + int(chunksSize(b.Chunks))
 		}
 		if q.Writes {
 			v.Pending = pendingWrites(f.st, tenant, c.Thread, c.NS, c.ID)

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
@@ -20,12 +21,21 @@ import (
 //
 // A blob counts the checkpoints that name it (Refs) and goes with the
 // last of them; a thread delete takes all of them with the thread.
+//
+// A large value may be held in the chunk store instead (Chunks, with
+// version 6): the blob is then a reference of each of its chunks, counted
+// in the thread's chunk references (threadRefsKey, MaxThreadChunkRefs)
+// like a checkpoint's data_chunks, so chunk GC keeps them while the blob
+// lives and gets them back when it goes. Equal values share their chunks
+// (content-addressed), across versions, checkpoints and threads.
 
 // CheckpointBlob is one channel value of a put: its serialized bytes and
 // their type (LangGraph's serde: "msgpack", "json", "bytes", ...).
 type CheckpointBlob struct {
 	Channel, Version, Type string
 	Data                   []byte
+	// Chunks hold the bytes instead of Data (EntryVersion6).
+	Chunks []ChunkRef `codec:",omitempty"`
 }
 
 // BlobRef names a checkpoint's value of a channel.
@@ -33,19 +43,34 @@ type BlobRef struct {
 	Channel, Version string
 }
 
-// cpBlob is a blob as stored.
+// cpBlob is a blob as stored. One with Chunks puts checkpoints6MarkerKey.
 type cpBlob struct {
-	Type string
-	Data []byte
-	Refs uint64
+	Type   string
+	Data   []byte
+	Refs   uint64
+	Chunks []ChunkRef `codec:",omitempty"`
 }
 
-// BlobView is a blob as the API answers it, with a checkpoint.
+// BlobView is a blob as the API answers it, with a checkpoint. For a blob
+// held in chunks the server reads Data from Chunks.
 type BlobView struct {
-	Channel string `json:"channel"`
-	Version string `json:"version"`
-	Type    string `json:"type"`
-	Data    []byte `json:"b64"` // base64 in JSON
+	Channel string     `json:"channel"`
+	Version string     `json:"version"`
+	Type    string     `json:"type"`
+	Data    []byte     `json:"b64"` // base64 in JSON
+	Chunks  []ChunkRef `json:"chunks,omitempty"`
+}
+
+// MaxCheckpointChunkedBlobBytes bounds the bytes of the values held in
+// chunks that one checkpoint names, all together: a read answers them
+// whole.
+const MaxCheckpointChunkedBlobBytes = 64 << 20
+
+func chunksSize(chunks []ChunkRef) (n int64) {
+	for _, c := range chunks {
+		n += c.Size
+	}
+	return n
 }
 
 func cpBlobKey(tenant, thread, ns, channel, version string) string {
@@ -71,9 +96,19 @@ func (f *FSM) putBlobs(tenant, thread, ns string, blobs []CheckpointBlob, refs [
 		if f.st.Has(key) {
 			continue
 		}
-		f.st.Put(key, encode(&cpBlob{Type: b.Type, Data: b.Data}))
+		if len(b.Chunks) > 0 {
+			if len(b.Data) > 0 {
+				return fail(CodeInvalidArgument, fmt.Sprintf("blob %s@%s has bytes and chunks: give one", b.Channel, b.Version), nil)
+			}
+			if r := f.holdBlobChunks(tenant, thread, b.Chunks); r != nil {
+				return r
+			}
+			f.markCheckpoints6()
+		}
+		f.st.Put(key, encode(&cpBlob{Type: b.Type, Data: b.Data, Chunks: b.Chunks}))
 	}
 	var missing []string
+	var chunked int64
 	for _, r := range refs {
 		key := cpBlobKey(tenant, thread, ns, r.Channel, r.Version)
 		b, ok := getRecord[cpBlob](f.st, key)
@@ -81,8 +116,13 @@ func (f *FSM) putBlobs(tenant, thread, ns string, blobs []CheckpointBlob, refs [
 			missing = append(missing, r.Channel+"@"+r.Version)
 			continue
 		}
+		chunked += chunksSize(b.Chunks)
 		b.Refs++
 		f.st.Put(key, encode(b))
+	}
+	if chunked > MaxCheckpointChunkedBlobBytes {
+		return fail(CodeResourceExhausted, fmt.Sprintf("the values held in chunks that the checkpoint names add up to %d bytes, over the %d a checkpoint may name",
+			chunked, MaxCheckpointChunkedBlobBytes), nil)
 	}
 	if len(missing) > 0 {
 		return fail(CodeInvalidArgument, fmt.Sprintf("%d values the checkpoint names are not stored in its namespace: put them in blobs", len(missing)),
@@ -94,9 +134,34 @@ func (f *FSM) putBlobs(tenant, thread, ns string, blobs []CheckpointBlob, refs [
 	return nil
 }
 
+// holdBlobChunks makes a new blob a reference of each of its chunks,
+// counted in its thread's chunk references.
+func (f *FSM) holdBlobChunks(tenant, thread string, chunks []ChunkRef) *Result {
+	refs := threadChunkRefs(f.st, tenant, thread)
+	if refs+uint64(len(chunks)) > MaxThreadChunkRefs {
+		return fail(CodeResourceExhausted, fmt.Sprintf("thread %q holds %d chunk references; %d more would pass the %d a thread may hold (delete it, or use another thread)",
+			thread, refs, len(chunks), MaxThreadChunkRefs), nil)
+	}
+	if r := f.holdCheckpointChunks(tenant, chunks); r != nil {
+		return r
+	}
+	f.st.Put(threadRefsKey(tenant, thread), binary.BigEndian.AppendUint64(nil, refs+uint64(len(chunks))))
+	return nil
+}
+
+// releaseThreadChunkRefs drops n of a thread's chunk references.
+func (f *FSM) releaseThreadChunkRefs(tenant, thread string, n int) {
+	cur := threadChunkRefs(f.st, tenant, thread)
+	if refs := cur - min(cur, uint64(n)); refs == 0 {
+		f.st.Delete(threadRefsKey(tenant, thread))
+	} else {
+		f.st.Put(threadRefsKey(tenant, thread), binary.BigEndian.AppendUint64(nil, refs))
+	}
+}
+
 // releaseBlobs drops a deleted checkpoint's references; a blob nothing
-// names any more is deleted.
-func (f *FSM) releaseBlobs(tenant, thread, ns string, refs []BlobRef) {
+// names any more is deleted, and releases its chunks.
+func (f *FSM) releaseBlobs(ctx *applyCtx, tenant, thread, ns string, refs []BlobRef) {
 	for _, r := range refs {
 		key := cpBlobKey(tenant, thread, ns, r.Channel, r.Version)
 		b, ok := getRecord[cpBlob](f.st, key)
@@ -105,6 +170,10 @@ func (f *FSM) releaseBlobs(tenant, thread, ns string, refs []BlobRef) {
 		}
 		if b.Refs <= 1 {
 			f.st.Delete(key)
+			if len(b.Chunks) > 0 {
+				f.releaseCheckpointChunks(ctx, tenant, b.Chunks)
+				f.releaseThreadChunkRefs(tenant, thread, len(b.Chunks))
+			}
 			continue
 		}
 		b.Refs--
@@ -121,7 +190,7 @@ func blobViews(st *Store, c *Checkpoint) []BlobView {
 	out := make([]BlobView, 0, len(c.BlobRefs))
 	for _, r := range c.BlobRefs {
 		if b, ok := getRecord[cpBlob](st, cpBlobKey(c.Tenant, c.Thread, c.NS, r.Channel, r.Version)); ok {
-			out = append(out, BlobView{Channel: r.Channel, Version: r.Version, Type: b.Type, Data: b.Data})
+			out = append(out, BlobView{Channel: r.Channel, Version: r.Version, Type: b.Type, Data: b.Data, Chunks: b.Chunks})
 		}
 	}
 	return out
@@ -142,4 +211,27 @@ func uniqueChannels(refs []BlobRef) bool {
 		}
 	}
 	return true
+}
+
+// isBlobRecordKey reports whether rest, a key after its thread's prefix,
+// is a blob: b/..., or n/<ns>/b/...
+func isBlobRecordKey(rest string) bool {
+	_, sub := splitNS(rest)
+	return strings.HasPrefix(sub, "b/")
+}
+
+// CheckpointBlobChunks is the chunks of the values a checkpoint names
+// that are held in chunks (nil when none, or no such checkpoint).
+func (f *FSM) CheckpointBlobChunks(tenant, thread, ns, id string) []ChunkRef {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	c, ok := getCheckpoint(f.st, tenant, thread, ns, id)
+	if !ok {
+		return nil
+	}
+	var out []ChunkRef
+	for _, b := range blobViews(f.st, c) {
+		out = append(out, b.Chunks...)
+	}
+	return out
 }

@@ -396,6 +396,10 @@ func (g *logGen) command(index uint64, first bool) *Command {
 			a.BlobRefs = []BlobRef{{Channel: "m", Version: v}}
 			if g.cpx.IntN(2) == 0 {
 				a.Blobs = []CheckpointBlob{{Channel: "m", Version: v, Type: "json", Data: []byte(`"` + v + `"`)}}
+				if g.cpb.IntN(3) == 0 { // held in chunks (version 6)
+					i := g.cpb.IntN(3) // as genChunk, from its own rng
+					a.Blobs[0].Data, a.Blobs[0].Chunks = nil, []ChunkRef{{Digest: fmt.Sprintf("sha256:%064x", i+1), Size: int64(10 * (i + 1))}}
+				}
 			}
 		}
 		if rng.IntN(4) == 0 {

@@ -133,8 +133,16 @@ func applyThreadCopy(f *FSM, ctx *applyCtx, c *Command) *Result {
 	copied := 0
 	for _, k := range keys {
 		_, sub := splitNS(k.rest)
+		if strings.HasPrefix(sub, "b/") { // a value: the copy's holds its chunks too
+			var b struct{ Chunks []ChunkRef }
+			if decode(k.val, &b) == nil {
+				for _, ch := range b.Chunks {
+					f.referenceChunk(c.Tenant, ch.Digest)
+				}
+			}
+		}
 		if !strings.HasPrefix(sub, "c/") {
-			f.st.Put(dst+k.rest, k.val) // head, order, writes and the chunk reference count as they are
+			f.st.Put(dst+k.rest, k.val) // head, order, writes, values and the chunk reference count as they are
 			continue
 		}
 		var cp Checkpoint
@@ -275,7 +283,7 @@ func (f *FSM) deleteCheckpoint(ctx *applyCtx, tenant, thread, ns, id string) boo
 	if cp.RunID != "" {
 		f.st.Delete(cpRunKey(tenant, cp))
 	}
-	f.releaseBlobs(tenant, thread, ns, cp.BlobRefs)
+	f.releaseBlobs(ctx, tenant, thread, ns, cp.BlobRefs)
 	if cp.ExpiresAt != 0 {
 		f.st.Delete(cpExpiryKey(tenant, cp))
 	}

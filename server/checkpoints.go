@@ -108,6 +108,9 @@ func (s *Server) handleCheckpointPut(w http.ResponseWriter, r *http.Request, id 
 			return err
 		}
 	}
+	if err := s.checkBlobChunks(id, sc, args); err != nil {
+		return err
+	}
 	res, err := s.propose(r, id, sc.tenant, fsm.KindCheckpointPut, args, body)
 	if err != nil {
 		return err
@@ -130,7 +133,7 @@ func checkpointPutArgs(req *wire.CheckpointPut, cpID string, maxBytes int64) (*f
 		a.ParentID = *req.ParentID
 	}
 	var err error
-	if a.Chunks, err = checkpointChunks(req.DataChunks, maxBytes); err != nil {
+	if a.Chunks, err = checkpointChunks("data_chunks", req.DataChunks, maxBytes); err != nil {
 		return nil, err
 	}
 	if a.Data, err = compactJSON("data", req.Data); err != nil {
@@ -140,7 +143,7 @@ func checkpointPutArgs(req *wire.CheckpointPut, cpID string, maxBytes int64) (*f
 		return nil, err
 	}
 	a.RunID = runIDOf(a.Metadata)
-	if a.Blobs, a.BlobRefs, err = checkpointBlobs(req); err != nil {
+	if a.Blobs, a.BlobRefs, err = checkpointBlobs(req, maxBytes); err != nil {
 		return nil, err
 	}
 	a.Fence, err = fenceArg(req.Fence)
@@ -156,8 +159,9 @@ const (
 
 // checkpointBlobs validates blob_versions and blobs: the values a
 // checkpoint names, sorted by channel for the command, and the new ones,
-// each named by blob_versions.
-func checkpointBlobs(req *wire.CheckpointPut) ([]fsm.CheckpointBlob, []fsm.BlobRef, error) {
+// each named by blob_versions, with its bytes or the chunks that hold
+// them (data_chunks' bounds for each, maxCheckpointChunks in all).
+func checkpointBlobs(req *wire.CheckpointPut, maxBytes int64) ([]fsm.CheckpointBlob, []fsm.BlobRef, error) {
 	if len(req.BlobVersions) > maxCheckpointBlobRefs {
 		return nil, nil, badRequest("blob_versions names %d channels; at most %d", len(req.BlobVersions), maxCheckpointBlobRefs)
 	}
@@ -173,6 +177,7 @@ func checkpointBlobs(req *wire.CheckpointPut) ([]fsm.CheckpointBlob, []fsm.BlobR
 	}
 	slices.SortFunc(refs, func(a, b fsm.BlobRef) int { return strings.Compare(a.Channel, b.Channel) })
 	blobs := make([]fsm.CheckpointBlob, len(req.Blobs))
+	chunks := len(req.DataChunks)
 	for i, b := range req.Blobs {
 		at := "blobs[" + strconv.Itoa(i) + "]"
 		if v, ok := req.BlobVersions[b.Channel]; !ok || v != b.Version {
@@ -181,37 +186,104 @@ func checkpointBlobs(req *wire.CheckpointPut) ([]fsm.CheckpointBlob, []fsm.BlobR
 		if err := validText(at+".type", b.Type, 1, maxBlobTypeBytes); err != nil {
 			return nil, nil, err
 		}
+		if b.Chunks != nil {
+			if b.Data != nil {
+				return nil, nil, badRequest("%s has b64 and chunks: give the bytes, or the chunks that hold them", at)
+			}
+			cs, err := checkpointChunks(at+".chunks", b.Chunks, maxBytes)
+			if err != nil {
+				return nil, nil, err
+			}
+			if chunks += len(cs); chunks > maxCheckpointChunks {
+				return nil, nil, badRequest("a put names %d chunks or more (data_chunks and blobs' chunks); at most %d", chunks, maxCheckpointChunks)
+			}
+			blobs[i] = fsm.CheckpointBlob{Channel: b.Channel, Version: b.Version, Type: b.Type, Chunks: cs}
+			continue
+		}
 		if b.Data == nil {
-			return nil, nil, badRequest("%s.b64 is required (the value's bytes, base64)", at)
+			return nil, nil, badRequest("%s.b64 is required (the value's bytes, base64), or chunks", at)
 		}
 		blobs[i] = fsm.CheckpointBlob{Channel: b.Channel, Version: b.Version, Type: b.Type, Data: b.Data}
 	}
 	return blobs, refs, nil
 }
 
-// checkpointChunks validates data_chunks: 1 to maxCheckpointChunks chunks
-// of 1 byte to 4 MiB, maxBytes in all.
-func checkpointChunks(chunks []fsm.ChunkRef, maxBytes int64) ([]fsm.ChunkRef, error) {
+// checkpointChunks validates data_chunks (or a blob's chunks, what names
+// them): 1 to maxCheckpointChunks chunks of 1 byte to 4 MiB, maxBytes in
+// all.
+func checkpointChunks(what string, chunks []fsm.ChunkRef, maxBytes int64) ([]fsm.ChunkRef, error) {
 	if chunks == nil {
 		return nil, nil
 	}
 	if len(chunks) == 0 || len(chunks) > maxCheckpointChunks {
-		return nil, badRequest("data_chunks must hold 1 to %d chunks, not %d", maxCheckpointChunks, len(chunks))
+		return nil, badRequest("%s must hold 1 to %d chunks, not %d", what, maxCheckpointChunks, len(chunks))
 	}
 	var total int64
 	for i, c := range chunks {
-		if err := validDigest("data_chunks["+strconv.Itoa(i)+"].digest", c.Digest); err != nil {
+		if err := validDigest(what+"["+strconv.Itoa(i)+"].digest", c.Digest); err != nil {
 			return nil, err
 		}
 		if c.Size < 1 || c.Size > 4<<20 {
-			return nil, badRequest("data_chunks[%d].size must be 1 byte to 4 MiB, not %d", i, c.Size)
+			return nil, badRequest("%s[%d].size must be 1 byte to 4 MiB, not %d", what, i, c.Size)
 		}
 		total += c.Size
 	}
 	if total > maxBytes {
-		return nil, errorf(codeTooLarge, "data_chunks add up to %d bytes, over the %d byte limit of a checkpoint", total, maxBytes)
+		return nil, errorf(codeTooLarge, "%s add up to %d bytes, over the %d byte limit of a checkpoint", what, total, maxBytes)
 	}
 	return chunks, nil
+}
+
+// checkBlobChunks checks, before proposing, that the tenant holds the
+// chunks of the put's values held in chunks and that the caller may name
+// them (mayNameCheckpointChunks: a chunk of a value the parent or the
+// head holds is near).
+func (s *Server) checkBlobChunks(id *identity, sc cpScope, a *fsm.CheckpointPutArgs) error {
+	var chunks []fsm.ChunkRef
+	for _, b := range a.Blobs {
+		chunks = append(chunks, b.Chunks...)
+	}
+	if len(chunks) == 0 {
+		return nil
+	}
+	if missing, _ := s.fsm.ChunksHeld(sc.tenant, chunkDigests(chunks)); len(missing) > 0 {
+		return &apiError{Code: fsm.CodeMissingChunks, Message: strconv.Itoa(len(missing)) + " chunks of blobs are not held by this tenant",
+			Details: map[string]any{"missing": missing}}
+	}
+	return s.mayNameCheckpointChunks(id, sc, a.ParentID, chunks)
+}
+
+// readBlobChunks fills in the bytes of the values held in chunks that the
+// checkpoints name, read one chunk at a time (verified by the chunk
+// plane); the answer carries them as it carries any value's. The store
+// bounds them: fsm.MaxCheckpointChunkedBlobBytes a checkpoint, and a list
+// page's bytes.
+func (s *Server) readBlobChunks(r *http.Request, views []fsm.CheckpointView) error {
+	for i := range views {
+		for j := range views[i].Blobs {
+			b := &views[i].Blobs[j]
+			if len(b.Chunks) == 0 {
+				continue
+			}
+			data := make([]byte, 0, chunksTotal(b.Chunks))
+			for _, c := range b.Chunks {
+				body, err := s.readChunk(r.Context(), c.Digest)
+				if err != nil {
+					return err
+				}
+				data = append(data, body...)
+			}
+			b.Data = data
+		}
+	}
+	return nil
+}
+
+func chunksTotal(chunks []fsm.ChunkRef) (n int64) {
+	for _, c := range chunks {
+		n += c.Size
+	}
+	return n
 }
 
 // checkCheckpointChunks checks, before proposing, that the tenant holds
@@ -223,7 +295,7 @@ func (s *Server) checkCheckpointChunks(r *http.Request, id *identity, sc cpScope
 		return &apiError{Code: fsm.CodeMissingChunks, Message: strconv.Itoa(len(missing)) + " chunks are not held by this tenant",
 			Details: map[string]any{"missing": missing}}
 	}
-	if err := s.mayNameCheckpointChunks(id, sc, a); err != nil {
+	if err := s.mayNameCheckpointChunks(id, sc, a.ParentID, a.Chunks); err != nil {
 		return err
 	}
 	var data []byte
@@ -249,9 +321,9 @@ func (s *Server) checkCheckpointChunks(r *http.Request, id *identity, sc cpScope
 // checkpoints share most chunks), or a chunk the caller could read
 // through an artifact (mayReadChunks). Otherwise a narrow grant could
 // read any chunk of the tenant by naming its digest.
-func (s *Server) mayNameCheckpointChunks(id *identity, sc cpScope, a *fsm.CheckpointPutArgs) error {
+func (s *Server) mayNameCheckpointChunks(id *identity, sc cpScope, parentID string, chunks []fsm.ChunkRef) error {
 	var need []fsm.ChunkRef
-	for _, c := range a.Chunks {
+	for _, c := range chunks {
 		if s.fsm.ChunkReferenced(sc.tenant, c.Digest) {
 			need = append(need, c)
 		}
@@ -261,8 +333,11 @@ func (s *Server) mayNameCheckpointChunks(id *identity, sc cpScope, a *fsm.Checkp
 	}
 	if id.allow(sc.tenant, resCheckpoints, sc.thread, actRead) == nil {
 		near := map[string]bool{}
-		for _, cp := range []string{a.ParentID, s.fsm.ThreadHead(sc.tenant, sc.thread, sc.ns)} {
+		for _, cp := range []string{parentID, s.fsm.ThreadHead(sc.tenant, sc.thread, sc.ns)} {
 			for _, c := range s.fsm.CheckpointChunks(sc.tenant, sc.thread, sc.ns, cp) {
+				near[c.Digest] = true
+			}
+			for _, c := range s.fsm.CheckpointBlobChunks(sc.tenant, sc.thread, sc.ns, cp) {
 				near[c.Digest] = true
 			}
 		}
@@ -300,6 +375,9 @@ func (s *Server) handleCheckpointGet(w http.ResponseWriter, r *http.Request, id 
 	v, index, ok := s.fsm.GetCheckpoint(sc.tenant, sc.thread, sc.ns, cpID)
 	if !ok {
 		return errorf(fsm.CodeNotFound, "checkpoint %q not found in thread %q%s", cpID, sc.thread, nsText(sc.ns))
+	}
+	if err := s.readBlobChunks(r, []fsm.CheckpointView{*v}); err != nil {
+		return err
 	}
 	if len(v.Chunks) > 0 { // JSON, whatever Accept says (docs/api.md)
 		return s.writeCheckpointStreamed(w, r, v, index)
@@ -389,6 +467,9 @@ func (s *Server) handleCheckpointList(w http.ResponseWriter, r *http.Request, id
 		return err
 	}
 	list, next, index, ok := s.fsm.ListCheckpoints(sc.tenant, sc.thread, sc.ns, before, limit, match, writes)
+	if err := s.readBlobChunks(r, list); err != nil {
+		return err
+	}
 	switch {
 	case !ok && token:
 		return errorf(fsm.CodeNotFound, "checkpoint %q, where the page token continues, is no longer in thread %q%s: list again", before, sc.thread, nsText(sc.ns))

@@ -79,6 +79,9 @@ func (s *Server) handleTenantCheckpoints(w http.ResponseWriter, r *http.Request,
 		q.Visible = func(thread string) bool { return grantsAllow(id.grants, resCheckpoints, thread, actRead) }
 	}
 	list, next, index := s.fsm.ListTenantCheckpoints(tenant, q)
+	if err := s.readBlobChunks(r, list); err != nil {
+		return err
+	}
 	nextToken := ""
 	if next != "" {
 		nextToken = base64.RawURLEncoding.EncodeToString([]byte(next))

@@ -366,12 +366,14 @@ type CheckpointPut struct {
 }
 
 // CheckpointBlob is one channel value of a checkpoint put: bytes of a
-// serializer's type (LangGraph's serde), base64 in JSON.
+// serializer's type (LangGraph's serde), base64 in JSON, or the chunks
+// that hold them (Chunks, uploaded first) for a large value.
 type CheckpointBlob struct {
-	Channel string `json:"channel"`
-	Version string `json:"version"`
-	Type    string `json:"type"`
-	Data    []byte `json:"b64"`
+	Channel string     `json:"channel"`
+	Version string     `json:"version"`
+	Type    string     `json:"type"`
+	Data    []byte     `json:"b64,omitempty"`
+	Chunks  []ChunkRef `json:"chunks,omitempty"`
 }
 
 // CheckpointWrites is the body of PUT

@@ -134,3 +134,47 @@ def test_async_saver_msgpack(cluster: Cluster) -> None:
             assert [c.accept for c in calls if "checkpoints" in c.path] == [_mp.MEDIA] * 3
 
     asyncio.run(run())
+
+
+def test_large_value_stored_once_in_chunks(cluster: Cluster, client: baton.Client) -> None:
+    """A value over BLOB_CHUNKED_MIN goes as chunks uploaded once: a second version of the same bytes
+    (another checkpoint) uploads nothing and names the same chunks, which the server holds; the saver
+    reads it back whole, also after the leader is killed."""
+    saver = BatonSaver(client)
+    uploaded: list[int] = []
+    put_chunk = client.put_chunk
+
+    def counting(body: bytes, **kw: Any) -> Any:
+        uploaded.append(len(body))
+        return put_chunk(body, **kw)
+
+    client.put_chunk = counting  # type: ignore[method-assign]
+    big = {"doc": bytes(range(256)) * 2048 + b"tail"}  # 512 KiB, and not text
+    thread = uid("big")
+    cfg: Any = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+    ids = []
+    for n in range(2):
+        cp = empty_checkpoint()
+        cp["channel_values"] = {"big": big, "n": n}
+        cp["channel_versions"] = {"big": str(n + 1), "n": str(n + 1)}  # a new version of equal bytes
+        cfg = saver.put(cfg, cp, {"step": n}, dict(cp["channel_versions"]))
+        ids.append(cp["id"])
+        if n == 0:
+            first = sum(uploaded)
+            assert first >= len(big["doc"]), uploaded
+    assert sum(uploaded) == first, "the second version of equal bytes uploaded chunks again"
+    chunk_lists = []
+    for cid in ids:
+        raw = client.request("GET", f"/v1/tenants/{client.tenant}/threads/{thread}/checkpoints/{cid}")
+        (blob,) = [b for b in raw["blobs"] if b["channel"] == "big"]
+        chunk_lists.append([c["digest"] for c in blob["chunks"]])
+    assert chunk_lists[0] == chunk_lists[1] and len(chunk_lists[0]) >= 1
+    assert client.missing_chunks(chunk_lists[0]) == []
+    i = cluster.leader()
+    cluster.kill(i)
+    try:
+        tup = saver.get_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": ""}})
+        assert tup is not None and tup.checkpoint["channel_values"] == {"big": big, "n": 1}
+    finally:
+        cluster.start(i)
+        cluster.wait_ready()

@@ -3,7 +3,7 @@
 See docs/python.md in the Baton repository.
 """
 
-from ._async_client import CHECKPOINT_INLINE_MAX, MISSING, AsyncClient, AsyncWatch
+from ._async_client import BLOB_CHUNKED_MIN, CHECKPOINT_INLINE_MAX, MISSING, AsyncClient, AsyncWatch
 from ._async_helpers import AsyncElection, AsyncMutex, AsyncTaskContext, AsyncWorker
 from ._async_helpers import exactly_once as async_exactly_once
 from ._async_helpers import once as async_once
@@ -100,6 +100,7 @@ __all__ = [
     "BatonError",
     "CancelRequested",
     "Checkpoint",
+    "BLOB_CHUNKED_MIN",
     "CHECKPOINT_INLINE_MAX",
     "ChunkRef",
     "Client",

@@ -108,6 +108,10 @@ MISSING: Any = _Missing()
 """The default of arguments whose None means JSON null (``result=None`` sets the result to null)."""
 
 CHECKPOINT_INLINE_MAX = 512 << 10
+# A checkpoint value (Blob) of more bytes than this is uploaded as content-addressed chunks and named by
+# them: stored once in the chunk store, its chunks shared by every version and thread that holds equal
+# bytes (docs/api.md, "Channel values by version").
+BLOB_CHUNKED_MIN = 256 << 10
 """Checkpoint data larger than this (as compact JSON) goes through chunks (``data_chunks``)."""
 
 _UPLOAD_BATCH_CHUNKS = 4
@@ -1266,19 +1270,29 @@ class Client:
         with ``current_head`` otherwise) unless ``fork``. Data over 512 KiB (as JSON) is uploaded as
         chunks and named by ``data_chunks``; the answer carries the data either way. ``blob_versions``
         names the channel values the checkpoint holds (channel to version) and ``blobs`` brings those
-        new to the namespace; each value is stored once per version."""
+        new to the namespace; each value is stored once per version, one over ``BLOB_CHUNKED_MIN`` bytes
+        as chunks uploaded first."""
         t = self._tenant(tenant)
+        extra = 0.0
+        wire_blobs: list[dict[str, Any]] = []
+        for b in blobs:
+            if len(b.data) <= BLOB_CHUNKED_MIN:
+                wire_blobs.append(b.to_json(_mp.on()))
+                continue
+            refs, _, size = self._upload_chunks(t, b.data, UploadStats())
+            wire_blobs.append({"channel": b.channel, "version": b.version, "type": b.type,
+                               "chunks": [c.to_json() for c in refs]})
+            extra += size / (64 << 20)
         body = compact({"parent_id": parent_id, "metadata": metadata, "fork": fork or None,
                         "fence": fence_json(fence), "blob_versions": dict(blob_versions) if blob_versions else None,
-                        "blobs": [b.to_json(_mp.on()) for b in blobs] or None})
+                        "blobs": wire_blobs or None})
         text = dumps(data)
-        extra = 0.0
         if len(text) <= CHECKPOINT_INLINE_MAX:
             body["data"] = data
         else:
             refs, _, size = self._upload_chunks(t, text, UploadStats())
             body["data_chunks"] = [c.to_json() for c in refs]
-            extra = size / (64 << 20)
+            extra += size / (64 << 20)
         cp = self._call_cp("PUT", self._cp(t, thread, "checkpoints", checkpoint_id, ns=ns),
                                  Checkpoint.from_json, body, idempotency_key=idempotency_key, extra_timeout=extra)
         if "data_chunks" in body:

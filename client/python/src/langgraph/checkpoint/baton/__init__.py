@@ -50,9 +50,10 @@ __all__ = ["AsyncBatonSaver", "BatonSaver", "ThreadConflict"]
 # forgot forks instead of extending guarded (see the module's doc).
 HEADS_REMEMBERED = 10_000
 
-# The most bytes of new channel values a put sends as blobs, within the server's 1 MiB request: in
-# msgpack the bytes go as they are, in JSON base64 takes a third more. Larger ones travel in the
-# checkpoint's data, which may go through chunks.
+# The most bytes of new channel values a put sends in its request as blobs, within the server's 1 MiB
+# request: in msgpack the bytes go as they are, in JSON base64 takes a third more. A value over
+# baton.BLOB_CHUNKED_MIN is not counted: the SDK uploads it as chunks, stored once. When the others add
+# up to more, they all travel in the checkpoint's data, which may go through chunks.
 BLOBS_INLINE_MAX = 640 << 10
 BLOBS_INLINE_MAX_MSGPACK = 960 << 10
 
@@ -158,7 +159,8 @@ class _Codec:
             if every_value or ch in new_versions:
                 kind, raw = self.serde.dumps_typed(value)
                 blobs.append(baton.Blob(channel=ch, version=blob_versions[ch], type=kind, data=raw))
-                size += len(raw)
+                if len(raw) <= baton.BLOB_CHUNKED_MIN:
+                    size += len(raw)
         else:
             if size <= limit:
                 return {"checkpoint_in": CHECKPOINT_CHANNEL}, blob_versions, blobs
