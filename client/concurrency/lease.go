@@ -44,6 +44,13 @@ type Lease struct {
 	err       error     // why the lease ended; nil while held
 	releasing int       // releases in flight: a renewal refused meanwhile is not a loss
 	cancelReq bool      // a renewal showed cancel_requested
+
+	// With WorkerConfig.Prefetch (pool.go): the pool whose batches carry
+	// this lease's releases, whether one is queued (under pool.mu), and
+	// the renewal started when the pool claimed the task.
+	pool      *pool
+	finishing bool
+	renewing  func()
 }
 
 func newLease(w *Worker, t *client.Task, sent time.Time) *Lease {
@@ -264,7 +271,13 @@ func (l *Lease) Update(ctx context.Context, req client.UpdateTaskRequest) (*clie
 	}
 	token := l.task.FencingToken
 	req.FencingToken = &token
-	t, err := l.w.c.UpdateTask(ctx, l.w.cfg.Tenant, l.task.TaskID, req)
+	var t *client.Task
+	var err error
+	if release && l.pool != nil {
+		t, err = l.pool.finish(ctx, l, req) // with other releases and the next claims
+	} else {
+		t, err = l.w.c.UpdateTask(ctx, l.w.cfg.Tenant, l.task.TaskID, req)
+	}
 	l.observe(err, true)
 	if release {
 		l.endRelease(err)
@@ -363,7 +376,10 @@ func (l *Lease) run(ctx context.Context, fn WorkFunc) error {
 		cancel(l.cancelCause())
 	}
 	l.mu.Unlock()
-	stop := l.startRenewer()
+	stop := l.renewing // started when a prefetching pool claimed the task
+	if stop == nil {
+		stop = l.startRenewer()
+	}
 	defer cancel(nil)
 	defer stop() // also when fn panics
 	err := fn(fctx, l)

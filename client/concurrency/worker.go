@@ -51,6 +51,15 @@ type WorkerConfig struct {
 	// OnError, when set, receives every error of a claimed task in Run: fn's
 	// error, a lost lease, a failed release. Run itself goes on.
 	OnError func(t *client.Task, err error)
+	// Prefetch makes RunPool claim up to its free slots in one request
+	// (client.ClaimQueueBatch) and send the releases of its leases
+	// (Complete, Release, Update with Release) from several slots in one
+	// request with the claim of the tasks that take their slots
+	// (client.QueueBatch): fewer round trips per task, each task still
+	// with its own fencing token and lease. A task claimed for a slot
+	// whose function has not returned yet is renewed while it waits; when
+	// RunPool stops, the tasks claimed but not started are released.
+	Prefetch bool
 }
 
 // withDefaults fills zero fields.
@@ -191,6 +200,21 @@ func (w *Worker) claim(ctx context.Context) (*Lease, error) { return w.claimWait
 
 // claimWait is claim with its own wait (a negative one asks once).
 func (w *Worker) claimWait(ctx context.Context, wait time.Duration) (*Lease, error) {
+	sent := time.Now()
+	t, err := w.c.ClaimQueue(ownKeys(ctx), w.cfg.Tenant, w.cfg.Queue, w.claimRequest(wait))
+	if err != nil || t == nil {
+		return nil, err
+	}
+	l := newLease(w, t, sent)
+	if err := w.confirm(ownKeys(ctx), l, sent); err != nil {
+		return l, err
+	}
+	return l, nil
+}
+
+// claimRequest is the queue claim of the configuration, waiting up to
+// wait (none when not positive).
+func (w *Worker) claimRequest(wait time.Duration) client.QueueClaimRequest {
 	req := client.QueueClaimRequest{Owner: w.cfg.Owner, Lease: w.cfg.Lease, Statuses: w.cfg.Statuses}
 	if w.cfg.SetStatus != "" {
 		req.SetStatus = &w.cfg.SetStatus
@@ -198,27 +222,7 @@ func (w *Worker) claimWait(ctx context.Context, wait time.Duration) (*Lease, err
 	if wait > 0 {
 		req.Wait = wait
 	}
-	sent := time.Now()
-	t, err := w.c.ClaimQueue(ownKeys(ctx), w.cfg.Tenant, w.cfg.Queue, req)
-	if err != nil || t == nil {
-		return nil, err
-	}
-	l := newLease(w, t, sent)
-	if time.Since(sent) <= w.cfg.RenewEvery {
-		return l, nil
-	}
-	rctx, cancel := context.WithTimeout(ownKeys(ctx), w.cfg.Lease-w.cfg.SafetyMargin)
-	err = l.renew(rctx)
-	cancel()
-	if err != nil {
-		if !errors.Is(l.Err(), client.ErrFenced) && !errors.Is(l.Err(), client.ErrNotFound) {
-			// Past the local deadline, maybe not the server's: give the
-			// task back (a stale token is refused, so this is harmless).
-			_ = l.sendRelease(w.cfg.ReleaseTimeout)
-		}
-		return l, fmt.Errorf("confirm the lease of task %q after a slow claim: %w", t.TaskID, err)
-	}
-	return l, nil
+	return req
 }
 
 // ownKeys hides an Idempotency-Key attached to ctx with WithIdempotencyKey:
@@ -266,6 +270,9 @@ func IsNonRetryable(err error) bool {
 // stopped one of them (the others are then stopped too).
 func (w *Worker) RunPool(ctx context.Context, n int, fn WorkFunc) error {
 	n = max(n, 1)
+	if w.cfg.Prefetch {
+		return w.runPrefetch(ctx, n, fn)
+	}
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup

@@ -1,0 +1,178 @@
+package concurrency_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/client/concurrency"
+)
+
+// prefetchClient is a client of the package's real batond.
+func prefetchClient(t *testing.T) *client.Client {
+	t.Helper()
+	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	t.Cleanup(hc.CloseIdleConnections)
+	c, err := client.New(client.Config{Endpoints: strings.Split(os.Getenv("BATON_ENDPOINTS"), ","),
+		Token: os.Getenv("BATON_TOKEN"), HTTPClient: hc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func prefetchTasks(t *testing.T, ctx context.Context, c *client.Client, queue string, n int) {
+	t.Helper()
+	for i := range n {
+		if _, err := c.CreateTask(ctx, "acme", client.CreateTaskRequest{TaskID: fmt.Sprintf("%s-%d", queue, i), Queue: queue}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// eventually polls cond every 10ms until it holds or d passes.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestWorkerPrefetch: against a real batond, a prefetching RunPool runs
+// every task once, at most n at a time, each under its own fencing token,
+// and completes them all (done, released).
+func TestWorkerPrefetch(t *testing.T) {
+	c := prefetchClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const tasks, n = 40, 6
+	queue := fmt.Sprintf("prefetch%d", time.Now().UnixNano()) // -count=N shares the node
+	prefetchTasks(t, ctx, c, queue, tasks)
+	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: queue, Owner: "pw",
+		Lease: 10 * time.Second, Wait: 200 * time.Millisecond, SetStatus: "running", Prefetch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen, tokens := map[string]int{}, map[uint64]bool{}
+	running, peak, done := 0, 0, 0
+	var errs []error
+	pctx, stop := context.WithCancel(ctx)
+	pool := make(chan error, 1)
+	go func() {
+		pool <- w.RunPool(pctx, n, func(ctx context.Context, l *concurrency.Lease) error {
+			mu.Lock()
+			running++
+			peak = max(peak, running)
+			seen[l.Task().TaskID]++
+			tokens[l.Token()] = true
+			mu.Unlock()
+			time.Sleep(time.Millisecond)
+			_, err := l.Complete(ctx, "done", []byte(`{"ok":true}`))
+			mu.Lock()
+			running--
+			if err != nil {
+				errs = append(errs, err)
+			} else {
+				done++
+			}
+			mu.Unlock()
+			return err
+		})
+	}()
+	eventually(t, 40*time.Second, "every task done", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return done+len(errs) >= tasks
+	})
+	stop()
+	if err := <-pool; !errors.Is(err, context.Canceled) {
+		t.Fatalf("RunPool: %v", err)
+	}
+	if len(errs) > 0 || len(seen) != tasks || len(tokens) != tasks || peak > n {
+		t.Fatalf("errors %v; %d tasks seen, %d tokens, peak %d (at most %d)", errs, len(seen), len(tokens), peak, n)
+	}
+	for id, k := range seen {
+		if k != 1 {
+			t.Errorf("task %s ran %d times", id, k)
+		}
+	}
+	for i := range tasks {
+		got, err := c.GetTask(ctx, "acme", fmt.Sprintf("%s-%d", queue, i))
+		if err != nil || got.Status != "done" || got.Owner != "" {
+			t.Fatalf("task %d: %+v %v", i, got, err)
+		}
+	}
+}
+
+// TestWorkerPrefetchStop: tasks a prefetching pool claimed for slots whose
+// functions had not returned when it was stopped are released, not left
+// leased until their lease runs out; the tasks it completed are done.
+func TestWorkerPrefetchStop(t *testing.T) {
+	c := prefetchClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const tasks, n = 12, 3
+	queue := fmt.Sprintf("prefetchstop%d", time.Now().UnixNano())
+	prefetchTasks(t, ctx, c, queue, tasks)
+	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: queue, Owner: "ps",
+		Lease: time.Minute, Wait: 100 * time.Millisecond, Prefetch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	completed := 0
+	pctx, stop := context.WithCancel(ctx)
+	pool := make(chan error, 1)
+	go func() {
+		pool <- w.RunPool(pctx, n, func(ctx context.Context, l *concurrency.Lease) error {
+			_, err := l.Complete(ctx, "done", nil) // its batch claims the task for this slot
+			mu.Lock()
+			completed++
+			mu.Unlock()
+			<-ctx.Done() // and the slot stays busy: that task waits, held
+			return err
+		})
+	}()
+	eventually(t, 30*time.Second, "n tasks completed", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return completed == n
+	})
+	// Held, not started: leased to ps.
+	eventually(t, 30*time.Second, "tasks held for the busy slots", func() bool {
+		page, err := c.ListTasks(ctx, "acme", client.ListTasksOptions{Queue: queue, Owner: "ps"})
+		return err == nil && len(page.Tasks) > 0
+	})
+	stop()
+	if err := <-pool; !errors.Is(err, context.Canceled) {
+		t.Fatalf("RunPool: %v", err)
+	}
+	page, err := c.ListTasks(ctx, "acme", client.ListTasksOptions{Queue: queue, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doneN := 0
+	for _, task := range page.Tasks {
+		if task.Owner != "" {
+			t.Errorf("task %s still leased to %q after the pool stopped", task.TaskID, task.Owner)
+		}
+		if task.Status == "done" {
+			doneN++
+		}
+	}
+	if doneN != n || len(page.Tasks) != tasks {
+		t.Fatalf("%d of %d tasks done, want %d", doneN, len(page.Tasks), n)
+	}
+}
