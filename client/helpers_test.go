@@ -15,15 +15,27 @@ import (
 	"time"
 
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/client/internal/clustertest"
 	"go.uber.org/goleak"
 )
 
-// newClient builds a client with a short per-attempt timeout and retry budget.
+// newClient builds a client with the package's admin token, a short
+// per-attempt timeout and retry budget, and no session: every write
+// carries a random Idempotency-Key (session_test.go covers sessions).
 func newClient(t *testing.T, endpoints ...string) *client.Client {
 	t.Helper()
-	return newClientCfg(t, client.Config{Endpoints: endpoints, Token: "tok",
+	return newClientCfg(t, client.Config{Endpoints: endpoints, Token: env.Token, NoSession: true,
 		Timeout: 2 * time.Second, MaxRetry: 5 * time.Second})
 }
+
+// proxy is a recording proxy in front of the package's node; route, when
+// not nil, chooses each request's hop (clustertest.NewProxy).
+func proxy(t *testing.T, route func(n int, r *http.Request) clustertest.Hop) *clustertest.Proxy {
+	return clustertest.NewProxy(t, env.URL(), route)
+}
+
+// leaderless is the hop to the node without a leader: a real 503.
+func leaderless() clustertest.Hop { return clustertest.Hop{To: env.Leaderless} }
 
 func newClientCfg(t *testing.T, cfg client.Config) *client.Client {
 	t.Helper()

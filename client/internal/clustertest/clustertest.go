@@ -81,12 +81,12 @@ func (e *Env) stop() {
 	os.RemoveAll(e.Dir)
 }
 
-func start(opts Options) (env *Env, err error) {
+func start(opts Options) (_ *Env, err error) {
 	dir, err := os.MkdirTemp("", cmp.Or(opts.Prefix, "baton-clustertest-"))
 	if err != nil {
 		return nil, err
 	}
-	env = &Env{Dir: dir, Token: cluster.NewToken()}
+	env := &Env{Dir: dir, Token: cluster.NewToken()}
 	defer func() {
 		if err != nil {
 			env.stop()
@@ -203,4 +203,35 @@ func CtxTimeout(t testing.TB, d time.Duration) context.Context {
 // connections leaves no goroutine of it behind.
 func newHTTPClient() *http.Client {
 	return &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+}
+
+// StartCluster starts a cluster of the given size of its own for one test
+// (tenant "acme" created, the Env's admin token); the test's cleanup
+// stops it.
+func StartCluster(t testing.TB, e *Env, nodes int) *cluster.Cluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := cluster.New(cluster.Config{Binary: e.Binary, BaseDir: t.TempDir(), Nodes: nodes,
+		Fast: true, AdminToken: e.Token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.Start(ctx); err != nil {
+		t.Fatalf("%v\n%s", err, c.LogTail(0, 40))
+	}
+	if _, err := c.WaitLeader(ctx); err != nil {
+		t.Fatal(err)
+	}
+	hc := newHTTPClient()
+	defer hc.CloseIdleConnections()
+	admin, err := client.New(client.Config{Endpoints: c.Endpoints(), Token: e.Token, HTTPClient: hc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.PutTenant(ctx, Tenant); err != nil {
+		t.Fatalf("create tenant: %v", err)
+	}
+	return c
 }

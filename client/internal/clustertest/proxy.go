@@ -46,6 +46,8 @@ type Request struct {
 	Method, Path, Query, Key, Auth string
 	Header                         http.Header
 	Body                           []byte
+	// Status is the answer's status; 0 when the client got none.
+	Status int
 }
 
 // Proxy is an HTTP proxy in front of real nodes: each request is recorded
@@ -158,6 +160,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		to = p.to
 	}
 	r = r.WithContext(context.WithValue(r.Context(), hopKey{}, to))
+	sw := &statusWriter{ResponseWriter: w}
+	defer func() {
+		p.mu.Lock()
+		p.reqs[n-1].Status = sw.status
+		p.mu.Unlock()
+	}()
+	w = sw
 	switch hop.Fault {
 	case Hangup:
 		hangup(w)
@@ -207,4 +216,32 @@ func (d *discard) Write(b []byte) (int, error) {
 		d.status = http.StatusOK
 	}
 	return len(b), nil
+}
+
+// statusWriter notes the status answered.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+func (s *statusWriter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }
