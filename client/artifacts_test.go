@@ -15,8 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-dev/baton/chaos/artifactfake"
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/client/internal/clustertest"
+	"github.com/google/uuid"
 )
 
 // textContent is n bytes of deterministic, text-like data: lower-case
@@ -94,19 +95,45 @@ type iotestErrReader struct{ err error }
 
 func (r iotestErrReader) Read([]byte) (int, error) { return 0, r.err }
 
+// chunkPuts counts the chunk uploads among the requests a proxy saw.
+func chunkPuts(p *clustertest.Proxy) int {
+	n := 0
+	for _, r := range p.Requests() {
+		if r.Method == http.MethodPut && strings.Contains(r.Path, "/chunks/") {
+			n++
+		}
+	}
+	return n
+}
+
+// uniqueName is an artifact or queue name no other run of a test used:
+// the package's node outlives a test, and -count runs it again.
+func uniqueName(prefix string) string { return prefix + "-" + uuid.NewString()[:13] }
+
+// newTask creates a task on the package's node, for an artifact to name.
+func newTask(t *testing.T) string {
+	t.Helper()
+	task, err := nodeClient(t).CreateTask(bg, "acme", client.CreateTaskRequest{Queue: uniqueName("artifacts")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return task.TaskID
+}
+
 func TestUploadDownloadRoundTrip(t *testing.T) {
-	f := artifactfake.New()
+	f := proxy(t, nil)
 	// A roomy attempt timeout: it is also how long a download may go
 	// without data, and a loaded machine under -race can pause that long.
-	c := newClientCfg(t, client.Config{Endpoints: []string{serve(t, f.ServeHTTP).URL}, Token: "tok",
+	c := newClientCfg(t, client.Config{Endpoints: []string{f.URL}, Token: env.Token,
 		Timeout: 30 * time.Second, MaxRetry: 30 * time.Second})
+	name, taskID := uniqueName("report"), newTask(t)
 	data := textContent(3, 12<<20+12345)
 	var stats client.UploadStats
 	var last, calls atomic.Int64
 	var monotonic atomic.Bool
 	monotonic.Store(true)
-	m, err := c.UploadArtifact(bg, "acme", "report", bytes.NewReader(data), client.UploadOptions{
-		MediaType: "text/plain", Sources: []string{"https://example.com/a"}, TaskID: "t1", Stats: &stats,
+	m, err := c.UploadArtifact(bg, "acme", name, bytes.NewReader(data), client.UploadOptions{
+		MediaType: "text/plain", Sources: []string{"https://example.com/a"}, TaskID: taskID, Stats: &stats,
 		Progress: func(done, total int64) {
 			calls.Add(1)
 			if done < last.Load() || total != int64(len(data)) {
@@ -118,7 +145,7 @@ func TestUploadDownloadRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Version != 1 || m.Size != int64(len(data)) || m.Digest != client.Digest(data) || m.MediaType != "text/plain" || m.TaskID != "t1" {
+	if m.Version != 1 || m.Size != int64(len(data)) || m.Digest != client.Digest(data) || m.MediaType != "text/plain" || m.TaskID != taskID {
 		t.Errorf("got manifest %+v", m)
 	}
 	if stats.Chunks != len(m.Chunks) || stats.ChunksUploaded != len(m.Chunks) || stats.BytesSent != int64(len(data)) || stats.Size != int64(len(data)) {
@@ -133,33 +160,33 @@ func TestUploadDownloadRoundTrip(t *testing.T) {
 	}
 
 	var out bytes.Buffer
-	n, err := c.DownloadArtifact(bg, "acme", "report", 1, &out)
+	n, err := c.DownloadArtifact(bg, "acme", name, 1, &out)
 	if err != nil || n != int64(len(data)) || !bytes.Equal(out.Bytes(), data) {
 		t.Fatalf("download: got %d bytes, equal %v, err %v", n, bytes.Equal(out.Bytes(), data), err)
 	}
 	out.Reset()
-	if _, err := c.DownloadArtifact(bg, "acme", "report", 0, &out); err != nil || !bytes.Equal(out.Bytes(), data) {
+	if _, err := c.DownloadArtifact(bg, "acme", name, 0, &out); err != nil || !bytes.Equal(out.Bytes(), data) {
 		t.Fatalf("download of the latest: equal %v, err %v", bytes.Equal(out.Bytes(), data), err)
 	}
 
 	// Unchanged content: nothing is sent, the same version comes back.
-	puts := len(f.Puts())
+	puts := chunkPuts(f)
 	var again client.UploadStats
-	m2, err := c.UploadArtifact(bg, "acme", "report", bytes.NewReader(data), client.UploadOptions{
-		MediaType: "text/plain", Sources: []string{"https://example.com/a"}, TaskID: "t1", Stats: &again})
+	m2, err := c.UploadArtifact(bg, "acme", name, bytes.NewReader(data), client.UploadOptions{
+		MediaType: "text/plain", Sources: []string{"https://example.com/a"}, TaskID: taskID, Stats: &again})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m2.ArtifactID != m.ArtifactID || m2.Version != 1 || len(f.Puts()) != puts || again.BytesSent != 0 || again.ChunksUploaded != 0 {
+	if m2.ArtifactID != m.ArtifactID || m2.Version != 1 || chunkPuts(f) != puts || again.BytesSent != 0 || again.ChunksUploaded != 0 {
 		t.Errorf("re-upload: got version %d id %s, %d new PUTs, stats %+v; want version 1, same id, nothing sent",
-			m2.Version, m2.ArtifactID, len(f.Puts())-puts, again)
+			m2.Version, m2.ArtifactID, chunkPuts(f)-puts, again)
 	}
 
 	// 1 MiB changed in the middle: a few chunks.
 	edited := append([]byte(nil), data...)
 	copy(edited[len(edited)/2:], textContent(99, 1<<20))
 	var edit client.UploadStats
-	m3, err := c.UploadArtifact(bg, "acme", "report", bytes.NewReader(edited), client.UploadOptions{Stats: &edit})
+	m3, err := c.UploadArtifact(bg, "acme", name, bytes.NewReader(edited), client.UploadOptions{Stats: &edit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,15 +195,15 @@ func TestUploadDownloadRoundTrip(t *testing.T) {
 	}
 	t.Logf("edit of 1 MiB: sent %d of %d chunks, %d bytes", edit.ChunksUploaded, edit.Chunks, edit.BytesSent)
 	out.Reset()
-	if _, err := c.DownloadArtifact(bg, "acme", "report", 2, &out); err != nil || !bytes.Equal(out.Bytes(), edited) {
+	if _, err := c.DownloadArtifact(bg, "acme", name, 2, &out); err != nil || !bytes.Equal(out.Bytes(), edited) {
 		t.Fatalf("download of version 2: equal %v, err %v", bytes.Equal(out.Bytes(), edited), err)
 	}
 }
 
 func TestUploadEmpty(t *testing.T) {
-	f := artifactfake.New()
-	c := newClient(t, serve(t, f.ServeHTTP).URL)
-	m, err := c.UploadArtifact(bg, "acme", "empty", strings.NewReader(""), client.UploadOptions{})
+	c := newClient(t, env.URL())
+	name := uniqueName("empty")
+	m, err := c.UploadArtifact(bg, "acme", name, strings.NewReader(""), client.UploadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +211,7 @@ func TestUploadEmpty(t *testing.T) {
 		t.Errorf("got %+v, want an empty manifest", m)
 	}
 	var out bytes.Buffer
-	if n, err := c.DownloadArtifact(bg, "acme", "empty", 1, &out); err != nil || n != 0 {
+	if n, err := c.DownloadArtifact(bg, "acme", name, 1, &out); err != nil || n != 0 {
 		t.Errorf("download: got %d bytes, err %v", n, err)
 	}
 }
@@ -193,17 +220,32 @@ func TestUploadEmpty(t *testing.T) {
 // stops reading after a bounded number of chunks, and never sends more
 // than Parallel at once.
 func TestUploadBoundedMemory(t *testing.T) {
-	f := artifactfake.New()
-	f.PutGate = make(chan struct{})
+	// The proxy holds every chunk upload at the gate, and counts those
+	// it holds, before it lets them on to the node.
+	gate := make(chan struct{})
+	var inFlight, maxInFlight atomic.Int64
+	f := proxy(t, func(_ int, r *http.Request) clustertest.Hop {
+		if r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/chunks/") {
+			n := inFlight.Add(1)
+			for m := maxInFlight.Load(); n > m && !maxInFlight.CompareAndSwap(m, n); m = maxInFlight.Load() {
+			}
+			select {
+			case <-gate:
+			case <-r.Context().Done():
+			}
+			inFlight.Add(-1)
+		}
+		return clustertest.Hop{}
+	})
 	// Roomy limits: what this test measures is memory, and a loaded
 	// machine under -race can take longer than newClient's 5 s of retries.
-	c := newClientCfg(t, client.Config{Endpoints: []string{serve(t, f.ServeHTTP).URL}, Token: "tok",
+	c := newClientCfg(t, client.Config{Endpoints: []string{f.URL}, Token: env.Token,
 		Timeout: 30 * time.Second, MaxRetry: time.Minute})
 	const parallel = 3
 	src := &countingReader{r: bytes.NewReader(textContent(4, 48<<20))}
 	done := make(chan error, 1)
 	go func() {
-		_, err := c.UploadArtifact(bg, "acme", "big", src, client.UploadOptions{Parallel: parallel})
+		_, err := c.UploadArtifact(bg, "acme", uniqueName("big"), src, client.UploadOptions{Parallel: parallel})
 		done <- err
 	}()
 	// Wait until the reader has stopped advancing with every upload slot busy.
@@ -215,7 +257,7 @@ func TestUploadBoundedMemory(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond) // polling interval, bounded by deadline
 		n := src.n.Load()
-		if n == prev && f.InFlight() == parallel {
+		if n == prev && inFlight.Load() == parallel {
 			stable++
 		} else {
 			stable = 0
@@ -229,11 +271,11 @@ func TestUploadBoundedMemory(t *testing.T) {
 		t.Errorf("read %d bytes ahead with uploads blocked, want at most %d", n, bound)
 	}
 	t.Logf("read %d bytes (%d MiB) ahead of blocked uploads", src.n.Load(), src.n.Load()>>20)
-	close(f.PutGate) // let everything through
+	close(gate) // let everything through
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if got := f.MaxInFlight(); got > parallel {
+	if got := maxInFlight.Load(); got > parallel {
 		t.Errorf("got %d uploads in flight at once, want at most %d", got, parallel)
 	}
 }
@@ -252,49 +294,56 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // TestUploadIdempotencyKeys: a key carried by the context goes to the
 // publish only; every chunk upload has a key of its own.
 func TestUploadIdempotencyKeys(t *testing.T) {
-	f := artifactfake.New()
-	c := newClient(t, serve(t, f.ServeHTTP).URL)
-	ctx := client.WithIdempotencyKey(bg, "publish-once")
-	if _, err := c.UploadArtifact(ctx, "acme", "k", bytes.NewReader(textContent(5, 5<<20)), client.UploadOptions{}); err != nil {
+	f := proxy(t, nil)
+	c := newClient(t, f.URL)
+	publishKey := "publish-once-" + uuid.NewString() // the node keeps keys: one per run
+	ctx := client.WithIdempotencyKey(bg, publishKey)
+	if _, err := c.UploadArtifact(ctx, "acme", uniqueName("k"), bytes.NewReader(textContent(5, 5<<20)), client.UploadOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}
-	keys := f.Keys()
+	var keys []string // of the chunk uploads and the publish, in order
+	for _, r := range f.Requests() {
+		if r.Method == http.MethodPut || strings.HasSuffix(r.Path, "/versions") {
+			keys = append(keys, r.Key)
+		}
+	}
 	for i, k := range keys {
 		last := i == len(keys)-1
 		switch {
-		case last && k != "publish-once":
-			t.Errorf("publish key %q, want publish-once", k)
-		case !last && (k == "" || k == "publish-once" || seen[k]):
+		case last && k != publishKey:
+			t.Errorf("publish key %q, want %q", k, publishKey)
+		case !last && (k == "" || k == publishKey || seen[k]):
 			t.Errorf("chunk upload %d has key %q, want a fresh one", i, k)
 		}
 		seen[k] = true
 	}
 }
 
+// TestUploadFailureStops: a chunk upload refused (403: the principal may
+// read artifacts, not write them) stops the upload: no publish, and only
+// the uploads already under way are sent.
 func TestUploadFailureStops(t *testing.T) {
-	var puts, publishes atomic.Int64
-	h := func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case strings.HasSuffix(r.URL.Path, "/chunks/missing"):
-			var in struct{ Digests []string }
-			_ = json.NewDecoder(r.Body).Decode(&in)
-			writeJSON(w, 200, map[string]any{"missing": in.Digests})
-		case r.Method == "PUT":
-			puts.Add(1)
-			writeError(w, 403, "forbidden", "no artifacts write grant", nil)
-		default:
-			publishes.Add(1)
-			writeJSON(w, 201, map[string]any{})
-		}
+	reader, err := nodeClient(t).CreatePrincipal(bg, "acme", uniqueName("reader"),
+		[]client.Grant{{Resource: "artifacts", Actions: []string{"read"}}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	c := newClient(t, serve(t, h).URL)
-	_, err := c.UploadArtifact(bg, "acme", "x", bytes.NewReader(textContent(6, 20<<20)), client.UploadOptions{})
+	f := proxy(t, nil)
+	c := newClientCfg(t, client.Config{Endpoints: []string{f.URL}, Token: reader.Token, NoSession: true,
+		Timeout: 10 * time.Second, MaxRetry: 5 * time.Second})
+	_, err = c.UploadArtifact(bg, "acme", uniqueName("x"), bytes.NewReader(textContent(6, 20<<20)), client.UploadOptions{})
 	if !errors.Is(err, client.ErrForbidden) {
 		t.Errorf("got %v, want forbidden", err)
 	}
-	if publishes.Load() != 0 || puts.Load() > 10 {
-		t.Errorf("got %d publishes and %d chunk uploads after the first failure, want 0 and a few", publishes.Load(), puts.Load())
+	publishes := 0
+	for _, r := range f.Requests() {
+		if strings.HasSuffix(r.Path, "/versions") {
+			publishes++
+		}
+	}
+	if puts := chunkPuts(f); publishes != 0 || puts > 10 {
+		t.Errorf("got %d publishes and %d chunk uploads after the first failure, want 0 and a few", publishes, puts)
 	}
 }
 
@@ -309,29 +358,41 @@ func TestDownloadVerifies(t *testing.T) {
 		{"truncated", false, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := artifactfake.New()
-			c := newClient(t, serve(t, f.ServeHTTP).URL)
+			// The proxy corrupts or cuts the node's answers on the way
+			// while faulty is set.
+			var faulty atomic.Bool
+			f := proxy(t, func(_ int, r *http.Request) clustertest.Hop {
+				if !faulty.Load() || !strings.HasSuffix(r.URL.Path, "/content") {
+					return clustertest.Hop{}
+				}
+				if tc.corrupt {
+					return clustertest.Hop{Fault: clustertest.Corrupt}
+				}
+				return clustertest.Hop{Fault: clustertest.Truncate}
+			})
+			c := newClient(t, f.URL)
+			name := uniqueName("a")
 			data := textContent(7, 6<<20)
-			if _, err := c.UploadArtifact(bg, "acme", "a", bytes.NewReader(data), client.UploadOptions{}); err != nil {
+			if _, err := c.UploadArtifact(bg, "acme", name, bytes.NewReader(data), client.UploadOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			f.SetFaults(tc.corrupt, tc.truncate)
-			_, err := c.DownloadArtifact(bg, "acme", "a", 1, io.Discard)
+			faulty.Store(true)
+			_, err := c.DownloadArtifact(bg, "acme", name, 1, io.Discard)
 			if !errors.Is(err, client.ErrDigestMismatch) || errors.Is(err, client.ErrUnavailable) != tc.unavailable {
 				t.Errorf("got %v, want digest_mismatch (unavailable too: %v)", err, tc.unavailable)
 			}
 			dir := t.TempDir()
 			path := filepath.Join(dir, "out.txt")
 			_ = os.WriteFile(path, []byte("old"), 0o644)
-			if _, err := c.DownloadArtifactTo(bg, "acme", "a", 1, path); !errors.Is(err, client.ErrDigestMismatch) {
+			if _, err := c.DownloadArtifactTo(bg, "acme", name, 1, path); !errors.Is(err, client.ErrDigestMismatch) {
 				t.Errorf("DownloadArtifactTo: got %v, want digest_mismatch", err)
 			}
 			entries, _ := os.ReadDir(dir)
 			if got, _ := os.ReadFile(path); len(entries) != 1 || string(got) != "old" {
-				t.Errorf("after a failed DownloadArtifactTo: %d files, %q in place; want only the old file", len(entries), got)
+				t.Errorf("after a failed DownloadArtifactTo: %d files, %.40q in place; want only the old file", len(entries), got)
 			}
-			f.SetFaults(false, false)
-			if n, err := c.DownloadArtifactTo(bg, "acme", "a", 1, path); err != nil || n != int64(len(data)) {
+			faulty.Store(false)
+			if n, err := c.DownloadArtifactTo(bg, "acme", name, 1, path); err != nil || n != int64(len(data)) {
 				t.Fatalf("DownloadArtifactTo: got %d, %v", n, err)
 			}
 			if got, _ := os.ReadFile(path); !bytes.Equal(got, data) {
@@ -344,23 +405,22 @@ func TestDownloadVerifies(t *testing.T) {
 // TestDownloadFailover: a 503 before the content starts moves on to the
 // next endpoint; an error answer is final.
 func TestDownloadFailover(t *testing.T) {
-	f := artifactfake.New()
-	good := serve(t, f.ServeHTTP)
-	busy := serve(t, func(w http.ResponseWriter, r *http.Request) { unavailable(w, r, 0) })
-	c := newClient(t, busy.URL, closedEndpoint(t), good.URL)
+	// busy is the node without a leader, which answers 503.
+	c := newClient(t, env.Leaderless, clustertest.ClosedEndpoint(t), env.URL())
+	name := uniqueName("a")
 	data := textContent(8, 3<<20)
-	if _, err := c.UploadArtifact(bg, "acme", "a", bytes.NewReader(data), client.UploadOptions{}); err != nil {
+	if _, err := c.UploadArtifact(bg, "acme", name, bytes.NewReader(data), client.UploadOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if _, err := c.DownloadArtifact(bg, "acme", "a", 1, &out); err != nil || !bytes.Equal(out.Bytes(), data) {
+	if _, err := c.DownloadArtifact(bg, "acme", name, 1, &out); err != nil || !bytes.Equal(out.Bytes(), data) {
 		t.Fatalf("got err %v, equal %v", err, bytes.Equal(out.Bytes(), data))
 	}
-	if _, err := c.DownloadArtifact(bg, "acme", "a", 9, &out); !errors.Is(err, client.ErrNotFound) {
+	if _, err := c.DownloadArtifact(bg, "acme", name, 9, &out); !errors.Is(err, client.ErrNotFound) {
 		t.Errorf("missing version: got %v, want not_found", err)
 	}
 	// Pinned to a dead endpoint: one attempt, no failover.
-	_, err := c.DownloadArtifact(bg, "acme", "a", 1, io.Discard, client.At(closedEndpoint(t)))
+	_, err := c.DownloadArtifact(bg, "acme", name, 1, io.Discard, client.At(clustertest.ClosedEndpoint(t)))
 	if !errors.Is(err, client.ErrUnavailable) {
 		t.Errorf("pinned to a closed endpoint: got %v, want unavailable", err)
 	}
@@ -369,17 +429,22 @@ func TestDownloadFailover(t *testing.T) {
 // TestDownloadStall: a stream that stops sending fails after the
 // per-attempt timeout instead of hanging.
 func TestDownloadStall(t *testing.T) {
-	h := func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Length", "100")
-		w.Header().Set("ETag", `"`+client.Digest(make([]byte, 100))+`"`)
-		w.WriteHeader(200)
-		w.Write(make([]byte, 10))
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
+	var stall atomic.Bool
+	f := proxy(t, func(_ int, r *http.Request) clustertest.Hop {
+		if stall.Load() && strings.HasSuffix(r.URL.Path, "/content") {
+			return clustertest.Hop{Fault: clustertest.StallBody}
+		}
+		return clustertest.Hop{}
+	})
+	c := newClientCfg(t, client.Config{Endpoints: []string{f.URL}, Token: env.Token,
+		Timeout: 300 * time.Millisecond, MaxRetry: time.Second})
+	name := uniqueName("a")
+	if _, err := c.UploadArtifact(ctxTimeout(t, 30*time.Second), "acme", name, bytes.NewReader(textContent(9, 1<<20)), client.UploadOptions{}); err != nil {
+		t.Fatal(err)
 	}
-	c := newClientCfg(t, client.Config{Endpoints: []string{serve(t, h).URL}, Timeout: 300 * time.Millisecond, MaxRetry: time.Second})
+	stall.Store(true)
 	start := time.Now()
-	_, err := c.DownloadArtifact(bg, "acme", "a", 1, io.Discard)
+	_, err := c.DownloadArtifact(bg, "acme", name, 1, io.Discard)
 	if err == nil || time.Since(start) > 5*time.Second {
 		t.Errorf("got %v after %v, want an error after about 300ms", err, time.Since(start))
 	}
@@ -437,12 +502,15 @@ func TestArtifactRequestShapes(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := &recorder{reply: func(w http.ResponseWriter, _ *http.Request, _ int) { writeJSON(w, 200, map[string]any{}) }}
-			c := newClient(t, serve(t, rec.ServeHTTP).URL)
-			if err := tc.call(c); err != nil {
+			// What is checked is the request the node got; its answer
+			// (the task, fence or artifact named may not exist) is not.
+			p := proxy(t, nil)
+			c := newClient(t, p.URL)
+			var e *client.Error
+			if err := tc.call(c); err != nil && !errors.As(err, &e) {
 				t.Fatal(err)
 			}
-			r := rec.requests()[0]
+			r := p.Requests()[0]
 			if r.Method != tc.method || r.Path != tc.path || r.Query != tc.query {
 				t.Errorf("got %s %s?%s, want %s %s?%s", r.Method, r.Path, r.Query, tc.method, tc.path, tc.query)
 			}
@@ -454,14 +522,14 @@ func TestArtifactRequestShapes(t *testing.T) {
 }
 
 func TestRefPathRefused(t *testing.T) {
-	rec := &recorder{reply: tenantsOK}
-	c := newClient(t, serve(t, rec.ServeHTTP).URL)
+	p := proxy(t, nil)
+	c := newClient(t, p.URL)
 	for _, ref := range []string{"", "a//b", "a/../b", "./a", "a/"} {
 		if _, err := c.GetRef(bg, "acme", ref); !errors.Is(err, client.ErrInvalidArgument) {
 			t.Errorf("GetRef(%q): got %v, want invalid_argument", ref, err)
 		}
 	}
-	if n := len(rec.requests()); n != 0 {
+	if n := p.Count(); n != 0 {
 		t.Errorf("got %d requests, want 0", n)
 	}
 }
@@ -469,8 +537,8 @@ func TestRefPathRefused(t *testing.T) {
 // TestSetRefContradictoryExpectation: expecting a ref both absent and at
 // an artifact is refused before anything is sent, alone or in a Txn.
 func TestSetRefContradictoryExpectation(t *testing.T) {
-	rec := &recorder{reply: tenantsOK}
-	c := newClient(t, serve(t, rec.ServeHTTP).URL)
+	p := proxy(t, nil)
+	c := newClient(t, p.URL)
 	req := client.SetRefRequest{ArtifactID: "sha256:a", ExpectAbsent: true, Expect: "sha256:b"}
 	if _, err := c.SetRef(bg, "acme", "r", req); !errors.Is(err, client.ErrInvalidArgument) {
 		t.Errorf("SetRef: got %v, want invalid_argument", err)
@@ -478,7 +546,7 @@ func TestSetRefContradictoryExpectation(t *testing.T) {
 	if _, err := c.Txn(bg, "acme", []client.TxnOp{client.TxnSetRef("r", req)}); err == nil || !strings.Contains(err.Error(), "both absent and at") {
 		t.Errorf("Txn: got %v, want the contradiction named", err)
 	}
-	if n := len(rec.requests()); n != 0 {
+	if n := p.Count(); n != 0 {
 		t.Errorf("got %d requests, want 0", n)
 	}
 }
@@ -498,10 +566,8 @@ func TestRefDecodesAPIShape(t *testing.T) {
 // TestArtifactNameChecked: a name outside the grammar of docs/api.md (such
 // as one holding "/") fails with ErrInvalidArgument before any request.
 func TestArtifactNameChecked(t *testing.T) {
-	rec := &recorder{reply: func(w http.ResponseWriter, _ *http.Request, _ int) {
-		writeError(w, http.StatusNotFound, "not_found", "no such endpoint", nil)
-	}}
-	c := newClient(t, serve(t, rec.ServeHTTP).URL)
+	p := proxy(t, nil)
+	c := newClient(t, p.URL)
 	ctx := ctxTimeout(t, 10*time.Second)
 	calls := map[string]func(name string) error{
 		"UploadArtifact": func(n string) error {
@@ -525,7 +591,7 @@ func TestArtifactNameChecked(t *testing.T) {
 			}
 		}
 	}
-	if n := len(rec.requests()); n != 0 {
+	if n := p.Count(); n != 0 {
 		t.Errorf("bad names sent %d requests, want 0", n)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -32,6 +33,16 @@ const (
 	// CutAfter forwards the request, then closes the connection without
 	// answering: the write reached the node, the client cannot tell.
 	CutAfter
+	// Corrupt forwards the request and answers the node's answer with one
+	// byte of its body changed, as a faulty link or disk on the way.
+	Corrupt
+	// Truncate forwards the request, answers the node's status, headers
+	// and the first half of its body, then cuts the connection.
+	Truncate
+	// StallBody forwards the request, answers the node's status, headers
+	// and the first half of its body, then sends nothing more until the
+	// client gives up.
+	StallBody
 )
 
 // Hop is where and how a Proxy sends one request. An empty To is the
@@ -185,6 +196,26 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case CutAfter:
 		p.rp.ServeHTTP(&discard{h: http.Header{}}, r)
 		hangup(w)
+	case Corrupt, Truncate, StallBody:
+		d := &discard{h: http.Header{}, keep: true}
+		p.rp.ServeHTTP(d, r)
+		maps.Copy(w.Header(), d.h)
+		w.WriteHeader(d.status)
+		body := d.body.Bytes()
+		if hop.Fault == Corrupt {
+			if len(body) > 0 {
+				body[len(body)/2] ^= 0xff
+			}
+			w.Write(body)
+			return
+		}
+		w.Write(body[:len(body)/2])
+		http.NewResponseController(w).Flush()
+		if hop.Fault == StallBody {
+			<-r.Context().Done()
+			return
+		}
+		hangup(w)
 	default:
 		p.rp.ServeHTTP(w, r)
 	}
@@ -199,10 +230,13 @@ func hangup(w http.ResponseWriter) {
 	conn.Close()
 }
 
-// discard takes a node's answer and keeps only its status and headers.
+// discard takes a node's answer and keeps its status and headers, and
+// its body when keep is set.
 type discard struct {
 	h      http.Header
 	status int
+	keep   bool
+	body   bytes.Buffer
 }
 
 func (d *discard) Header() http.Header { return d.h }
@@ -214,6 +248,9 @@ func (d *discard) WriteHeader(s int) {
 func (d *discard) Write(b []byte) (int, error) {
 	if d.status == 0 {
 		d.status = http.StatusOK
+	}
+	if d.keep {
+		d.body.Write(b)
 	}
 	return len(b), nil
 }
