@@ -372,7 +372,7 @@ type CheckpointBlob struct {
 	Channel string     `json:"channel"`
 	Version string     `json:"version"`
 	Type    string     `json:"type"`
-	Data    []byte     `json:"b64,omitempty"`
+	Data    []byte     `json:"b64"`
 	Chunks  []ChunkRef `json:"chunks,omitempty"`
 }
 
@@ -393,7 +393,7 @@ type CheckpointWrites struct {
 type CheckpointWrite struct {
 	Idx     *int64          `json:"idx,omitempty"`
 	Channel string          `json:"channel"`
-	Value   json.RawMessage `json:"value,omitempty"`
+	Value   json.RawMessage `json:"value"`
 	Type    string          `json:"type,omitempty"`
 	Data    []byte          `json:"b64,omitempty"`
 }
