@@ -3,12 +3,15 @@ package client_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/client/internal/clustertest"
+	"github.com/google/uuid"
 )
 
 func TestNewValidates(t *testing.T) {
@@ -136,12 +139,21 @@ func TestRequestShapes(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := &recorder{reply: func(w http.ResponseWriter, _ *http.Request, _ int) { writeJSON(w, 200, map[string]any{}) }}
-			c := newClient(t, serve(t, rec.ServeHTTP).URL)
-			if err := tc.call(c); err != nil {
+			// What is checked is the request the node got; its answer
+			// (the tasks named do not exist) is not. Calls that would
+			// change the shared node's membership or leadership go to the
+			// node without a leader, which answers them 503 at once.
+			p := proxy(t, nil)
+			c := newClient(t, p.URL)
+			if changesMembership[tc.name] {
+				p = clustertest.NewProxy(t, env.Leaderless, nil)
+				c = newClientCfg(t, client.Config{Endpoints: []string{p.URL}, Token: env.Token, NoSession: true, MaxRetry: time.Millisecond})
+			}
+			var e *client.Error
+			if err := tc.call(c); err != nil && !errors.As(err, &e) {
 				t.Fatal(err)
 			}
-			r := rec.requests()[0]
+			r := p.Requests()[0]
 			if r.Method != tc.method || r.Path != tc.path || r.Query != tc.query {
 				t.Errorf("got %s %s?%s, want %s %s?%s", r.Method, r.Path, r.Query, tc.method, tc.path, tc.query)
 			}
@@ -154,120 +166,111 @@ func TestRequestShapes(t *testing.T) {
 
 var bg = context.Background()
 
+// changesMembership names the request-shape cases sent to the node without
+// a leader instead of the shared one.
+var changesMembership = map[string]bool{"AddMember": true, "RemoveMember": true,
+	"TransferLeadership": true, "TransferLeadership any": true}
+
 func TestMissingPathParameter(t *testing.T) {
-	rec := &recorder{reply: tenantsOK}
-	c := newClient(t, serve(t, rec.ServeHTTP).URL)
+	p := proxy(t, nil)
+	c := newClient(t, p.URL)
 	if _, err := c.GetTask(bg, "acme", ""); err == nil || !strings.Contains(err.Error(), "task id is required") {
 		t.Errorf("got %v, want 'task id is required'", err)
 	}
-	if n := len(rec.requests()); n != 0 {
+	if n := p.Count(); n != 0 {
 		t.Errorf("got %d requests, want 0", n)
 	}
 }
 
 func TestClaimQueue(t *testing.T) {
-	cases := []struct {
-		name   string
-		status int
-		wantID string
-	}{
-		{"nothing claimable", 204, ""},
-		{"claimed", 200, "report-42"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			h := func(w http.ResponseWriter, r *http.Request) {
-				w.WriteHeader(tc.status)
-				if tc.status == 200 {
-					_, _ = w.Write([]byte(sampleTask))
-				}
-			}
-			c := newClient(t, serve(t, h).URL)
-			task, err := c.ClaimQueue(bg, "acme", "research", client.QueueClaimRequest{Owner: "w", Lease: time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			switch {
-			case tc.wantID == "" && task != nil:
-				t.Errorf("got task %+v, want nil", task)
-			case tc.wantID != "" && (task == nil || task.TaskID != tc.wantID):
-				t.Errorf("got %+v, want task %s", task, tc.wantID)
-			}
-		})
-	}
+	c := newClient(t, env.URL())
+	queue := uniqueName("research")
+	t.Run("nothing claimable", func(t *testing.T) {
+		task, err := c.ClaimQueue(bg, "acme", queue, client.QueueClaimRequest{Owner: "w", Lease: time.Second})
+		if err != nil || task != nil {
+			t.Errorf("got task %+v, err %v; want nil, nil (204)", task, err)
+		}
+	})
+	t.Run("claimed", func(t *testing.T) {
+		created, err := c.CreateTask(bg, "acme", client.CreateTaskRequest{Queue: queue})
+		if err != nil {
+			t.Fatal(err)
+		}
+		task, err := c.ClaimQueue(bg, "acme", queue, client.QueueClaimRequest{Owner: "w", Lease: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if task == nil || task.TaskID != created.TaskID || task.Owner != "w" {
+			t.Errorf("got %+v, want task %s owned by w", task, created.TaskID)
+		}
+	})
 }
 
 func TestPutTenantCreated(t *testing.T) {
-	for _, status := range []int{200, 201} {
-		h := func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(status) }
-		c := newClient(t, serve(t, h).URL)
-		created, err := c.PutTenant(bg, "acme")
-		if err != nil || created != (status == 201) {
-			t.Errorf("status %d: got created=%v err=%v, want created=%v", status, created, err, status == 201)
+	c := newClient(t, env.URL())
+	tenant := uniqueName("tenant")
+	for _, want := range []bool{true, false} { // 201, then 200
+		created, err := c.PutTenant(bg, tenant)
+		if err != nil || created != want {
+			t.Errorf("got created=%v err=%v, want created=%v", created, err, want)
 		}
 	}
 }
 
+// TestMeta: a write's answer carries its log index and position, and a
+// replay of it (the same Idempotency-Key) says so; CaptureMeta hands them
+// to a typed call.
 func TestMeta(t *testing.T) {
-	h := func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Baton-Index", "1042")
-		w.Header().Set("X-Baton-Position", "68354047") // 1042<<16 | 0xFFFF
-		w.Header().Set("Idempotent-Replay", "true")
-		w.WriteHeader(201)
-		_, _ = w.Write([]byte(sampleTask))
-	}
-	c := newClient(t, serve(t, h).URL)
+	c := newClient(t, env.URL())
+	key := client.IdempotencyKey("meta-" + uuid.NewString())
+	req := client.CreateTaskRequest{Queue: uniqueName("meta")}
 	var task client.Task
-	meta, err := c.Do(bg, http.MethodPost, "/v1/tenants/acme/tasks", map[string]string{"queue": "q"}, &task)
+	meta, err := c.Do(bg, http.MethodPost, "/v1/tenants/acme/tasks", req, &task, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (client.Meta{Index: 1042, Position: 1042<<16 | 0xFFFF, Replay: true, Status: 201}); meta != want || task.TaskID != "report-42" {
-		t.Errorf("got %+v %q, want %+v report-42", meta, task.TaskID, want)
+	if meta.Status != 201 || meta.Index == 0 || meta.Position>>16 != meta.Index || meta.Replay || task.TaskID == "" {
+		t.Errorf("got %+v %q, want status 201, an index, its position and no replay", meta, task.TaskID)
 	}
 	var captured client.Meta
-	if _, err := c.CreateTask(bg, "acme", client.CreateTaskRequest{Queue: "q"}, client.CaptureMeta(&captured)); err != nil {
+	again, err := c.CreateTask(bg, "acme", req, client.CaptureMeta(&captured), key)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if captured.Index != 1042 || !captured.Replay {
-		t.Errorf("CaptureMeta got %+v, want index 1042 replay", captured)
+	if captured.Index != meta.Index || !captured.Replay || again.TaskID != task.TaskID {
+		t.Errorf("CaptureMeta got %+v for task %q, want index %d replay of %q", captured, again.TaskID, meta.Index, task.TaskID)
 	}
 }
 
 func TestClusterStatus(t *testing.T) {
-	body := `{"node_id": "n2", "state": "Follower", "leader": {"id": "n1", "http_addr": "127.0.0.1:7001", "raft_addr": "127.0.0.1:8001"},
-	"term": 3, "commit_index": 120, "applied_index": 119, "last_snapshot_index": 100, "restored_snapshot_index": 50,
-	"state_digest": "sha256:ab", "members": [{"id": "n1", "raft_addr": "127.0.0.1:8001", "http_addr": "127.0.0.1:7001", "voter": true, "state": "Leader"}]}`
-	h := func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(body)) }
-	c := newClient(t, serve(t, h).URL)
+	c := newClient(t, env.URL())
 	st, err := c.Cluster(bg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := client.ClusterStatus{NodeID: "n2", State: "Follower",
-		Leader: client.LeaderInfo{ID: "n1", HTTPAddr: "127.0.0.1:7001", RaftAddr: "127.0.0.1:8001"},
-		Term:   3, CommitIndex: 120, AppliedIndex: 119, LastSnapshotIndex: 100, RestoredSnapshotIndex: 50,
-		StateDigest: "sha256:ab",
-		Members:     []client.Member{{ID: "n1", RaftAddr: "127.0.0.1:8001", HTTPAddr: "127.0.0.1:7001", Voter: true, State: "Leader"}}}
-	gotJSON, _ := json.Marshal(st)
-	wantJSON, _ := json.Marshal(want)
-	if string(gotJSON) != string(wantJSON) {
-		t.Errorf("got %s\nwant %s", gotJSON, wantJSON)
+	addr := env.Cluster.HTTPAddr(0)
+	if st.NodeID != "n1" || st.State != "Leader" || st.Leader.ID != "n1" || st.Leader.HTTPAddr != addr ||
+		st.Leader.RaftAddr != env.Cluster.RaftAddr(0) || st.Term == 0 || st.CommitIndex == 0 || st.AppliedIndex == 0 ||
+		!strings.HasPrefix(st.StateDigest, "sha256:") {
+		t.Errorf("got %+v, want node n1 leading at %s", st, addr)
+	}
+	if len(st.Members) != 1 || st.Members[0] != (client.Member{ID: "n1", RaftAddr: env.Cluster.RaftAddr(0), HTTPAddr: addr,
+		Voter: true, State: "leader"}) {
+		t.Errorf("got members %+v, want n1 alone, a voter, leading", st.Members)
 	}
 }
 
 func TestHealthAndReady(t *testing.T) {
-	ready := serve(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) })
-	notReady := serve(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) })
-	dead := closedEndpoint(t)
-	c := newClient(t, ready.URL)
+	// The node without a leader is alive (healthy) but not ready.
+	ready, notReady, dead := env.URL(), env.Leaderless, clustertest.ClosedEndpoint(t)
+	c := newClient(t, ready)
 	cases := []struct {
 		endpoint            string
 		wantHealthy, wantOK bool
 		wantReadyErr        bool
 	}{
-		{ready.URL, true, true, false},
-		{notReady.URL, false, false, false},
+		{ready, true, true, false},
+		{notReady, true, false, false},
 		{dead, false, false, true},
 	}
 	for _, tc := range cases {
