@@ -3,14 +3,16 @@ package client_test
 import (
 	"encoding/json"
 	"errors"
-	"net/http"
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/baton-dev/baton/client"
 )
 
-// shapeCase pins method, path, query and body of one typed call.
+// shapeCase pins method, path, query and body of one typed call, as the
+// package's node receives it (through the recording proxy); the node's
+// answer, often an error for the made-up names, is not the subject.
 type shapeCase struct {
 	name                    string
 	call                    func(c *client.Client) error
@@ -21,12 +23,13 @@ func runShapes(t *testing.T, cases []shapeCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := &recorder{reply: func(w http.ResponseWriter, _ *http.Request, _ int) { writeJSON(w, 200, map[string]any{}) }}
-			c := newClient(t, serve(t, rec.ServeHTTP).URL)
-			if err := tc.call(c); err != nil {
+			p := proxy(t, nil)
+			c := newClient(t, p.URL)
+			var e *client.Error
+			if err := tc.call(c); err != nil && !errors.As(err, &e) {
 				t.Fatal(err)
 			}
-			r := rec.requests()[0]
+			r := p.Requests()[0]
 			if r.Method != tc.method || r.Path != tc.path || r.Query != tc.query {
 				t.Errorf("got %s %s?%s, want %s %s?%s", r.Method, r.Path, r.Query, tc.method, tc.path, tc.query)
 			}
@@ -60,8 +63,8 @@ func TestKVRequestShapes(t *testing.T) {
 }
 
 func TestKVKeyChecked(t *testing.T) {
-	rec := &recorder{reply: tenantsOK}
-	c := newClient(t, serve(t, rec.ServeHTTP).URL)
+	p := proxy(t, nil)
+	c := newClient(t, p.URL)
 	for _, key := range []string{"", "a//b", "/a", "a/", "a/./b", "..", "a/../b"} {
 		_, err := c.GetKV(bg, "acme", "ns", key)
 		if !errors.Is(err, client.ErrInvalidArgument) {
@@ -71,33 +74,54 @@ func TestKVKeyChecked(t *testing.T) {
 	if _, err := c.ListKV(bg, "acme", "", client.ListKVOptions{}); !errors.Is(err, client.ErrInvalidArgument) {
 		t.Errorf("ListKV without namespace: got %v, want ErrInvalidArgument", err)
 	}
-	if n := len(rec.requests()); n != 0 {
+	if n := p.Count(); n != 0 {
 		t.Errorf("got %d requests, want 0", n)
 	}
 }
 
+// TestKVEntryDecodes: entries as the node lists them, a page at a time:
+// key, version, value, no expiry or one a TTL after the write.
 func TestKVEntryDecodes(t *testing.T) {
-	body := `{"entries": [
-	  {"namespace": "ns", "key": "a/1", "value": {"x": 1}, "version": 589825, "updated_at": "2025-01-02T03:04:05.678Z", "expires_at": null},
-	  {"namespace": "ns", "key": "a/2", "value": "v", "version": 655361, "updated_at": "2025-01-02T03:04:05.678Z", "expires_at": "2025-01-02T03:04:35.678Z"}],
-	  "next_page_token": "YS8y"}`
-	h := func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(body)) }
-	c := newClient(t, serve(t, h).URL)
-	list, err := c.ListKV(bg, "acme", "ns", client.ListKVOptions{})
+	c := newClient(t, env.URL())
+	ns := uniqueName("ns")
+	if _, err := c.PutKV(bg, "acme", ns, "a/1", client.PutKVRequest{Value: json.RawMessage(`{"x": 1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	put2, err := c.PutKV(bg, "acme", ns, "a/2", client.PutKVRequest{Value: json.RawMessage(`"v"`), TTL: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(list.Entries) != 2 || list.NextPageToken != "YS8y" {
-		t.Fatalf("got %+v, want 2 entries and a page token", list)
+	list, err := c.ListKV(bg, "acme", ns, client.ListKVOptions{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
 	}
-	e0, e1 := list.Entries[0], list.Entries[1]
-	if e0.Key != "a/1" || e0.Version != 589825 || e0.ExpiresAt != nil || string(e0.Value) != `{"x": 1}` {
+	if len(list.Entries) != 1 || list.NextPageToken == "" {
+		t.Fatalf("got %+v, want 1 entry and a page token", list)
+	}
+	e0 := list.Entries[0]
+	if e0.Namespace != ns || e0.Key != "a/1" || e0.Version == 0 || e0.ExpiresAt != nil || e0.UpdatedAt.IsZero() || !jsonEqual(e0.Value, `{"x":1}`) {
 		t.Errorf("got entry %+v", e0)
 	}
-	want := time.Date(2025, 1, 2, 3, 4, 35, 678e6, time.UTC)
-	if e1.ExpiresAt == nil || !e1.ExpiresAt.Equal(want) {
-		t.Errorf("got expires_at %v, want %v", e1.ExpiresAt, want)
+	list, err = c.ListKV(bg, "acme", ns, client.ListKVOptions{Limit: 1, PageToken: list.NextPageToken})
+	if err != nil {
+		t.Fatal(err)
 	}
+	if len(list.Entries) != 1 {
+		t.Fatalf("got %+v, want the second entry", list)
+	}
+	e1 := list.Entries[0]
+	if e1.Key != "a/2" || e1.Version != put2.Version || !jsonEqual(e1.Value, `"v"`) {
+		t.Errorf("got entry %+v", e1)
+	}
+	if want := e1.UpdatedAt.Add(30 * time.Second); e1.ExpiresAt == nil || !e1.ExpiresAt.Equal(want) {
+		t.Errorf("got expires_at %v, want %v (updated_at + TTL)", e1.ExpiresAt, want)
+	}
+}
+
+// jsonEqual reports whether raw holds the same JSON value as want.
+func jsonEqual(raw json.RawMessage, want string) bool {
+	var a, b any
+	return json.Unmarshal(raw, &a) == nil && json.Unmarshal([]byte(want), &b) == nil && reflect.DeepEqual(a, b)
 }
 
 func TestStoreRequestShapes(t *testing.T) {
