@@ -2,7 +2,6 @@ package client_test
 
 import (
 	"encoding/json"
-	"net/http"
 	"testing"
 
 	"github.com/baton-dev/baton/client"
@@ -25,15 +24,12 @@ func TestOpRequestShapes(t *testing.T) {
 }
 
 func TestBeginOpCreated(t *testing.T) {
-	for _, status := range []int{200, 201} {
-		h := func(w http.ResponseWriter, r *http.Request) {
-			writeJSON(w, status, map[string]any{"op_id": "o", "state": "started", "created_at": "2025-01-02T03:04:05.678Z",
-				"updated_at": "2025-01-02T03:04:05.678Z"})
-		}
-		c := newClient(t, serve(t, h).URL)
-		op, created, err := c.BeginOp(bg, "acme", "o", client.BeginOpRequest{Kind: "k", ParamsDigest: "d"})
-		if err != nil || created != (status == 201) || op.State != client.OpStarted {
-			t.Errorf("status %d: got %+v created=%v err=%v, want created=%v", status, op, created, err, status == 201)
+	c := newClient(t, env.URL())
+	op := uniqueName("o")
+	for _, want := range []bool{true, false} { // 201, then 200 for the same op
+		got, created, err := c.BeginOp(bg, "acme", op, client.BeginOpRequest{Kind: "k", ParamsDigest: "d"})
+		if err != nil || created != want || got.State != client.OpStarted || got.OpID != op {
+			t.Errorf("got %+v created=%v err=%v, want op %s started, created=%v", got, created, err, op, want)
 		}
 	}
 }
