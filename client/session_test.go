@@ -4,52 +4,50 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/http/httptest"
-	"strconv"
-	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/client/internal/clustertest"
 )
 
-// sessionNode is a fake node with client sessions: it records each write's
-// session headers and answers with reply.
-type sessionNode struct {
-	mu     sync.Mutex
-	opened int
-	writes []sessionHeaders
-	reply  func(w http.ResponseWriter, h sessionHeaders, n int)
-}
+// The session tests run against the package's node through the recording
+// proxy, which reads each write's session headers. A real 503 comes from
+// the node without a leader; a session the node does not know, from a
+// second real node (a cluster of the test's own) that opened it.
 
 type sessionHeaders struct{ Session, Seq, Ack, Key string }
 
-func (s *sessionNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	if r.URL.Path == "/v1/sessions" {
-		s.opened++
-		id := s.opened * 1000
-		s.mu.Unlock()
-		writeJSON(w, http.StatusCreated, map[string]any{"session_id": strconv.Itoa(id), "ttl_ms": 3600000})
-		return
+// sessionRoute sends the session opens and write attempts where opens and
+// writes say (numbered from 1 each; an empty hop is the proxy's node).
+func sessionRoute(opens, writes func(n int) clustertest.Hop) func(int, *http.Request) clustertest.Hop {
+	var o, w atomic.Int64
+	return func(_ int, r *http.Request) clustertest.Hop {
+		if r.URL.Path == "/v1/sessions" {
+			return opens(int(o.Add(1)))
+		}
+		return writes(int(w.Add(1)))
 	}
-	h := sessionHeaders{r.Header.Get("X-Baton-Session"), r.Header.Get("X-Baton-Seq"), r.Header.Get("X-Baton-Ack"), r.Header.Get("Idempotency-Key")}
-	s.writes = append(s.writes, h)
-	n := len(s.writes)
-	s.mu.Unlock()
-	s.reply(w, h, n)
 }
 
-func (s *sessionNode) seen() (int, []sessionHeaders) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.opened, append([]sessionHeaders(nil), s.writes...)
+// seen splits what the proxy saw into session opens and writes.
+func seen(p *clustertest.Proxy) (opened int, writes []sessionHeaders) {
+	for _, r := range p.Requests() {
+		if r.Path == "/v1/sessions" {
+			opened++
+			continue
+		}
+		writes = append(writes, sessionHeaders{r.Header.Get("X-Baton-Session"), r.Header.Get("X-Baton-Seq"),
+			r.Header.Get("X-Baton-Ack"), r.Key})
+	}
+	return opened, writes
 }
 
-func startSessionNode(t *testing.T, reply func(w http.ResponseWriter, h sessionHeaders, n int)) (*sessionNode, *client.Client) {
-	node := &sessionNode{reply: reply}
-	srv := httptest.NewServer(node)
-	t.Cleanup(srv.Close)
-	return node, newClient(t, srv.URL)
+// sessionClient is a client with sessions (newClient has none).
+func sessionClient(t *testing.T, endpoint string) *client.Client {
+	return newClientCfg(t, client.Config{Endpoints: []string{endpoint}, Token: env.Token,
+		Timeout: 2 * time.Second, MaxRetry: 5 * time.Second})
 }
 
 func putKV(c *client.Client, key string) error {
@@ -57,30 +55,33 @@ func putKV(c *client.Client, key string) error {
 	return err
 }
 
+func anywhere(int) clustertest.Hop { return clustertest.Hop{} }
+
 // TestSessionNumbersWrites: one session for the client; writes numbered
 // from 1; a retry (after a 503) sends the same number; the ack is the
 // lowest number still in flight; no Idempotency-Key is spent per write.
 func TestSessionNumbersWrites(t *testing.T) {
-	node, c := startSessionNode(t, func(w http.ResponseWriter, h sessionHeaders, n int) {
+	p := proxy(t, sessionRoute(anywhere, func(n int) clustertest.Hop {
 		if n == 2 {
-			writeError(w, http.StatusServiceUnavailable, "unavailable", "no leader", nil)
-			return
+			return leaderless()
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"namespace": "ns", "key": "k", "value": 1, "version": n})
-	})
+		return clustertest.Hop{}
+	}))
+	c := sessionClient(t, p.URL)
 	for _, k := range []string{"a", "b", "c"} {
 		if err := putKV(c, k); err != nil {
 			t.Fatal(err)
 		}
 	}
-	opened, writes := node.seen()
+	opened, writes := seen(p)
 	if opened != 1 {
 		t.Errorf("sessions opened: %d, want 1", opened)
 	}
-	want := []sessionHeaders{{"1000", "1", "1", ""}, {"1000", "2", "2", ""}, {"1000", "2", "2", ""}, {"1000", "3", "3", ""}}
-	if len(writes) != len(want) {
-		t.Fatalf("writes: %+v, want %+v", writes, want)
+	if len(writes) != 4 || writes[0].Session == "" {
+		t.Fatalf("writes: %+v, want 4 in one session", writes)
 	}
+	id := writes[0].Session
+	want := []sessionHeaders{{id, "1", "1", ""}, {id, "2", "2", ""}, {id, "2", "2", ""}, {id, "3", "3", ""}}
 	for i := range want {
 		if writes[i] != want[i] {
 			t.Errorf("attempt %d: %+v, want %+v", i+1, writes[i], want[i])
@@ -91,45 +92,43 @@ func TestSessionNumbersWrites(t *testing.T) {
 // TestSessionGoneOnFirstAttempt: a first attempt refused because the
 // session is gone applied nothing, so the write goes again in a new
 // session; a later attempt refused so is the caller's
-// ErrIdempotencyExpired (the write may have been applied).
+// ErrIdempotencyExpired (the write may have been applied). The session
+// that is gone is one another node opened.
 func TestSessionGoneOnFirstAttempt(t *testing.T) {
-	gone := func(w http.ResponseWriter) {
-		writeError(w, http.StatusConflict, "idempotency_expired", "session is unknown or expired",
-			map[string]any{"reason": "session"})
-	}
-	node, c := startSessionNode(t, func(w http.ResponseWriter, h sessionHeaders, n int) {
-		if h.Session == "1000" {
-			gone(w)
-			return
+	other := clustertest.StartCluster(t, env, 1)
+	onOther := func(n int) clustertest.Hop {
+		if n == 1 {
+			return clustertest.Hop{To: other.URL(0)}
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"namespace": "ns", "key": "k", "value": 1, "version": n})
-	})
-	if err := putKV(c, "a"); err != nil {
+		return clustertest.Hop{}
+	}
+	p := proxy(t, sessionRoute(onOther, anywhere))
+	if err := putKV(sessionClient(t, p.URL), "a"); err != nil {
 		t.Fatalf("write whose first attempt found the session gone: %v", err)
 	}
-	opened, writes := node.seen()
-	if opened != 2 || len(writes) != 2 || writes[1].Session != "2000" || writes[1].Seq != "1" {
+	opened, writes := seen(p)
+	if opened != 2 || len(writes) != 2 || writes[1].Session == writes[0].Session || writes[1].Seq != "1" {
 		t.Errorf("opened %d, writes %+v; want a second session and the write as its first", opened, writes)
 	}
 
-	node2, c2 := startSessionNode(t, func(w http.ResponseWriter, h sessionHeaders, n int) {
+	p2 := proxy(t, sessionRoute(onOther, func(n int) clustertest.Hop {
 		if n == 1 {
-			writeError(w, http.StatusServiceUnavailable, "unavailable", "no leader", nil)
-			return
+			return leaderless()
 		}
-		gone(w)
-	})
-	err := putKV(c2, "a")
+		return clustertest.Hop{}
+	}))
+	err := putKV(sessionClient(t, p2.URL), "a")
 	if !errors.Is(err, client.ErrIdempotencyExpired) {
 		t.Errorf("retry refused for its session: got %v, want ErrIdempotencyExpired", err)
 	}
-	if opened, _ := node2.seen(); opened != 1 {
+	if opened, _ := seen(p2); opened != 1 {
 		t.Errorf("sessions opened: %d, want 1 (a retry is never moved to a new session)", opened)
 	}
 }
 
 // TestNoSessionsFallsBackToKeys: against a server without sessions every
-// write carries a random Idempotency-Key, the same on its retries.
+// write carries a random Idempotency-Key, the same on its retries. A stub:
+// such a server is a batond from before sessions, not one of this tree.
 func TestNoSessionsFallsBackToKeys(t *testing.T) {
 	rec := &recorder{reply: func(w http.ResponseWriter, r *http.Request, n int) {
 		if n == 1 {
@@ -139,7 +138,8 @@ func TestNoSessionsFallsBackToKeys(t *testing.T) {
 		writeJSON(w, http.StatusOK, map[string]any{"namespace": "ns", "key": "k", "value": 1, "version": n})
 	}}
 	srv := serve(t, rec.ServeHTTP)
-	c := newClient(t, srv.URL)
+	c := newClientCfg(t, client.Config{Endpoints: []string{srv.URL}, Token: env.Token,
+		Timeout: 2 * time.Second, MaxRetry: 5 * time.Second})
 	if err := putKV(c, "a"); err != nil {
 		t.Fatal(err)
 	}
