@@ -5,149 +5,83 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/baton-dev/baton/client"
 	"github.com/baton-dev/baton/client/concurrency"
+	"github.com/baton-dev/baton/client/internal/clustertest"
+	"github.com/google/uuid"
 )
 
-// fakeLedger is an in-memory operations ledger with the server's rules:
-// begin creates (201) or returns the record (200), a different params
-// digest is idempotency_mismatch, a terminal op never changes, and a
-// repeated Idempotency-Key replays the first answer.
-type fakeLedger struct {
-	mu       sync.Mutex
-	ops      map[string]*client.Op
-	replies  map[string]reply // by Idempotency-Key
-	finishes []finishCall
-	// failFinish answers the next finishes of these states 503 before
-	// applying them; lostFinish applies the next finishes but answers 503.
+// ledger is the operations ledger of the package's node, seen through the
+// recording proxy, which can refuse or cut finishes on cue: failFinish
+// sends the next finishes of these states to the node without a leader
+// (503, nothing applied); lostFinish cuts the connection of the next
+// finishes after the node applied them (the answer is lost).
+type ledger struct {
+	p          *clustertest.Proxy
+	node       *client.Client
+	mu         sync.Mutex
 	failFinish map[string]int
 	lostFinish int
 }
 
-type reply struct {
-	status int
-	body   any
-}
-
 type finishCall struct{ key, state string }
 
-func newFakeLedger(t *testing.T) (*fakeLedger, *client.Client) {
+func newFakeLedger(t *testing.T) (*ledger, *client.Client) {
 	t.Helper()
-	l := &fakeLedger{ops: map[string]*client.Op{}, replies: map[string]reply{}, failFinish: map[string]int{}}
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/tenants/acme/ops/{id}/begin", l.begin)
-	mux.HandleFunc("POST /v1/tenants/acme/ops/{id}/finish", l.finish)
-	mux.HandleFunc("GET /v1/tenants/acme/ops/{id}", l.get)
-	s := serve(t, mux.ServeHTTP)
-	// One attempt per call: Once's own retry of a finish is what is tested.
-	return l, newClientCfg(t, client.Config{Endpoints: []string{s.URL}, Timeout: 2 * time.Second, MaxRetry: time.Nanosecond})
-}
-
-func (l *fakeLedger) answer(w http.ResponseWriter, key string, rep reply) {
-	if key != "" {
-		l.replies[key] = rep
-	}
-	writeJSON(w, rep.status, rep.body)
-}
-
-func (l *fakeLedger) replay(w http.ResponseWriter, key string) bool {
-	rep, ok := l.replies[key]
-	if ok {
-		w.Header().Set("Idempotent-Replay", "true")
-		writeJSON(w, rep.status, rep.body)
-	}
-	return ok
-}
-
-func (l *fakeLedger) begin(w http.ResponseWriter, r *http.Request) {
-	var in client.BeginOpRequest
-	_ = json.NewDecoder(r.Body).Decode(&in)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	key := r.Header.Get("Idempotency-Key")
-	if l.replay(w, key) {
-		return
-	}
-	id := r.PathValue("id")
-	if op, ok := l.ops[id]; ok {
-		if op.ParamsDigest != in.ParamsDigest {
-			writeError(w, 409, "idempotency_mismatch", "op exists with another params_digest", map[string]any{"params_digest": op.ParamsDigest})
-			return
+	l := &ledger{failFinish: map[string]int{}, node: newClientCfg(t, client.Config{Endpoints: []string{env.URL()}, Token: env.Token})}
+	l.p = clustertest.NewProxy(t, env.URL(), func(_ int, r *http.Request) clustertest.Hop {
+		if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/finish") {
+			return clustertest.Hop{}
 		}
-		l.answer(w, key, reply{200, *op})
-		return
-	}
-	now := time.Now().UTC()
-	op := &client.Op{OpID: id, Kind: in.Kind, ParamsDigest: in.ParamsDigest, TaskID: in.TaskID, State: client.OpStarted,
-		Result: json.RawMessage("null"), CreatedAt: now, UpdatedAt: now}
-	l.ops[id] = op
-	l.answer(w, key, reply{201, *op})
+		var in client.FinishOpRequest
+		_ = json.NewDecoder(r.Body).Decode(&in)
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		switch {
+		case l.failFinish[in.State] > 0:
+			l.failFinish[in.State]--
+			return clustertest.Hop{To: env.Leaderless}
+		case l.lostFinish > 0:
+			l.lostFinish--
+			return clustertest.Hop{Fault: clustertest.CutAfter}
+		}
+		return clustertest.Hop{}
+	})
+	// One attempt per call: Once's own retry of a finish is what is tested.
+	return l, newClientCfg(t, client.Config{Endpoints: []string{l.p.URL}, Token: env.Token,
+		Timeout: 2 * time.Second, MaxRetry: time.Nanosecond})
 }
 
-func (l *fakeLedger) finish(w http.ResponseWriter, r *http.Request) {
-	var in client.FinishOpRequest
-	_ = json.NewDecoder(r.Body).Decode(&in)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	key := r.Header.Get("Idempotency-Key")
-	l.finishes = append(l.finishes, finishCall{key, in.State})
-	if l.failFinish[in.State] > 0 {
-		l.failFinish[in.State]--
-		unavailable(w, r, 0)
-		return
+// op is the node's record of the op.
+func (l *ledger) op(id string) client.Op {
+	op, err := l.node.GetOp(bg, "acme", id)
+	if err != nil {
+		return client.Op{}
 	}
-	if l.lostFinish == 0 && l.replay(w, key) {
-		return
-	}
-	op, ok := l.ops[r.PathValue("id")]
-	switch {
-	case !ok:
-		writeError(w, 404, "not_found", "no such op", nil)
-		return
-	case op.Terminal() && (op.State != in.State || string(op.Result) != string(in.Result)):
-		writeError(w, 409, "version_mismatch", "op already "+op.State, map[string]any{"current_state": op.State})
-		return
-	}
-	op.State, op.Result, op.UpdatedAt = in.State, in.Result, time.Now().UTC()
-	if l.lostFinish > 0 {
-		l.lostFinish--
-		unavailable(w, r, 0)
-		return
-	}
-	l.answer(w, key, reply{200, *op})
+	return *op
 }
 
-func (l *fakeLedger) get(w http.ResponseWriter, r *http.Request) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	op, ok := l.ops[r.PathValue("id")]
-	if !ok {
-		writeError(w, 404, "not_found", "no such op", nil)
-		return
+func (l *ledger) finishCalls() []finishCall {
+	var out []finishCall
+	for _, r := range l.p.Requests() {
+		if strings.HasSuffix(r.Path, "/finish") {
+			var in client.FinishOpRequest
+			_ = json.Unmarshal(r.Body, &in)
+			out = append(out, finishCall{r.Key, in.State})
+		}
 	}
-	writeJSON(w, 200, *op)
+	return out
 }
 
-func (l *fakeLedger) op(id string) client.Op {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if op, ok := l.ops[id]; ok {
-		return *op
-	}
-	return client.Op{}
+// newSendReq is a request for an op of its own: the node keeps ops.
+func newSendReq() concurrency.OnceRequest {
+	return concurrency.OnceRequest{OpID: "notify:" + uuid.NewString(), Kind: "email.send", Params: map[string]string{"to": "ops@example.com"}}
 }
-
-func (l *fakeLedger) finishCalls() []finishCall {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]finishCall(nil), l.finishes...)
-}
-
-var sendReq = concurrency.OnceRequest{OpID: "notify:r42", Kind: "email.send", Params: map[string]string{"to": "ops@example.com"}}
 
 // countingFn is an action that counts its runs.
 type countingFn struct {
@@ -175,6 +109,7 @@ func succeed(result string) *countingFn {
 
 func TestOnceRunsOnceAndReplaysTheResult(t *testing.T) {
 	l, c := newFakeLedger(t)
+	sendReq := newSendReq()
 	fn := succeed(`{"message_id":"m-1"}`)
 	for i := range 3 {
 		res, err := concurrency.Once(bg, c, "acme", sendReq, fn.run)
@@ -192,6 +127,7 @@ func TestOnceRunsOnceAndReplaysTheResult(t *testing.T) {
 
 func TestOnceRecordsFailure(t *testing.T) {
 	l, c := newFakeLedger(t)
+	sendReq := newSendReq()
 	errSMTP := errors.New("smtp 550: mailbox unavailable")
 	fn := &countingFn{fn: func(context.Context) (json.RawMessage, error) { return nil, errSMTP }}
 	_, err := concurrency.Once(bg, c, "acme", sendReq, fn.run)
@@ -218,6 +154,7 @@ func TestOnceRecordsFailure(t *testing.T) {
 // FinishOp, Once returns the recorded result.
 func TestOnceAfterCrashBetweenBeginAndFinish(t *testing.T) {
 	l, c := newFakeLedger(t)
+	sendReq := newSendReq()
 	ctx, crash := context.WithCancel(bg)
 	first := &countingFn{fn: func(ctx context.Context) (json.RawMessage, error) {
 		crash() // the process dies here, after the e-mail went out
@@ -256,6 +193,7 @@ func TestOnceDoesNotRunAnOpBegunElsewhere(t *testing.T) {
 	for _, state := range []string{client.OpStarted, client.OpUnknown} {
 		t.Run(state, func(t *testing.T) {
 			_, c := newFakeLedger(t)
+			sendReq := newSendReq()
 			digest, _ := client.ParamsDigest(sendReq.Params)
 			if _, _, err := c.BeginOp(bg, "acme", sendReq.OpID, client.BeginOpRequest{Kind: "email.send", ParamsDigest: digest}); err != nil {
 				t.Fatal(err)
@@ -277,6 +215,7 @@ func TestOnceDoesNotRunAnOpBegunElsewhere(t *testing.T) {
 
 func TestOnceOtherParamsAreRefused(t *testing.T) {
 	_, c := newFakeLedger(t)
+	sendReq := newSendReq()
 	if _, err := concurrency.Once(bg, c, "acme", sendReq, succeed(`1`).run); err != nil {
 		t.Fatal(err)
 	}
@@ -311,6 +250,7 @@ func TestOnceFinishUnavailable(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			l, c := newFakeLedger(t)
+			sendReq := newSendReq()
 			for s, n := range tc.failFinish {
 				l.failFinish[s] = n
 			}
@@ -348,7 +288,8 @@ func TestOnceFinishUnavailable(t *testing.T) {
 // a later Once replay this one's 201 and run the action again.
 func TestOnceIgnoresContextKey(t *testing.T) {
 	_, c := newFakeLedger(t)
-	ctx := client.WithIdempotencyKey(bg, "caller-key")
+	sendReq := newSendReq()
+	ctx := client.WithIdempotencyKey(bg, "caller-key-"+uuid.NewString())
 	fn := succeed(`1`)
 	for range 2 {
 		if _, err := concurrency.Once(ctx, c, "acme", sendReq, fn.run); err != nil {

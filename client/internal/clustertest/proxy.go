@@ -80,8 +80,8 @@ type Proxy struct {
 type hopKey struct{}
 
 // NewProxy starts a proxy to the node at the URL to; route, when not nil,
-// chooses each request's hop (nil: Pass to to). The test's cleanup stops
-// it.
+// chooses each request's hop (nil: Pass to to), and may read the request's
+// body and block. The test's cleanup stops it.
 func NewProxy(t testing.TB, to string, route func(n int, r *http.Request) Hop) *Proxy {
 	t.Helper()
 	p := &Proxy{to: to, route: route, leaders: map[string]string{},
@@ -164,7 +164,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Unlock()
 	hop := Hop{}
 	if p.route != nil {
-		hop = p.route(n, r)
+		hop = p.route(n, r) // may read the body: it is set again below
+		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	to := hop.To
 	if to == "" {
