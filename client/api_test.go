@@ -206,8 +206,10 @@ func TestClaimQueue(t *testing.T) {
 	})
 }
 
+// TestPutTenantCreated runs on a node of its own: the examples list the
+// shared node's tenants.
 func TestPutTenantCreated(t *testing.T) {
-	c := newClient(t, env.URL())
+	c := newClient(t, clustertest.StartCluster(t, env, 1).URL(0))
 	tenant := uniqueName("tenant")
 	for _, want := range []bool{true, false} { // 201, then 200
 		created, err := c.PutTenant(bg, tenant)

@@ -128,10 +128,10 @@ func TestStoreRequestShapes(t *testing.T) {
 	runShapes(t, []shapeCase{
 		{"StoreWrite", func(c *client.Client) error {
 			return c.StoreWrite(bg, "acme", []client.StoreOp{
-				{Namespace: []string{"users", "a/b"}, Key: "k", Value: map[string]int{"n": 1}, Vectors: [][]float32{{1, 0.5}}, TTL: 90 * time.Second},
-				{Namespace: []string{"users"}, Key: "gone"}})
+				{Namespace: []string{"shapes", "a/b"}, Key: "k", Value: map[string]int{"n": 1}, Vectors: [][]float32{{1, 0.5}}, TTL: 90 * time.Second},
+				{Namespace: []string{"shapes"}, Key: "gone"}})
 		}, "POST", "/v1/tenants/acme/store/write", "",
-			`{"ops":[{"namespace":["users","a/b"],"key":"k","value":{"n":1},"vectors":[[1,0.5]],"ttl_minutes":1.5},{"namespace":["users"],"key":"gone"}]}`},
+			`{"ops":[{"namespace":["shapes","a/b"],"key":"k","value":{"n":1},"vectors":[[1,0.5]],"ttl_minutes":1.5},{"namespace":["shapes"],"key":"gone"}]}`},
 		{"StoreGet", func(c *client.Client) error {
 			_, err := c.StoreGet(bg, "acme", []client.StoreRef{{Namespace: []string{"u"}, Key: "k"}}, true, client.Stale())
 			return err
