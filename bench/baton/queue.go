@@ -2,6 +2,7 @@ package baton
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/baton-dev/baton/bench/loadgen"
 	"github.com/baton-dev/baton/bench/result"
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/client/concurrency"
 )
 
 // QueueParams size the queue workload.
@@ -17,13 +19,16 @@ type QueueParams struct {
 	Preload int // tasks created before the run
 }
 
-// Queue is the queue workload: one queue preloaded with tasks; each worker
-// claims a task (pending to running), then loops: a fenced update of its
-// task to done that releases the lease and, in the same request and
-// command, claims its next task (claim_next). One task costs one round
-// trip and one replicated command; the "claim" stage is a claim on its
-// own (a worker's first), "update" the update with the next claim.
-// A worker that finds the queue empty stops.
+// Queue is the queue workload: one queue preloaded with tasks, worked by
+// W slots as an SDK user works a queue: concurrency.Worker.RunPool with
+// Prefetch, in queuePools Workers (each its own client) of W/queuePools
+// slots. Each slot's task is set running by its claim and completed
+// (done, released) with Lease.Complete; the Worker claims up to its free
+// slots in one request and sends the completions of several slots in one
+// request with the claims of their next tasks (client.QueueBatch), each
+// task with its own fencing token and lease. One op is one task: "claim"
+// is the wait for a started task, "update" its Complete. The run stops
+// when the queue has nothing claimable.
 func Queue(ctx context.Context, env *Env, p Params, q QueueParams) (*result.Run, error) {
 	queue := fmt.Sprintf("q%d", q.Workers)
 	loadTime, err := env.Load(ctx, q.Preload, 8, func(i int) client.TxnOp {
@@ -32,7 +37,7 @@ func Queue(ctx context.Context, env *Env, p Params, q QueueParams) (*result.Run,
 	if err != nil {
 		return nil, err
 	}
-	r, err := queueNextRun(ctx, env, p, queue, q.Workers)
+	r, err := queueWorkerRun(ctx, env, p, queue, q.Workers)
 	if err != nil {
 		return nil, err
 	}
@@ -83,44 +88,84 @@ func queueRun(ctx context.Context, env *Env, p Params, queue string, workers int
 	return r, nil
 }
 
-// queueNextRun drives workers that finish their task and claim the next
-// in one request (client.UpdateTaskClaimNext); each op finishes one task.
-func queueNextRun(ctx context.Context, env *Env, p Params, queue string, workers int) (*result.Run, error) {
-	cs, err := env.Clients(workers)
+// queuePools is how many Workers (clients) share the queue workload's
+// slots.
+const queuePools = 4
+
+// queueWorkerRun drives workers slots of concurrency.Worker pools with
+// Prefetch: each loadgen worker takes the next task a pool started and
+// completes it.
+func queueWorkerRun(ctx context.Context, env *Env, p Params, queue string, workers int) (*result.Run, error) {
+	pools := min(queuePools, workers)
+	cs, err := env.Clients(pools)
 	if err != nil {
 		return nil, err
 	}
-	running, done, release := "running", "done", true
-	op := func(ctx context.Context, w *loadgen.Worker) error {
-		c := cs[w.ID]
-		owner := "worker-" + strconv.Itoa(w.ID)
-		t, _ := w.State.(*client.Task)
-		if t == nil {
-			t0 := time.Now()
-			claimed, err := c.ClaimQueue(ctx, Tenant, queue, client.QueueClaimRequest{Owner: owner, Lease: leaseFor, SetStatus: &running})
-			if err != nil {
-				return fmt.Errorf("claim: %w", err)
-			}
-			if claimed == nil {
-				return loadgen.ErrDrained
-			}
-			w.Observe("claim", time.Since(t0))
-			t = claimed
+	type started struct {
+		l    *concurrency.Lease
+		done chan error
+	}
+	handoff := make(chan started)
+	pctx, stop := context.WithCancel(ctx)
+	defer stop()
+	errs := make(chan error, pools)
+	for i, c := range cs {
+		slots := workers / pools
+		if i < workers%pools {
+			slots++
 		}
-		t0 := time.Now()
-		_, next, err := c.UpdateTaskClaimNext(ctx, Tenant, t.TaskID,
-			client.UpdateTaskRequest{FencingToken: &t.FencingToken, Status: &done, Release: &release},
-			client.ClaimNextRequest{Queue: queue, Owner: owner, Lease: leaseFor, SetStatus: &running})
+		w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: Tenant, Queue: queue, Owner: "worker-" + strconv.Itoa(i),
+			Lease: leaseFor, SetStatus: "running", Wait: time.Second, Prefetch: true})
 		if err != nil {
-			return fmt.Errorf("complete %s: %w", t.TaskID, err)
+			return nil, err
 		}
-		w.Observe("update", time.Since(t0))
-		w.State = next // nil: the queue was empty; the next op looks once more
+		go func() {
+			errs <- w.RunPool(pctx, slots, func(ctx context.Context, l *concurrency.Lease) error {
+				s := started{l: l, done: make(chan error, 1)}
+				select {
+				case handoff <- s:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+				select {
+				case err := <-s.done:
+					return err
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			})
+		}()
+	}
+	op := func(ctx context.Context, w *loadgen.Worker) error {
+		t0 := time.Now()
+		var s started
+		select {
+		case s = <-handoff:
+		case <-time.After(5 * time.Second): // the pools' claims waited a second and found nothing
+			return loadgen.ErrDrained
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		t1 := time.Now()
+		w.Observe("claim", t1.Sub(t0))
+		_, err := s.l.Complete(ctx, "done", nil)
+		s.done <- err
+		if err != nil {
+			return fmt.Errorf("complete %s: %w", s.l.Task().TaskID, err)
+		}
+		w.Observe("update", time.Since(t1))
 		return nil
 	}
 	out := runLoad(ctx, p, p.loadConfig(workers), op)
+	stop()
+	for range cs {
+		if err := <-errs; err != nil && !errors.Is(err, context.Canceled) {
+			return nil, fmt.Errorf("worker pool: %w", err)
+		}
+	}
 	r := out.Run
 	r.System = result.SystemBaton
 	r.SetMetric("tasks_per_s", r.OpsPerSec)
+	r.SetMetric("worker_pools", float64(pools))
 	return r, nil
 }
