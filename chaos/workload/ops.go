@@ -31,6 +31,9 @@ type caller struct {
 	// coord marks the caller's operations as the coordination agents'
 	// (history.Input.Coord).
 	coord bool
+	// claims counts the caller's queue claims: every other one is a
+	// batch claim (claimQueue).
+	claims int
 }
 
 // key is the Idempotency-Key of a write the workload never retries
@@ -284,9 +287,22 @@ var claimStatuses = []string{"pending", "working"}
 func (k *caller) claimQueue(owner string, lease time.Duration) history.Op {
 	in := history.Input{Queue: Queue, Owner: owner, LeaseMS: lease.Milliseconds()}
 	working := "working"
+	// Every other claim is a batch claim (max 1: its one task is what the
+	// checkers judge, as a claim's; the answer, compared raw by the
+	// idempotency checker, is the batch's list): the batch path (one
+	// command of up to max claims, version 6 entries) under the faults.
+	k.claims++
+	batch := k.claims%2 == 0
 	return k.call(history.TaskQueueClaim, in, k.key("qclaim"), func(ctx context.Context, opts []client.RequestOption, _ *history.Op) (history.Output, error) {
-		t, err := k.c.ClaimQueue(ctx, k.w.cfg.Tenant, Queue, client.QueueClaimRequest{Owner: owner, Lease: lease,
-			Statuses: claimStatuses, SetStatus: &working}, opts...)
+		req := client.QueueClaimRequest{Owner: owner, Lease: lease, Statuses: claimStatuses, SetStatus: &working}
+		if batch {
+			ts, err := k.c.ClaimQueueBatch(ctx, k.w.cfg.Tenant, Queue, req, 1, opts...)
+			if err != nil || len(ts) == 0 {
+				return history.Output{}, err
+			}
+			return taskOutput(ts[0]), nil
+		}
+		t, err := k.c.ClaimQueue(ctx, k.w.cfg.Tenant, Queue, req, opts...)
 		if err != nil || t == nil {
 			return history.Output{}, err
 		}
