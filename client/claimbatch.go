@@ -96,6 +96,11 @@ func (c *Client) QueueBatch(ctx context.Context, tenant, queue string, updates [
 		if err != nil {
 			return nil, nil, err
 		}
+		for _, raw := range []json.RawMessage{w.Result, w.Payload} {
+			if len(raw) > 0 && !json.Valid(raw) {
+				return nil, nil, fmt.Errorf("%w: updates[%d] (task %q): result and payload must be JSON", ErrInvalidArgument, i, u.ID)
+			}
+		}
 		body.Updates[i] = wire.BatchUpdate{ID: u.ID, TaskUpdate: w}
 	}
 	if claim != nil {

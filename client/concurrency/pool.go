@@ -300,6 +300,16 @@ func (p *pool) flush(batch []*poolFinish, max int) int {
 	defer cancel()
 	sent := time.Now()
 	outs, next, err := p.w.c.QueueBatch(ctx, p.w.cfg.Tenant, p.w.cfg.Queue, ups, claim)
+	if err != nil && len(batch) > 1 && refusedWhole(err) {
+		// Nothing was written (one update's bad field refuses the whole
+		// batch): each is sent alone, so that only a bad one fails, as
+		// it would have without the batch.
+		for _, f := range batch {
+			t, err := p.w.c.UpdateTask(ctx, p.w.cfg.Tenant, f.l.task.TaskID, f.req)
+			f.done <- poolOutcome{task: t, err: err}
+		}
+		return 0
+	}
 	for i, f := range batch {
 		o := poolOutcome{err: err}
 		if err == nil {
@@ -340,4 +350,15 @@ func (w *Worker) confirm(ctx context.Context, l *Lease, sent time.Time) error {
 		return fmt.Errorf("confirm the lease of task %q after a slow claim: %w", l.task.TaskID, err)
 	}
 	return nil
+}
+
+// refusedWhole reports whether err refused a whole batch without writing
+// anything: a definitive answer of the server (a 4xx, or a quota's 507)
+// or a request the client refused to send.
+func refusedWhole(err error) bool {
+	var e *client.Error
+	if errors.As(err, &e) {
+		return e.Status < 500 || errors.Is(err, client.ErrResourceExhausted)
+	}
+	return errors.Is(err, client.ErrInvalidArgument)
 }

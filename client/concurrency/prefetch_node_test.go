@@ -176,3 +176,73 @@ func TestWorkerPrefetchStop(t *testing.T) {
 		t.Fatalf("%d of %d tasks done, want %d", doneN, len(page.Tasks), n)
 	}
 }
+
+// TestWorkerPrefetchBadCompletion: a completion refused for its own bad
+// field fails alone, as it would without the batch; the completions sent
+// beside it succeed.
+func TestWorkerPrefetchBadCompletion(t *testing.T) {
+	c := prefetchClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const n = 4
+	queue := fmt.Sprintf("prefetchbad%d", time.Now().UnixNano())
+	prefetchTasks(t, ctx, c, queue, n)
+	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: queue, Owner: "pb",
+		Lease: 10 * time.Second, Wait: 100 * time.Millisecond, Prefetch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	arrived := 0
+	gate := make(chan struct{})
+	results := map[string]error{}
+	pctx, stop := context.WithCancel(ctx)
+	pool := make(chan error, 1)
+	go func() {
+		pool <- w.RunPool(pctx, n, func(ctx context.Context, l *concurrency.Lease) error {
+			id := l.Task().TaskID
+			mu.Lock()
+			_, again := results[id]
+			arrived++
+			mu.Unlock()
+			if again {
+				return l.Release(ctx)
+			}
+			<-gate // all n complete at once: one batch
+			result := []byte(`{"ok":true}`)
+			if id == queue+"-0" {
+				result = []byte(`{"ok":`) // not JSON: this one is refused
+			}
+			_, err := l.Complete(ctx, "done", result)
+			mu.Lock()
+			results[id] = err
+			mu.Unlock()
+			return nil
+		})
+	}()
+	eventually(t, 30*time.Second, "every slot busy", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return arrived >= n
+	})
+	close(gate)
+	eventually(t, 30*time.Second, "every completion answered", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(results) == n
+	})
+	stop()
+	if err := <-pool; !errors.Is(err, context.Canceled) {
+		t.Fatalf("RunPool: %v", err)
+	}
+	for id, err := range results {
+		if (id == queue+"-0") != (err != nil) {
+			t.Errorf("task %s: completion error %v", id, err)
+		}
+	}
+	for i := 1; i < n; i++ {
+		if got, err := c.GetTask(ctx, "acme", fmt.Sprintf("%s-%d", queue, i)); err != nil || got.Status != "done" {
+			t.Errorf("task %d: %+v %v", i, got, err)
+		}
+	}
+}
