@@ -37,7 +37,9 @@ func proxy(t *testing.T, route func(n int, r *http.Request) clustertest.Hop) *cl
 // leaderless is the hop to the node without a leader: a real 503.
 func leaderless() clustertest.Hop { return clustertest.Hop{To: env.Leaderless} }
 
-func newClientCfg(t *testing.T, cfg client.Config) *client.Client { return clustertest.NewClient(t, cfg) }
+func newClientCfg(t *testing.T, cfg client.Config) *client.Client {
+	return clustertest.NewClient(t, cfg)
+}
 
 func ctxTimeout(t *testing.T, d time.Duration) context.Context { return clustertest.CtxTimeout(t, d) }
 

@@ -2,20 +2,30 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/baton-dev/baton/client"
+	"github.com/baton-dev/baton/client/internal/clustertest"
 	"go.uber.org/goleak"
 )
 
-// sseNode is a fake node whose watch answers are scripted per connection.
+// Most watch tests run against the package's node through recording
+// proxies, which cut a stream or hold it silent on cue. sseNode, a stub
+// whose watch answers are scripted per connection, remains for what batond
+// does not send: SSE forms it never writes (TestWatchParsesStream), a 503
+// to a watch (any node serves one), and history compacted on cue.
+
+// sseNode is a stub node whose watch answers are scripted per connection.
 type sseNode struct {
 	URL    string
 	stop   chan struct{} // closed at cleanup: every held stream ends
@@ -85,7 +95,30 @@ func sseError(w http.ResponseWriter, code string) {
 }
 
 func watchClient(t *testing.T, endpoints ...string) *client.Client {
-	return newClientCfg(t, client.Config{Endpoints: endpoints, Token: "tok", Timeout: 2 * time.Second, MaxRetry: 3 * time.Second})
+	return newClientCfg(t, client.Config{Endpoints: endpoints, Token: env.Token, Timeout: 2 * time.Second, MaxRetry: 3 * time.Second})
+}
+
+// kvPut writes key in namespace ns on the package's node and returns the
+// write's log index.
+func kvPut(t *testing.T, ns, key string) uint64 {
+	t.Helper()
+	var m client.Meta
+	if _, err := nodeClient(t).PutKV(bg, "acme", ns, key, client.PutKVRequest{Value: json.RawMessage(`1`)}, client.CaptureMeta(&m)); err != nil {
+		t.Fatal(err)
+	}
+	return m.Index
+}
+
+// waitRequests polls until p has seen n requests.
+func waitRequests(t *testing.T, p *clustertest.Proxy, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for p.Count() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the proxy saw %d requests, want %d", p.Count(), n)
+		}
+		time.Sleep(5 * time.Millisecond) // polling interval, bounded by deadline
+	}
 }
 
 // startWatch returns a watcher closed at cleanup (before the fake nodes).
@@ -109,6 +142,9 @@ func nextIDs(t *testing.T, w *client.Watcher, n int) []string {
 	return ids
 }
 
+// TestWatchParsesStream: a stub, for SSE forms batond does not write but a
+// proxy on the way may (CRLF line ends, data over several lines, comments,
+// unknown events, retry fields). TestWatchRealStream reads a real one.
 func TestWatchParsesStream(t *testing.T) {
 	node := newSSENode(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		streamHead(w, 9)
@@ -136,8 +172,45 @@ func TestWatchParsesStream(t *testing.T) {
 		}
 	}
 	req := node.requests()[0]
-	if req.query != "from_index=4&prefix=p&resources=kv%2Ctasks" || req.lastEventID != "4" || req.auth != "Bearer tok" || req.accept != "text/event-stream" {
+	if req.query != "from_index=4&prefix=p&resources=kv%2Ctasks" || req.lastEventID != "4" || req.auth != "Bearer "+env.Token || req.accept != "text/event-stream" {
 		t.Errorf("got request %+v", req)
+	}
+}
+
+// TestWatchRealStream: the node's own events come typed, in order, and the
+// request carries the resume point, filter, token and Accept header.
+func TestWatchRealStream(t *testing.T) {
+	p := proxy(t, nil)
+	ns := uniqueName("watch")
+	from := kvPut(t, ns, "before")
+	w := startWatch(t, watchClient(t, p.URL), client.WatchOptions{Resources: []string{"kv", "tasks"}, Prefix: ns + "/", FromIndex: from})
+	put := kvPut(t, ns, "a")
+	if err := nodeClient(t).DeleteKV(bg, "acme", ns, "a", nil); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := w.Next(ctxTimeout(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entry client.KVEntry
+	if err := json.Unmarshal(ev.Value, &entry); err != nil || entry.Key != "a" || !jsonEqual(entry.Value, `1`) {
+		t.Errorf("got value %s (%v), want the entry a = 1", ev.Value, err)
+	}
+	if ev.Index != put || ev.ID != strconv.FormatUint(put, 10) || ev.Resource != "kv" || ev.Key != ns+"/a" || ev.Type != "put" {
+		t.Errorf("got %+v, want the put of %s/a at index %d", ev, ns, put)
+	}
+	ev, err = w.Next(ctxTimeout(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Index <= put || ev.Resource != "kv" || ev.Key != ns+"/a" || ev.Type != "delete" {
+		t.Errorf("got %+v, want the delete of %s/a after index %d", ev, ns, put)
+	}
+	req := p.Requests()[0]
+	wantQuery := fmt.Sprintf("from_index=%d&prefix=%s%%2F&resources=kv%%2Ctasks", from, ns)
+	if req.Query != wantQuery || req.Header.Get("Last-Event-ID") != strconv.FormatUint(from, 10) ||
+		req.Auth != "Bearer "+env.Token || req.Header.Get("Accept") != "text/event-stream" {
+		t.Errorf("got request %s %v, want query %s", req.Query, req.Header, wantQuery)
 	}
 }
 
@@ -145,61 +218,93 @@ func TestWatchParsesStream(t *testing.T) {
 // endpoint with Last-Event-ID; events the new node sends again are dropped,
 // so every event is delivered once, in order.
 func TestWatchResumesOnNextEndpoint(t *testing.T) {
-	a := newSSENode(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		streamHead(w, 0)
-		sendEvents(w, "1.0", "1", "3.0", "3.1") // then the node dies
+	var down atomic.Bool
+	a := proxy(t, func(int, *http.Request) clustertest.Hop {
+		if down.Load() {
+			return clustertest.Hop{Fault: clustertest.Hangup}
+		}
+		return clustertest.Hop{}
 	})
-	b := newSSENode(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		streamHead(w, 3)
-		sendEvents(w, "1", "3.0", "3.1", "3", "4")
-		<-r.Context().Done()
-	})
-	w := startWatch(t, watchClient(t, a.URL, b.URL), client.WatchOptions{FromIndex: 0})
-	got := nextIDs(t, w, 6)
-	if want := "1.0 1 3.0 3.1 3 4"; strings.Join(got, " ") != want {
-		t.Errorf("got %v, want %s", got, want)
+	b := proxy(t, nil)
+	ns := uniqueName("resume")
+	from := kvPut(t, ns, "0")
+	var want []string
+	for _, k := range []string{"1", "2"} {
+		want = append(want, strconv.FormatUint(kvPut(t, ns, k), 10))
 	}
-	if reqs := b.requests(); len(reqs) != 1 || reqs[0].lastEventID != "3.1" || reqs[0].query != "from_index=3" {
-		t.Errorf("got requests on the second node %+v, want one resuming after 3.1", reqs)
+	w := startWatch(t, watchClient(t, a.URL, b.URL), client.WatchOptions{Prefix: ns + "/", FromIndex: from})
+	got := nextIDs(t, w, 2)
+	down.Store(true) // the first node dies under its stream
+	a.CutConnections()
+	for _, k := range []string{"3", "4"} {
+		want = append(want, strconv.FormatUint(kvPut(t, ns, k), 10))
+	}
+	got = append(got, nextIDs(t, w, 2)...)
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	if reqs := b.Requests(); len(reqs) != 1 || reqs[0].Header.Get("Last-Event-ID") != want[1] || reqs[0].Query != "from_index="+want[1]+"&prefix="+ns+"%2F" {
+		t.Errorf("got requests on the second node %+v, want one resuming after %s", reqs, want[1])
 	}
 }
 
+// TestWatchFailsOver: a refused port, a cut connection and a 503 are
+// passed over for the next endpoint. The 503 is a stub's: any batond
+// serves a watch; a proxy or load balancer in front may refuse one.
 func TestWatchFailsOver(t *testing.T) {
 	down := closedEndpoint(t)
+	hangup, accepted := clustertest.HangupEndpoint(t)
 	busy := newSSENode(t, func(w http.ResponseWriter, r *http.Request, n int) { unavailable(w, r, n) })
-	live := newSSENode(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		streamHead(w, 1)
-		sendEvents(w, "2")
-		<-r.Context().Done()
-	})
-	w := startWatch(t, watchClient(t, down, busy.URL, live.URL), client.WatchOptions{})
-	if got := nextIDs(t, w, 1); got[0] != "2" {
-		t.Errorf("got %v, want [2]", got)
+	live := proxy(t, nil)
+	ns := uniqueName("failover")
+	from := kvPut(t, ns, "0")
+	w := startWatch(t, watchClient(t, down, hangup, busy.URL, live.URL), client.WatchOptions{Prefix: ns + "/", FromIndex: from})
+	want := strconv.FormatUint(kvPut(t, ns, "1"), 10)
+	if got := nextIDs(t, w, 1); got[0] != want {
+		t.Errorf("got %v, want [%s]", got, want)
 	}
 	if n := len(busy.requests()); n != 1 {
 		t.Errorf("got %d requests to the 503 node, want 1", n)
+	}
+	if n := accepted.Load(); n != 1 {
+		t.Errorf("got %d connections to the hanging-up endpoint, want 1", n)
 	}
 }
 
 // TestWatchFromNowPinsIndex: a watch "from now" that reconnects before its
 // first event resumes at the index the first node reported.
 func TestWatchFromNowPinsIndex(t *testing.T) {
-	a := newSSENode(t, func(w http.ResponseWriter, r *http.Request, n int) { streamHead(w, 7) })
-	b := newSSENode(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		streamHead(w, 9)
-		sendEvents(w, "8")
-		<-r.Context().Done()
+	a := proxy(t, func(n int, _ *http.Request) clustertest.Hop {
+		if n == 1 {
+			return clustertest.Hop{Fault: clustertest.HeadThenCut}
+		}
+		return clustertest.Hop{Fault: clustertest.Hangup}
 	})
-	w := startWatch(t, watchClient(t, a.URL, b.URL), client.WatchOptions{})
-	nextIDs(t, w, 1)
-	if reqs := a.requests(); reqs[0].query != "" || reqs[0].lastEventID != "" {
-		t.Errorf("got first request %+v, want no resume point", reqs[0])
+	b := proxy(t, nil)
+	ns := uniqueName("fromnow")
+	w := startWatch(t, watchClient(t, a.URL, b.URL), client.WatchOptions{Prefix: ns + "/"})
+	got := make(chan []string, 1)
+	go func() { got <- nextIDs(t, w, 1) }() // Next connects
+	// The node sends the stream's head with its first flush: an event of
+	// the tenant, even one the watch does not match.
+	waitRequests(t, a, 1)
+	kvPut(t, ns+"-other", "x")
+	waitRequests(t, b, 1)
+	want := strconv.FormatUint(kvPut(t, ns, "1"), 10)
+	if ids := <-got; len(ids) != 1 || ids[0] != want {
+		t.Errorf("got %v, want [%s]", ids, want)
 	}
-	if reqs := b.requests(); reqs[0].lastEventID != "7" || reqs[0].query != "from_index=7" {
-		t.Errorf("got resumed request %+v, want it after index 7", reqs[0])
+	first := a.Requests()[0]
+	if first.Query != "prefix="+ns+"%2F" || first.Header.Get("Last-Event-ID") != "" || first.Index == "" {
+		t.Errorf("got first request %+v, want no resume point and an index answered", first)
+	}
+	if reqs := b.Requests(); reqs[0].Header.Get("Last-Event-ID") != first.Index || reqs[0].Query != "from_index="+first.Index+"&prefix="+ns+"%2F" {
+		t.Errorf("got resumed request %+v, want it after index %s", reqs[0], first.Index)
 	}
 }
 
+// TestWatchCompacted: a stub, as compacting a node's history on cue is
+// out of a test's reach.
 func TestWatchCompacted(t *testing.T) {
 	gone := func(w http.ResponseWriter, r *http.Request, n int) {
 		writeError(w, 410, "compacted", "index 3 is older than this node's retained history", map[string]any{"floor": 10})
@@ -253,19 +358,21 @@ func TestWatchCompacted(t *testing.T) {
 }
 
 func TestWatchForbiddenIsFinal(t *testing.T) {
-	var hits []*sseNode
-	for range 2 {
-		hits = append(hits, newSSENode(t, func(w http.ResponseWriter, r *http.Request, n int) {
-			writeError(w, 403, "forbidden", `principal "p" cannot read tasks`, nil)
-		}))
+	reader, err := nodeClient(t).CreatePrincipal(bg, "acme", uniqueName("kvreader"),
+		[]client.Grant{{Resource: "kv", Actions: []string{"read"}}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	w := startWatch(t, watchClient(t, hits[0].URL, hits[1].URL), client.WatchOptions{Resources: []string{"tasks"}})
+	hits := []*clustertest.Proxy{proxy(t, nil), proxy(t, nil)}
+	c := newClientCfg(t, client.Config{Endpoints: []string{hits[0].URL, hits[1].URL}, Token: reader.Token,
+		Timeout: 2 * time.Second, MaxRetry: 3 * time.Second})
+	w := startWatch(t, c, client.WatchOptions{Resources: []string{"tasks"}})
 	for range 2 {
 		if _, err := w.Next(ctxTimeout(t, 5*time.Second)); !errors.Is(err, client.ErrForbidden) {
 			t.Fatalf("got %v, want ErrForbidden", err)
 		}
 	}
-	if n0, n1 := len(hits[0].requests()), len(hits[1].requests()); n0+n1 != 1 {
+	if n0, n1 := hits[0].Count(), hits[1].Count(); n0+n1 != 1 {
 		t.Errorf("got %d+%d requests, want 1 (a 403 is not retried)", n0, n1)
 	}
 }
@@ -273,17 +380,12 @@ func TestWatchForbiddenIsFinal(t *testing.T) {
 // TestWatchIdleStreamIsDropped: a stream that stays silent past the idle
 // timeout (a paused node) is abandoned for the next endpoint.
 func TestWatchIdleStreamIsDropped(t *testing.T) {
-	var silent *sseNode
-	silent = newSSENode(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		streamHead(w, 1)
-		silent.hold(r)
-	})
-	live := newSSENode(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		streamHead(w, 1)
-		sendEvents(w, "2")
-		<-r.Context().Done()
-	})
-	w := startWatch(t, watchClient(t, silent.URL, live.URL), client.WatchOptions{IdleTimeout: 200 * time.Millisecond})
+	silent := proxy(t, func(int, *http.Request) clustertest.Hop { return clustertest.Hop{Fault: clustertest.HeadThenStall} })
+	live := proxy(t, nil)
+	ns := uniqueName("idle")
+	from := kvPut(t, ns, "0")
+	kvPut(t, ns, "1")
+	w := startWatch(t, watchClient(t, silent.URL, live.URL), client.WatchOptions{Prefix: ns + "/", FromIndex: from, IdleTimeout: 200 * time.Millisecond})
 	start := time.Now()
 	nextIDs(t, w, 1)
 	if d := time.Since(start); d < 200*time.Millisecond || d > 3*time.Second {
@@ -294,31 +396,28 @@ func TestWatchIdleStreamIsDropped(t *testing.T) {
 // TestWatchNextContext: a Next that times out leaves the watcher usable;
 // the next call resumes after the last event delivered.
 func TestWatchNextContext(t *testing.T) {
-	release := make(chan struct{})
-	node := newSSENode(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		streamHead(w, 1)
-		if n == 1 {
-			sendEvents(w, "2.0", "2.1")
-			<-r.Context().Done()
-			return
-		}
-		<-release
-		sendEvents(w, "2.1", "2", "3")
-		<-r.Context().Done()
-	})
-	w := startWatch(t, watchClient(t, node.URL), client.WatchOptions{FromIndex: 1})
+	p := proxy(t, nil)
+	ns := uniqueName("nextctx")
+	from := kvPut(t, ns, "0")
+	var want []string
+	for _, k := range []string{"1", "2"} {
+		want = append(want, strconv.FormatUint(kvPut(t, ns, k), 10))
+	}
+	w := startWatch(t, watchClient(t, p.URL), client.WatchOptions{Prefix: ns + "/", FromIndex: from})
 	nextIDs(t, w, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	if _, err := w.Next(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("got %v, want DeadlineExceeded", err)
 	}
-	close(release)
-	if got := nextIDs(t, w, 2); strings.Join(got, " ") != "2 3" {
-		t.Errorf("got %v, want [2 3]", got)
+	for _, k := range []string{"3", "4"} {
+		want = append(want, strconv.FormatUint(kvPut(t, ns, k), 10))
 	}
-	if reqs := node.requests(); len(reqs) != 2 || reqs[1].lastEventID != "2.1" {
-		t.Errorf("got requests %+v, want a second one resuming after 2.1", reqs)
+	if got := nextIDs(t, w, 2); strings.Join(got, " ") != strings.Join(want[2:], " ") {
+		t.Errorf("got %v, want %v", got, want[2:])
+	}
+	if reqs := p.Requests(); len(reqs) != 2 || reqs[1].Header.Get("Last-Event-ID") != want[1] {
+		t.Errorf("got %d requests, want a second one resuming after %s", len(reqs), want[1])
 	}
 }
 
@@ -327,18 +426,16 @@ func TestWatchNextContext(t *testing.T) {
 func TestWatchClose(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	t.Cleanup(func() { // last: after the fake node has shut down
+	t.Cleanup(func() { // last: after the proxy has shut down
 		tr.CloseIdleConnections()
 		goleak.VerifyNone(t, ignore)
 	})
-	var node *sseNode
-	node = newSSENode(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		streamHead(w, 1)
-		sendEvents(w, "2")
-		node.hold(r)
-	})
-	c := newClientCfg(t, client.Config{Endpoints: []string{node.URL}, HTTPClient: &http.Client{Transport: tr}})
-	w := c.Watch(context.Background(), "acme", client.WatchOptions{})
+	p := proxy(t, nil)
+	ns := uniqueName("close")
+	from := kvPut(t, ns, "0")
+	kvPut(t, ns, "1")
+	c := newClientCfg(t, client.Config{Endpoints: []string{p.URL}, Token: env.Token, HTTPClient: &http.Client{Transport: tr}})
+	w := c.Watch(context.Background(), "acme", client.WatchOptions{Prefix: ns + "/", FromIndex: from})
 	nextIDs(t, w, 1)
 	errc := make(chan error, 1)
 	go func() {

@@ -15,7 +15,9 @@ var bg = context.Background()
 
 // The helpers are clustertest's, shared with the client package's tests.
 
-func newClientCfg(t *testing.T, cfg client.Config) *client.Client { return clustertest.NewClient(t, cfg) }
+func newClientCfg(t *testing.T, cfg client.Config) *client.Client {
+	return clustertest.NewClient(t, cfg)
+}
 
 // newClient is a client of endpoints with a short per-attempt timeout and
 // retry budget.

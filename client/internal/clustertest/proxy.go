@@ -3,7 +3,6 @@ package clustertest
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"maps"
 	"net"
@@ -43,6 +42,13 @@ const (
 	// and the first half of its body, then sends nothing more until the
 	// client gives up.
 	StallBody
+	// HeadThenCut forwards the request, answers the node's status and
+	// headers as soon as they come, then cuts the connection: a stream
+	// (a watch) that breaks before its first event.
+	HeadThenCut
+	// HeadThenStall is HeadThenCut that holds the connection, silent,
+	// until the client gives up or the proxy closes: a paused node.
+	HeadThenStall
 )
 
 // Hop is where and how a Proxy sends one request. An empty To is the
@@ -59,6 +65,8 @@ type Request struct {
 	Body                           []byte
 	// Status is the answer's status; 0 when the client got none.
 	Status int
+	// Index is the answer's X-Baton-Index header.
+	Index string
 }
 
 // Proxy is an HTTP proxy in front of real nodes: each request is recorded
@@ -75,6 +83,8 @@ type Proxy struct {
 	mu      sync.Mutex
 	reqs    []Request
 	leaders map[string]string
+	conns   map[net.Conn]struct{} // the clients' open connections
+	done    chan struct{}         // closed when the proxy stops
 }
 
 type hopKey struct{}
@@ -84,8 +94,8 @@ type hopKey struct{}
 // body and block. The test's cleanup stops it.
 func NewProxy(t testing.TB, to string, route func(n int, r *http.Request) Hop) *Proxy {
 	t.Helper()
-	p := &Proxy{to: to, route: route, leaders: map[string]string{},
-		transport: http.DefaultTransport.(*http.Transport).Clone()}
+	p := &Proxy{to: to, route: route, leaders: map[string]string{}, conns: map[net.Conn]struct{}{},
+		done: make(chan struct{}), transport: http.DefaultTransport.(*http.Transport).Clone()}
 	p.rp = &httputil.ReverseProxy{
 		Transport: p.transport,
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -116,10 +126,20 @@ func NewProxy(t testing.TB, to string, route func(n int, r *http.Request) Hop) *
 	}
 	p.Host = ln.Addr().String()
 	p.URL = "http://" + p.Host
-	srv := &http.Server{Handler: p}
+	srv := &http.Server{Handler: p, ConnState: func(c net.Conn, st http.ConnState) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		switch st {
+		case http.StateNew:
+			p.conns[c] = struct{}{}
+		case http.StateClosed, http.StateHijacked:
+			delete(p.conns, c)
+		}
+	}}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = srv.Serve(ln) }()
 	t.Cleanup(func() {
+		close(p.done)
 		srv.Close()
 		<-done
 		p.transport.CloseIdleConnections()
@@ -134,6 +154,16 @@ func (p *Proxy) MapLeader(real, proxied string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.leaders[real] = proxied
+}
+
+// CutConnections closes every client connection open now, streams
+// included: the node went away under them.
+func (p *Proxy) CutConnections() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		c.Close()
+	}
 }
 
 // Requests returns what the proxy received so far.
@@ -176,6 +206,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		p.mu.Lock()
 		p.reqs[n-1].Status = sw.status
+		p.reqs[n-1].Index = sw.index
 		p.mu.Unlock()
 	}()
 	w = sw
@@ -197,6 +228,41 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case CutAfter:
 		p.rp.ServeHTTP(&discard{h: http.Header{}}, r)
 		hangup(w)
+	case HeadThenCut, HeadThenStall:
+		// The node's stream is read (and dropped) by the proxy until the
+		// cut, which also ends the request to the node. The handler's
+		// goroutine alone touches the client's connection.
+		client := r.Context()
+		ctx, cancel := context.WithCancel(client)
+		hw := &headWriter{h: http.Header{}, ready: make(chan int, 1)}
+		forwarded := make(chan struct{})
+		go func() {
+			defer close(forwarded)
+			defer func() {
+				// The proxy aborts a stream cut under it so; nothing else.
+				if v := recover(); v != nil && v != http.ErrAbortHandler {
+					panic(v)
+				}
+			}()
+			p.rp.ServeHTTP(hw, r.WithContext(ctx))
+		}()
+		select {
+		case code := <-hw.ready:
+			maps.Copy(sw.Header(), hw.h)
+			sw.WriteHeader(code)
+			http.NewResponseController(sw).Flush()
+			if hop.Fault == HeadThenStall {
+				select {
+				case <-client.Done():
+				case <-p.done:
+				}
+			}
+			hangup(sw)
+		case <-client.Done():
+		case <-forwarded:
+		}
+		cancel()
+		<-forwarded
 	case Corrupt, Truncate, StallBody:
 		d := &discard{h: http.Header{}, keep: true}
 		p.rp.ServeHTTP(d, r)
@@ -222,13 +288,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// hangup closes the client's connection without an answer.
+// hangup closes the client's connection without an answer (unless it
+// was closed already).
 func hangup(w http.ResponseWriter) {
-	conn, _, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		panic(errors.Join(errors.New("clustertest: hijack"), err))
+	if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+		conn.Close()
 	}
-	conn.Close()
 }
 
 // discard takes a node's answer and keeps its status and headers, and
@@ -256,15 +321,16 @@ func (d *discard) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// statusWriter notes the status answered.
+// statusWriter notes the status and index answered.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	index  string
 }
 
 func (s *statusWriter) WriteHeader(code int) {
 	if s.status == 0 {
-		s.status = code
+		s.status, s.index = code, s.Header().Get("X-Baton-Index")
 	}
 	s.ResponseWriter.WriteHeader(code)
 }
@@ -283,3 +349,27 @@ func (s *statusWriter) Flush() {
 		f.Flush()
 	}
 }
+
+// headWriter takes a node's answer for HeadThenCut and HeadThenStall: it
+// hands the status on ready (its headers in h) and drops the body.
+type headWriter struct {
+	h     http.Header
+	ready chan int
+	sent  bool
+}
+
+func (h *headWriter) Header() http.Header { return h.h }
+
+func (h *headWriter) WriteHeader(code int) {
+	if !h.sent {
+		h.sent = true
+		h.ready <- code
+	}
+}
+
+func (h *headWriter) Write(b []byte) (int, error) {
+	h.WriteHeader(http.StatusOK)
+	return len(b), nil
+}
+
+func (h *headWriter) Flush() {}
