@@ -92,7 +92,7 @@ func (c *Client) QueueBatch(ctx context.Context, tenant, queue string, updates [
 		if err := required("task id", u.ID); err != nil {
 			return nil, nil, err
 		}
-		w, err := u.UpdateTaskRequest.wire()
+		w, err := u.wire()
 		if err != nil {
 			return nil, nil, err
 		}
