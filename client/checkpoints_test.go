@@ -3,7 +3,7 @@ package client_test
 import (
 	"encoding/json"
 	"errors"
-	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
@@ -94,30 +94,48 @@ func TestCheckpointRequestShapes(t *testing.T) {
 	})
 }
 
+// putCheckpoints writes a chain of checkpoints, each the next one's
+// parent, on a thread of its own of the package's node; it returns the
+// thread.
+func putCheckpoints(t *testing.T, c *client.Client, ids ...string) string {
+	t.Helper()
+	thread := uniqueName("chat")
+	parent := ""
+	for i, id := range ids {
+		if _, err := c.PutCheckpoint(bg, "acme", thread, id, client.PutCheckpointRequest{ParentID: parent,
+			Data: json.RawMessage(strconv.Itoa(i + 1)), Metadata: json.RawMessage(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+		parent = id
+	}
+	return thread
+}
+
 func TestCheckpointDecodes(t *testing.T) {
-	body := `{"thread_id": "chat-7", "checkpoint_id": "cp-2", "parent_id": "cp-1", "data": {"m": [1]},
-	  "metadata": {}, "created_at": "2025-01-02T03:04:05.678Z",
-	  "pending_writes": [{"task_id": "step-3", "task_path": "p", "idx": -3, "channel": "__interrupt__", "value": {"ask": 1}}]}`
-	h := func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(body)) }
-	c := newClient(t, serve(t, h).URL)
-	cp, err := c.LatestCheckpoint(bg, "acme", "chat-7")
+	c := newClient(t, env.URL())
+	thread := putCheckpoints(t, c, "cp-1", "cp-2")
+	idx := int64(-3)
+	if err := c.PutWrites(bg, "acme", thread, "cp-2", client.PutWritesRequest{TaskID: "step-3", TaskPath: "p",
+		Writes: []client.Write{{Channel: "__interrupt__", Value: json.RawMessage(`{"ask": 1}`), Idx: &idx}}}); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := c.LatestCheckpoint(bg, "acme", thread)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cp.CheckpointID != "cp-2" || cp.ParentID != "cp-1" || len(cp.PendingWrites) != 1 {
+	if cp.ThreadID != thread || cp.CheckpointID != "cp-2" || cp.ParentID != "cp-1" || !jsonEqual(cp.Data, `2`) ||
+		cp.CreatedAt.IsZero() || len(cp.PendingWrites) != 1 {
 		t.Fatalf("got %+v", cp)
 	}
-	if w := cp.PendingWrites[0]; w.TaskID != "step-3" || w.TaskPath != "p" || w.Idx != -3 || w.Channel != "__interrupt__" || string(w.Value) != `{"ask": 1}` {
+	if w := cp.PendingWrites[0]; w.TaskID != "step-3" || w.TaskPath != "p" || w.Idx != -3 || w.Channel != "__interrupt__" || !jsonEqual(w.Value, `{"ask": 1}`) {
 		t.Errorf("pending write: got %+v", w)
 	}
 }
 
 func TestCheckpointList(t *testing.T) {
-	body := `{"checkpoints": [{"thread_id": "t", "checkpoint_id": "b", "parent_id": "a", "data": 2, "metadata": {}, "created_at": "2025-01-02T03:04:05.678Z"},
-	  {"thread_id": "t", "checkpoint_id": "a", "parent_id": "", "data": 1, "metadata": {}, "created_at": "2025-01-02T03:04:05.600Z"}]}`
-	h := func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(body)) }
-	c := newClient(t, serve(t, h).URL)
-	list, err := c.ListCheckpoints(bg, "acme", "t", client.ListCheckpointsOptions{})
+	c := newClient(t, env.URL())
+	thread := putCheckpoints(t, c, "a", "b")
+	list, err := c.ListCheckpoints(bg, "acme", thread, client.ListCheckpointsOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,11 +147,9 @@ func TestCheckpointList(t *testing.T) {
 // TestCheckpointHeadMismatch: a put whose parent is not the head is
 // ErrVersionMismatch carrying the current head.
 func TestCheckpointHeadMismatch(t *testing.T) {
-	h := func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, 409, "version_mismatch", `parent "cp-1" is not the head`, map[string]any{"current_head": "cp-2"})
-	}
-	c := newClient(t, serve(t, h).URL)
-	_, err := c.PutCheckpoint(bg, "acme", "t", "cp-3", client.PutCheckpointRequest{ParentID: "cp-1", Data: json.RawMessage(`1`)})
+	c := newClient(t, env.URL())
+	thread := putCheckpoints(t, c, "cp-1", "cp-2")
+	_, err := c.PutCheckpoint(bg, "acme", thread, "cp-3", client.PutCheckpointRequest{ParentID: "cp-1", Data: json.RawMessage(`1`)})
 	var e *client.Error
 	if !errors.Is(err, client.ErrVersionMismatch) || !errors.As(err, &e) {
 		t.Fatalf("got %v, want ErrVersionMismatch", err)
