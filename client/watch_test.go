@@ -28,7 +28,6 @@ import (
 // sseNode is a stub node whose watch answers are scripted per connection.
 type sseNode struct {
 	URL    string
-	stop   chan struct{} // closed at cleanup: every held stream ends
 	script func(w http.ResponseWriter, r *http.Request, n int)
 
 	mu    sync.Mutex
@@ -41,11 +40,10 @@ type sseConnReq struct {
 
 func newSSENode(t *testing.T, script func(w http.ResponseWriter, r *http.Request, n int)) *sseNode {
 	t.Helper()
-	node := &sseNode{stop: make(chan struct{}), script: script}
+	node := &sseNode{script: script}
 	s := httptest.NewServer(http.HandlerFunc(node.serve))
 	node.URL = s.URL
 	t.Cleanup(s.Close)
-	t.Cleanup(func() { close(node.stop) }) // runs first: held streams end before Close waits for them
 	return node
 }
 
@@ -62,14 +60,6 @@ func (node *sseNode) requests() []sseConnReq {
 	node.mu.Lock()
 	defer node.mu.Unlock()
 	return append([]sseConnReq(nil), node.conns...)
-}
-
-// hold keeps a stream open until the client or the test goes away.
-func (node *sseNode) hold(r *http.Request) {
-	select {
-	case <-r.Context().Done():
-	case <-node.stop:
-	}
 }
 
 // streamHead starts an event stream reporting index as X-Baton-Index.
