@@ -76,6 +76,9 @@ type options struct {
 	// and whether bench/python/venv.sh makes or updates them first.
 	pythonSDK, pythonLG string
 	pythonVenv          bool
+	// lgMessageBytes is the text of each LangGraph message (0: the
+	// driver's default), for a payload-heavy langgraph run.
+	lgMessageBytes int
 	// The TypeScript row (sdk): node, and whether the driver is built
 	// first (npm ci, tsc in client/typescript).
 	node    string
@@ -137,10 +140,11 @@ func parseFlags(args []string) (*options, error) {
 	pinned := fs.String("pinned-workloads", strings.Join(defaultPinned, ","), "workloads that also run pinned, when they run (with --pinned)")
 	fs.StringVar(&o.pythonSDK, "python", "bin/py/bin/python", "sdk: the Python of the venv make test-python builds (relative to the module root)")
 	fs.StringVar(&o.pythonLG, "python-bench", "bin/py-bench/bin/python", "langgraph: the Python of the bench venv, bench/python/requirements.txt (relative to the module root)")
+	fs.IntVar(&o.lgMessageBytes, "lg-message-bytes", 0, "langgraph: the text of each message of the state, in bytes (0: the driver's 200)")
 	fs.BoolVar(&o.pythonVenv, "python-venv", true, "before sdk or langgraph, make or update the venvs with bench/python/venv.sh (the client installed from the tree)")
 	fs.StringVar(&o.node, "node", "node", "sdk: the Node.js (20+) that runs the TypeScript SDK's driver (client/typescript/bench/sdkbench.ts)")
 	fs.BoolVar(&o.tsBuild, "ts-build", true, "before sdk, build the TypeScript SDK and its driver in client/typescript (npm ci, tsc)")
-	include := fs.String("include", "docs/bench/chunking.md,docs/bench/sdk-transport.md,docs/bench/python-sdk.md,docs/bench/sdk-run.md,docs/bench/leadership.md,docs/bench/artifacts.md,docs/bench/queue.md", "hand-written Markdown fragments the report ends with, comma-separated (relative to the module root)")
+	include := fs.String("include", "docs/bench/chunking.md,docs/bench/sdk-transport.md,docs/bench/python-sdk.md,docs/bench/sdk-run.md,docs/bench/leadership.md,docs/bench/artifacts.md,docs/bench/queue.md,docs/bench/langgraph.md", "hand-written Markdown fragments the report ends with, comma-separated (relative to the module root)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

@@ -166,7 +166,11 @@ func (s *suite) sdk(ctx context.Context, run func(name string, f func(env *baton
 
 // lgArgs are the langgraph driver's arguments for T threads.
 func (s *suite) lgArgs(threads int) []string {
-	return append([]string{"--threads", fmt.Sprint(threads), "--steps-per-thread", fmt.Sprint(s.plan.lgSteps)}, s.loadArgs()...)
+	args := []string{"--threads", fmt.Sprint(threads), "--steps-per-thread", fmt.Sprint(s.plan.lgSteps)}
+	if s.o.lgMessageBytes > 0 {
+		args = append(args, "--message-bytes", fmt.Sprint(s.o.lgMessageBytes))
+	}
+	return append(args, s.loadArgs()...)
 }
 
 // langgraphBaton runs the LangGraph step through AsyncBatonSaver, on a
@@ -219,5 +223,6 @@ func (s *suite) sqlite(ctx context.Context, w string) ([]*result.Run, error) {
 // lgPeerArgs are peerbench's flags for PostgreSQL's LangGraph saver.
 func (s *suite) lgPeerArgs() []string {
 	return []string{"--python", s.o.pythonLG, "--lg-script", rootPath(lgScript),
-		"--lg-threads", joinInts(s.plan.lgThreads), "--lg-steps", fmt.Sprint(s.plan.lgSteps)}
+		"--lg-threads", joinInts(s.plan.lgThreads), "--lg-steps", fmt.Sprint(s.plan.lgSteps),
+		"--lg-message-bytes", fmt.Sprint(s.o.lgMessageBytes)}
 }

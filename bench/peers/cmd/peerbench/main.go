@@ -56,6 +56,7 @@ type options struct {
 	python, lgScript string
 	lgThreads        []int
 	lgSteps          int
+	lgMessageBytes   int
 }
 
 func main() {
@@ -94,6 +95,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.lgScript, "lg-script", "", "langgraph: bench/python/lgbench.py")
 	lgThreads := fs.String("lg-threads", "1,32", "langgraph: concurrent LangGraph threads")
 	fs.IntVar(&o.lgSteps, "lg-steps", 20, "langgraph: steps of each thread before a new one")
+	fs.IntVar(&o.lgMessageBytes, "lg-message-bytes", 0, "langgraph: the text of each message, in bytes (0: the driver's default)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -283,6 +285,9 @@ func langgraphPostgres(ctx context.Context, o *options, bin string) ([]*result.R
 		args := []string{"--saver", "postgres", "--dsn", s.URL(), "--threads", strconv.Itoa(n),
 			"--steps-per-thread", strconv.Itoa(o.lgSteps), "--warmup", o.warmup.String(),
 			"--duration", o.duration.String(), "--seed", strconv.FormatUint(o.seed, 10)}
+		if o.lgMessageBytes > 0 {
+			args = append(args, "--message-bytes", strconv.Itoa(o.lgMessageBytes))
+		}
 		r, err := pyrun.Run(ctx, o.python, o.lgScript, args, os.Stderr)
 		s.Close()
 		if err != nil {
