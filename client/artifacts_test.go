@@ -95,6 +95,11 @@ type iotestErrReader struct{ err error }
 
 func (r iotestErrReader) Read([]byte) (int, error) { return 0, r.err }
 
+// fresh is a seed for textContent no earlier run used: the package's node
+// keeps the chunks it was sent, and a test that uploads wants new ones
+// (-count runs it again on the same node).
+func fresh() uint64 { return rand.Uint64() }
+
 // chunkPuts counts the chunk uploads among the requests a proxy saw.
 func chunkPuts(p *clustertest.Proxy) int {
 	n := 0
@@ -110,23 +115,21 @@ func chunkPuts(p *clustertest.Proxy) int {
 // the package's node outlives a test, and -count runs it again.
 func uniqueName(prefix string) string { return prefix + "-" + uuid.NewString()[:13] }
 
-// newTask creates a task on the package's node, for an artifact to name.
-func newTask(t *testing.T) string {
-	t.Helper()
-	task, err := nodeClient(t).CreateTask(bg, "acme", client.CreateTaskRequest{Queue: uniqueName("artifacts")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return task.TaskID
-}
-
 func TestUploadDownloadRoundTrip(t *testing.T) {
-	f := proxy(t, nil)
+	// A node of its own: the figures below (chunks sent for an edit) hold
+	// for this content, which a node that kept its chunks from an earlier
+	// run would not ask for again.
+	f := clustertest.NewProxy(t, clustertest.StartCluster(t, env, 1).URL(0), nil)
 	// A roomy attempt timeout: it is also how long a download may go
 	// without data, and a loaded machine under -race can pause that long.
 	c := newClientCfg(t, client.Config{Endpoints: []string{f.URL}, Token: env.Token,
 		Timeout: 30 * time.Second, MaxRetry: 30 * time.Second})
-	name, taskID := uniqueName("report"), newTask(t)
+	name := uniqueName("report")
+	task, err := c.CreateTask(bg, "acme", client.CreateTaskRequest{Queue: "artifacts"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	taskID := task.TaskID
 	data := textContent(3, 12<<20+12345)
 	var stats client.UploadStats
 	var last, calls atomic.Int64
@@ -242,7 +245,7 @@ func TestUploadBoundedMemory(t *testing.T) {
 	c := newClientCfg(t, client.Config{Endpoints: []string{f.URL}, Token: env.Token,
 		Timeout: 30 * time.Second, MaxRetry: time.Minute})
 	const parallel = 3
-	src := &countingReader{r: bytes.NewReader(textContent(4, 48<<20))}
+	src := &countingReader{r: bytes.NewReader(textContent(fresh(), 48<<20))}
 	done := make(chan error, 1)
 	go func() {
 		_, err := c.UploadArtifact(bg, "acme", uniqueName("big"), src, client.UploadOptions{Parallel: parallel})
@@ -298,7 +301,7 @@ func TestUploadIdempotencyKeys(t *testing.T) {
 	c := newClient(t, f.URL)
 	publishKey := "publish-once-" + uuid.NewString() // the node keeps keys: one per run
 	ctx := client.WithIdempotencyKey(bg, publishKey)
-	if _, err := c.UploadArtifact(ctx, "acme", uniqueName("k"), bytes.NewReader(textContent(5, 5<<20)), client.UploadOptions{}); err != nil {
+	if _, err := c.UploadArtifact(ctx, "acme", uniqueName("k"), bytes.NewReader(textContent(fresh(), 5<<20)), client.UploadOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}
@@ -332,7 +335,7 @@ func TestUploadFailureStops(t *testing.T) {
 	f := proxy(t, nil)
 	c := newClientCfg(t, client.Config{Endpoints: []string{f.URL}, Token: reader.Token, NoSession: true,
 		Timeout: 10 * time.Second, MaxRetry: 5 * time.Second})
-	_, err = c.UploadArtifact(bg, "acme", uniqueName("x"), bytes.NewReader(textContent(6, 20<<20)), client.UploadOptions{})
+	_, err = c.UploadArtifact(bg, "acme", uniqueName("x"), bytes.NewReader(textContent(fresh(), 20<<20)), client.UploadOptions{})
 	if !errors.Is(err, client.ErrForbidden) {
 		t.Errorf("got %v, want forbidden", err)
 	}
@@ -372,7 +375,7 @@ func TestDownloadVerifies(t *testing.T) {
 			})
 			c := newClient(t, f.URL)
 			name := uniqueName("a")
-			data := textContent(7, 6<<20)
+			data := textContent(fresh(), 6<<20)
 			if _, err := c.UploadArtifact(bg, "acme", name, bytes.NewReader(data), client.UploadOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -408,7 +411,7 @@ func TestDownloadFailover(t *testing.T) {
 	// busy is the node without a leader, which answers 503.
 	c := newClient(t, env.Leaderless, clustertest.ClosedEndpoint(t), env.URL())
 	name := uniqueName("a")
-	data := textContent(8, 3<<20)
+	data := textContent(fresh(), 3<<20)
 	if _, err := c.UploadArtifact(bg, "acme", name, bytes.NewReader(data), client.UploadOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -439,7 +442,7 @@ func TestDownloadStall(t *testing.T) {
 	c := newClientCfg(t, client.Config{Endpoints: []string{f.URL}, Token: env.Token,
 		Timeout: 300 * time.Millisecond, MaxRetry: time.Second})
 	name := uniqueName("a")
-	if _, err := c.UploadArtifact(ctxTimeout(t, 30*time.Second), "acme", name, bytes.NewReader(textContent(9, 1<<20)), client.UploadOptions{}); err != nil {
+	if _, err := c.UploadArtifact(ctxTimeout(t, 30*time.Second), "acme", name, bytes.NewReader(textContent(fresh(), 1<<20)), client.UploadOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	stall.Store(true)
