@@ -33,6 +33,7 @@ var layers = []struct {
 	{"mcp", []string{"server/mcpserver"}},
 	{"http", []string{"server"}},
 	{"launcher", []string{"cmd/batond/cluster"}},
+	{"sdk test support", []string{"client/internal/clustertest"}},
 	{"binaries", []string{"cmd/batond", "cmd/baton"}},
 	{"harness", []string{"chaos/...", "bench/...", "deploy/..."}},
 }
