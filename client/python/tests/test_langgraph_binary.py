@@ -38,14 +38,18 @@ def client(cluster: Cluster) -> Iterator[baton.Client]:
         yield c
 
 
-def _spy(client: Any) -> list[Any]:
-    """The calls the client sends (content type, Accept, body), recorded."""
+def _spy(client: Any, answers: list[bytes] | None = None) -> list[Any]:
+    """The calls the client sends (content type, Accept, body), recorded; with answers, the first byte
+    of each answer too (sync clients)."""
     calls: list[Any] = []
     send = client._send
 
     def spying(call: Any) -> Any:
         calls.append(call)
-        return send(call)
+        ans = send(call)
+        if answers is not None:
+            answers.append(ans.body[:1])
+        return ans
 
     client._send = spying
     return calls
@@ -81,12 +85,15 @@ def test_saver_sends_bytes_as_msgpack(client: baton.Client) -> None:
     in the bodies as they are: no base64 of them anywhere."""
     assert _mp.on(), "ormsgpack comes with langgraph-checkpoint"
     saver = BatonSaver(client)
-    calls = _spy(client)
+    answers: list[bytes] = []
+    calls = _spy(client, answers)
     thread = uid("mp")
     cfg, cid = _step(saver, thread, 0, None)
     _check(saver, thread, 0, cid)
     cp_calls = [c for c in calls if "checkpoints" in c.path]
     assert len(cp_calls) >= 4
+    # The answers are msgpack maps too (a JSON one starts with "{"): the Accept header went out.
+    assert all(a and a != b"{" for a, c in zip(answers, calls, strict=True) if "checkpoints" in c.path), answers
     for c in cp_calls:
         assert c.accept == _mp.MEDIA, c.path
         if c.body is not None:
