@@ -64,21 +64,29 @@ type Checkpoint struct {
 // the value it wrote to a channel, at index Idx of the task's writes
 // (negative for LangGraph's special channels: error, scheduled, interrupt,
 // resume). A checkpoint's writes come ordered by task id, then index.
+//
+// A write is a JSON Value, or Data, bytes of a serializer's Type
+// (LangGraph's (type, bytes), as the Python saver writes them).
 type PendingWrite struct {
 	TaskID   string          `json:"task_id"`
 	TaskPath string          `json:"task_path,omitempty"`
 	Idx      int64           `json:"idx"`
 	Channel  string          `json:"channel"`
-	Value    json.RawMessage `json:"value"`
+	Value    json.RawMessage `json:"value,omitempty"`
+	Type     string          `json:"type,omitempty"`
+	Data     []byte          `json:"b64,omitempty"`
 }
 
 // Write is one write of a PutWritesRequest: Value written to Channel, at
 // index Idx of the task's writes; nil Idx is the write's position in the
-// request.
+// request. With Type set, Data (bytes of that serializer's type) is
+// written instead of Value.
 type Write struct {
 	Channel string
 	Value   json.RawMessage
 	Idx     *int64
+	Type    string
+	Data    []byte
 }
 
 // CheckpointInlineMax is the largest Data that PutCheckpoint sends in the
@@ -111,11 +119,15 @@ type PutCheckpointRequest struct {
 
 // Blob is a channel value of a checkpoint, stored once per (channel,
 // version) of its namespace: bytes of a serializer's type.
+//
+// Chunks, in an answer, are the chunks that hold a large value (Data has
+// its bytes either way); PutCheckpoint sends Data.
 type Blob struct {
-	Channel string `json:"channel"`
-	Version string `json:"version"`
-	Type    string `json:"type"`
-	Data    []byte `json:"b64"`
+	Channel string     `json:"channel"`
+	Version string     `json:"version"`
+	Type    string     `json:"type"`
+	Data    []byte     `json:"b64"`
+	Chunks  []ChunkRef `json:"chunks,omitempty"`
 }
 
 // PutCheckpoint appends checkpoint id to a thread's namespace (req.NS). The

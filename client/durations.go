@@ -157,6 +157,9 @@ func (r PutWritesRequest) wire() wire.CheckpointWrites {
 	w := wire.CheckpointWrites{Writes: make([]wire.CheckpointWrite, len(r.Writes)), TaskPath: r.TaskPath, Fence: r.Fence}
 	for i, x := range r.Writes {
 		w.Writes[i] = wire.CheckpointWrite{Idx: x.Idx, Channel: x.Channel, Value: x.Value}
+		if x.Type != "" {
+			w.Writes[i].Value, w.Writes[i].Type, w.Writes[i].Data = nil, x.Type, x.Data
+		}
 	}
 	return w
 }

@@ -624,7 +624,7 @@ func checkpointWritesArgs(req *wire.CheckpointWrites) (*fsm.CheckpointWritesArgs
 			return nil, badRequest("%s.idx must be %d to %d, not %d", at, -maxWriteIdx, maxWriteIdx-1, idx)
 		}
 		if wr.Type != "" || wr.Data != nil { // bytes of a serializer's type
-			if len(wr.Value) > 0 {
+			if len(wr.Value) > 0 && string(wr.Value) != "null" { // null: absent, as encoders write it
 				return nil, badRequest("%s has a value and type/b64: give a JSON value, or bytes with their type", at)
 			}
 			if err := validText(at+".type", wr.Type, 1, maxBlobTypeBytes); err != nil {
