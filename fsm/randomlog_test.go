@@ -24,6 +24,7 @@ func randomLog(seed uint64, entries int) []*raft.Log {
 		v6:    rand.New(rand.NewPCG(seed, 29)),
 		nx:    rand.New(rand.NewPCG(seed, 31)),
 		cpb:   rand.New(rand.NewPCG(seed, 37)),
+		dx:    rand.New(rand.NewPCG(seed, 41)),
 		heads: map[string]string{}, state: New()}
 	var logs []*raft.Log
 	index := uint64(0)
@@ -43,6 +44,26 @@ func randomLog(seed uint64, entries int) []*raft.Log {
 		}
 		logs = append(logs, logOf(index, cmds...))
 		g.state.Apply(logs[len(logs)-1])
+	}
+	// Then rounds of derived commands, one of every kind in the table's
+	// order (derivedlog_test.go), after the hand-made ones so that those
+	// apply as they did, in tenants of their own.
+	var cmds []*Command
+	for range max(1, entries/30) {
+		for _, s := range commandTable {
+			cmds = append(cmds, derivedCommand(g.dx, g.state, g.now, fmt.Sprintf("d%d", g.dx.IntN(2)), s.Kind))
+			if g.dx.IntN(2) == 0 {
+				continue
+			}
+			index += 1 + uint64(g.dx.IntN(3))
+			g.now += int64(g.dx.IntN(400))
+			logs = append(logs, logOf(index, cmds...))
+			g.state.Apply(logs[len(logs)-1])
+			cmds = nil
+		}
+	}
+	if len(cmds) > 0 {
+		logs = append(logs, logOf(index+1, cmds...))
 	}
 	return logs
 }
@@ -65,7 +86,9 @@ type logGen struct {
 	// cpb draws version 6's checkpoint fields (writes of bytes), likewise.
 	cpb *rand.Rand
 	// nx draws the choices of task.update_claim (version 6), likewise.
-	nx    *rand.Rand
+	nx *rand.Rand
+	// dx draws the derived commands (derivedlog_test.go), likewise.
+	dx    *rand.Rand
 	now   int64
 	state *FSM // the log so far, applied
 
