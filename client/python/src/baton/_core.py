@@ -288,6 +288,36 @@ def headers(call: Call, token: str | None, ack: int) -> dict[str, str]:
     return h
 
 
+def raw_headers(call: Call, base: list[tuple[bytes, bytes]], ack: int) -> list[tuple[bytes, bytes]]:
+    """headers() as httpcore takes them; base holds Accept, User-Agent and Authorization, built once."""
+    h = base.copy()
+    if call.content_type:
+        h.append((b"Content-Type", call.content_type.encode()))
+    if call.key:
+        h.append((b"Idempotency-Key", call.key.encode()))
+    elif call.place is not None:
+        h.append((b"X-Baton-Session", b"%d" % call.place.id))
+        h.append((b"X-Baton-Seq", b"%d" % call.place.seq))
+        h.append((b"X-Baton-Ack", b"%d" % ack))
+    return h
+
+
+class RawHeaders:
+    """An answer's header list (httpcore's byte pairs) read as classify reads headers: get, case-insensitive."""
+
+    __slots__ = ("_raw",)
+
+    def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
+        self._raw = raw
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        n = name.lower().encode()
+        for k, v in self._raw:
+            if k.lower() == n:
+                return v.decode("latin-1")
+        return default
+
+
 def parse_retry_after(v: str | None) -> float:
     if not v:
         return 0.0

@@ -24,6 +24,8 @@ def parse_time(v: Any) -> datetime | None:
     """RFC 3339 (``2026-12-01T10:15:30.123Z``) to an aware datetime; None stays None."""
     if not isinstance(v, str) or not v:
         return None
+    if len(v) == 24 and v[19] == "." and v[23] == "Z":  # how the server writes them (milliseconds)
+        return datetime.fromisoformat(v[:23] + "+00:00")
     s = v.replace("Z", "+00:00").replace("z", "+00:00")
     # Python 3.10's fromisoformat accepts 3 or 6 fraction digits only.
     if "." in s:
@@ -65,26 +67,42 @@ _TIME_FIELDS = frozenset(
 )
 
 
+_PLAIN, _TIME, _RAW = 0, 1, 2
+_PLANS: dict[type, tuple[tuple[str, int, bool], ...]] = {}
+
+
+def _plan(cls: type) -> tuple[tuple[str, int, bool], ...]:
+    """The fields _build fills, worked out once per class: (name, kind, null means the default)."""
+    p = _PLANS.get(cls)
+    if p is None:
+        out = []
+        for f in dataclasses.fields(cls):
+            if f.name == "index" and cls.__name__ != "WatchEvent":
+                continue
+            kind = _RAW if f.name == "raw" else _TIME if f.name in _TIME_FIELDS else _PLAIN
+            out.append((f.name, kind, f.default is not dataclasses.MISSING and f.default is not None))
+        p = _PLANS[cls] = tuple(out)
+    return p
+
+
 def _build(cls: type[T], d: Any, **conv: Any) -> T:
     if not isinstance(d, dict):
         raise ValueError(f"expected a JSON object for {cls.__name__}, got {type(d).__name__}")
     kw: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        if f.name == "index" and cls.__name__ != "WatchEvent":
-            continue
-        if f.name == "raw":
+    for name, kind, null_default in _plan(cls):
+        if kind == _RAW:
             kw["raw"] = d
             continue
-        if f.name not in d:
+        if name not in d:
             continue
-        v = d[f.name]
-        if f.name in conv:
-            v = conv[f.name](v)
-        elif f.name in _TIME_FIELDS:
+        v = d[name]
+        if name in conv:
+            v = conv[name](v)
+        elif kind == _TIME:
             v = parse_time(v)
-        elif v is None and f.default is not dataclasses.MISSING and f.default is not None:
+        elif v is None and null_default:
             continue  # null for a field with a non-null default
-        kw[f.name] = v
+        kw[name] = v
     return cls(**kw)
 
 
