@@ -289,8 +289,9 @@ def headers(call: Call, token: str | None, ack: int) -> dict[str, str]:
 
 
 def raw_headers(call: Call, base: list[tuple[bytes, bytes]], ack: int) -> list[tuple[bytes, bytes]]:
-    """headers() as httpcore takes them; base holds Accept, User-Agent and Authorization, built once."""
+    """headers() as httpcore takes them; base holds User-Agent and Authorization, built once."""
     h = base.copy()
+    h.append((b"Accept", call.accept.encode() if call.accept else b"application/json"))
     if call.content_type:
         h.append((b"Content-Type", call.content_type.encode()))
     if call.key:

@@ -333,7 +333,7 @@ class Client:
         # caller brought an httpx client of their own (then everything goes through it).
         self._http = http_client or httpx.Client(transport=_Pools(verify), timeout=self.timeout, trust_env=False)
         self._direct = _Direct(eps, verify) if http_client is None else None
-        self._base_headers = [(b"Accept", b"application/json"), (b"User-Agent", USER_AGENT.encode())]
+        self._base_headers = [(b"User-Agent", USER_AGENT.encode())]
         if token:
             self._base_headers.append((b"Authorization", b"Bearer " + token.encode()))
         self.upload_parallel = 4  # chunk uploads in flight at once
