@@ -538,9 +538,9 @@ func queueClaimCommand() *command {
 	var statuses stringList
 	var max int
 	return &command{
-		name:     "claim",
-		summary:  "Lease the best claimable task of a queue (highest priority, then oldest)",
-		args:     "QUEUE",
+		name:    "claim",
+		summary: "Lease the best claimable task of a queue (highest priority, then oldest)",
+		args:    "QUEUE",
 		long: `Prints the claimed task, or "no claimable task" (JSON: null) with exit status 0.
 With --max N it claims up to N tasks in one request, each with its own fencing
 token and lease, and prints each (JSON: a list, [] when none).`,
