@@ -10,6 +10,7 @@ import contextlib
 import os
 import random
 import secrets
+import shutil
 import signal
 import socket
 import ssl
@@ -201,6 +202,11 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
         if request.session.testsfailed:
             for i, nid in enumerate(c.ids):
                 print(f"\n===== {nid} log ({c.logs[i]}) =====\n{c.log_tail(i, 60)}")
+            print(f"\ncluster data kept in {base}")
+        elif not os.environ.get("BATON_KEEP_TEST_DATA"):
+            # Each run's three data dirs hold hundreds of MB of Raft logs
+            # and chunks: left behind, a few runs fill /tmp.
+            shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@
 // each polled until /readyz answers, then a leader.
 
 import { spawn, execFileSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, openSync, readFileSync, existsSync, closeSync } from "node:fs";
+import { mkdtempSync, openSync, readFileSync, existsSync, closeSync, rmSync } from "node:fs";
 import { randomBytes, randomUUID } from "node:crypto";
 import * as https from "node:https";
 import * as net from "node:net";
@@ -191,6 +191,9 @@ export class Cluster {
   async stop(): Promise<void> {
     for (let i = 0; i < this.procs.length; i++) await this.kill(i);
     this.agent?.destroy();
+    // The data dirs hold hundreds of MB of Raft logs and chunks; left
+    // behind, a few runs fill the temp dir.
+    if (!process.env.BATON_KEEP_TEST_DATA) rmSync(this.base, { recursive: true, force: true });
   }
 
   logTail(i: number, n = 40): string {
