@@ -83,8 +83,9 @@ def free_ports(n: int) -> list[int]:
 
 
 class Cluster:
-    def __init__(self, base: Path, nodes: int = 3) -> None:
+    def __init__(self, base: Path, nodes: int = 3, extra_args: tuple[str, ...] = ()) -> None:
         self.base = base
+        self.extra_args = list(extra_args)  # more batond flags for every node
         self.token = "admin-" + secrets.token_hex(8)
         self.ids = [f"n{i + 1}" for i in range(nodes)]
         ports = free_ports(2 * nodes)
@@ -114,7 +115,7 @@ class Cluster:
                 f"--peers={peers}",
                 f"--tls-cert-file={self.tls / (nid + '.pem')}", f"--tls-key-file={self.tls / (nid + '-key.pem')}",
                 f"--peer-cert-file={self.tls / (nid + '.pem')}", f"--peer-key-file={self.tls / (nid + '-key.pem')}",
-                f"--peer-ca-file={self.ca}", *FAST, *WATCH_HISTORY]
+                f"--peer-ca-file={self.ca}", *FAST, *WATCH_HISTORY, *self.extra_args]
         env = dict(os.environ, BATON_ADMIN_TOKEN=self.token)
         for k in list(env):
             if k.startswith("BATON_") and k != "BATON_ADMIN_TOKEN":

@@ -10,6 +10,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import ssl
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from datetime import datetime
@@ -220,8 +221,14 @@ class _Pools(httpx.AsyncBaseTransport):
 
 
 # What httpcore raises when a request did not get an answer (httpx wraps the same as TransportError).
+# Under asyncio, a TLS alert read after the handshake (the node refused the client certificate) comes
+# up as the ssl module's own error, which neither httpcore nor httpx wraps.
 _HTTPCORE_ERRORS = (httpcore.TimeoutException, httpcore.NetworkError, httpcore.ProtocolError,
-                    httpcore.ProxyError, httpcore.UnsupportedProtocol)
+                    httpcore.ProxyError, httpcore.UnsupportedProtocol, ssl.SSLError)
+_HTTPX_ERRORS = (httpx.TransportError, ssl.SSLError)
+
+
+_TIMEOUTS_KEPT = 16
 
 
 class _Direct:
@@ -245,16 +252,24 @@ class _Direct:
         for ep in endpoints:
             u = httpx.URL(ep)
             self._origins.append((u.raw_scheme, u.raw_host, u.port, u.raw_path.rstrip(b"/")))
+        # The extensions of each timeout seen, at most _TIMEOUTS_KEPT of them: calls add their own time to the
+        # client's (a chunk's size, a long poll's wait), so the timeouts seen grow with traffic.
         self._timeouts: dict[float, dict[str, Any]] = {}
+        self._closed = False
 
     async def request(
         self, idx: int, method: str, path: str, hdrs: list[tuple[bytes, bytes]], body: bytes | None, timeout: float
     ) -> httpcore.Response:
+        if self._closed:
+            # As httpx's client did: httpcore's pools would open new connections that nothing closes.
+            raise RuntimeError("the client is closed")
         scheme, host, port, prefix = self._origins[idx]
         ext = self._timeouts.get(timeout)
         if ext is None:
             t = {"connect": timeout, "read": timeout, "write": timeout, "pool": timeout}
-            ext = self._timeouts[timeout] = {"timeout": t}
+            ext = {"timeout": t}
+            if len(self._timeouts) < _TIMEOUTS_KEPT:
+                self._timeouts[timeout] = ext
         url = httpcore.URL(scheme=scheme, host=host, port=port, target=prefix + path.encode("ascii"))
         with self._mu:
             i = min(range(len(self._busy)), key=self._busy.__getitem__)
@@ -267,6 +282,7 @@ class _Direct:
                 self._busy[i] -= 1
 
     async def aclose(self) -> None:
+        self._closed = True
         for pool in self._pools:
             await pool.aclose()
 
@@ -393,7 +409,7 @@ class AsyncClient:
                 headers=headers(call, self._token, ack),
                 timeout=call.timeout,
             )
-        except httpx.TransportError as e:
+        except _HTTPX_ERRORS as e:
             return self._transport_failure(idx, call, e)
         if broken_answer(call, r.status_code, r.content):
             return Result(retry=True, error=Unavailable(f"{r.status_code} answer without a body"))
@@ -550,7 +566,7 @@ class AsyncClient:
             )
             try:
                 r = await self._http.send(req, stream=True)
-            except httpx.TransportError as e:
+            except _HTTPX_ERRORS as e:
                 res = self._transport_failure(idx, call, e)
             else:
                 if r.status_code == 200:
@@ -1237,7 +1253,7 @@ class AsyncClient:
                     h.update(b)
                     dest.write(b)
                     n += len(b)
-            except httpx.TransportError as e:
+            except _HTTPX_ERRORS as e:
                 raise _StreamCut(f"download of {name} v{version} cut after {n} bytes: {e}") from e
         finally:
             await r.aclose()
@@ -1761,7 +1777,7 @@ class AsyncWatch:
                                     timeout=httpx.Timeout(c.timeout, read=self._idle))
         try:
             r = await c._http.send(req, stream=True)
-        except httpx.TransportError as e:
+        except _HTTPX_ERRORS as e:
             return c._transport_failure(self._ep, call, e)
         if r.status_code != 200:
             body = await r.aread()
@@ -1797,7 +1813,7 @@ class AsyncWatch:
                     line = await self._lines.__anext__()
                 except StopAsyncIteration:
                     failure = Result(retry=True, error=Unavailable("watch stream ended"))
-                except httpx.TransportError as e:
+                except _HTTPX_ERRORS as e:
                     failure = Result(retry=True, error=Unavailable(f"watch stream broke: {type(e).__name__}: {e}"))
                 else:
                     msg = self._parser.feed(line)

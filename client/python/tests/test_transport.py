@@ -1,0 +1,219 @@
+"""The SDK's transport (httpcore's pools, baton._async_client._Direct) against the real cluster: timeouts,
+failover and leader hints, TLS client certificates, connections after errors, cancellation, closing, and
+the proxy variables of the environment."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import h11
+import pytest
+from conftest import BATOND, Cluster, free_ports, uid, wait_for
+
+import baton
+
+
+def _sync(cluster: Cluster, tenant: str, eps: list[str] | None = None, **kw: Any) -> baton.Client:
+    return baton.Client(eps or cluster.endpoints, token=cluster.token, ca_file=cluster.ca, tenant=tenant, **kw)
+
+
+def _async(cluster: Cluster, tenant: str, eps: list[str] | None = None, **kw: Any) -> baton.AsyncClient:
+    return baton.AsyncClient(eps or cluster.endpoints, token=cluster.token, ca_file=cluster.ca, tenant=tenant, **kw)
+
+
+def _claim_body(wait_ms: int) -> dict[str, Any]:
+    return {"owner": "w", "lease_ms": 5000, "wait_ms": wait_ms}
+
+
+def _connections(c: baton.Client | baton.AsyncClient) -> list[Any]:
+    assert c._direct is not None
+    return [conn for pool in c._direct._pools for conn in pool.connections]
+
+
+def test_read_timeout_is_honoured(cluster: Cluster, tenant: str) -> None:
+    """A long poll that outlasts the client's timeout ends in a read timeout, not in the server's answer
+    after its wait (request() adds no time of its own to the timeout, as claim() does)."""
+    path = f"/v1/tenants/{tenant}/queues/{uid('q')}/claim"
+    with _sync(cluster, tenant, [cluster.endpoints[cluster.leader()]], timeout=0.3, max_retry=0) as c:
+        with pytest.raises(baton.Unavailable) as e:
+            c.request("POST", path, _claim_body(3000))
+        assert "ReadTimeout" in str(e.value)
+        # The timed-out connection is not used again: the next answer is this call's own.
+        assert c.create_task(q := uid("q"), task_id="after").task_id == "after"
+        assert c.get_task("after").queue == q
+
+
+def test_failover_past_a_dead_endpoint_and_to_the_leader(cluster: Cluster, tenant: str) -> None:
+    """A refused connection moves the call on to the next endpoint; the leader a node names in
+    X-Baton-Leader becomes the endpoint tried first."""
+    leader = cluster.leader()
+    dead = f"127.0.0.1:{free_ports(1)[0]}"
+    followers = [e for i, e in enumerate(cluster.endpoints) if i != leader]
+    eps = [dead, *followers, cluster.endpoints[leader]]
+    with _sync(cluster, tenant, eps, max_retry=10) as c:
+        t = c.create_task(uid("q"), task_id=uid("t"))
+        assert c.get_task(t.task_id).task_id == t.task_id
+        assert c._fo.preferred == len(eps) - 1, "the leader's hint was not followed"
+
+
+def test_kept_alive_connections_to_a_restarted_node(cluster: Cluster, tenant: str) -> None:
+    """Connections kept alive to a node that was restarted are dead; the calls after the restart go on
+    new ones instead of failing."""
+    leader = cluster.leader()
+    i = (leader + 1) % len(cluster.endpoints)
+    with _sync(cluster, tenant, [cluster.endpoints[i]], max_retry=20) as c:
+        assert c.cluster_status().state in ("Leader", "Follower")
+        before = _connections(c)
+        assert before, "no connection was kept alive"
+        cluster.restart(i)
+        cluster.wait_ready()
+        assert c.cluster_status().state in ("Leader", "Follower")
+        assert c.create_task(uid("q"), task_id=uid("t")).status
+
+
+def test_close_closes_the_pools_and_refuses_calls(cluster: Cluster, tenant: str) -> None:
+    c = _sync(cluster, tenant)
+    c.cluster_status()
+    assert _connections(c)
+    c.close()
+    assert _connections(c) == []
+    with pytest.raises(RuntimeError, match="closed"):
+        c.cluster_status()
+    assert _connections(c) == [], "a call after close opened a connection"
+
+
+@pytest.mark.anyio
+async def test_async_close_closes_the_pools_and_refuses_calls(cluster: Cluster, tenant: str) -> None:
+    c = _async(cluster, tenant)
+    await asyncio.gather(*(c.cluster_status() for _ in range(8)))
+    assert _connections(c)
+    await c.aclose()
+    assert _connections(c) == []
+    with pytest.raises(RuntimeError, match="closed"):
+        await c.cluster_status()
+    assert _connections(c) == []
+
+
+@pytest.mark.anyio
+async def test_cancelled_requests_leave_no_connection_behind(cluster: Cluster, tenant: str) -> None:
+    """Long polls cancelled under asyncio, once sent, close their connections (one given back to the pool
+    mid-answer would hand the next request the poll's late answer): afterwards no request is in flight,
+    every connection left is idle, and the client's next calls get their own answers."""
+    q = uid("q")
+    async with _async(cluster, tenant, max_retry=5) as c:
+        assert c._direct is not None
+        polls = [asyncio.create_task(c.claim(q, owner=f"ghost-{i}", lease=60, wait=30)) for i in range(12)]
+
+        def sent() -> int:  # connections whose request went out whole and wait for the answer
+            return sum(1 for conn in _connections(c)
+                       if conn._connection is not None and conn._connection._h11_state.our_state is h11.DONE)
+
+        async def all_sent() -> None:
+            while sent() < len(polls):
+                await asyncio.sleep(0.02)
+
+        await asyncio.wait_for(all_sent(), 20)
+        for p in polls:
+            p.cancel()
+        for p in polls:
+            with pytest.raises(asyncio.CancelledError):
+                await p
+        assert sum(c._direct._busy) == 0
+        assert all(conn.is_idle() or conn.is_closed() for conn in _connections(c))
+        assert sent() == 0
+        t = await c.create_task(uid("q2"), task_id=uid("t"))
+        assert (await c.get_task(t.task_id)).task_id == t.task_id
+        assert await asyncio.gather(*(c.get_task(t.task_id) for _ in range(16)))
+
+
+@pytest.mark.anyio
+async def test_async_read_timeout_is_honoured(cluster: Cluster, tenant: str) -> None:
+    path = f"/v1/tenants/{tenant}/queues/{uid('q')}/claim"
+    async with _async(cluster, tenant, [cluster.endpoints[cluster.leader()]], timeout=0.3, max_retry=0) as c:
+        with pytest.raises(baton.Unavailable) as e:
+            await c.request("POST", path, _claim_body(3000))
+        assert "ReadTimeout" in str(e.value)
+
+
+def test_timeouts_kept_are_bounded(cluster: Cluster, tenant: str) -> None:
+    """Each call's timeout is the client's plus its own time (a long poll's wait, a chunk's size): the
+    transport keeps a bounded number of them, however many different ones the calls bring."""
+    with _sync(cluster, tenant) as c:
+        q = uid("q")
+        for i in range(40):
+            assert c.claim(q, owner="w", lease=5, wait=0.001 * (i + 1)) is None
+        assert c._direct is not None and 0 < len(c._direct._timeouts) <= 16
+
+
+def test_proxy_variables_are_not_read(cluster: Cluster, tenant: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SDK talks to the endpoints directly (httpx's trust_env=False, as before its requests moved to
+    httpcore): HTTPS_PROXY and the like naming a proxy that is not there change nothing (docs/python.md)."""
+    dead = f"http://127.0.0.1:{free_ports(1)[0]}"
+    for v in ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy"):
+        monkeypatch.setenv(v, dead)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    with _sync(cluster, tenant, max_retry=2) as c:
+        start = c.cluster_status().applied_index
+        c.kv_put("proxy", "k", 1)
+        with c.watch(from_index=start, resources=["kv"], idle_timeout=5) as w:
+            assert next(iter(w)).key == "proxy/k"
+
+
+@pytest.fixture(scope="module")
+def client_ca_node() -> Iterator[Cluster]:
+    """One node that asks clients for a certificate its CA signed (--client-ca-file)."""
+    base = Path(tempfile.mkdtemp(prefix="baton-py-mtls-"))
+    c = Cluster(base, nodes=1, extra_args=(f"--client-ca-file={base / 'tls' / 'ca.pem'}",))
+    c._ssl.load_cert_chain(c.tls / "n1.pem", c.tls / "n1-key.pem")  # the fixture's own readiness probes
+    try:
+        c.start(0)
+        c.wait_ready()
+        c.leader()
+        yield c
+    finally:
+        c.stop_all()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_client_certificates(client_ca_node: Cluster, tmp_path: Path) -> None:
+    """The client certificate is presented: one the node's CA signed is accepted, one of another CA is
+    refused (a final error, not retried for the whole budget)."""
+    node = client_ca_node
+    subprocess.run([str(BATOND), "certs", "--out", str(tmp_path / "other"), "--nodes", "stranger"],
+                   check=True, capture_output=True)
+    own = (str(node.tls / "n1.pem"), str(node.tls / "n1-key.pem"))
+    stranger = (str(tmp_path / "other" / "stranger.pem"), str(tmp_path / "other" / "stranger-key.pem"))
+    with baton.Client(node.endpoints, token=node.token, ca_file=node.ca, cert_file=own[0], key_file=own[1],
+                      max_retry=5) as c:
+        assert wait_for(lambda: c.cluster_status().state == "Leader", what="the node to lead")
+        name = uid("t")
+        c.create_tenant(name)
+        assert name in c.list_tenants()
+    with baton.Client(node.endpoints, token=node.token, ca_file=node.ca, cert_file=stranger[0],
+                      key_file=stranger[1], max_retry=30) as c, pytest.raises(baton.BatonError) as e:
+        c.list_tenants()
+    assert e.value.code == "tls", e.value
+
+
+@pytest.mark.anyio
+async def test_async_client_certificates(client_ca_node: Cluster, tmp_path: Path) -> None:
+    node = client_ca_node
+    subprocess.run([str(BATOND), "certs", "--out", str(tmp_path / "other"), "--nodes", "stranger"],
+                   check=True, capture_output=True)
+    async with baton.AsyncClient(node.endpoints, token=node.token, ca_file=node.ca,
+                                 cert_file=str(node.tls / "n1.pem"), key_file=str(node.tls / "n1-key.pem"),
+                                 max_retry=5) as c:
+        assert (await c.cluster_status()).members
+    async with baton.AsyncClient(node.endpoints, token=node.token, ca_file=node.ca,
+                                 cert_file=str(tmp_path / "other" / "stranger.pem"),
+                                 key_file=str(tmp_path / "other" / "stranger-key.pem"), max_retry=30) as c:
+        with pytest.raises(baton.BatonError) as e:
+            await c.list_tenants()
+    assert e.value.code == "tls", e.value
