@@ -2,8 +2,6 @@ package concurrency_test
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -26,12 +24,3 @@ func newClient(t *testing.T, endpoints ...string) *client.Client {
 }
 
 func ctxTimeout(t *testing.T, d time.Duration) context.Context { return clustertest.CtxTimeout(t, d) }
-
-// serve starts a stub node, for the faults of worker_test.go's fake queue
-// (clustertest.Stub).
-func serve(t *testing.T, h http.HandlerFunc) *httptest.Server { return clustertest.Stub(t, h) }
-
-var (
-	writeJSON  = clustertest.WriteJSON
-	writeError = clustertest.WriteError
-)

@@ -13,121 +13,151 @@ import (
 
 	"github.com/baton-dev/baton/client"
 	"github.com/baton-dev/baton/client/concurrency"
+	"github.com/baton-dev/baton/client/internal/clustertest"
+	"github.com/google/uuid"
 	"go.uber.org/goleak"
 )
 
-// fakeQueue is a fake node serving one queue of tenant "acme": queue claims
-// hand out the ids in pending with tokens 101, 102, ...; renewals and
-// updates answer what renewReply and updateReply say (200 with the task by
-// default). It records every request with its arrival time.
-type fakeQueue struct {
-	mu          sync.Mutex
-	pending     []string
-	token       uint64
-	claimDelay  time.Duration
-	claimReply  func(n int) (status int, code string)
-	renewReply  func(n int) (status int, code string)
-	updateReply func(n int) (status int, code string)
-	claims      []fakeReq
-	renews      []fakeReq
-	updates     []fakeReq
+// The Worker tests run against the package's real batond (TestMain). Each
+// test has a queue of its own, and its worker reaches the node through a
+// recording proxy that notes when each request came and, on the test's
+// cue, delays it, sends it to the node without a leader (a real 503), or
+// takes the task over from under the worker before passing it on (a real
+// 409 fenced).
+
+// workerQueue is one test's queue and the proxy its worker goes through.
+type workerQueue struct {
+	name  string
+	node  *client.Client // straight to the node, for the test's own calls
+	p     *clustertest.Proxy
+	route func(q *workerQueue, kind string, k int, r *http.Request) clustertest.Hop
+
+	mu    sync.Mutex
+	at    map[int]time.Time // arrival of the proxy's request n
+	kinds map[string]int    // requests of each kind so far
+	fault error             // of a take-over in route
 }
 
-type fakeReq struct {
+// kindOf names the worker's requests: claim (of the queue), renew, update
+// and fail; "" for the others (sessions).
+func kindOf(path string) string {
+	for _, k := range []string{"claim", "renew", "update", "fail"} {
+		if strings.HasSuffix(path, "/"+k) && (k != "claim" || strings.Contains(path, "/queues/")) {
+			return k
+		}
+	}
+	return ""
+}
+
+// newWorkerQueue starts the proxy; route, when not nil, chooses the hop of
+// the k-th request of each kind (q is the queue being set up). The returned client goes through the
+// proxy with the given retry budget.
+func newWorkerQueue(t *testing.T, maxRetry time.Duration, route func(q *workerQueue, kind string, k int, r *http.Request) clustertest.Hop) (*workerQueue, *client.Client) {
+	t.Helper()
+	q := &workerQueue{name: "wq-" + uuid.NewString()[:13], node: env.Client(t, client.Config{}), route: route,
+		at: map[int]time.Time{}, kinds: map[string]int{}}
+	q.p = clustertest.NewProxy(t, env.URL(), func(n int, r *http.Request) clustertest.Hop {
+		kind := kindOf(r.URL.Path)
+		q.mu.Lock()
+		q.at[n] = time.Now()
+		q.kinds[kind]++
+		k := q.kinds[kind]
+		q.mu.Unlock()
+		if q.route == nil || kind == "" {
+			return clustertest.Hop{}
+		}
+		return q.route(q, kind, k, r)
+	})
+	return q, env.Client(t, client.Config{Endpoints: []string{q.p.URL}, Timeout: 2 * time.Second, MaxRetry: maxRetry})
+}
+
+// id is the id of the queue's task named short.
+func (q *workerQueue) id(short string) string { return q.name + "-" + short }
+
+// add creates tasks in the queue, in this order.
+func (q *workerQueue) add(t *testing.T, short ...string) {
+	t.Helper()
+	for _, s := range short {
+		q.create(t, client.CreateTaskRequest{TaskID: q.id(s)})
+	}
+}
+
+func (q *workerQueue) create(t *testing.T, req client.CreateTaskRequest) {
+	t.Helper()
+	req.Queue = q.name
+	if _, err := q.node.CreateTask(ctxTimeout(t, 10*time.Second), clustertest.Tenant, req); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// takeOver claims the task by id as the worker's owner, which fences the
+// worker's lease at once (a claim by another owner would wait for it). An
+// error is also kept for routeErr.
+func (q *workerQueue) takeOver(short string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := q.node.ClaimTask(ctx, clustertest.Tenant, q.id(short), client.ClaimRequest{Owner: "w1", Lease: time.Minute})
+	if err != nil {
+		q.mu.Lock()
+		q.fault = errors.Join(q.fault, err)
+		q.mu.Unlock()
+	}
+	return err
+}
+
+// routeErr fails the test when a take-over in route failed.
+func (q *workerQueue) routeErr(t *testing.T) {
+	t.Helper()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.fault != nil {
+		t.Fatalf("take over: %v", q.fault)
+	}
+}
+
+func (q *workerQueue) task(t *testing.T, short string) *client.Task {
+	t.Helper()
+	task, err := q.node.GetTask(ctxTimeout(t, 10*time.Second), clustertest.Tenant, q.id(short))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return task
+}
+
+// count is the number of requests of kind the proxy received so far.
+func (q *workerQueue) count(kind string) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.kinds[kind]
+}
+
+// sentReq is one request as the proxy saw it.
+type sentReq struct {
+	clustertest.Request
 	at   time.Time
-	path string
-	key  string // Idempotency-Key
 	body map[string]any
 }
 
-func (f *fakeQueue) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	req := fakeReq{at: time.Now(), path: r.URL.Path, key: r.Header.Get("Idempotency-Key")}
-	dec := json.NewDecoder(r.Body)
-	dec.UseNumber()
-	_ = dec.Decode(&req.body)
-	switch {
-	case r.URL.Path == "/v1/tenants/acme/queues/q/claim":
-		f.serveClaim(w, r, req)
-	case strings.HasSuffix(r.URL.Path, "/renew"):
-		f.mu.Lock()
-		f.renews = append(f.renews, req)
-		n, reply := len(f.renews), f.renewReply
-		f.mu.Unlock()
-		f.answer(w, reply, n, strings.Split(r.URL.Path, "/")[5])
-	case strings.HasSuffix(r.URL.Path, "/update"), strings.HasSuffix(r.URL.Path, "/fail"):
-		f.mu.Lock()
-		f.updates = append(f.updates, req)
-		n, reply := len(f.updates), f.updateReply
-		f.mu.Unlock()
-		f.answer(w, reply, n, strings.Split(r.URL.Path, "/")[5])
-	default:
-		writeError(w, 404, "not_found", "no route "+r.URL.Path, nil)
-	}
-}
-
-func (f *fakeQueue) serveClaim(w http.ResponseWriter, r *http.Request, req fakeReq) {
-	f.mu.Lock()
-	f.claims = append(f.claims, req)
-	n, reply, delay := len(f.claims), f.claimReply, f.claimDelay
-	f.mu.Unlock()
-	if reply != nil {
-		if status, code := reply(n); status != 0 {
-			w.Header().Set("Retry-After", "0")
-			writeError(w, status, code, "fake", nil)
-			return
+// sent returns the requests of kind the proxy received, in order.
+func (q *workerQueue) sent(kind string) []sentReq {
+	var out []sentReq
+	for i, r := range q.p.Requests() {
+		if kindOf(r.Path) != kind {
+			continue
 		}
+		s := sentReq{Request: r}
+		q.mu.Lock()
+		s.at = q.at[i+1]
+		q.mu.Unlock()
+		dec := json.NewDecoder(strings.NewReader(string(r.Body)))
+		dec.UseNumber()
+		_ = dec.Decode(&s.body)
+		out = append(out, s)
 	}
-	f.mu.Lock()
-	empty := len(f.pending) == 0
-	f.mu.Unlock()
-	if empty { // honour wait_ms, as the server does, so Run does not spin
-		wait, _ := req.body["wait_ms"].(json.Number).Int64()
-		delay = time.Duration(wait) * time.Millisecond
-	}
-	if !pause(r.Context(), delay) {
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.pending) == 0 {
-		w.WriteHeader(http.StatusNoContent)
-		return
-	}
-	id := f.pending[0]
-	f.pending = f.pending[1:]
-	f.token++
-	writeJSON(w, 200, f.task(id, 100+f.token))
+	return out
 }
 
-func (f *fakeQueue) answer(w http.ResponseWriter, reply func(int) (int, string), n int, id string) {
-	if reply != nil {
-		if status, code := reply(n); status != 0 {
-			w.Header().Set("Retry-After", "0")
-			writeError(w, status, code, "fake", map[string]any{"current_token": 999})
-			return
-		}
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	writeJSON(w, 200, f.task(id, 100+f.token))
-}
-
-func (f *fakeQueue) task(id string, token uint64) map[string]any {
-	return map[string]any{"tenant_id": "acme", "task_id": id, "queue": "q", "status": "pending",
-		"owner": "w1", "fencing_token": token, "version": 2, "attempt": 1, "payload": map[string]any{}}
-}
-
-func (f *fakeQueue) counts() (claims, renews, updates int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.claims), len(f.renews), len(f.updates)
-}
-
-func (f *fakeQueue) recorded() (claims, renews, updates []fakeReq) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]fakeReq(nil), f.claims...), append([]fakeReq(nil), f.renews...), append([]fakeReq(nil), f.updates...)
-}
+func num(n uint64) json.Number { return json.Number(fmt.Sprint(n)) }
 
 func pause(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
@@ -140,32 +170,17 @@ func pause(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-func always(status int, code string) func(int) (int, string) {
-	return func(int) (int, string) { return status, code }
-}
-
 // noLeaks fails the test if it leaves goroutines behind. Call it first, so
-// that its cleanup runs after every other (servers closed, clients idle).
+// that its cleanup runs after every other (proxies closed, clients idle).
 func noLeaks(t *testing.T) {
 	t.Helper()
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 }
 
-// startFake serves f and returns a client of it with its own transport, a
-// short attempt timeout and the given retry budget.
-func startFake(t *testing.T, f *fakeQueue, maxRetry time.Duration) *client.Client {
+func newWorker(t *testing.T, c *client.Client, q *workerQueue, cfg concurrency.WorkerConfig) *concurrency.Worker {
 	t.Helper()
-	s := serve(t, f.ServeHTTP)
-	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
-	t.Cleanup(hc.CloseIdleConnections)
-	return newClientCfg(t, client.Config{Endpoints: []string{s.URL}, Token: "tok", HTTPClient: hc,
-		Timeout: 2 * time.Second, MaxRetry: maxRetry})
-}
-
-func newWorker(t *testing.T, c *client.Client, cfg concurrency.WorkerConfig) *concurrency.Worker {
-	t.Helper()
-	cfg.Tenant, cfg.Queue, cfg.Owner = "acme", "q", "w1"
+	cfg.Tenant, cfg.Queue, cfg.Owner = clustertest.Tenant, q.name, "w1"
 	w, err := concurrency.NewWorker(c, cfg)
 	if err != nil {
 		t.Fatalf("NewWorker: %v", err)
@@ -245,17 +260,22 @@ func TestNewWorkerValidates(t *testing.T) {
 // update with release, and the lease then refuses writes locally.
 func TestWorkerRenewsEveryThirdOfLease(t *testing.T) {
 	noLeaks(t)
-	f := &fakeQueue{pending: []string{"t1"}}
-	c := startFake(t, f, 2*time.Second)
-	w := newWorker(t, c, concurrency.WorkerConfig{Lease: 1500 * time.Millisecond, Wait: time.Second, SetStatus: "running",
+	q, c := newWorkerQueue(t, 2*time.Second, nil)
+	q.add(t, "t1")
+	w := newWorker(t, c, q, concurrency.WorkerConfig{Lease: 1500 * time.Millisecond, Wait: time.Second, SetStatus: "running",
 		Statuses: []string{"pending", "retry"}})
 	start := time.Now()
+	var token uint64
+	var fnStart time.Time
 	var afterComplete error
 	claimed, err := w.RunOnce(ctxTimeout(t, 10*time.Second), func(ctx context.Context, l *concurrency.Lease) error {
-		if l.Token() != 101 || l.Task().TaskID != "t1" || l.Fence() != (client.Fence{TaskID: "t1", Token: 101}) {
-			return fmt.Errorf("lease of task %q token %d fence %+v, want t1 101", l.Task().TaskID, l.Token(), l.Fence())
+		fnStart, token = time.Now(), l.Token()
+		if id := q.id("t1"); token == 0 || l.Task().TaskID != id || l.Task().Status != "running" ||
+			l.Fence() != (client.Fence{TaskID: id, Token: token}) {
+			return fmt.Errorf("lease of task %q (%s) token %d fence %+v, want %s running", l.Task().TaskID, l.Task().Status, token, l.Fence(), id)
 		}
-		waitFor(t, 5*time.Second, "2 renewals", func() bool { _, r, _ := f.counts(); return r >= 2 })
+		before := q.count("renew") // a slow claim's confirmation
+		waitFor(t, 5*time.Second, "2 renewals", func() bool { return q.count("renew") >= before+2 })
 		if err := context.Cause(ctx); err != nil || l.Err() != nil {
 			return fmt.Errorf("lease ended while renewals succeed: ctx %v, lease %v", err, l.Err())
 		}
@@ -274,39 +294,52 @@ func TestWorkerRenewsEveryThirdOfLease(t *testing.T) {
 	if !errors.Is(afterComplete, concurrency.ErrLeaseReleased) {
 		t.Errorf("update after Complete: got %v, want ErrLeaseReleased", afterComplete)
 	}
-	claims, renews, updates := f.recorded()
+	claims, renews, updates := q.sent("claim"), q.sent("renew"), q.sent("update")
 	if b := claims[0].body; b["owner"] != "w1" || b["lease_ms"] != json.Number("1500") || b["wait_ms"] != json.Number("1000") ||
 		b["set_status"] != "running" || fmt.Sprint(b["statuses"]) != "[pending retry]" {
 		t.Errorf("claim body: got %v", b)
 	}
-	for k, r := range renews {
-		if min := start.Add(time.Duration(k+1) * 500 * time.Millisecond); r.at.Before(min) {
-			t.Errorf("renewal %d came %v after start, want at least %v", k+1, r.at.Sub(start), min.Sub(start))
+	k := 0
+	for _, r := range renews {
+		if r.body["fencing_token"] != num(token) || r.body["lease_ms"] != json.Number("1500") || r.Status != http.StatusOK {
+			t.Errorf("renewal: body %v answered %d, want token %d, lease 1500, 200", r.body, r.Status, token)
 		}
-		if r.body["fencing_token"] != json.Number("101") || r.body["lease_ms"] != json.Number("1500") {
-			t.Errorf("renewal %d body: got %v, want token 101, lease 1500", k+1, r.body)
+		if r.at.Before(fnStart) {
+			continue // a slow claim's confirmation, not the renewer's
+		}
+		k++
+		if min := start.Add(time.Duration(k) * 500 * time.Millisecond); r.at.Before(min) {
+			t.Errorf("renewal %d came %v after start, want at least %v", k, r.at.Sub(start), min.Sub(start))
 		}
 	}
 	if len(updates) != 1 {
 		t.Fatalf("got %d updates, want 1 (the write after Complete must not be sent)", len(updates))
 	}
-	if b := updates[0].body; b["fencing_token"] != json.Number("101") || b["release"] != true || b["status"] != "done" ||
+	if b := updates[0].body; b["fencing_token"] != num(token) || b["release"] != true || b["status"] != "done" ||
 		fmt.Sprint(b["result"]) != "map[ok:true]" {
 		t.Errorf("Complete body: got %v", b)
 	}
+	if task := q.task(t, "t1"); task.Status != "done" || task.Owner != "" || string(task.Result) != `{"ok":true}` {
+		t.Errorf("task on the node: %+v", task)
+	}
 }
 
-// TestWorkerFencedRenewalCancelsAtOnce: the first renewal is refused as
-// fenced; fn's context ends right then with a cause matching ErrFenced, and
-// later writes through the lease are refused without a request.
+// TestWorkerFencedRenewalCancelsAtOnce: the task is taken over before the
+// first renewal reaches the node, which refuses it as fenced; fn's context
+// ends right then with a cause matching ErrFenced, and later writes
+// through the lease are refused without a request.
 func TestWorkerFencedRenewalCancelsAtOnce(t *testing.T) {
 	noLeaks(t)
-	f := &fakeQueue{pending: []string{"t1"}, renewReply: always(409, "fenced")}
-	c := startFake(t, f, 2*time.Second)
-	w := newWorker(t, c, concurrency.WorkerConfig{Lease: 3 * time.Second, RenewEvery: 100 * time.Millisecond})
+	q, c := newWorkerQueue(t, 2*time.Second, func(q *workerQueue, kind string, k int, _ *http.Request) clustertest.Hop {
+		if kind == "renew" && k == 1 {
+			_ = q.takeOver("t1") // an error fails the test in routeErr
+		}
+		return clustertest.Hop{}
+	})
+	q.add(t, "t1")
+	w := newWorker(t, c, q, concurrency.WorkerConfig{Lease: 3 * time.Second, RenewEvery: 100 * time.Millisecond})
 	var cause, write, guarded error
-	var cancelledAt time.Time
-	var deadline time.Time
+	var cancelledAt, deadline time.Time
 	called := false
 	claimed, err := w.RunOnce(ctxTimeout(t, 10*time.Second), func(ctx context.Context, l *concurrency.Lease) error {
 		deadline = l.Deadline()
@@ -321,6 +354,7 @@ func TestWorkerFencedRenewalCancelsAtOnce(t *testing.T) {
 		guarded = l.Guarded(context.Background(), func(context.Context, client.Fence) error { called = true; return nil })
 		return cause
 	})
+	q.routeErr(t)
 	if !claimed || !errors.Is(err, client.ErrFenced) {
 		t.Fatalf("RunOnce: got (%v, %v), want (true, fenced)", claimed, err)
 	}
@@ -335,21 +369,29 @@ func TestWorkerFencedRenewalCancelsAtOnce(t *testing.T) {
 	if !cancelledAt.Before(deadline) {
 		t.Errorf("cancelled at the local deadline, want at the fenced renewal")
 	}
-	if _, renews, updates := f.counts(); renews != 1 || updates != 0 {
-		t.Errorf("got %d renewals and %d updates, want 1 and 0 (no write, no release after a loss)", renews, updates)
+	renews := q.sent("renew")
+	if len(renews) != 1 || renews[0].Status != http.StatusConflict || q.count("update")+q.count("fail") != 0 {
+		t.Errorf("got renewals %+v and %d updates, want one refused 409 and none (no write, no release after a loss)",
+			renews, q.count("update")+q.count("fail"))
 	}
 }
 
-// TestWorkerExpiresWhenRenewalsFail: renewals answered 503 are retried
-// until the local deadline, sent time + Lease - SafetyMargin, and then the
-// lease is lost as expired: before the server's own lease end.
+// TestWorkerExpiresWhenRenewalsFail: renewals answered 503 (sent to the
+// node without a leader) are retried until the local deadline, sent time
+// + Lease - SafetyMargin, and then the lease is lost as expired: before
+// the server's own lease end.
 func TestWorkerExpiresWhenRenewalsFail(t *testing.T) {
 	noLeaks(t)
-	f := &fakeQueue{pending: []string{"t1"}, renewReply: always(503, "unavailable")}
-	c := startFake(t, f, 10*time.Second)
+	q, c := newWorkerQueue(t, time.Nanosecond, func(_ *workerQueue, kind string, _ int, _ *http.Request) clustertest.Hop {
+		if kind == "renew" {
+			return clustertest.Hop{To: env.Leaderless}
+		}
+		return clustertest.Hop{}
+	})
+	q.add(t, "t1")
 	// A 2 s window between the claim and the local deadline leaves room
 	// for several renewals however loaded the machine is.
-	w := newWorker(t, c, concurrency.WorkerConfig{Lease: 4 * time.Second, RenewEvery: 100 * time.Millisecond,
+	w := newWorker(t, c, q, concurrency.WorkerConfig{Lease: 4 * time.Second, RenewEvery: 100 * time.Millisecond,
 		SafetyMargin: 2 * time.Second})
 	start := time.Now()
 	var cause error
@@ -367,29 +409,41 @@ func TestWorkerExpiresWhenRenewalsFail(t *testing.T) {
 	if !errors.Is(cause, concurrency.ErrLeaseLost) || !errors.Is(cause, concurrency.ErrLeaseExpired) || errors.Is(cause, client.ErrFenced) {
 		t.Errorf("cause: got %v, want lease lost, expired", cause)
 	}
-	claims, renews, updates := f.recorded()
+	claims, renews := q.sent("claim"), q.sent("renew")
 	if got := cancelledAt.Sub(start); got < 2*time.Second {
 		t.Errorf("cancelled %v after start, want no earlier than the local deadline (2s)", got)
 	}
 	if serverEnd := claims[0].at.Add(4 * time.Second); !cancelledAt.Before(serverEnd) {
 		t.Errorf("cancelled %v after the server's lease end, want before", cancelledAt.Sub(serverEnd))
 	}
-	if len(renews) < 2 || len(updates) != 0 {
-		t.Errorf("got %d renewal attempts and %d updates, want at least 2 and 0", len(renews), len(updates))
+	for _, r := range renews {
+		if r.Status != http.StatusServiceUnavailable {
+			t.Errorf("a renewal was answered %d, want 503", r.Status)
+		}
+	}
+	if len(renews) < 2 || q.count("update")+q.count("fail") != 0 {
+		t.Errorf("got %d renewal attempts and %d updates, want at least 2 and 0", len(renews), q.count("update")+q.count("fail"))
+	}
+	if task := q.task(t, "t1"); task.Owner != "w1" {
+		t.Errorf("task on the node: %+v, want still leased to w1", task)
 	}
 }
 
-// TestWorkerFencedWriteLosesLease: a guarded write answered 409 fenced ends
-// the lease at once: ctx is cancelled before the write returns to fn, and
-// the next write is refused without a request.
+// TestWorkerFencedWriteLosesLease: a guarded write answered 409 fenced (the
+// task was taken over) ends the lease at once: ctx is cancelled before
+// the write returns to fn, and the next write is refused without a
+// request.
 func TestWorkerFencedWriteLosesLease(t *testing.T) {
 	noLeaks(t)
-	f := &fakeQueue{pending: []string{"t1"}, updateReply: always(409, "fenced")}
-	c := startFake(t, f, 2*time.Second)
-	w := newWorker(t, c, concurrency.WorkerConfig{Lease: 10 * time.Second})
+	q, c := newWorkerQueue(t, 2*time.Second, nil)
+	q.add(t, "t1")
+	w := newWorker(t, c, q, concurrency.WorkerConfig{Lease: 10 * time.Second})
 	var first, second, guarded error
 	var ctxErr error
 	claimed, err := w.RunOnce(ctxTimeout(t, 10*time.Second), func(ctx context.Context, l *concurrency.Lease) error {
+		if err := q.takeOver("t1"); err != nil {
+			return err
+		}
 		_, first = l.Update(ctx, client.UpdateTaskRequest{Status: new("working")})
 		ctxErr = context.Cause(ctx)
 		_, second = l.Update(ctx, client.UpdateTaskRequest{Status: new("working")})
@@ -404,8 +458,8 @@ func TestWorkerFencedWriteLosesLease(t *testing.T) {
 			t.Errorf("%s: got %v, want fenced", name, e)
 		}
 	}
-	if _, _, updates := f.counts(); updates != 1 {
-		t.Errorf("got %d updates, want 1", updates)
+	if n := q.count("update") + q.count("fail"); n != 1 {
+		t.Errorf("got %d updates, want 1", n)
 	}
 }
 
@@ -420,17 +474,17 @@ func TestWorkerFailsAfterFnError(t *testing.T) {
 		name      string
 		err       error
 		cancel    bool
-		wantPath  string
+		wantKind  string
 		wantNoRet bool
 	}{
-		{name: "retryable", err: errors.New("boom"), wantPath: "/fail"},
-		{name: "non-retryable", err: fmt.Errorf("parse: %w", concurrency.NonRetryable(errors.New("bad input"))), wantPath: "/fail", wantNoRet: true},
-		{name: "caller stopped", err: context.Canceled, cancel: true, wantPath: "/update"},
+		{name: "retryable", err: errors.New("boom"), wantKind: "fail"},
+		{name: "non-retryable", err: fmt.Errorf("parse: %w", concurrency.NonRetryable(errors.New("bad input"))), wantKind: "fail", wantNoRet: true},
+		{name: "caller stopped", err: context.Canceled, cancel: true, wantKind: "update"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := &fakeQueue{pending: []string{"t1"}}
-			c := startFake(t, f, 2*time.Second)
-			w := newWorker(t, c, concurrency.WorkerConfig{Lease: 10 * time.Second})
+			q, c := newWorkerQueue(t, 2*time.Second, nil)
+			q.create(t, client.CreateTaskRequest{TaskID: q.id("t1"), MaxAttempts: 3, BackoffInitial: time.Minute})
+			w := newWorker(t, c, q, concurrency.WorkerConfig{Lease: 10 * time.Second})
 			ctx, cancel := context.WithCancel(ctxTimeout(t, 10*time.Second))
 			defer cancel()
 			var lease *concurrency.Lease
@@ -444,12 +498,13 @@ func TestWorkerFailsAfterFnError(t *testing.T) {
 			if !claimed || !errors.Is(err, tc.err) {
 				t.Fatalf("RunOnce: got (%v, %v), want (true, %v)", claimed, err, tc.err)
 			}
-			_, _, updates := f.recorded()
-			if len(updates) != 1 || !strings.HasSuffix(updates[0].path, tc.wantPath) || updates[0].body["fencing_token"] != json.Number("101") {
-				t.Fatalf("writes after fn: got %v, want one %s under token 101", updates, tc.wantPath)
+			writes := append(q.sent("update"), q.sent("fail")...)
+			if len(writes) != 1 || kindOf(writes[0].Path) != tc.wantKind || writes[0].body["fencing_token"] != num(lease.Token()) ||
+				writes[0].Status != http.StatusOK {
+				t.Fatalf("writes after fn: got %+v, want one %s under token %d", writes, tc.wantKind, lease.Token())
 			}
-			b := updates[0].body
-			if tc.wantPath == "/fail" {
+			b := writes[0].body
+			if tc.wantKind == "fail" {
 				if b["error"] != tc.err.Error() || (b["non_retryable"] == true) != tc.wantNoRet {
 					t.Errorf("fail body: got %v, want error %q non_retryable %v", b, tc.err.Error(), tc.wantNoRet)
 				}
@@ -458,6 +513,19 @@ func TestWorkerFailsAfterFnError(t *testing.T) {
 			}
 			if !errors.Is(lease.Err(), concurrency.ErrLeaseReleased) {
 				t.Errorf("lease: got %v, want released", lease.Err())
+			}
+			task := q.task(t, "t1")
+			switch {
+			case task.Owner != "":
+				t.Errorf("task on the node still leased: %+v", task)
+			case tc.wantNoRet && task.Status != client.StatusDead:
+				t.Errorf("task on the node: %s, want dead", task.Status)
+			case !tc.wantNoRet && task.Status == client.StatusDead:
+				t.Errorf("task on the node: dead, want retried")
+			case tc.wantKind == "fail" && task.LastError != tc.err.Error():
+				t.Errorf("task on the node: last error %q, want %q", task.LastError, tc.err.Error())
+			case tc.wantKind == "update" && task.LastError != "":
+				t.Errorf("released task on the node: last error %q, want none", task.LastError)
 			}
 		})
 	}
@@ -481,13 +549,11 @@ func TestNonRetryable(t *testing.T) {
 // stops with ctx.
 func TestWorkerRunPoolBounded(t *testing.T) {
 	noLeaks(t)
-	ids := make([]string, 12)
-	for i := range ids {
-		ids[i] = fmt.Sprintf("t%d", i)
+	q, c := newWorkerQueue(t, 2*time.Second, nil)
+	for i := range 12 {
+		q.add(t, fmt.Sprintf("t%d", i))
 	}
-	f := &fakeQueue{pending: ids}
-	c := startFake(t, f, 2*time.Second)
-	w := newWorker(t, c, concurrency.WorkerConfig{Lease: 10 * time.Second, Wait: 100 * time.Millisecond})
+	w := newWorker(t, c, q, concurrency.WorkerConfig{Lease: 10 * time.Second, Wait: 100 * time.Millisecond})
 	ctx, cancel := context.WithCancel(ctxTimeout(t, 20*time.Second))
 	defer cancel()
 	var mu sync.Mutex
@@ -499,12 +565,13 @@ func TestWorkerRunPoolBounded(t *testing.T) {
 			running++
 			peak = max(peak, running)
 			mu.Unlock()
-			pause(ctx, 20*time.Millisecond)
+			pause(ctx, 20*time.Millisecond) // work that takes a while, so that slots overlap
 			mu.Lock()
 			running--
 			done++
 			mu.Unlock()
-			return l.Release(ctx)
+			_, err := l.Complete(ctx, "done", nil)
+			return err
 		})
 	}()
 	waitFor(t, 15*time.Second, "all twelve tasks run", func() bool {
@@ -519,13 +586,15 @@ func TestWorkerRunPoolBounded(t *testing.T) {
 	if peak < 1 || peak > 3 {
 		t.Errorf("peak concurrency %d, want 1 to 3", peak)
 	}
+	if n := q.count("claim"); n < 12 {
+		t.Errorf("%d claims for 12 tasks", n)
+	}
 }
 
 func TestWorkerNothingToClaim(t *testing.T) {
 	noLeaks(t)
-	f := &fakeQueue{}
-	c := startFake(t, f, 2*time.Second)
-	w := newWorker(t, c, concurrency.WorkerConfig{Wait: 50 * time.Millisecond})
+	q, c := newWorkerQueue(t, 2*time.Second, nil)
+	w := newWorker(t, c, q, concurrency.WorkerConfig{Wait: 50 * time.Millisecond})
 	claimed, err := w.RunOnce(ctxTimeout(t, 10*time.Second), func(context.Context, *concurrency.Lease) error {
 		t.Error("fn called without a task")
 		return nil
@@ -533,34 +602,46 @@ func TestWorkerNothingToClaim(t *testing.T) {
 	if claimed || err != nil {
 		t.Fatalf("RunOnce: got (%v, %v), want (false, nil)", claimed, err)
 	}
+	if claims := q.sent("claim"); len(claims) != 1 || claims[0].Status != http.StatusNoContent {
+		t.Errorf("claims: %+v, want one answered 204", claims)
+	}
 }
 
 // TestWorkerConfirmsSlowClaim: a claim that took longer than a renewal
-// interval is renewed before fn starts; when that renewal is fenced, fn
-// never runs.
+// interval (the proxy holds it) is renewed before fn starts; when that
+// renewal is fenced (the task was taken over meanwhile), fn never runs.
 func TestWorkerConfirmsSlowClaim(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		renew   func(int) (int, string)
+		fence   bool
 		wantErr error
 	}{
-		{"confirmed", nil, nil},
-		{"fenced", always(409, "fenced"), client.ErrFenced},
+		{"confirmed", false, nil},
+		{"fenced", true, client.ErrFenced},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			noLeaks(t)
-			f := &fakeQueue{pending: []string{"t1"}, claimDelay: 250 * time.Millisecond, renewReply: tc.renew}
-			c := startFake(t, f, 2*time.Second)
-			w := newWorker(t, c, concurrency.WorkerConfig{Lease: 3 * time.Second, RenewEvery: 200 * time.Millisecond})
+			q, c := newWorkerQueue(t, 2*time.Second, func(q *workerQueue, kind string, k int, r *http.Request) clustertest.Hop {
+				switch {
+				case kind == "claim":
+					pause(r.Context(), 250*time.Millisecond) // longer than RenewEvery
+				case kind == "renew" && k == 1 && tc.fence:
+					_ = q.takeOver("t1") // an error fails the test in routeErr
+				}
+				return clustertest.Hop{}
+			})
+			q.add(t, "t1")
+			w := newWorker(t, c, q, concurrency.WorkerConfig{Lease: 3 * time.Second, RenewEvery: 200 * time.Millisecond})
 			renewsAtStart := -1
 			claimed, err := w.RunOnce(ctxTimeout(t, 10*time.Second), func(ctx context.Context, l *concurrency.Lease) error {
-				_, renewsAtStart, _ = f.counts()
+				renewsAtStart = q.count("renew")
 				return l.Release(ctx)
 			})
+			q.routeErr(t)
 			if !claimed || !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
 				t.Fatalf("RunOnce: got (%v, %v), want (true, %v)", claimed, err, tc.wantErr)
 			}
-			_, renews, updates := f.counts()
+			renews, updates := q.count("renew"), q.count("update")+q.count("fail")
 			switch {
 			case tc.wantErr == nil && renewsAtStart != 1:
 				t.Errorf("fn started after %d renewals, want 1", renewsAtStart)
@@ -573,17 +654,20 @@ func TestWorkerConfirmsSlowClaim(t *testing.T) {
 }
 
 // TestWorkerRun: Run handles tasks one after another, reports fn's errors
-// to OnError, retries a claim that found the cluster unavailable, and
-// returns ctx's error when ctx ends.
+// to OnError, retries a claim that found the cluster unavailable (the
+// first, sent to the node without a leader), and returns ctx's error when
+// ctx ends.
 func TestWorkerRun(t *testing.T) {
 	noLeaks(t)
-	f := &fakeQueue{pending: []string{"a", "b"}, claimReply: func(n int) (int, string) {
-		if n == 1 {
-			return 503, "unavailable"
+	q, c := newWorkerQueue(t, time.Nanosecond, func(_ *workerQueue, kind string, k int, _ *http.Request) clustertest.Hop {
+		if kind == "claim" && k == 1 {
+			return clustertest.Hop{To: env.Leaderless}
 		}
-		return 0, ""
-	}}
-	c := startFake(t, f, time.Nanosecond)
+		return clustertest.Hop{}
+	})
+	// One attempt for a: its failure makes it dead, not claimable again.
+	q.create(t, client.CreateTaskRequest{TaskID: q.id("a"), MaxAttempts: 1})
+	q.add(t, "b")
 	var mu sync.Mutex
 	var reported []string
 	var done []string
@@ -591,25 +675,26 @@ func TestWorkerRun(t *testing.T) {
 		OnError: func(task *client.Task, err error) {
 			mu.Lock()
 			defer mu.Unlock()
-			reported = append(reported, task.TaskID+": "+err.Error())
+			reported = append(reported, strings.TrimPrefix(task.TaskID, q.name+"-")+": "+err.Error())
 		}}
-	w := newWorker(t, c, cfg)
+	w := newWorker(t, c, q, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	result := make(chan error, 1)
 	go func() {
 		result <- w.Run(ctx, func(ctx context.Context, l *concurrency.Lease) error {
+			id := strings.TrimPrefix(l.Task().TaskID, q.name+"-")
 			mu.Lock()
-			done = append(done, l.Task().TaskID)
+			done = append(done, id)
 			mu.Unlock()
-			if l.Task().TaskID == "a" {
+			if id == "a" {
 				return errors.New("boom")
 			}
 			_, err := l.Complete(ctx, "done", nil)
 			return err
 		})
 	}()
-	waitFor(t, 5*time.Second, "both tasks and the error report", func() bool {
+	waitFor(t, 10*time.Second, "both tasks and the error report", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(done) == 2 && len(reported) == 1
@@ -620,80 +705,115 @@ func TestWorkerRun(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("Run: got %v, want context.Canceled", err)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not return within 5s of cancel")
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after cancel")
 	}
 	if fmt.Sprint(done) != "[a b]" || reported[0] != "a: boom" {
 		t.Errorf("got done %v, reported %v; want [a b], [a: boom]", done, reported)
 	}
+	if claims := q.sent("claim"); len(claims) < 3 || claims[0].Status != http.StatusServiceUnavailable {
+		t.Errorf("claims: %+v, want the first answered 503, then a and b", claims)
+	}
+	if a, b := q.task(t, "a"), q.task(t, "b"); a.Status != client.StatusDead || b.Status != "done" {
+		t.Errorf("tasks on the node: a %s, b %s; want dead, done", a.Status, b.Status)
+	}
 }
 
+// TestWorkerRunStopsOnPermanentClaimError: a principal that may read tasks
+// but not claim them gets 403 forbidden, which Run returns.
 func TestWorkerRunStopsOnPermanentClaimError(t *testing.T) {
 	noLeaks(t)
-	f := &fakeQueue{pending: []string{"a"}, claimReply: always(403, "forbidden")}
-	c := startFake(t, f, 2*time.Second)
-	w := newWorker(t, c, concurrency.WorkerConfig{})
-	err := w.Run(ctxTimeout(t, 10*time.Second), func(context.Context, *concurrency.Lease) error {
+	q, _ := newWorkerQueue(t, 2*time.Second, nil)
+	q.add(t, "a")
+	reader, err := q.node.CreatePrincipal(ctxTimeout(t, 10*time.Second), clustertest.Tenant, "reader-"+uuid.NewString()[:13],
+		[]client.Grant{{Resource: "tasks", Actions: []string{"read"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := env.Client(t, client.Config{Endpoints: []string{q.p.URL}, Token: reader.Token, Timeout: 2 * time.Second, MaxRetry: 2 * time.Second})
+	w := newWorker(t, c, q, concurrency.WorkerConfig{})
+	err = w.Run(ctxTimeout(t, 10*time.Second), func(context.Context, *concurrency.Lease) error {
 		t.Error("fn called without a task")
 		return nil
 	})
 	if !errors.Is(err, client.ErrForbidden) {
 		t.Fatalf("Run: got %v, want forbidden", err)
 	}
+	if n := q.count("claim"); n != 1 {
+		t.Errorf("%d claims, want 1", n)
+	}
 }
 
 // TestWorkerStopsRenewingWhenFnReturns: fn returns nil without completing;
-// RunOnce returns with the renewer stopped (goleak), the task still leased
-// until the lease runs out, after which the lease reports itself expired.
+// RunOnce returns with the renewer stopped (goleak, and no renewal after),
+// the task still leased until the lease runs out, after which the lease
+// reports itself expired.
 func TestWorkerStopsRenewingWhenFnReturns(t *testing.T) {
 	noLeaks(t)
-	f := &fakeQueue{pending: []string{"t1"}}
-	c := startFake(t, f, 2*time.Second)
-	w := newWorker(t, c, concurrency.WorkerConfig{Lease: 3 * time.Second, RenewEvery: 100 * time.Millisecond,
+	q, c := newWorkerQueue(t, 2*time.Second, nil)
+	q.add(t, "t1")
+	w := newWorker(t, c, q, concurrency.WorkerConfig{Lease: 3 * time.Second, RenewEvery: 100 * time.Millisecond,
 		SafetyMargin: 2 * time.Second})
 	var lease *concurrency.Lease
 	claimed, err := w.RunOnce(ctxTimeout(t, 10*time.Second), func(ctx context.Context, l *concurrency.Lease) error {
 		lease = l
-		waitFor(t, 5*time.Second, "2 renewals", func() bool { _, r, _ := f.counts(); return r >= 2 })
+		waitFor(t, 5*time.Second, "2 renewals", func() bool { return q.count("renew") >= 2 })
 		return nil
 	})
 	if !claimed || err != nil {
 		t.Fatalf("RunOnce: got (%v, %v), want (true, nil)", claimed, err)
 	}
+	renews := q.count("renew")
 	if d := lease.Deadline(); time.Now().Before(d) && lease.Err() != nil {
 		t.Errorf("lease before its deadline: got %v, want still held", lease.Err())
+	}
+	if task := q.task(t, "t1"); task.Owner != "w1" {
+		t.Errorf("task on the node after fn returned: %+v, want still leased", task)
 	}
 	waitFor(t, 5*time.Second, "the local deadline", func() bool { return !time.Now().Before(lease.Deadline()) })
 	if err := lease.Err(); !errors.Is(err, concurrency.ErrLeaseExpired) {
 		t.Errorf("lease after its deadline: got %v, want expired", err)
 	}
-	if _, _, updates := f.counts(); updates != 0 {
-		t.Errorf("got %d updates, want 0: a nil return leaves the task to fn", updates)
+	if n := q.count("renew"); n != renews {
+		t.Errorf("%d renewals after RunOnce returned, want none", n-renews)
+	}
+	if n := q.count("update") + q.count("fail"); n != 0 {
+		t.Errorf("got %d updates, want 0: a nil return leaves the task to fn", n)
 	}
 }
 
 // TestWorkerOwnIdempotencyKeys: a key attached to the caller's context
 // (WithIdempotencyKey) is not reused by the worker's claim and renewals,
-// which would otherwise replay one another.
+// which would otherwise replay one another: each goes with a place of its
+// own in the client's session, or, without sessions, a fresh key.
 func TestWorkerOwnIdempotencyKeys(t *testing.T) {
-	noLeaks(t)
-	f := &fakeQueue{pending: []string{"t1"}}
-	c := startFake(t, f, 2*time.Second)
-	w := newWorker(t, c, concurrency.WorkerConfig{Lease: 3 * time.Second, RenewEvery: 100 * time.Millisecond})
-	ctx := client.WithIdempotencyKey(ctxTimeout(t, 10*time.Second), "shared")
-	claimed, err := w.RunOnce(ctx, func(ctx context.Context, l *concurrency.Lease) error {
-		waitFor(t, 5*time.Second, "2 renewals", func() bool { _, r, _ := f.counts(); return r >= 2 })
-		return l.Release(ctx)
-	})
-	if !claimed || err != nil {
-		t.Fatalf("RunOnce: got (%v, %v), want (true, nil)", claimed, err)
-	}
-	claims, renews, _ := f.recorded()
-	seen := map[string]bool{}
-	for _, r := range append(claims, renews...) {
-		if r.key == "" || r.key == "shared" || seen[r.key] {
-			t.Errorf("%s carried Idempotency-Key %q, want a fresh key per write", r.path, r.key)
-		}
-		seen[r.key] = true
+	for _, noSession := range []bool{false, true} {
+		t.Run(fmt.Sprintf("NoSession=%v", noSession), func(t *testing.T) {
+			noLeaks(t)
+			q, _ := newWorkerQueue(t, 2*time.Second, nil)
+			q.add(t, "t1")
+			c := env.Client(t, client.Config{Endpoints: []string{q.p.URL}, Timeout: 2 * time.Second, MaxRetry: 2 * time.Second,
+				NoSession: noSession})
+			w := newWorker(t, c, q, concurrency.WorkerConfig{Lease: 3 * time.Second, RenewEvery: 100 * time.Millisecond})
+			ctx := client.WithIdempotencyKey(ctxTimeout(t, 10*time.Second), "shared-"+uuid.NewString())
+			claimed, err := w.RunOnce(ctx, func(ctx context.Context, l *concurrency.Lease) error {
+				waitFor(t, 5*time.Second, "2 renewals", func() bool { return q.count("renew") >= 2 })
+				return l.Release(ctx)
+			})
+			if !claimed || err != nil {
+				t.Fatalf("RunOnce: got (%v, %v), want (true, nil)", claimed, err)
+			}
+			seen := map[string]bool{}
+			for _, r := range append(q.sent("claim"), q.sent("renew")...) {
+				id := r.Key
+				if id == "" && !noSession {
+					id = r.Header.Get("X-Baton-Session") + "/" + r.Header.Get("X-Baton-Seq")
+				}
+				if id == "" || id == "/" || strings.HasPrefix(id, "shared-") || seen[id] {
+					t.Errorf("%s carried Idempotency-Key or session place %q, want one of its own", r.Path, id)
+				}
+				seen[id] = true
+			}
+		})
 	}
 }
