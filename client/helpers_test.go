@@ -86,10 +86,6 @@ func (rec *recorder) requests() []recorded {
 	return append([]recorded(nil), rec.reqs...)
 }
 
-func tenantsOK(w http.ResponseWriter, _ *http.Request, _ int) {
-	writeJSON(w, 200, map[string]any{"tenants": []string{"acme"}})
-}
-
 func unavailable(w http.ResponseWriter, _ *http.Request, _ int) {
 	w.Header().Set("Retry-After", "0")
 	writeError(w, 503, "unavailable", "no leader", nil)
