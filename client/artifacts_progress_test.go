@@ -16,8 +16,11 @@ import (
 // goes back.
 func TestUploadProgressSentAndSkipped(t *testing.T) {
 	c := nodeClient(t)
-	data := textContent(41, 6<<20+777)
-	edited := append(append([]byte(nil), data[:len(data)/2]...), textContent(42, len(data)-len(data)/2)...)
+	// Content and name new on every run: -count=N shares the node, which
+	// keeps the chunks of the runs before.
+	name := uniqueName("progress-split")
+	data := textContent(fresh(), 6<<20+777)
+	edited := append(append([]byte(nil), data[:len(data)/2]...), textContent(fresh(), len(data)-len(data)/2)...)
 	for _, tc := range []struct {
 		name    string
 		content []byte
@@ -36,7 +39,7 @@ func TestUploadProgressSentAndSkipped(t *testing.T) {
 		var mu sync.Mutex
 		var series []client.UploadProgress
 		var st client.UploadStats
-		_, err := c.UploadArtifact(bg, "acme", "progress-split", bytes.NewReader(tc.content), client.UploadOptions{Stats: &st,
+		_, err := c.UploadArtifact(bg, "acme", name, bytes.NewReader(tc.content), client.UploadOptions{Stats: &st,
 			OnProgress: func(p client.UploadProgress) {
 				mu.Lock()
 				series = append(series, p)

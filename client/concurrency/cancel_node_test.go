@@ -19,10 +19,12 @@ func TestWorkerCancel(t *testing.T) {
 	noLeaks(t)
 	c := nodeClient(t)
 	ctx := ctxTimeout(t, 30*time.Second)
-	if _, err := c.CreateTask(ctx, "acme", client.CreateTaskRequest{TaskID: "cancel-1", Queue: "cancelq"}); err != nil {
+	q := uniqueName("cancelq")
+	id := q + "-1"
+	if _, err := c.CreateTask(ctx, "acme", client.CreateTaskRequest{TaskID: id, Queue: q}); err != nil {
 		t.Fatal(err)
 	}
-	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: "cancelq", Owner: "cw", Lease: 10 * time.Second,
+	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: q, Owner: "cw", Lease: 10 * time.Second,
 		RenewEvery: 100 * time.Millisecond, Wait: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +33,7 @@ func TestWorkerCancel(t *testing.T) {
 	var cause error
 	claimed, err := w.RunOnce(ctx, func(fctx context.Context, l *concurrency.Lease) error {
 		token = l.Token()
-		task, err := c.CancelTask(ctx, "acme", "cancel-1", client.CancelTaskRequest{Reason: "stop"})
+		task, err := c.CancelTask(ctx, "acme", id, client.CancelTaskRequest{Reason: "stop"})
 		if err != nil {
 			return err
 		}
@@ -48,7 +50,7 @@ func TestWorkerCancel(t *testing.T) {
 	if !errors.Is(cause, concurrency.ErrCancelRequested) {
 		t.Fatalf("the handler's context ended with %v, want ErrCancelRequested", cause)
 	}
-	task, err := c.GetTask(ctx, "acme", "cancel-1")
+	task, err := c.GetTask(ctx, "acme", id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,10 +58,10 @@ func TestWorkerCancel(t *testing.T) {
 		t.Fatalf("after the worker acknowledged: %+v", task)
 	}
 	done := "done"
-	if _, err := c.UpdateTask(ctx, "acme", "cancel-1", client.UpdateTaskRequest{FencingToken: &token, Status: &done}); !errors.Is(err, client.ErrFenced) {
+	if _, err := c.UpdateTask(ctx, "acme", id, client.UpdateTaskRequest{FencingToken: &token, Status: &done}); !errors.Is(err, client.ErrFenced) {
 		t.Fatalf("update under the cancelled lease's token: %v, want ErrFenced", err)
 	}
-	stats, err := c.GetQueueStats(ctx, "acme", "cancelq")
+	stats, err := c.GetQueueStats(ctx, "acme", q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,16 +77,18 @@ func TestWorkerCancelCompleted(t *testing.T) {
 	noLeaks(t)
 	c := nodeClient(t)
 	ctx := ctxTimeout(t, 30*time.Second)
-	if _, err := c.CreateTask(ctx, "acme", client.CreateTaskRequest{TaskID: "cancel-2", Queue: "cancelq2"}); err != nil {
+	q := uniqueName("cancelq2")
+	id := q + "-2"
+	if _, err := c.CreateTask(ctx, "acme", client.CreateTaskRequest{TaskID: id, Queue: q}); err != nil {
 		t.Fatal(err)
 	}
-	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: "cancelq2", Owner: "cw", Lease: 10 * time.Second,
+	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: q, Owner: "cw", Lease: 10 * time.Second,
 		RenewEvery: 100 * time.Millisecond, Wait: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	claimed, err := w.RunOnce(ctx, func(fctx context.Context, l *concurrency.Lease) error {
-		if _, err := c.CancelTask(ctx, "acme", "cancel-2", client.CancelTaskRequest{}); err != nil {
+		if _, err := c.CancelTask(ctx, "acme", id, client.CancelTaskRequest{}); err != nil {
 			return err
 		}
 		<-fctx.Done()
@@ -94,7 +98,7 @@ func TestWorkerCancelCompleted(t *testing.T) {
 	if !claimed || err != nil {
 		t.Fatalf("RunOnce: claimed %v, err %v; want no error", claimed, err)
 	}
-	if task, err := c.GetTask(ctx, "acme", "cancel-2"); err != nil || task.Status != "done" || task.CancelRequested {
+	if task, err := c.GetTask(ctx, "acme", id); err != nil || task.Status != "done" || task.CancelRequested {
 		t.Fatalf("after a completion under a cancellation: %+v %v", task, err)
 	}
 }

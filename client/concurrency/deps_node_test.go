@@ -17,20 +17,22 @@ func TestWorkerDependencies(t *testing.T) {
 	noLeaks(t)
 	c := nodeClient(t)
 	ctx := ctxTimeout(t, 30*time.Second)
-	for _, id := range []string{"dep-up-1", "dep-up-2"} {
-		if _, err := c.CreateTask(ctx, "acme", client.CreateTaskRequest{TaskID: id, Queue: "dep-up"}); err != nil {
+	p := uniqueName("dep")
+	up1, up2, up, down := p+"-up-1", p+"-up-2", p+"-up", p+"-down"
+	for _, id := range []string{up1, up2} {
+		if _, err := c.CreateTask(ctx, "acme", client.CreateTaskRequest{TaskID: id, Queue: up}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	down, err := c.CreateTask(ctx, "acme", client.CreateTaskRequest{TaskID: "dep-down", Queue: "dep-down",
-		DependsOn: []string{"dep-up-1", "dep-up-2"}})
+	created, err := c.CreateTask(ctx, "acme", client.CreateTaskRequest{TaskID: down, Queue: down,
+		DependsOn: []string{up1, up2}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if down.DependsOnCount != 2 || down.DependenciesLeft == nil || *down.DependenciesLeft != 2 || down.DependencyPolicy != client.DependencyFail {
-		t.Fatalf("created: %+v", down)
+	if created.DependsOnCount != 2 || created.DependenciesLeft == nil || *created.DependenciesLeft != 2 || created.DependencyPolicy != client.DependencyFail {
+		t.Fatalf("created: %+v", created)
 	}
-	downW, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: "dep-down", Owner: "dw", Lease: 10 * time.Second, Wait: -1})
+	downW, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: down, Owner: "dw", Lease: 10 * time.Second, Wait: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +40,7 @@ func TestWorkerDependencies(t *testing.T) {
 	if claimed, err := downW.RunOnce(ctx, noop); claimed || err != nil {
 		t.Fatalf("the downstream task was claimable before its dependencies: %v %v", claimed, err)
 	}
-	upW, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: "dep-up", Owner: "uw", Lease: 10 * time.Second, Wait: time.Second})
+	upW, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: up, Owner: "uw", Lease: 10 * time.Second, Wait: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,13 +53,13 @@ func TestWorkerDependencies(t *testing.T) {
 			t.Fatalf("upstream: %v %v", claimed, err)
 		}
 	}
-	downW, err = concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: "dep-down", Owner: "dw", Lease: 10 * time.Second, Wait: 5 * time.Second})
+	downW, err = concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: down, Owner: "dw", Lease: 10 * time.Second, Wait: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	claimed, err := downW.RunOnce(ctx, func(ctx context.Context, l *concurrency.Lease) error {
 		deps := l.Task().Dependencies
-		if len(deps) != 2 || string(deps[0].Result) != `{"from":"dep-up-1"}` || string(deps[1].Result) != `{"from":"dep-up-2"}` ||
+		if len(deps) != 2 || string(deps[0].Result) != `{"from":"`+up1+`"}` || string(deps[1].Result) != `{"from":"`+up2+`"}` ||
 			deps[0].Status != "done" || l.Task().DependenciesTruncated {
 			t.Errorf("the claim's dependencies: %+v", deps)
 		}
@@ -67,12 +69,12 @@ func TestWorkerDependencies(t *testing.T) {
 	if !claimed || err != nil {
 		t.Fatalf("downstream: %v %v", claimed, err)
 	}
-	list, err := c.ListTaskDependencies(ctx, "acme", "dep-down", 1, "")
+	list, err := c.ListTaskDependencies(ctx, "acme", down, 1, "")
 	if err != nil || len(list.Dependencies) != 1 || list.NextPageToken == "" {
 		t.Fatalf("first page: %+v %v", list, err)
 	}
-	list, err = c.ListTaskDependencies(ctx, "acme", "dep-down", 1, list.NextPageToken)
-	if err != nil || len(list.Dependencies) != 1 || list.Dependencies[0].TaskID != "dep-up-2" || list.NextPageToken != "" {
+	list, err = c.ListTaskDependencies(ctx, "acme", down, 1, list.NextPageToken)
+	if err != nil || len(list.Dependencies) != 1 || list.Dependencies[0].TaskID != up2 || list.NextPageToken != "" {
 		t.Fatalf("second page: %+v %v", list, err)
 	}
 }

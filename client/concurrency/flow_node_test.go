@@ -20,16 +20,17 @@ func TestWorkerPoolMaxLeased(t *testing.T) {
 	noLeaks(t)
 	c := nodeClient(t)
 	ctx := ctxTimeout(t, 30*time.Second)
-	if _, err := c.SetQueuePolicy(ctx, "acme", "flowq", client.QueuePolicy{MaxLeased: 2}); err != nil {
+	q := uniqueName("flowq")
+	if _, err := c.SetQueuePolicy(ctx, "acme", q, client.QueuePolicy{MaxLeased: 2}); err != nil {
 		t.Fatal(err)
 	}
 	const n = 6
 	for i := range n {
-		if _, err := c.CreateTask(ctx, "acme", client.CreateTaskRequest{TaskID: fmt.Sprintf("flow-%d", i), Queue: "flowq"}); err != nil {
+		if _, err := c.CreateTask(ctx, "acme", client.CreateTaskRequest{TaskID: fmt.Sprintf("%s-%d", q, i), Queue: q}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: "flowq", Owner: "fw", Lease: 10 * time.Second, Wait: time.Second})
+	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: q, Owner: "fw", Lease: 10 * time.Second, Wait: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func TestWorkerPoolMaxLeased(t *testing.T) {
 	// The SDK retries a 429 within the call's budget: a short one answers
 	// the refusal.
 	cctx, ccancel := context.WithTimeout(ctx, 2*time.Second)
-	_, err = c.ClaimTask(cctx, "acme", "flow-5", client.ClaimRequest{Owner: "other", Lease: time.Second})
+	_, err = c.ClaimTask(cctx, "acme", q+"-5", client.ClaimRequest{Owner: "other", Lease: time.Second})
 	ccancel()
 	if !errors.Is(err, client.ErrRateLimited) {
 		t.Errorf("claim by id at max_leased: %v, want ErrRateLimited", err)

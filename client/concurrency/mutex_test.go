@@ -31,7 +31,8 @@ func mutexOf(t *testing.T, c *client.Client, name, owner string) *concurrency.Mu
 func TestMutexTryLockUnlock(t *testing.T) {
 	c := nodeClient(t)
 	ctx := ctxTimeout(t, 30*time.Second)
-	a, b := mutexOf(t, c, "lock.try", "a"), mutexOf(t, c, "lock.try", "b")
+	name := uniqueName("lock.try")
+	a, b := mutexOf(t, c, name, "a"), mutexOf(t, c, name, "b")
 	la, err := a.TryLock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -48,8 +49,8 @@ func TestMutexTryLockUnlock(t *testing.T) {
 	if err := b.Unlock(ctx); !errors.Is(err, concurrency.ErrNotLocked) {
 		t.Errorf("Unlock by a non-holder: %v, want ErrNotLocked", err)
 	}
-	task, err := c.GetTask(ctx, "acme", "lock.try")
-	if err != nil || task.Owner != "a" || task.Status != "held" || task.FencingToken != la.Token() || task.Queue != "lock.try" {
+	task, err := c.GetTask(ctx, "acme", name)
+	if err != nil || task.Owner != "a" || task.Status != "held" || task.FencingToken != la.Token() || task.Queue != name {
 		t.Fatalf("lock task while held: %+v, %v", task, err)
 	}
 	if err := a.Unlock(ctx); err != nil {
@@ -65,7 +66,7 @@ func TestMutexTryLockUnlock(t *testing.T) {
 	if err := b.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if task, err := c.GetTask(ctx, "acme", "lock.try"); err != nil || task.Owner != "" || task.Status != "free" {
+	if task, err := c.GetTask(ctx, "acme", name); err != nil || task.Owner != "" || task.Status != "free" {
 		t.Fatalf("lock task after Unlock: %+v, %v", task, err)
 	}
 }
@@ -77,7 +78,8 @@ func TestMutexLockHonorsContext(t *testing.T) {
 	noLeaks(t)
 	c := nodeClient(t)
 	ctx := ctxTimeout(t, 30*time.Second)
-	a, b := mutexOf(t, c, "lock.ctx", "a"), mutexOf(t, c, "lock.ctx", "b")
+	name := uniqueName("lock.ctx")
+	a, b := mutexOf(t, c, name, "a"), mutexOf(t, c, name, "b")
 	if _, err := a.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -92,13 +94,13 @@ func TestMutexLockHonorsContext(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("Lock returned %v after its context ended", d)
 	}
-	if task, err := c.GetTask(ctx, "acme", "lock.ctx"); err != nil || task.Owner != "a" {
+	if task, err := c.GetTask(ctx, "acme", name); err != nil || task.Owner != "a" {
 		t.Fatalf("after the cancelled Lock: %+v, %v; want still a's", task, err)
 	}
 	if err := a.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if task, err := c.GetTask(ctx, "acme", "lock.ctx"); err != nil || task.Owner != "" {
+	if task, err := c.GetTask(ctx, "acme", name); err != nil || task.Owner != "" {
 		t.Fatalf("after Unlock: %+v, %v; want free", task, err)
 	}
 }
@@ -108,20 +110,21 @@ func TestMutexLockHonorsContext(t *testing.T) {
 func TestMutexRefusesForeignTask(t *testing.T) {
 	c := nodeClient(t)
 	ctx := ctxTimeout(t, 30*time.Second)
-	if _, err := c.CreateTask(ctx, "acme", client.CreateTaskRequest{TaskID: "lock.foreign", Queue: "work"}); err != nil {
+	foreign, policy := uniqueName("lock.foreign"), uniqueName("lock.policy")
+	if _, err := c.CreateTask(ctx, "acme", client.CreateTaskRequest{TaskID: foreign, Queue: "work"}); err != nil {
 		t.Fatal(err)
 	}
-	m := mutexOf(t, c, "lock.foreign", "a")
+	m := mutexOf(t, c, foreign, "a")
 	if _, err := m.Lock(ctx); !errors.Is(err, client.ErrInvalidArgument) || !strings.Contains(err.Error(), `queue "work"`) {
 		t.Fatalf("Lock over a work task: %v, want invalid_argument naming its queue", err)
 	}
-	if task, err := c.GetTask(ctx, "acme", "lock.foreign"); err != nil || task.Owner != "" || task.Attempt != 0 {
+	if task, err := c.GetTask(ctx, "acme", foreign); err != nil || task.Owner != "" || task.Attempt != 0 {
 		t.Fatalf("the work task after the refused Lock: %+v, %v; want untouched", task, err)
 	}
-	if _, err := c.SetQueuePolicy(ctx, "acme", "lock.policy", client.QueuePolicy{MaxAttempts: 3}); err != nil {
+	if _, err := c.SetQueuePolicy(ctx, "acme", policy, client.QueuePolicy{MaxAttempts: 3}); err != nil {
 		t.Fatal(err)
 	}
-	m = mutexOf(t, c, "lock.policy", "a")
+	m = mutexOf(t, c, policy, "a")
 	if _, err := m.Lock(ctx); !errors.Is(err, client.ErrInvalidArgument) || !strings.Contains(err.Error(), "max_attempts 3") {
 		t.Fatalf("Lock in a queue with max_attempts: %v, want invalid_argument", err)
 	}
@@ -133,7 +136,7 @@ func TestElectionObserveStopsWithContext(t *testing.T) {
 	noLeaks(t)
 	c := nodeClient(t)
 	ctx := ctxTimeout(t, 30*time.Second)
-	e, err := concurrency.NewElection(c, concurrency.MutexConfig{Tenant: "acme", Name: "elect.obs", Owner: "leader-1", Lease: 5 * time.Second})
+	e, err := concurrency.NewElection(c, concurrency.MutexConfig{Tenant: "acme", Name: uniqueName("elect.obs"), Owner: "leader-1", Lease: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,14 +19,16 @@ func TestWorkerWaitpoint(t *testing.T) {
 	noLeaks(t)
 	c := nodeClient(t)
 	ctx := ctxTimeout(t, 30*time.Second)
-	if _, err := c.CreateTask(ctx, "acme", client.CreateTaskRequest{TaskID: "hitl-1", Queue: "hitl"}); err != nil {
+	q := uniqueName("hitl")
+	task1, approve := q+"-1", q+"-approve-1"
+	if _, err := c.CreateTask(ctx, "acme", client.CreateTaskRequest{TaskID: task1, Queue: q}); err != nil {
 		t.Fatal(err)
 	}
-	wp, err := c.CreateWaitpoint(ctx, "acme", "hitl-approve-1", time.Hour)
+	wp, err := c.CreateWaitpoint(ctx, "acme", approve, time.Hour)
 	if err != nil || wp.State != client.WaitpointPending {
 		t.Fatalf("create: %+v %v", wp, err)
 	}
-	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: "hitl", Owner: "hw", Lease: 10 * time.Second, Wait: 5 * time.Second})
+	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: q, Owner: "hw", Lease: 10 * time.Second, Wait: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,8 +36,8 @@ func TestWorkerWaitpoint(t *testing.T) {
 		if l.Task().Waitpoint != nil {
 			t.Errorf("first claim carries a waitpoint: %+v", l.Task().Waitpoint)
 		}
-		task, err := l.Park(ctx, "hitl-approve-1")
-		if err == nil && (!task.Parked || task.WaitpointID != "hitl-approve-1") {
+		task, err := l.Park(ctx, approve)
+		if err == nil && (!task.Parked || task.WaitpointID != approve) {
 			t.Errorf("parked: %+v", task)
 		}
 		return err
@@ -43,7 +45,7 @@ func TestWorkerWaitpoint(t *testing.T) {
 	if !claimed || err != nil {
 		t.Fatalf("first run: %v %v", claimed, err)
 	}
-	quick, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: "hitl", Owner: "hw", Lease: 10 * time.Second, Wait: -1})
+	quick, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: q, Owner: "hw", Lease: 10 * time.Second, Wait: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,16 +54,16 @@ func TestWorkerWaitpoint(t *testing.T) {
 	}
 	polled := make(chan *client.Waitpoint, 1)
 	go func() {
-		got, _ := c.GetWaitpoint(ctx, "acme", "hitl-approve-1", 20*time.Second)
+		got, _ := c.GetWaitpoint(ctx, "acme", approve, 20*time.Second)
 		polled <- got
 	}()
-	if _, err := c.CompleteWaitpoint(ctx, "acme", "hitl-approve-1", json.RawMessage(`{"approved":true}`)); err != nil {
+	if _, err := c.CompleteWaitpoint(ctx, "acme", approve, json.RawMessage(`{"approved":true}`)); err != nil {
 		t.Fatal(err)
 	}
 	if got := <-polled; got == nil || got.State != client.WaitpointCompleted || string(got.Payload) != `{"approved":true}` {
 		t.Fatalf("long poll: %+v", got)
 	}
-	if _, err := c.CompleteWaitpoint(ctx, "acme", "hitl-approve-1", json.RawMessage(`{"approved":false}`)); !errors.Is(err, client.ErrVersionMismatch) {
+	if _, err := c.CompleteWaitpoint(ctx, "acme", approve, json.RawMessage(`{"approved":false}`)); !errors.Is(err, client.ErrVersionMismatch) {
 		t.Fatalf("a different completion: %v, want ErrVersionMismatch", err)
 	}
 	claimed, err = w.RunOnce(ctx, func(ctx context.Context, l *concurrency.Lease) error {

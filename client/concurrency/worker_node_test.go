@@ -35,10 +35,12 @@ func TestLeaseHeartbeat(t *testing.T) {
 	noLeaks(t)
 	c := nodeClient(t)
 	ctx := ctxTimeout(t, 30*time.Second)
-	if _, err := c.CreateTask(ctx, "acme", client.CreateTaskRequest{TaskID: "hb-1", Queue: "hb"}); err != nil {
+	q := uniqueName("hb")
+	id := q + "-1"
+	if _, err := c.CreateTask(ctx, "acme", client.CreateTaskRequest{TaskID: id, Queue: q}); err != nil {
 		t.Fatal(err)
 	}
-	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: "hb", Owner: "hb-worker", Lease: 10 * time.Second, Wait: time.Second})
+	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: q, Owner: "hb-worker", Lease: 10 * time.Second, Wait: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +54,7 @@ func TestLeaseHeartbeat(t *testing.T) {
 		if err := l.Heartbeat(ctx, json.RawMessage(`{"done_pages":3}`)); err != nil {
 			return err
 		}
-		task, err := c.GetTask(ctx, "acme", "hb-1")
+		task, err := c.GetTask(ctx, "acme", id)
 		if err != nil {
 			return err
 		}
@@ -62,7 +64,7 @@ func TestLeaseHeartbeat(t *testing.T) {
 		}
 		// A successor takes over (a claim by id by another owner would
 		// wait for the lease: the same owner's claim fences at once).
-		succ, err := c.ClaimTask(ctx, "acme", "hb-1", client.ClaimRequest{Owner: "hb-worker", Lease: 10 * time.Second})
+		succ, err := c.ClaimTask(ctx, "acme", id, client.ClaimRequest{Owner: "hb-worker", Lease: 10 * time.Second})
 		if err != nil {
 			return err
 		}
@@ -72,7 +74,7 @@ func TestLeaseHeartbeat(t *testing.T) {
 		if err := l.Heartbeat(ctx, nil); !errors.Is(err, concurrency.ErrLeaseLost) || !errors.Is(err, client.ErrFenced) {
 			t.Errorf("Heartbeat after a takeover: %v, want ErrLeaseLost and ErrFenced", err)
 		}
-		_, err = c.UpdateTask(ctx, "acme", "hb-1", client.UpdateTaskRequest{FencingToken: &succ.FencingToken, Release: new(true)})
+		_, err = c.UpdateTask(ctx, "acme", id, client.UpdateTaskRequest{FencingToken: &succ.FencingToken, Release: new(true)})
 		return err
 	})
 	if !claimed || (err != nil && !errors.Is(err, concurrency.ErrLeaseLost)) {
@@ -88,11 +90,13 @@ func TestWorkerRespectsMaxAttempts(t *testing.T) {
 	noLeaks(t)
 	c := nodeClient(t)
 	ctx := ctxTimeout(t, 30*time.Second)
-	if _, err := c.CreateTask(ctx, "acme", client.CreateTaskRequest{TaskID: "poison-1", Queue: "poison",
+	q := uniqueName("poison")
+	id := q + "-1"
+	if _, err := c.CreateTask(ctx, "acme", client.CreateTaskRequest{TaskID: id, Queue: q,
 		MaxAttempts: 2, BackoffInitial: 50 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: "poison", Owner: "pw", Lease: 10 * time.Second, Wait: 20 * time.Second})
+	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: q, Owner: "pw", Lease: 10 * time.Second, Wait: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +110,7 @@ func TestWorkerRespectsMaxAttempts(t *testing.T) {
 		})
 	}()
 	waitFor(t, 10*time.Second, "the task to die", func() bool {
-		task, err := c.GetTask(ctx, "acme", "poison-1")
+		task, err := c.GetTask(ctx, "acme", id)
 		return err == nil && task.Status == client.StatusDead
 	})
 	// A window to watch for a third claim, not a wait for a condition:
@@ -115,7 +119,7 @@ func TestWorkerRespectsMaxAttempts(t *testing.T) {
 	if n := runs.Load(); n != 2 {
 		t.Errorf("the work ran %d times, want 2 (max_attempts)", n)
 	}
-	task, err := c.GetTask(ctx, "acme", "poison-1")
+	task, err := c.GetTask(ctx, "acme", id)
 	if err != nil || task.Attempt != 2 || task.LastError != "always fails" {
 		t.Errorf("dead task: %+v, %v", task, err)
 	}

@@ -301,7 +301,8 @@ func TestWorkerRenewsEveryThirdOfLease(t *testing.T) {
 	}
 	k := 0
 	for _, r := range renews {
-		if r.body["fencing_token"] != num(token) || r.body["lease_ms"] != json.Number("1500") || r.Status != http.StatusOK {
+		// 0: a renewal under way when fn returned, cut by the renewer's stop.
+		if r.body["fencing_token"] != num(token) || r.body["lease_ms"] != json.Number("1500") || (r.Status != http.StatusOK && r.Status != 0) {
 			t.Errorf("renewal: body %v answered %d, want token %d, lease 1500, 200", r.body, r.Status, token)
 		}
 		if r.at.Before(fnStart) {
