@@ -59,6 +59,13 @@ type WorkerConfig struct {
 	// with its own fencing token and lease. A task claimed for a slot
 	// whose function has not returned yet is renewed while it waits; when
 	// RunPool stops, the tasks claimed but not started are released.
+	//
+	// It is not the default: it needs servers of version 6 (an older one
+	// refuses the batch claim as invalid_argument, which stops RunPool),
+	// and every claim uses one of the task's attempts, so a task claimed
+	// for a busy slot and released unstarted when RunPool stops has used
+	// one: on its last attempt (max_attempts) it goes dead without having
+	// run.
 	Prefetch bool
 }
 
