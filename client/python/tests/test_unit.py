@@ -120,6 +120,18 @@ def test_retry_after_and_classify() -> None:
     assert r.retry and r.answered and r.rate_limited and r.retry_after == 1.0
     r = _core.classify(200, {"X-Baton-Leader": "h:1", "X-Baton-Index": "9"}, b"{}")
     assert r.answered and not r.retry and r.leader == "h:1" and r.answer is not None and r.answer.index == 9
+    raw = _core.RawHeaders([(b"x-baton-leader", b"h:2"), (b"X-Baton-Index", b"7"), (b"X-BATON-INDEX", b"8")])
+    r = _core.classify(200, raw, b"{}")
+    assert r.leader == "h:2" and r.answer is not None and r.answer.index == 7 and not r.answer.replay
+    assert raw.get("Retry-After") is None and raw.get("retry-after", "x") == "x"
+
+
+def test_path_segments_are_quoted_as_urllib_quotes_them() -> None:
+    import urllib.parse
+
+    for s in ["", ".", "..", "...", "a-b_c.d~e", "ABCxyz019", "a b", "a/b", "%41", "é", "٣", "ｆ", "a+b", "x?y#z"]:
+        want = s.replace(".", "%2E") if s in (".", "..") else urllib.parse.quote(s, safe="")
+        assert _core.seg(s) == want, s
 
 
 def test_sync_code_is_generated_from_async() -> None:

@@ -197,7 +197,7 @@ class _Pools(httpx.BaseTransport):
 
     def _take(self) -> int:
         with self._mu:
-            i = min(range(len(self._busy)), key=self._busy.__getitem__)
+            i = self._busy.index(min(self._busy))  # the first of the least busy, both scans in C
             self._busy[i] += 1
             return i
 
@@ -273,7 +273,7 @@ class _Direct:
                 self._timeouts[timeout] = ext
         url = httpcore.URL(scheme=scheme, host=host, port=port, target=prefix + path.encode("ascii"))
         with self._mu:
-            i = min(range(len(self._busy)), key=self._busy.__getitem__)
+            i = self._busy.index(min(self._busy))  # as _Pools._take
             self._busy[i] += 1
         try:
             pool = self._pools[i]
