@@ -12,9 +12,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/http/httputil"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/baton-dev/baton/fsm"
@@ -73,6 +75,26 @@ type dialFailure struct{ err error }
 
 type dialFailureKey struct{}
 
+// errLeaderLost is the cause a forwarded request is cancelled with when
+// this node's Raft stops naming, as the leader, the member it was sent to
+// before that member answered.
+var errLeaderLost = errors.New("the leader changed while a forwarded request waited for its answer")
+
+// forwardState is what one attempt to forward learns: whether any of the
+// request may have reached the leader, and whether the caller should send
+// it to the next leader.
+type forwardState struct {
+	replayable bool        // the body is in memory and may be sent again
+	sent       atomic.Bool // the request's headers were written to the leader's connection
+	resend     bool        // set by the error handler: send it again
+}
+
+type forwardStateKey struct{}
+
+// leaderPoll is how often a forwarded request that has not been answered
+// yet checks that its leader is still the leader.
+const leaderPoll = 20 * time.Millisecond
+
 // Forwarding holds a request while the cluster has no usable leader (an
 // election is under way, or the leader this node knows stopped accepting
 // connections) and forwards it to the next leader, instead of answering
@@ -108,10 +130,32 @@ func newForwarder(ctx context.Context, c Cluster, f0 *fsm.FSM, log *slog.Logger,
 			}
 		},
 		ModifyResponse: func(resp *http.Response) error {
+			if resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get(headerLeader) != "" {
+				return nil // a non-leader's refusal, with its own view of the leader
+			}
 			resp.Header.Set(headerLeader, resp.Request.URL.Host)
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if errors.Is(context.Cause(r.Context()), errLeaderLost) {
+				// This node stopped naming the leader the request went to
+				// before it answered (a stopped or paused process accepts
+				// connections and never answers).
+				fs, _ := r.Context().Value(forwardStateKey{}).(*forwardState)
+				sent := fs == nil || fs.sent.Load()
+				switch {
+				case fs != nil && fs.replayable && (!sent || r.Method == http.MethodGet || r.Method == http.MethodHead):
+					fs.resend = true // the caller sends it to the next leader
+				case !sent || r.Method == http.MethodGet || r.Method == http.MethodHead:
+					f.hint(w)
+					writeError(w, errorf(codeUnavailable, "the leader changed before it answered; nothing was done, retry"))
+				default:
+					f.hint(w)
+					writeError(w, errorf(codeOutcomeUnknown, "the leader stopped leading before it answered the forwarded write; "+
+						"retry only with the same Idempotency-Key or session place"))
+				}
+				return
+			}
 			if errors.Is(err, context.Canceled) {
 				// The caller went away (or the node is closing): nobody
 				// may read this, but never let it become an empty 200.
@@ -151,6 +195,7 @@ func isDialError(err error) bool {
 // never read by this node, only streamed to the leader, and never resent.
 func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, limit int64) bool {
 	if r.Header.Get(headerForwarded) != "" {
+		f.hint(w)
 		writeError(w, errorf(codeUnavailable, "node %s is not the leader (forwarded by %s)",
 			f.cluster.ID(), r.Header.Get(headerForwarded)))
 		return true
@@ -199,19 +244,102 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, limit int64)
 			if replayable {
 				r.Body = io.NopCloser(bytes.NewReader(body))
 				r.ContentLength = int64(len(body))
+				// A kept-alive connection found broken before anything was
+				// written to it is replaced by a fresh one (net/http does so
+				// only when it can rewind the body).
+				r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 			}
 			df.err = nil
-			f.proxy.ServeHTTP(w, r.WithContext(context.WithValue(ctx, leaderKey{}, addr)))
-			if df.err == nil {
+			fs := &forwardState{replayable: replayable}
+			fctx, stop := f.whileLeading(context.WithValue(ctx, leaderKey{}, addr), id, fs)
+			f.proxy.ServeHTTP(w, r.WithContext(context.WithValue(fctx, forwardStateKey{}, fs)))
+			stop()
+			switch {
+			case fs.resend && holdCtx.Err() != nil:
+				f.hint(w)
+				writeError(w, errorf(codeUnavailable, "the leader %s stopped leading before it answered; nothing was done, retry", id))
+				return true
+			case fs.resend:
+				continue // to whichever leader the cluster has now, on a fresh connection
+			case df.err == nil:
 				return true
 			}
 			unusable = id
 			continue
 		}
 		if !f.holdOn(holdCtx) {
+			f.hint(w)
 			writeError(w, errorf(codeUnavailable, "%s", why))
 			return true
 		}
+	}
+}
+
+// whileLeading returns a context for forwarding to leader id: once the
+// request has a connection and until the first byte of the answer, it is
+// cancelled with errLeaderLost as soon as this node's Raft names another
+// leader or none. A leader whose process is stopped or paused still
+// accepts connections (the kernel does) and never answers; without this
+// the request would wait for as long as its client does. The answer's body
+// is never cut: once the leader answers, its answer stands. stop ends the
+// watch and releases the context.
+func (f *forwarder) whileLeading(ctx context.Context, id string, fs *forwardState) (_ context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	var once sync.Once
+	answered := make(chan struct{})
+	exited := make(chan struct{})
+	watching := atomic.Bool{}
+	watch := func() {
+		defer close(exited)
+		t := time.NewTicker(leaderPoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-answered:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				select {
+				case <-answered:
+					return
+				default:
+				}
+				if cur, _ := f.cluster.Leader(); cur != id {
+					cancel(errLeaderLost)
+					return
+				}
+			}
+		}
+	}
+	trace := &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) {
+			if watching.CompareAndSwap(false, true) {
+				go watch()
+			}
+		},
+		WroteHeaders:         func() { fs.sent.Store(true) },
+		GotFirstResponseByte: func() { once.Do(func() { close(answered) }) },
+	}
+	return httptrace.WithClientTrace(ctx, trace), func() {
+		once.Do(func() { close(answered) })
+		if watching.Load() {
+			<-exited
+		}
+		cancel(nil)
+	}
+}
+
+// hint sets X-Baton-Leader on a 503 this node answers instead of
+// forwarding: the HTTP address of the leader its Raft names now, if any
+// and if that is another node, so that a client can go there directly.
+func (f *forwarder) hint(w http.ResponseWriter) {
+	id, _ := f.cluster.Leader()
+	if id == "" || id == f.cluster.ID() {
+		return
+	}
+	if addr := f.cluster.HTTPAddrOf(id); addr != "" {
+		w.Header().Set(headerLeader, addr)
 	}
 }
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net"
@@ -151,5 +152,159 @@ func TestForwardPeerHeader(t *testing.T) {
 	defer mu.Unlock()
 	if len(got) != 2 || got[0] != "" || got[1] != "n2" {
 		t.Fatalf("the leader saw %s %q, want \"\" then \"n2\"", headerPeer, got)
+	}
+}
+
+// stopAnswering makes node i's HTTP port behave as a stopped (SIGSTOP) or
+// paused process's does: the kernel still accepts connections and takes
+// the requests' bytes, and nothing ever answers. Its Raft goes on leading.
+// Each connection that delivers bytes is reported on the channel returned.
+func stopAnswering(t *testing.T, c *testCluster, i int) <-chan struct{} {
+	t.Helper()
+	tn := c.nodes[i]
+	tn.hs.Close()
+	ln, err := net.Listen("tcp", tn.httpAddr)
+	if err != nil {
+		t.Fatalf("listening on %s's HTTP address: %v", tn.id, err)
+	}
+	got := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	wg.Go(func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, conn)
+			mu.Unlock()
+			wg.Go(func() {
+				buf := make([]byte, 4096)
+				if _, err := conn.Read(buf); err == nil {
+					got <- struct{}{}
+				}
+				_, _ = io.Copy(io.Discard, conn)
+			})
+		}
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, conn := range conns {
+			conn.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return got
+}
+
+// TestForwardLeaderStopsBeforeAnswering: a follower forwards a write and a
+// linearizable read to a leader whose process stopped answering (its port
+// still accepts them); the leader's Raft then stops too and the others
+// elect a new leader. The follower answers both without waiting for its
+// client to give up: the write, which reached the old leader, 504
+// outcome_unknown; the read, sent again to the new leader, 200. Before
+// the follower watched its leader during forwarding, both waited until the
+// client's deadline.
+func TestForwardLeaderStopsBeforeAnswering(t *testing.T) {
+	c := newCluster(t, 3)
+	l := c.WaitForLeader(t)
+	f := c.Followers(l)[0]
+	if code, _, body := c.do(t, l, "PUT", "/v1/tenants/acme", nil, adminAuth()); code != http.StatusCreated {
+		t.Fatalf("create tenant: %d %s", code, body)
+	}
+	if code, _, body := c.do(t, f, "PUT", "/v1/tenants/acme/kv/ns/k", `{"value": 1}`, adminAuth()); code != http.StatusOK {
+		t.Fatalf("write through the follower: %d %s", code, body)
+	}
+	c.WaitConverged(t)
+	received := stopAnswering(t, c, l)
+	// Connections kept alive from before point at the closed server.
+	c.nodes[f].srv.proxy.transport.CloseIdleConnections()
+
+	type answer struct {
+		code int
+		body []byte
+		err  error
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	defer cancel()
+	send := func(method, body string) <-chan answer {
+		out := make(chan answer, 1)
+		go func() {
+			var rd io.Reader
+			if body != "" {
+				rd = strings.NewReader(body)
+			}
+			req, err := http.NewRequestWithContext(ctx, method, "http://"+c.nodes[f].httpAddr+"/v1/tenants/acme/kv/ns/k", rd)
+			if err != nil {
+				out <- answer{err: err}
+				return
+			}
+			req.Header.Set("Authorization", "Bearer "+testAdminToken)
+			resp, err := c.client.Do(req)
+			if err != nil {
+				out <- answer{err: err}
+				return
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			out <- answer{code: resp.StatusCode, body: b, err: err}
+		}()
+		return out
+	}
+	write, read := send("PUT", `{"value": 2}`), send("GET", "")
+	for range 2 {
+		select {
+		case <-received:
+		case <-ctx.Done():
+			t.Fatal("the follower did not forward both requests to the leader")
+		}
+	}
+	c.StopNode(l)
+
+	w := <-write
+	switch {
+	case w.err != nil:
+		t.Errorf("write: no answer (%v); the follower waited on a leader that had stopped", w.err)
+	case w.code != http.StatusGatewayTimeout || errorCode(w.body) != codeOutcomeUnknown:
+		t.Errorf("write: got %d %s, want 504 outcome_unknown (it reached the old leader)", w.code, w.body)
+	}
+	r := <-read
+	switch {
+	case r.err != nil:
+		t.Errorf("read: no answer (%v); the follower waited on a leader that had stopped", r.err)
+	case r.code != http.StatusOK || !strings.Contains(string(r.body), `"value":1`):
+		t.Errorf("read: got %d %s, want 200 with the value acknowledged before, from the new leader", r.code, r.body)
+	}
+}
+
+// TestForwardRefusalNamesLeader: a node that refuses a request forwarded
+// to it (it is not the leader) names the leader its Raft knows in
+// X-Baton-Leader, and the follower that forwarded it relays that hint
+// instead of naming the node that refused.
+func TestForwardRefusalNamesLeader(t *testing.T) {
+	stale := &electingCluster{fakeCluster: fakeCluster{f: fsm.New()}, leaders: []string{"n3"},
+		addrs: map[string]string{"n3": "127.0.0.1:7003"}, lastContact: time.Now()}
+	fw := newForwarder(t.Context(), stale, stale.f, slog.New(slog.DiscardHandler), 10*time.Second)
+	defer fw.close()
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fw.forward(w, r, 1<<20)
+	}))
+	defer refusing.Close()
+
+	c := &electingCluster{fakeCluster: fakeCluster{f: fsm.New()}, leaders: []string{"n2"},
+		addrs: map[string]string{"n2": strings.TrimPrefix(refusing.URL, "http://")}, lastContact: time.Now()}
+	follower := newForwarder(t.Context(), c, c.f, slog.New(slog.DiscardHandler), 10*time.Second)
+	defer follower.close()
+	rec := httptest.NewRecorder()
+	follower.forward(rec, httptest.NewRequest("POST", "/v1/tenants/acme/tasks", strings.NewReader(`{}`)), 1<<20)
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "not the leader") {
+		t.Fatalf("got %d %s, want 503 not the leader", rec.Code, rec.Body)
+	}
+	if got := rec.Header().Get(headerLeader); got != "127.0.0.1:7003" {
+		t.Errorf("got X-Baton-Leader %q, want the leader the refusing node names, 127.0.0.1:7003", got)
 	}
 }
