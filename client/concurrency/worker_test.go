@@ -672,6 +672,7 @@ func TestWorkerRun(t *testing.T) {
 	var mu sync.Mutex
 	var reported []string
 	var done []string
+	completed := false // b's Complete answered: cancel must not cut it
 	cfg := concurrency.WorkerConfig{Lease: 10 * time.Second, Wait: 20 * time.Millisecond,
 		OnError: func(task *client.Task, err error) {
 			mu.Lock()
@@ -692,13 +693,16 @@ func TestWorkerRun(t *testing.T) {
 				return errors.New("boom")
 			}
 			_, err := l.Complete(ctx, "done", nil)
+			mu.Lock()
+			completed = err == nil
+			mu.Unlock()
 			return err
 		})
 	}()
 	waitFor(t, 10*time.Second, "both tasks and the error report", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(done) == 2 && len(reported) == 1
+		return len(done) == 2 && len(reported) == 1 && completed
 	})
 	cancel()
 	select {
