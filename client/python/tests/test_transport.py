@@ -217,3 +217,27 @@ async def test_async_client_certificates(client_ca_node: Cluster, tmp_path: Path
         with pytest.raises(baton.BatonError) as e:
             await c.list_tenants()
     assert e.value.code == "tls", e.value
+
+
+def test_host_header_as_httpx_sends_it(cluster: Cluster, tenant: str) -> None:
+    """httpcore writes Host from the bare host ("::1:7001" for an IPv6 address); the SDK sends it as httpx
+    did, the URL's netloc (brackets kept), once per request."""
+    from baton._sync_client import _Direct
+
+    d = _Direct(["https://[::1]:7001", "http://h.example", "https://127.0.0.1:7001/base"], True, pools=1)
+    assert d._hosts == [b"[::1]:7001", b"h.example", b"127.0.0.1:7001"]
+    d.close()
+    seen: list[list[tuple[bytes, bytes]]] = []
+    with _sync(cluster, tenant) as c:
+        assert c._direct is not None
+        for pool in c._direct._pools:
+            def spy(req: Any, inner: Any = pool.handle_request) -> Any:
+                seen.append(list(req.headers))
+                return inner(req)
+            pool.handle_request = spy  # type: ignore[method-assign]
+        c.cluster_status()
+        c.create_task(uid("q"), task_id=uid("t"))
+    assert len(seen) >= 2
+    for hdrs in seen:
+        hosts = [v for k, v in hdrs if k.lower() == b"host"]
+        assert hosts in ([h.encode()] for h in cluster.endpoints), hosts

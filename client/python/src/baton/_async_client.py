@@ -249,9 +249,12 @@ class _Direct:
         self._busy = [0] * pools
         self._mu = threading.Lock()  # held without awaiting: the sync client's threads share it
         self._origins: list[tuple[bytes, bytes, int | None, bytes]] = []
+        # Host as httpx sends it (an IPv6 address in brackets; httpcore would write "::1:7001").
+        self._hosts: list[bytes] = []
         for ep in endpoints:
             u = httpx.URL(ep)
             self._origins.append((u.raw_scheme, u.raw_host, u.port, u.raw_path.rstrip(b"/")))
+            self._hosts.append(u.netloc)
         # The extensions of each timeout seen, at most _TIMEOUTS_KEPT of them: calls add their own time to the
         # client's (a chunk's size, a long poll's wait), so the timeouts seen grow with traffic.
         self._timeouts: dict[float, dict[str, Any]] = {}
@@ -271,6 +274,7 @@ class _Direct:
             if len(self._timeouts) < _TIMEOUTS_KEPT:
                 self._timeouts[timeout] = ext
         url = httpcore.URL(scheme=scheme, host=host, port=port, target=prefix + path.encode("ascii"))
+        hdrs.insert(0, (b"Host", self._hosts[idx]))
         with self._mu:
             i = self._busy.index(min(self._busy))  # as _Pools._take
             self._busy[i] += 1
