@@ -5,6 +5,7 @@ the proxy variables of the environment."""
 from __future__ import annotations
 
 import asyncio
+import re
 import shutil
 import subprocess
 import tempfile
@@ -227,17 +228,57 @@ def test_host_header_as_httpx_sends_it(cluster: Cluster, tenant: str) -> None:
     d = _Direct(["https://[::1]:7001", "http://h.example", "https://127.0.0.1:7001/base"], True, pools=1)
     assert d._hosts == [b"[::1]:7001", b"h.example", b"127.0.0.1:7001"]
     d.close()
-    seen: list[list[tuple[bytes, bytes]]] = []
     with _sync(cluster, tenant) as c:
-        assert c._direct is not None
-        for pool in c._direct._pools:
-            def spy(req: Any, inner: Any = pool.handle_request) -> Any:
-                seen.append(list(req.headers))
-                return inner(req)
-            pool.handle_request = spy  # type: ignore[method-assign]
+        seen = _spy(c)
         c.cluster_status()
         c.create_task(uid("q"), task_id=uid("t"))
     assert len(seen) >= 2
-    for hdrs in seen:
+    for _, _, hdrs in seen:
         hosts = [v for k, v in hdrs if k.lower() == b"host"]
         assert hosts in ([h.encode()] for h in cluster.endpoints), hosts
+
+
+def _spy(c: baton.Client) -> list[tuple[bytes, bytes, list[tuple[bytes, bytes]]]]:
+    """Records (method, target, headers) of every request the client's pools send."""
+    seen: list[tuple[bytes, bytes, list[tuple[bytes, bytes]]]] = []
+    assert c._direct is not None
+    for pool in c._direct._pools:
+        def spy(req: Any, inner: Any = pool.handle_request) -> Any:
+            seen.append((req.method, req.url.target, list(req.headers)))
+            return inner(req)
+        pool.handle_request = spy  # type: ignore[method-assign]
+    return seen
+
+
+# Writes sent without a session place or a key: the session's own opening, and routes that change nothing
+# or are idempotent by their content (docs/api.md, "Idempotency-Key").
+_UNKEYED = re.compile(rb"^/v1/sessions$|/chunks/missing$|/chunks/sha256:[0-9a-f]{64}$|/store/(get|search|namespaces)$")
+
+
+@pytest.mark.parametrize("sessions", [True, False])
+def test_every_write_can_be_retried_safely(cluster: Cluster, tenant: str, sessions: bool) -> None:
+    """Failover sends a write again after a connection error or a 503: every write on the wire carries a
+    place in the client session (X-Baton-Session, -Seq, -Ack) or, with sessions off, an Idempotency-Key."""
+    with _sync(cluster, tenant, sessions=sessions) as c:
+        seen = _spy(c)
+        q = uid("q")
+        t = c.create_task(q, task_id=uid("t"))
+        got = c.claim(q, owner="w", lease=30)
+        assert got is not None and got.task_id == t.task_id
+        c.renew_task(t.task_id, fencing_token=got.fencing_token, lease=30)
+        c.update_task(t.task_id, fencing_token=got.fencing_token, result={"n": 1})
+        c.kv_put("ns", "k", 1)
+        c.kv_delete("ns", "k")
+        c.upload_artifact(uid("a"), b"x" * 5000)
+        c.put_checkpoint(uid("th"), "c1", {"s": 1})
+        c.begin_op(uid("op"), kind="k", params_digest=baton.params_digest(1))
+        c.delete_task(t.task_id)
+    writes = [(m, tgt, dict((k.lower(), v) for k, v in h)) for m, tgt, h in seen
+              if m in (b"POST", b"PUT", b"DELETE", b"PATCH") and not _UNKEYED.search(tgt.split(b"?")[0])]
+    assert len(writes) >= 10, [w[:2] for w in writes]
+    for m, tgt, h in writes:
+        if sessions:
+            assert b"idempotency-key" in h or all(
+                k in h for k in (b"x-baton-session", b"x-baton-seq", b"x-baton-ack")), (m, tgt)
+        else:
+            assert b"idempotency-key" in h and b"x-baton-session" not in h, (m, tgt)
