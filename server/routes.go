@@ -366,7 +366,6 @@ func (s *Server) serveLocal(w http.ResponseWriter, r *http.Request, rt route) {
 		}
 		if err == nil {
 			defer end()
-			err = s.catchUp(r)
 		}
 	}
 	if err == nil && rt.kind == routeLocalAuth && !id.admin {
@@ -392,21 +391,14 @@ func (s *Server) admitStream(r *http.Request, id *identity) error {
 }
 
 // catchUp waits, briefly, until this node has applied what it knows to be
-// committed and the resume point the client names, so that a stream served
-// from local state authenticates against, and starts from, the state its
-// client has already seen acknowledged (a principal created a moment ago).
-// A node still short of the client's resume point after the wait answers
-// 503: the client retries, here or on another node, instead of being told
-// that its fresh token is unknown or that nothing happened.
-func (s *Server) catchUp(r *http.Request) error {
-	target := s.cluster.CommitIndex()
-	var named uint64
-	for _, v := range []string{r.Header.Get("Last-Event-ID"), r.URL.Query().Get("from_index")} {
-		if rp, err := parseEventID(v); err == nil && rp.index > named {
-			named = rp.index
-		}
-	}
-	target = max(target, named)
+// committed and the resume point the client names (named; 0: none), so
+// that a stream served from local state starts from the state its client
+// has already seen acknowledged. A node still short of the client's resume
+// point after the wait answers 503: the client retries, here or on another
+// node, instead of being told that nothing happened. The caller has
+// authenticated, authorized and validated the request first.
+func (s *Server) catchUp(r *http.Request, named uint64) error {
+	target := max(s.cluster.CommitIndex(), named)
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.CatchUpWait)
 	defer cancel()
 	if s.fsm.WaitApplied(ctx, target) == nil {

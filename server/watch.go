@@ -67,9 +67,16 @@ func (s *Server) watchRoutes(add addRoute) {
 // waits for a watcher; a watcher that falls out of the history window is
 // ended with an error event and must re-read the state.
 func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request, id *identity) error {
-	wf, start, err := s.watchRequest(r, id)
+	// Authorized and validated before anything waits.
+	wf, start, named, err := s.watchRequest(r, id)
 	if err != nil {
 		return err
+	}
+	if err := s.catchUp(r, start.index); err != nil {
+		return err
+	}
+	if !named {
+		start = resumePoint{index: s.fsm.AppliedIndex(), pos: -1} // from now: what this node has caught up to
 	}
 	hist := s.fsm.History()
 	if _, compacted := hist.Since(start.index, start.pos, 0); compacted {
@@ -84,13 +91,20 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request, id *identit
 	w.Header().Set("Cache-Control", "no-cache")
 	setIndex(w, start.index)
 	w.WriteHeader(http.StatusOK)
+	// The stream's first bytes go out with its head, before anything is
+	// waited for: a client (or proxy) that reads the body, not the
+	// headers, sees at once that the watch is established, and where from.
+	fmt.Fprintf(w, ": watching after index %d\n\n", start.index)
 	flusher.Flush()
 	s.metrics.watchers.Inc()
 	defer s.metrics.watchers.Dec()
 	return s.streamEvents(w, r, flusher, wf, start)
 }
 
-func (s *Server) watchRequest(r *http.Request, id *identity) (*watchFilter, resumePoint, error) {
+// watchRequest authorizes and validates a watch: its filter, and the
+// resume point the client named (named false: none, the stream starts from
+// this node's state once it has caught up).
+func (s *Server) watchRequest(r *http.Request, id *identity) (_ *watchFilter, start resumePoint, named bool, err error) {
 	tenant := r.PathValue("tenant")
 	q := r.URL.Query()
 	wf := &watchFilter{tenant: tenant, resources: map[string]bool{}, prefix: q.Get("prefix"), id: id}
@@ -101,29 +115,31 @@ func (s *Server) watchRequest(r *http.Request, id *identity) (*watchFilter, resu
 	// No tenant existence check: a watch is served from this node's state,
 	// which may not have applied the tenant's creation yet.
 	if err := validName("tenant", tenant); err != nil {
-		return nil, resumePoint{}, err
+		return nil, resumePoint{}, false, err
 	}
 	if !id.admin && id.tenant != tenant {
-		return nil, resumePoint{}, errorf(fsm.CodeForbidden, "principal %q belongs to another tenant", id.principal)
+		return nil, resumePoint{}, false, errorf(fsm.CodeForbidden, "principal %q belongs to another tenant", id.principal)
 	}
 	for _, res := range names {
 		if !validResources[res] || res == resAdmin || res == resAll {
-			return nil, resumePoint{}, badRequest("unknown resource %q to watch", res)
+			return nil, resumePoint{}, false, badRequest("unknown resource %q to watch", res)
 		}
 		if !id.admin && !grantsReach(id.grants, res, "", actRead) {
-			return nil, resumePoint{}, errorf(fsm.CodeForbidden, "principal %q cannot read %s", id.principal, res)
+			return nil, resumePoint{}, false, errorf(fsm.CodeForbidden, "principal %q cannot read %s", id.principal, res)
 		}
 		wf.resources[res] = true
 	}
-	start := resumePoint{index: s.fsm.AppliedIndex(), pos: -1}
-	var err error
 	if v := r.Header.Get("Last-Event-ID"); v != "" {
 		start, err = parseEventID(v)
+		named = true
 	} else if v := q.Get("from_index"); v != "" {
 		start, err = parseEventID(v)
-		start.pos = -1
+		start.pos, named = -1, true
 	}
-	return wf, start, err
+	if err != nil {
+		return nil, resumePoint{}, false, err
+	}
+	return wf, start, named, nil
 }
 
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, flusher http.Flusher, wf *watchFilter, at resumePoint) error {
