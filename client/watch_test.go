@@ -111,7 +111,7 @@ func waitRequests(t *testing.T, p *clustertest.Proxy, n int) {
 	}
 }
 
-// startWatch returns a watcher closed at cleanup (before the fake nodes).
+// startWatch returns a watcher closed at cleanup (before the proxies).
 func startWatch(t *testing.T, c *client.Client, opts client.WatchOptions) *client.Watcher {
 	w := c.Watch(context.Background(), "acme", opts)
 	t.Cleanup(func() { w.Close() })

@@ -31,7 +31,7 @@ type ledger struct {
 
 type finishCall struct{ key, state string }
 
-func newFakeLedger(t *testing.T) (*ledger, *client.Client) {
+func newLedger(t *testing.T) (*ledger, *client.Client) {
 	t.Helper()
 	l := &ledger{failFinish: map[string]int{}, node: newClientCfg(t, client.Config{Endpoints: []string{env.URL()}, Token: env.Token})}
 	l.p = clustertest.NewProxy(t, env.URL(), func(_ int, r *http.Request) clustertest.Hop {
@@ -108,7 +108,7 @@ func succeed(result string) *countingFn {
 }
 
 func TestOnceRunsOnceAndReplaysTheResult(t *testing.T) {
-	l, c := newFakeLedger(t)
+	l, c := newLedger(t)
 	sendReq := newSendReq()
 	fn := succeed(`{"message_id":"m-1"}`)
 	for i := range 3 {
@@ -126,7 +126,7 @@ func TestOnceRunsOnceAndReplaysTheResult(t *testing.T) {
 }
 
 func TestOnceRecordsFailure(t *testing.T) {
-	l, c := newFakeLedger(t)
+	l, c := newLedger(t)
 	sendReq := newSendReq()
 	errSMTP := errors.New("smtp 550: mailbox unavailable")
 	fn := &countingFn{fn: func(context.Context) (json.RawMessage, error) { return nil, errSMTP }}
@@ -153,7 +153,7 @@ func TestOnceRecordsFailure(t *testing.T) {
 // again: it reports the record in doubt. Once the record is settled with
 // FinishOp, Once returns the recorded result.
 func TestOnceAfterCrashBetweenBeginAndFinish(t *testing.T) {
-	l, c := newFakeLedger(t)
+	l, c := newLedger(t)
 	sendReq := newSendReq()
 	ctx, crash := context.WithCancel(bg)
 	first := &countingFn{fn: func(ctx context.Context) (json.RawMessage, error) {
@@ -192,7 +192,7 @@ func TestOnceAfterCrashBetweenBeginAndFinish(t *testing.T) {
 func TestOnceDoesNotRunAnOpBegunElsewhere(t *testing.T) {
 	for _, state := range []string{client.OpStarted, client.OpUnknown} {
 		t.Run(state, func(t *testing.T) {
-			_, c := newFakeLedger(t)
+			_, c := newLedger(t)
 			sendReq := newSendReq()
 			digest, _ := client.ParamsDigest(sendReq.Params)
 			if _, _, err := c.BeginOp(bg, "acme", sendReq.OpID, client.BeginOpRequest{Kind: "email.send", ParamsDigest: digest}); err != nil {
@@ -214,7 +214,7 @@ func TestOnceDoesNotRunAnOpBegunElsewhere(t *testing.T) {
 }
 
 func TestOnceOtherParamsAreRefused(t *testing.T) {
-	_, c := newFakeLedger(t)
+	_, c := newLedger(t)
 	sendReq := newSendReq()
 	if _, err := concurrency.Once(bg, c, "acme", sendReq, succeed(`1`).run); err != nil {
 		t.Fatal(err)
@@ -249,7 +249,7 @@ func TestOnceFinishUnavailable(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			l, c := newFakeLedger(t)
+			l, c := newLedger(t)
 			sendReq := newSendReq()
 			for s, n := range tc.failFinish {
 				l.failFinish[s] = n
@@ -287,7 +287,7 @@ func TestOnceFinishUnavailable(t *testing.T) {
 // TestOnceIgnoresContextKey: a key attached to ctx would make the begin of
 // a later Once replay this one's 201 and run the action again.
 func TestOnceIgnoresContextKey(t *testing.T) {
-	_, c := newFakeLedger(t)
+	_, c := newLedger(t)
 	sendReq := newSendReq()
 	ctx := client.WithIdempotencyKey(bg, "caller-key-"+uuid.NewString())
 	fn := succeed(`1`)
@@ -302,7 +302,7 @@ func TestOnceIgnoresContextKey(t *testing.T) {
 }
 
 func TestOnceValidates(t *testing.T) {
-	_, c := newFakeLedger(t)
+	_, c := newLedger(t)
 	fn := succeed(`1`)
 	for _, req := range []concurrency.OnceRequest{{Kind: "k"}, {OpID: "o"}, {OpID: "o", Kind: "k", Params: make(chan int)}} {
 		if _, err := concurrency.Once(bg, c, "acme", req, fn.run); !errors.Is(err, client.ErrInvalidArgument) {
