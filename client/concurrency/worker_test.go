@@ -367,6 +367,8 @@ func TestWorkerFencedRenewalCancelsAtOnce(t *testing.T) {
 	if called {
 		t.Error("Guarded ran its write after the lease was lost")
 	}
+	// The behaviour itself, not a timing: a fenced renewal ends the lease
+	// then, not at the local deadline 2.7s after the claim.
 	if !cancelledAt.Before(deadline) {
 		t.Errorf("cancelled at the local deadline, want at the fenced renewal")
 	}
@@ -414,6 +416,8 @@ func TestWorkerExpiresWhenRenewalsFail(t *testing.T) {
 	if got := cancelledAt.Sub(start); got < 2*time.Second {
 		t.Errorf("cancelled %v after start, want no earlier than the local deadline (2s)", got)
 	}
+	// The safety property itself, with the 2s margin: the worker gives
+	// the lease up before the server could give the task to another.
 	if serverEnd := claims[0].at.Add(4 * time.Second); !cancelledAt.Before(serverEnd) {
 		t.Errorf("cancelled %v after the server's lease end, want before", cancelledAt.Sub(serverEnd))
 	}
