@@ -178,9 +178,12 @@ func (s *Server) readCheckpointPut(w http.ResponseWriter, r *http.Request) (*wir
 	return &req, body, nil
 }
 
-// checkpointWriteMP is wire.CheckpointWrite in msgpack.
+// checkpointWriteMP is wire.CheckpointWrite in msgpack. Idx is read as
+// any msgpack value and checked by mpInt64: the codec would wrap an
+// unsigned integer past 2^63-1 into a negative int64 (LangGraph's
+// special write indexes) instead of refusing it, as JSON does.
 type checkpointWriteMP struct {
-	Idx     *int64 `json:"idx,omitempty"`
+	Idx     any    `json:"idx,omitempty"`
 	Channel string `json:"channel"`
 	Value   any    `json:"value,omitempty"`
 	Type    string `json:"type,omitempty"`
@@ -217,9 +220,31 @@ func (s *Server) readCheckpointWrites(w http.ResponseWriter, r *http.Request) (*
 		if err != nil {
 			return nil, nil, err
 		}
-		req.Writes[i] = wire.CheckpointWrite{Idx: wr.Idx, Channel: wr.Channel, Value: v, Type: wr.Type, Data: wr.Data}
+		idx, err := mpInt64("writes["+strconv.Itoa(i)+"].idx", wr.Idx)
+		if err != nil {
+			return nil, nil, err
+		}
+		req.Writes[i] = wire.CheckpointWrite{Idx: idx, Channel: wr.Channel, Value: v, Type: wr.Type, Data: wr.Data}
 	}
 	return &req, body, nil
+}
+
+// mpInt64 is an optional integer member of a msgpack body (nil: absent):
+// a msgpack integer within int64, anything else refused.
+func mpInt64(what string, v any) (*int64, error) {
+	switch x := v.(type) {
+	case nil:
+		return nil, nil
+	case int64:
+		return &x, nil
+	case uint64:
+		if x <= math.MaxInt64 {
+			n := int64(x)
+			return &n, nil
+		}
+		return nil, badRequest("%s must be an integer from %d to %d, not %d", what, int64(math.MinInt64), int64(math.MaxInt64), x)
+	}
+	return nil, badRequest("%s must be an integer, not a %T", what, v)
 }
 
 // writeMsgpack answers v in msgpack.

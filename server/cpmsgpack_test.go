@@ -9,7 +9,7 @@ import (
 	"github.com/hashicorp/go-msgpack/v2/codec"
 )
 
-func mpEncode(t *testing.T, v any) []byte {
+func mpEncode(t testing.TB, v any) []byte {
 	t.Helper()
 	var b []byte
 	if err := codec.NewEncoderBytes(&b, mpHandle).Encode(v); err != nil {

@@ -114,7 +114,9 @@ func fuzzServer(t testing.TB, applyErr error) (*Server, string) {
 // whose code is known and matches the status; nothing may panic.
 func FuzzRequestDecoding(f *testing.F) {
 	// auth: 0 none, 1 admin, 2 principal, 3 the authValue string.
-	// mode: 0 real apply, 1 node unavailable, 2 request timed out.
+	// mode: its low 4 bits modulo 3: 0 real apply, 1 node unavailable, 2
+	// request timed out; bit 0x10 sends Content-Type application/msgpack
+	// and bit 0x20 Accept application/msgpack (cpmsgpack.go).
 	seeds := []struct {
 		method, path string
 		auth         uint8
@@ -169,12 +171,50 @@ func FuzzRequestDecoding(f *testing.F) {
 		{"POST", "/v1/tenants/acme/store/search", 1, "", "", `{"namespace_prefix":["u"],"filter":{"n":{"$gte":1},"o":{"x":[1]}},"vector":[1,1],"limit":3,"offset":1}`, 0},
 		{"POST", "/v1/tenants/acme/store/namespaces", 2, "", "", `{"match_conditions":[{"match_type":"suffix","path":["*","b"]}],"max_depth":1}`, 0},
 	}
+	// The checkpoint routes in msgpack (mode 0x30: msgpack both ways), and
+	// the queue batch and batch claims.
+	blob := map[string]any{"channel": "m", "version": "1", "type": "msgpack", "b64": []byte{0x92, 0x00, 0xff}}
+	for _, s := range []struct {
+		path string
+		body any
+	}{
+		{"/v1/tenants/acme/threads/th/checkpoints/c1", map[string]any{"data": map[string]any{"v": int64(1)}, "metadata": map[string]any{"step": int64(-1)},
+			"blob_versions": map[string]string{"m": "1"}, "blobs": []any{blob}}},
+		{"/v1/tenants/acme/threads/th/checkpoints/c1/writes/t1", map[string]any{"task_path": "p", "writes": []any{
+			map[string]any{"channel": "m", "type": "msgpack", "b64": []byte{1}},
+			map[string]any{"channel": "__error__", "idx": int64(-1), "value": map[string]any{"e": "x"}},
+			map[string]any{"channel": "c", "idx": uint64(1) << 63, "value": int64(1)}}}},
+	} {
+		seeds = append(seeds, struct {
+			method, path string
+			auth         uint8
+			authValue    string
+			idemKey      string
+			body         string
+			mode         uint8
+		}{"PUT", s.path, 2, "", "", string(mpEncode(f, s.body)), 0x30})
+	}
+	seeds = append(seeds, []struct {
+		method, path string
+		auth         uint8
+		authValue    string
+		idemKey      string
+		body         string
+		mode         uint8
+	}{
+		{"GET", "/v1/tenants/acme/threads/th/checkpoints/latest", 2, "", "", "", 0x20},
+		{"GET", "/v1/tenants/acme/checkpoints?pending_writes=true", 2, "", "", "", 0x20},
+		{"PUT", "/v1/tenants/acme/threads/th/checkpoints/c2", 2, "", "", "\xdf\xff\xff\xff\xff", 0x30},
+		{"POST", "/v1/tenants/acme/queues/q/claim", 2, "", "", `{"owner":"w","lease_ms":1000,"max":3}`, 0},
+		{"POST", "/v1/tenants/acme/queues/q/batch", 2, "", "k", `{"updates":[{"id":"t1","fencing_token":1,"status":"done","release":true},{"id":"nope","status":"x"}],"claim":{"owner":"w","lease_ms":1000,"max":2}}`, 0},
+		{"POST", "/v1/tenants/acme/tasks/t1/update", 2, "", "", `{"status":"done","claim_next":{"queue":"q","owner":"w","lease_ms":1000,"max":64}}`, 0},
+	}...)
 	for _, s := range seeds {
 		f.Add(s.method, s.path, s.auth, s.authValue, s.idemKey, []byte(s.body), s.mode)
 	}
 	errs := []error{nil, node.ErrUnavailable, context.DeadlineExceeded}
 	f.Fuzz(func(t *testing.T, method, target string, auth uint8, authValue, idemKey string, body []byte, mode uint8) {
-		s, tok := fuzzServer(t, errs[int(mode)%len(errs)])
+		s, tok := fuzzServer(t, errs[int(mode&0x0f)%len(errs)])
 		if !strings.HasPrefix(target, "/") {
 			target = "/" + target
 		}
@@ -192,6 +232,12 @@ func FuzzRequestDecoding(f *testing.F) {
 		}
 		if idemKey != "" {
 			r.Header.Set("Idempotency-Key", idemKey)
+		}
+		if mode&0x10 != 0 {
+			r.Header.Set("Content-Type", mediaMsgpack)
+		}
+		if mode&0x20 != 0 {
+			r.Header.Set("Accept", mediaMsgpack)
 		}
 		// Bounds long polls (queue claim wait_ms) so that every input is fast.
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -211,6 +257,12 @@ func checkResponse(t *testing.T, r *http.Request, w *httptest.ResponseRecorder) 
 	case status >= 200 && status < 300:
 		if strings.HasPrefix(ct, "application/json") && len(body) > 0 && !json.Valid(body) {
 			t.Fatalf("%s %s: %d with invalid JSON %q", r.Method, r.URL, status, body)
+		}
+		if ct == mediaMsgpack {
+			var v any
+			if err := decodeMsgpack(body, &v); err != nil {
+				t.Fatalf("%s %s: %d with invalid msgpack %q (%v)", r.Method, r.URL, status, body, err)
+			}
 		}
 	default:
 		var e struct {
