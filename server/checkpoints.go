@@ -257,8 +257,26 @@ func (s *Server) checkBlobChunks(id *identity, sc cpScope, a *fsm.CheckpointPutA
 // checkpoints name, read one chunk at a time (verified by the chunk
 // plane); the answer carries them as it carries any value's. The store
 // bounds them: fsm.MaxCheckpointChunkedBlobBytes a checkpoint, and a list
-// page's bytes.
-func (s *Server) readBlobChunks(r *http.Request, views []fsm.CheckpointView) error {
+// page's bytes. They stay in memory until the answer is written, so they
+// are held from the node's budget (Config.MaxBlobReadBytes) until the
+// caller calls release: when it has no room for them now, 503 unavailable
+// (Retry-After), nothing read; a request that needs more than the whole
+// budget takes all of it.
+func (s *Server) readBlobChunks(r *http.Request, views []fsm.CheckpointView) (release func(), err error) {
+	var total int64
+	for i := range views {
+		for _, b := range views[i].Blobs {
+			total += chunksTotal(b.Chunks)
+		}
+	}
+	if total == 0 {
+		return func() {}, nil
+	}
+	hold := min(total, s.cfg.MaxBlobReadBytes)
+	if !s.blobReads.TryAcquire(hold) {
+		return nil, errorf(codeUnavailable, "this node is building other answers with checkpoint values read from chunks, up to its bound (--max-blob-read-bytes, %d bytes); retry", s.cfg.MaxBlobReadBytes)
+	}
+	release = func() { s.blobReads.Release(hold) }
 	for i := range views {
 		for j := range views[i].Blobs {
 			b := &views[i].Blobs[j]
@@ -269,14 +287,15 @@ func (s *Server) readBlobChunks(r *http.Request, views []fsm.CheckpointView) err
 			for _, c := range b.Chunks {
 				body, err := s.readChunk(r.Context(), c.Digest)
 				if err != nil {
-					return err
+					release()
+					return nil, err
 				}
 				data = append(data, body...)
 			}
 			b.Data = data
 		}
 	}
-	return nil
+	return release, nil
 }
 
 func chunksTotal(chunks []fsm.ChunkRef) (n int64) {
@@ -376,9 +395,11 @@ func (s *Server) handleCheckpointGet(w http.ResponseWriter, r *http.Request, id 
 	if !ok {
 		return errorf(fsm.CodeNotFound, "checkpoint %q not found in thread %q%s", cpID, sc.thread, nsText(sc.ns))
 	}
-	if err := s.readBlobChunks(r, []fsm.CheckpointView{*v}); err != nil {
+	release, err := s.readBlobChunks(r, []fsm.CheckpointView{*v})
+	if err != nil {
 		return err
 	}
+	defer release()
 	if len(v.Chunks) > 0 { // JSON, whatever Accept says (docs/api.md)
 		return s.writeCheckpointStreamed(w, r, v, index)
 	}
@@ -467,9 +488,11 @@ func (s *Server) handleCheckpointList(w http.ResponseWriter, r *http.Request, id
 		return err
 	}
 	list, next, index, ok := s.fsm.ListCheckpoints(sc.tenant, sc.thread, sc.ns, before, limit, match, writes)
-	if err := s.readBlobChunks(r, list); err != nil {
+	release, err := s.readBlobChunks(r, list)
+	if err != nil {
 		return err
 	}
+	defer release()
 	switch {
 	case !ok && token:
 		return errorf(fsm.CodeNotFound, "checkpoint %q, where the page token continues, is no longer in thread %q%s: list again", before, sc.thread, nsText(sc.ns))

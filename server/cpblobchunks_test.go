@@ -83,3 +83,53 @@ func TestCheckpointBlobChunksHTTP(t *testing.T) {
 		t.Errorf("a refused put wrote c3: %d %s", st, b)
 	}
 }
+
+// TestCheckpointBlobReadBudget: the values held in chunks that GETs and
+// lists read whole into their answers are held from the node's budget
+// (--max-blob-read-bytes) until the answer is written: with the budget
+// taken, a read that needs some is 503 unavailable with Retry-After, and
+// one that needs none is answered; once there is room again every read
+// is answered, and each gives back what it held.
+func TestCheckpointBlobReadBudget(t *testing.T) {
+	fx := newAPIFixture(t)
+	srv := fx.c.nodes[0].srv
+	content := bytes.Repeat([]byte("value "), 1000)
+	d := digestOf(content)
+	if st, _, b := fx.c.do(t, 0, "PUT", "/v1/tenants/acme/chunks/"+d, content, adminAuth()); st != 201 {
+		t.Fatalf("chunk upload: %d %s", st, b)
+	}
+	body := fmt.Sprintf(`{"data":{},"blob_versions":{"big":"1"},"blobs":[{"channel":"big","version":"1","type":"bytes","chunks":[{"digest":%q,"size":%d}]}]}`, d, len(content))
+	if st, _, b := fx.c.do(t, 0, "PUT", cpPath("th", "/checkpoints/c1"), body, adminAuth()); st != 201 {
+		t.Fatalf("put: %d %s", st, b)
+	}
+	if st, _, b := fx.c.do(t, 0, "PUT", cpPath("small", "/checkpoints/c1"), `{"data":{"n":1}}`, adminAuth()); st != 201 {
+		t.Fatalf("put small: %d %s", st, b)
+	}
+	reads := []string{cpPath("th", "/checkpoints/c1"), cpPath("th", "/checkpoints"), "/v1/tenants/acme/checkpoints"}
+	if !srv.blobReads.TryAcquire(srv.cfg.MaxBlobReadBytes) {
+		t.Fatal("the budget is not free at the start")
+	}
+	for _, path := range reads {
+		st, h, b := fx.c.do(t, 0, "GET", path, nil, adminAuth())
+		if st != 503 || errorCode(b) != "unavailable" || h.Get("Retry-After") == "" || !strings.Contains(string(b), "--max-blob-read-bytes") {
+			t.Errorf("GET %s with the budget taken: %d %s %s, want 503 unavailable with Retry-After", path, st, h.Get("Retry-After"), b)
+		}
+	}
+	if st, _, b := fx.c.do(t, 0, "GET", cpPath("small", "/checkpoints/c1"), nil, adminAuth()); st != 200 {
+		t.Errorf("GET of a checkpoint without values in chunks, the budget taken: %d %s, want 200", st, b)
+	}
+	srv.blobReads.Release(srv.cfg.MaxBlobReadBytes)
+	want := `"b64":"` + base64.StdEncoding.EncodeToString(content) + `"`
+	for _, path := range reads {
+		for _, accept := range []string{"application/json", mediaMsgpack} {
+			st, _, b := fx.c.do(t, 0, "GET", path, nil, with(adminAuth(), "Accept", accept))
+			if st != 200 || (accept != mediaMsgpack && !strings.Contains(string(b), want)) || (accept == mediaMsgpack && !bytes.Contains(b, content)) {
+				t.Errorf("GET %s (%s): %d %.200q, want 200 with the value", path, accept, st, b)
+			}
+		}
+	}
+	if !srv.blobReads.TryAcquire(srv.cfg.MaxBlobReadBytes) {
+		t.Fatal("the reads did not give back what they held")
+	}
+	srv.blobReads.Release(srv.cfg.MaxBlobReadBytes)
+}

@@ -34,6 +34,7 @@ import (
 	"github.com/baton-dev/baton/server/core/tlsconf"
 	"github.com/baton-dev/baton/server/mcpserver"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/semaphore"
 )
 
 // Cluster is what the HTTP layer needs from the Raft member.
@@ -68,7 +69,13 @@ type Config struct {
 	// MaxCheckpointBytes bounds the data of one checkpoint held in chunks
 	// (the server reads it whole to check it is JSON); default 16 MiB.
 	MaxCheckpointBytes int64
-	IdempotencyTTL     time.Duration // default 24h
+	// MaxBlobReadBytes bounds the bytes of checkpoint values held in
+	// chunks that this node holds in memory at once, read whole into the
+	// answers of checkpoint GETs and lists being built (batond
+	// --max-blob-read-bytes); one that finds no room now is 503. Default
+	// 256 MiB.
+	MaxBlobReadBytes int64
+	IdempotencyTTL   time.Duration // default 24h
 	// MaxWatchesPerPrincipal caps the watches one principal holds open on
 	// this node (0: no cap); the admin's are not counted.
 	MaxWatchesPerPrincipal int
@@ -123,6 +130,9 @@ func (c *Config) setDefaults() {
 	if c.MaxCheckpointBytes == 0 {
 		c.MaxCheckpointBytes = 16 << 20
 	}
+	if c.MaxBlobReadBytes == 0 {
+		c.MaxBlobReadBytes = 256 << 20
+	}
 	if c.IdempotencyTTL == 0 {
 		c.IdempotencyTTL = 24 * time.Hour
 	}
@@ -157,6 +167,9 @@ type Server struct {
 	limits    *limiter
 	metrics   *metrics
 	chunks    *chunkplane.Plane
+	// blobReads holds the bytes of checkpoint values read from chunks
+	// into answers not yet written (Config.MaxBlobReadBytes).
+	blobReads *semaphore.Weighted
 	// caughtUp: since it started, this node applied the commit index the
 	// leader reported (GET /readyz).
 	caughtUp atomic.Bool
@@ -190,6 +203,7 @@ func New(cfg Config, c Cluster, f *fsm.FSM) *Server {
 	s.metrics = newMetrics(c, f)
 	s.metrics.buildInfo(s.cfg.Build)
 	s.limits = newLimiter(s.cfg.MaxWatchesPerPrincipal)
+	s.blobReads = semaphore.NewWeighted(s.cfg.MaxBlobReadBytes)
 	s.chunks = chunkplane.New(chunkplane.Config{Store: cfg.Chunks, Cluster: c, FSM: f, Peers: chunkPeers{s},
 		Now: s.now, GCGrace: cfg.ChunkGCGrace, RequestTimeout: cfg.RequestTimeout, MaxChunkBody: cfg.MaxChunkBody, Logger: s.log})
 	s.registerNodeMetrics()

@@ -79,9 +79,11 @@ func (s *Server) handleTenantCheckpoints(w http.ResponseWriter, r *http.Request,
 		q.Visible = func(thread string) bool { return grantsAllow(id.grants, resCheckpoints, thread, actRead) }
 	}
 	list, next, index := s.fsm.ListTenantCheckpoints(tenant, q)
-	if err := s.readBlobChunks(r, list); err != nil {
+	release, err := s.readBlobChunks(r, list)
+	if err != nil {
 		return err
 	}
+	defer release()
 	nextToken := ""
 	if next != "" {
 		nextToken = base64.RawURLEncoding.EncodeToString([]byte(next))

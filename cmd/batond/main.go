@@ -122,6 +122,7 @@ type options struct {
 	gcHeadroom                                   int64
 	chunkGCGrace                                 time.Duration
 	maxCheckpointBytes                           int64
+	maxBlobReadBytes                             int64
 	tls                                          tlsFlags
 	http                                         httpLimits
 }
@@ -247,6 +248,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&o.mcp.Disabled, "mcp-disable", false, "do not serve /mcp")
 	fs.BoolVar(&o.consoleDisabled, "console-disable", false, "do not serve the web console at /ui/")
 	fs.Int64Var(&o.maxCheckpointBytes, "max-checkpoint-bytes", 16<<20, "largest checkpoint data held in chunks, in bytes (read whole to check it is JSON); more get 413 too_large")
+	fs.Int64Var(&o.maxBlobReadBytes, "max-blob-read-bytes", 256<<20, "bytes of checkpoint values held in chunks that the node reads into answers of GETs and lists at once; one more is 503 unavailable")
 	fs.DurationVar(&o.chunkGCGrace, "chunk-gc-grace", time.Hour, "how long a chunk no artifact references is kept")
 	fs.Int64Var(&o.watchHistoryBytes, "watch-history-bytes", fsm.DefaultWatchHistoryBytes, "bytes of recent events kept in memory for watchers; a watcher further behind gets 410 compacted")
 	fs.Int64Var(&o.gcHeadroom, "gc-headroom", 64<<20, "bytes the Go heap may grow past its live data between collections (GOGC set from it, at least 25); 0, or GOGC in the environment, leaves Go's default")
@@ -439,7 +441,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger) error {
 	defer chunks.Close()
 	bi := buildinfo.Get()
 	scfg := server.Config{Build: server.Build{Version: bi.Version, Commit: bi.Commit, GoVersion: bi.GoVersion}, AdminToken: token, IdempotencyTTL: o.idemTTL, BodyTimeout: o.http.bodyTimeout, Limits: o.limits, MaxWatchesPerPrincipal: o.maxWatches, StoreScanMax: o.storeScanMax, Faults: cfg.Faults,
-		Chunks: chunks, ChunkGCGrace: o.chunkGCGrace, Logger: log, PeerTLS: peer, MaxCheckpointBytes: o.maxCheckpointBytes, MCP: o.mcp,
+		Chunks: chunks, ChunkGCGrace: o.chunkGCGrace, Logger: log, PeerTLS: peer, MaxCheckpointBytes: o.maxCheckpointBytes, MaxBlobReadBytes: o.maxBlobReadBytes, MCP: o.mcp,
 		ConsoleDisabled: o.consoleDisabled}
 	if api != nil {
 		scfg.PeerClientTLS = tlsconf.HTTPClientConfig(peer)
@@ -616,6 +618,8 @@ func (o *options) validateNode() error {
 		return errors.New("--chunk-gc-grace must not be negative")
 	case o.maxCheckpointBytes < 1:
 		return errors.New("--max-checkpoint-bytes must be at least 1")
+	case o.maxBlobReadBytes < 1:
+		return errors.New("--max-blob-read-bytes must be at least 1")
 	}
 	cfg := o.nodeConfig()
 	return cfg.Validate() // a backstop: every rule it has is checked above, by flag
