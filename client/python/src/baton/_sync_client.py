@@ -230,6 +230,7 @@ _HTTPX_ERRORS = (httpx.TransportError, ssl.SSLError)
 
 
 _TIMEOUTS_KEPT = 16
+_BODY_METHODS = frozenset(("POST", "PUT", "PATCH"))
 
 
 class _Direct:
@@ -276,6 +277,8 @@ class _Direct:
                 self._timeouts[timeout] = ext
         url = httpcore.URL(scheme=scheme, host=host, port=port, target=prefix + path.encode("ascii"))
         hdrs.insert(0, (b"Host", self._hosts[idx]))
+        if body is None and method in _BODY_METHODS:
+            body = b""  # Content-Length: 0, as httpx sent (a proxy may refuse a POST of no length: 411)
         with self._mu:
             i = self._busy.index(min(self._busy))  # as _Pools._take
             self._busy[i] += 1
