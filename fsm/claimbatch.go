@@ -37,14 +37,30 @@ func (a *QueueClaimArgs) maxVersion() byte {
 // nothing. The answer lists the claimed tasks, or is no content when
 // none was claimable (as a claim of one task is).
 func queueClaimMax(f *FSM, ctx *applyCtx, c *Command, a *QueueClaimArgs) *Result {
-	if a.Max < 1 || a.Max > MaxClaimBatch {
-		return fail(CodeInvalidArgument, fmt.Sprintf("max must be between 1 and %d, not %d", MaxClaimBatch, a.Max), nil)
+	if r := maxClaimRefusal(a); r != nil {
+		return r
 	}
 	tasks := claimUpTo(f, ctx, c, a)
 	if len(tasks) == 0 {
 		return okValue(OutcomeNoContent, nil)
 	}
 	return okValue(OutcomeOK, &ClaimBatch{Tasks: tasks})
+}
+
+// maxClaimRefusal refuses a claim of up to a.Max tasks whose Max is out
+// of bounds, or whose lease would not be live once made (LeaseMs < 1):
+// the task it claims would be claimable again at once, and the next claim
+// of the same command would take it again, with another attempt. The
+// server refuses such a lease_ms; this is the state machine's own check,
+// for a command however it came into the log.
+func maxClaimRefusal(a *QueueClaimArgs) *Result {
+	if a.Max < 1 || a.Max > MaxClaimBatch {
+		return fail(CodeInvalidArgument, fmt.Sprintf("max must be between 1 and %d, not %d", MaxClaimBatch, a.Max), nil)
+	}
+	if a.LeaseMs < 1 {
+		return fail(CodeInvalidArgument, fmt.Sprintf("a claim of up to max tasks needs lease_ms of at least 1, not %d", a.LeaseMs), nil)
+	}
+	return nil
 }
 
 // claimUpTo makes up to a.Max claims and returns the claimed tasks'
@@ -128,8 +144,10 @@ func applyTaskUpdateBatch(f *FSM, ctx *applyCtx, c *Command) *Result {
 	if len(a.Updates) == 0 && a.Claim == nil {
 		return fail(CodeInvalidArgument, "a batch has updates or a claim", nil)
 	}
-	if a.Claim != nil && (a.Claim.Max < 1 || a.Claim.Max > MaxClaimBatch) {
-		return fail(CodeInvalidArgument, fmt.Sprintf("max must be between 1 and %d, not %d", MaxClaimBatch, a.Claim.Max), nil)
+	if a.Claim != nil {
+		if r := maxClaimRefusal(a.Claim); r != nil {
+			return r
+		}
 	}
 	out := &UpdateBatchAnswer{Results: make([]UpdateOutcome, len(a.Updates)), Next: []any{}}
 	for i := range a.Updates {

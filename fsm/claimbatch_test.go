@@ -281,3 +281,34 @@ func TestUpdateBatchGrants(t *testing.T) {
 		t.Fatalf("a refused update wrote: %+v, was %+v", after, before)
 	}
 }
+
+// TestClaimMaxLeaseLive: a claim of up to max tasks whose lease would not
+// be live once made (lease 0: the server never sends one) is refused as
+// invalid, whether alone, in a batch or in claim_next, with nothing
+// written. Otherwise the task it claims is claimable again at once and
+// the same command claims it again and again: one task answered five
+// times with five tokens and five attempts.
+func TestClaimMaxLeaseLive(t *testing.T) {
+	l := newLC(t)
+	l.create(&TaskCreateArgs{ID: "b"})
+	b := l.claim(1000)
+	l.create(&TaskCreateArgs{ID: "a"})
+	claim := QueueClaimArgs{Queue: "q", Owner: "w", LeaseMs: 0, Statuses: []string{"pending"}, Max: 5}
+	for _, c := range []*Command{
+		NewCommand(KindTaskQueueClaim, 0, "acme", "", &claim),
+		NewCommand(KindTaskUpdateBatch, 0, "acme", "", &TaskUpdateBatchArgs{Claim: &claim}),
+		NewCommand(KindTaskUpdateClaim, 0, "acme", "", &TaskUpdateClaimArgs{Update: TaskUpdateArgs{ID: b.ID, FencingToken: u64(b.FencingToken), Release: true}, Claim: claim}),
+	} {
+		l.f.Stamp(c)
+		before := l.f.st.sum
+		if r := l.do(c); r.Code != CodeInvalidArgument || !strings.Contains(r.Message, "lease_ms") {
+			t.Errorf("%s with lease 0: %s %s %s, want invalid_argument", c.Kind, r.Code, r.Message, r.JSON())
+		}
+		if l.f.st.sum != before {
+			t.Errorf("%s with lease 0 changed the state", c.Kind)
+		}
+	}
+	if a := l.get("a"); a.Attempt != 0 || a.Owner != "" {
+		t.Errorf("task a: %+v, want unclaimed", a)
+	}
+}

@@ -1,7 +1,5 @@
 package fsm
 
-import "fmt"
-
 // KindTaskUpdateClaim updates one task and claims the next task of a queue
 // in one command (docs/api.md "Tasks", claim_next): a worker finishes its
 // task and gets the next one in one round trip and one log entry instead
@@ -39,8 +37,8 @@ func applyTaskUpdateClaim(f *FSM, ctx *applyCtx, c *Command) *Result {
 	}
 	if a.Claim.Max != 0 {
 		// claim_next with max: up to Max tasks, next is their list.
-		if a.Claim.Max < 0 || a.Claim.Max > MaxClaimBatch {
-			return fail(CodeInvalidArgument, fmt.Sprintf("max must be between 1 and %d, not %d", MaxClaimBatch, a.Claim.Max), nil)
+		if r := maxClaimRefusal(&a.Claim); r != nil {
+			return r
 		}
 		return okValue(OutcomeOK, &UpdateClaimAnswer{Task: r.Obj.(*Task), Next: claimUpTo(f, ctx, c, &a.Claim)})
 	}
