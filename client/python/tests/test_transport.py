@@ -285,3 +285,27 @@ def test_every_write_can_be_retried_safely(cluster: Cluster, tenant: str, sessio
                 k in h for k in (b"x-baton-session", b"x-baton-seq", b"x-baton-ack")), (m, tgt)
         else:
             assert b"idempotency-key" in h and b"x-baton-session" not in h, (m, tgt)
+
+
+@pytest.mark.anyio
+async def test_request_encodes_its_path_as_httpx_did(cluster: Cluster, tenant: str) -> None:
+    """request() takes a path as httpx took a URL: spaces and non-ASCII characters percent-encoded, so the
+    node gets the path and answers it (here: a key it refuses, named as it was sent)."""
+    async with _async(cluster, tenant, max_retry=2) as c:
+        for key in ("a b", "é", "a%20b"):
+            with pytest.raises(baton.InvalidArgument) as e:
+                await c.request("GET", f"/v1/tenants/{tenant}/kv/ns/{key}")
+            assert ("a b" if key == "a%20b" else key) in str(e.value), e.value
+        await c.kv_put("ns", "k.1", 7)
+        assert (await c.request("GET", f"/v1/tenants/{tenant}/kv/ns/k.1"))["value"] == 7
+
+
+def test_a_request_http_cannot_carry_is_refused_at_once(cluster: Cluster, tenant: str) -> None:
+    """A header value HTTP forbids (a line break in a token) is the caller's error, final, not a connection
+    error retried for the whole budget; the message does not repeat the token."""
+    with baton.Client(cluster.endpoints, token="bad\r\ntoken", ca_file=cluster.ca, tenant=tenant,
+                      max_retry=30) as c:
+        seen = _spy(c)
+        with pytest.raises(baton.InvalidArgument) as e:
+            c.cluster_status()
+    assert "header value" in str(e.value) and "bad" not in str(e.value) and len(seen) == 1, (e.value, len(seen))

@@ -426,7 +426,14 @@ class Client:
     def _transport_failure(self, idx: int, call: Call, e: BaseException) -> Result:
         where = f"{call.method} {self.endpoints[idx]}{call.path}"
         if is_cert_error(e):
-            return Result(error=BatonError(f"{where}: {e} (check the CA file)", code="tls"))
+            return Result(error=BatonError(f"{where}: {e} (check the CA file and the client certificate)", code="tls"))
+        if isinstance(e, (httpcore.LocalProtocolError, httpx.LocalProtocolError)):
+            # The request itself cannot be sent (a character HTTP forbids in its path or a header): final.
+            # h11 quotes the offending header whole, which may be the Authorization one: not repeated here.
+            if "header" in str(e).lower():
+                return Result(error=InvalidArgument(
+                    f"{where}: a header value holds a character HTTP forbids (a line break in the token?)"))
+            return Result(error=InvalidArgument(f"{where}: {e}"))
         return Result(retry=True, error=Unavailable(f"{where}: {type(e).__name__}: {e}"))
 
     def _failover(self, call: Call) -> Result:
@@ -552,7 +559,9 @@ class Client:
         self, method: str, path: str, body: Any = None, *, idempotency_key: str | None = None
     ) -> Any:
         """Any API call, with failover, retries and sessions; returns the decoded JSON answer (None for
-        204). For routes this SDK has no method for yet."""
+        204). For routes this SDK has no method for yet. ``path`` is percent-encoded as httpx encodes a URL
+        (spaces and non-ASCII characters; ``%XX`` already there is kept)."""
+        path = httpx.URL(path).raw_path.decode("ascii")  # the SDK's own paths are built encoded (seg, query)
         return self._call(method, path, lambda a: a.json(), body, idempotency_key=idempotency_key,
                                 want_value=False)
 
