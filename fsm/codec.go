@@ -83,8 +83,8 @@ func encode(v any) []byte {
 		return appendTask(make([]byte, 0, 208+len(x.ArtifactID)+len(x.ID)+len(x.Owner)+len(x.Queue)+
 			len(x.Status)+len(x.Tenant)+len(x.Payload)+len(x.Result)), x)
 	case *TaskUpdateArgs:
-		if x.entryV3() {
-			break // the lifecycle fields: reflection
+		if x.entryV3() || x.Unstarted {
+			break // the lifecycle fields, Unstarted: reflection
 		}
 		return appendTaskUpdateArgs(make([]byte, 0, 128+len(x.ID)+len(x.Payload)+len(x.Result)), x)
 	case *QueueClaimArgs:

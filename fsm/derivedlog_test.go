@@ -85,6 +85,13 @@ func (d *deriver) fill(v reflect.Value, name string) {
 	case reflect.String:
 		v.SetString(d.str(name))
 	case reflect.Bool:
+		if name == "Unstarted" {
+			// Added to task.update's args after this test's draws were
+			// tuned: set from the time, not the kind's generator, so
+			// that the other fields' draws stay as they were.
+			v.SetBool(d.now/10%5 == 0)
+			return
+		}
 		v.SetBool(r.IntN(2) == 0)
 	case reflect.Int, reflect.Int64, reflect.Int32:
 		v.SetInt(d.integer(name))

@@ -101,6 +101,9 @@ func (a *TaskCreateArgs) entryVersion() byte {
 }
 
 func (a *TaskUpdateArgs) entryVersion() byte {
+	if a.Unstarted {
+		return EntryVersion6 // unstarted.go
+	}
 	if a.entryV3() {
 		return EntryVersion3
 	}

@@ -620,6 +620,8 @@ func decodeTaskUpdateArgs(b []byte, a *TaskUpdateArgs) error {
 			a.Result = r.bin()
 		case "Status":
 			a.Status = r.optStr()
+		case "Unstarted":
+			a.Unstarted = r.bool()
 		default:
 			return false
 		}

@@ -88,6 +88,12 @@ type TaskUpdateArgs struct {
 	// Left out of the encoding when zero.
 	AvailableAt int64 `codec:",omitempty"`
 	DelayMs     int64 `codec:",omitempty"`
+	// Unstarted, with Release and the current lease's fencing token,
+	// gives back what the claim of that lease took: the attempt, and the
+	// status a claim's set_status replaced (ClaimedFrom), for a task
+	// claimed and released without having run (unstarted.go).
+	// EntryVersion6; left out of the encoding when false.
+	Unstarted bool `codec:",omitempty"`
 }
 
 // TaskDeleteArgs deletes a task.
@@ -456,8 +462,16 @@ func updateTask(f *FSM, ctx *applyCtx, c *Command, a *TaskUpdateArgs) *Result {
 	if r := checkExpect(t, a.ExpectVersion, a.ExpectStatus); r != nil {
 		return r
 	}
+	if a.Unstarted {
+		if r := unstartedRefusal(t, a, ctx.now); r != nil {
+			return r
+		}
+	}
 	old := *t
 	applyTaskChanges(t, a)
+	if a.Unstarted {
+		giveBackClaim(t)
+	}
 	if a.Release && a.entryV3() {
 		l := TaskLife{}
 		if t.Life != nil {

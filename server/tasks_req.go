@@ -285,13 +285,19 @@ func taskUpdateArgs(req *wire.TaskUpdate, id string) (*fsm.TaskUpdateArgs, error
 	if availabilitySet(req.Availability) && !release {
 		return nil, badRequest("available_at and delay_ms go with release: true")
 	}
+	if req.Unstarted && (!release || req.FencingToken == nil) {
+		return nil, badRequest("unstarted goes with release: true and the lease's fencing_token")
+	}
+	if req.Unstarted && (req.Status != nil || req.Result != nil || req.Payload != nil || req.ArtifactID != nil) {
+		return nil, badRequest("unstarted gives the task back as it was claimed: no status, result, payload or artifact_id")
+	}
 	at, delay, err := resolveAvailability(req.Availability)
 	if err != nil {
 		return nil, err
 	}
 	return &fsm.TaskUpdateArgs{AvailableAt: at, DelayMs: delay, ID: id, FencingToken: req.FencingToken, ExpectVersion: req.ExpectVersion,
 		ExpectStatus: req.ExpectStatus, Status: req.Status, ArtifactID: req.ArtifactID, Result: result,
-		Payload: payload, Release: release}, nil
+		Payload: payload, Release: release, Unstarted: req.Unstarted}, nil
 }
 
 func queuePolicyArgs(req *wire.QueuePolicy, queue string) (*fsm.QueuePolicyArgs, error) {

@@ -33,6 +33,8 @@ type taskVersion struct {
 //     previous version's plus one).
 //  2. Attempts are monotonic between retries: a later version never shows
 //     fewer attempts than an earlier one unless a retry may lie between.
+//     (A release with "unstarted" gives one back; the workload sends
+//     none, so that a decrease still means a retry.)
 //  3. A dead task (failed non-retryably or on its last attempt, or its
 //     lease ran out on it) is not claimed, and leaves dead only by a
 //     retry or by an update that sets a status: a version that is not dead

@@ -199,6 +199,10 @@ type TaskUpdate struct {
 	Result        json.RawMessage `json:"result,omitempty"`
 	Payload       json.RawMessage `json:"payload,omitempty"`
 	Release       *bool           `json:"release,omitempty"`
+	// Unstarted, with release and the lease's fencing_token: the task was
+	// claimed and never started; the release gives back the claim's
+	// attempt and the status its set_status replaced (version 6).
+	Unstarted bool `json:"unstarted,omitempty"`
 	Availability
 }
 
