@@ -309,3 +309,17 @@ def test_a_request_http_cannot_carry_is_refused_at_once(cluster: Cluster, tenant
         with pytest.raises(baton.InvalidArgument) as e:
             c.cluster_status()
     assert "header value" in str(e.value) and "bad" not in str(e.value) and len(seen) == 1, (e.value, len(seen))
+
+
+def test_ssl_cert_file_is_trusted_without_ca_file(cluster: Cluster, tenant: str,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without ca_file the client trusts certifi's roots, or SSL_CERT_FILE's when it is set (httpx's SSL
+    context, the one environment variable of httpx's the SDK reads; docs/python.md)."""
+    eps = ["https://" + e for e in cluster.endpoints]
+    with baton.Client(eps, token=cluster.token, tenant=tenant, max_retry=1) as c, \
+            pytest.raises(baton.BatonError) as e:
+        c.cluster_status()
+    assert e.value.code == "tls"
+    monkeypatch.setenv("SSL_CERT_FILE", cluster.ca)
+    with baton.Client(eps, token=cluster.token, tenant=tenant, max_retry=5) as c:
+        assert c.cluster_status().members
