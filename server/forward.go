@@ -80,6 +80,16 @@ type dialFailureKey struct{}
 // before that member answered.
 var errLeaderLost = errors.New("the leader changed while a forwarded request waited for its answer")
 
+// errNoAnswer is the cause a forwarded request is cancelled with when the
+// leader has not begun to answer it within the longest the leader itself
+// takes (its request timeout, and the body's when the body is streamed),
+// plus answerMargin: the leader's process is up but does not serve.
+var errNoAnswer = errors.New("the leader did not answer the forwarded request in time")
+
+// answerMargin is what a forwarded request allows on top of the leader's
+// own bound before it stops waiting for the first byte of an answer.
+const answerMargin = 2 * time.Second
+
 // forwardState is what one attempt to forward learns: whether any of the
 // request may have reached the leader, and whether the caller should send
 // it to the next leader.
@@ -137,22 +147,24 @@ func newForwarder(ctx context.Context, c Cluster, f0 *fsm.FSM, log *slog.Logger,
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			if errors.Is(context.Cause(r.Context()), errLeaderLost) {
+			if cause := context.Cause(r.Context()); errors.Is(cause, errLeaderLost) || errors.Is(cause, errNoAnswer) {
 				// This node stopped naming the leader the request went to
 				// before it answered (a stopped or paused process accepts
-				// connections and never answers).
+				// connections and never answers), or the leader took longer
+				// than it ever should.
 				fs, _ := r.Context().Value(forwardStateKey{}).(*forwardState)
 				sent := fs == nil || fs.sent.Load()
+				read := r.Method == http.MethodGet || r.Method == http.MethodHead
 				switch {
-				case fs != nil && fs.replayable && (!sent || r.Method == http.MethodGet || r.Method == http.MethodHead):
+				case errors.Is(cause, errLeaderLost) && fs != nil && fs.replayable && (!sent || read):
 					fs.resend = true // the caller sends it to the next leader
-				case !sent || r.Method == http.MethodGet || r.Method == http.MethodHead:
+				case !sent || read:
 					f.hint(w)
-					writeError(w, errorf(codeUnavailable, "the leader changed before it answered; nothing was done, retry"))
+					writeError(w, errorf(codeUnavailable, "%v; nothing was done, retry", cause))
 				default:
 					f.hint(w)
-					writeError(w, errorf(codeOutcomeUnknown, "the leader stopped leading before it answered the forwarded write; "+
-						"retry only with the same Idempotency-Key or session place"))
+					writeError(w, errorf(codeOutcomeUnknown, "%v after the write was sent; "+
+						"retry only with the same Idempotency-Key or session place", cause))
 				}
 				return
 			}
@@ -193,7 +205,10 @@ func isDialError(err error) bool {
 // bytes (413 beyond), is read into memory so that it can be sent again to
 // the next leader. With limit < 0 the caller is not known here: the body is
 // never read by this node, only streamed to the leader, and never resent.
-func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, limit int64) bool {
+// within is the longest the leader takes to answer the route (its request
+// timeout); a leader that has not begun to answer after that and
+// answerMargin is given up on.
+func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, limit int64, within time.Duration) bool {
 	if r.Header.Get(headerForwarded) != "" {
 		f.hint(w)
 		writeError(w, errorf(codeUnavailable, "node %s is not the leader (forwarded by %s)",
@@ -209,7 +224,10 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, limit int64)
 			return true
 		}
 		replayable = true
+	} else {
+		within += cmp.Or(f.bodyTimeout, defaultBodyTimeout) // the leader reads the body as it comes
 	}
+	within += answerMargin
 	df := &dialFailure{}
 	ctx := r.Context()
 	if p := f.peerOf(r); p != "" {
@@ -251,7 +269,7 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, limit int64)
 			}
 			df.err = nil
 			fs := &forwardState{replayable: replayable}
-			fctx, stop := f.whileLeading(context.WithValue(ctx, leaderKey{}, addr), id, fs)
+			fctx, stop := f.whileLeading(context.WithValue(ctx, leaderKey{}, addr), id, within, fs)
 			f.proxy.ServeHTTP(w, r.WithContext(context.WithValue(fctx, forwardStateKey{}, fs)))
 			stop()
 			switch {
@@ -278,12 +296,13 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, limit int64)
 // whileLeading returns a context for forwarding to leader id: once the
 // request has a connection and until the first byte of the answer, it is
 // cancelled with errLeaderLost as soon as this node's Raft names another
-// leader or none. A leader whose process is stopped or paused still
-// accepts connections (the kernel does) and never answers; without this
-// the request would wait for as long as its client does. The answer's body
-// is never cut: once the leader answers, its answer stands. stop ends the
-// watch and releases the context.
-func (f *forwarder) whileLeading(ctx context.Context, id string, fs *forwardState) (_ context.Context, stop func()) {
+// leader or none, and with errNoAnswer when within has passed. A leader
+// whose process is stopped or paused still accepts connections (the
+// kernel does) and never answers; without this the request would wait for
+// as long as its client does. The answer's body is never cut: once the
+// leader answers, its answer stands. stop ends the watch and releases the
+// context.
+func (f *forwarder) whileLeading(ctx context.Context, id string, within time.Duration, fs *forwardState) (_ context.Context, stop func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	var once sync.Once
 	answered := make(chan struct{})
@@ -293,11 +312,16 @@ func (f *forwarder) whileLeading(ctx context.Context, id string, fs *forwardStat
 		defer close(exited)
 		t := time.NewTicker(leaderPoll)
 		defer t.Stop()
+		limit := time.NewTimer(within)
+		defer limit.Stop()
 		for {
 			select {
 			case <-answered:
 				return
 			case <-ctx.Done():
+				return
+			case <-limit.C:
+				cancel(errNoAnswer)
 				return
 			case <-t.C:
 				select {

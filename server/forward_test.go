@@ -85,7 +85,7 @@ func TestForwardHoldsThroughElection(t *testing.T) {
 
 	req := httptest.NewRequest("POST", "/v1/tenants/acme/tasks", strings.NewReader(`{"id":"t1"}`))
 	rec := httptest.NewRecorder()
-	if !fw.forward(rec, req, 1<<20) {
+	if !fw.forward(rec, req, 1<<20, 10*time.Second) {
 		t.Fatal("forward reported that this node leads")
 	}
 	if rec.Code != http.StatusCreated {
@@ -110,7 +110,7 @@ func TestForwardNoHoldWhenCutOff(t *testing.T) {
 	defer fw.close()
 	start := time.Now()
 	rec := httptest.NewRecorder()
-	fw.forward(rec, httptest.NewRequest("POST", "/v1/tenants/acme/tasks", strings.NewReader(`{}`)), 1<<20)
+	fw.forward(rec, httptest.NewRequest("POST", "/v1/tenants/acme/tasks", strings.NewReader(`{}`)), 1<<20, 10*time.Second)
 	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "no leader") {
 		t.Fatalf("got %d %s, want 503 no leader", rec.Code, rec.Body)
 	}
@@ -144,7 +144,7 @@ func TestForwardPeerHeader(t *testing.T) {
 		req := httptest.NewRequest("POST", "/v1/cluster/members", strings.NewReader(`{}`))
 		req.Header.Set(headerPeer, "n9") // a client's claim
 		rec := httptest.NewRecorder()
-		if !fw.forward(rec, req, 1<<20) || rec.Code != http.StatusOK {
+		if !fw.forward(rec, req, 1<<20, 10*time.Second) || rec.Code != http.StatusOK {
 			t.Fatalf("forward: %d %s", rec.Code, rec.Body)
 		}
 	}
@@ -201,16 +201,22 @@ func stopAnswering(t *testing.T, c *testCluster, i int) <-chan struct{} {
 	return got
 }
 
-// TestForwardLeaderStopsBeforeAnswering: a follower forwards a write and a
-// linearizable read to a leader whose process stopped answering (its port
-// still accepts them); the leader's Raft then stops too and the others
-// elect a new leader. The follower answers both without waiting for its
-// client to give up: the write, which reached the old leader, 504
-// outcome_unknown; the read, sent again to the new leader, 200. Before
-// the follower watched its leader during forwarding, both waited until the
-// client's deadline.
-func TestForwardLeaderStopsBeforeAnswering(t *testing.T) {
-	c := newCluster(t, 3)
+// forwardAnswer is what a client got from a request to a follower.
+type forwardAnswer struct {
+	code int
+	body []byte
+	err  error
+}
+
+// silentLeader starts a three-node cluster, writes ns/k = 1 through a
+// follower, then stops the leader's HTTP port from answering
+// (stopAnswering) and sends a PUT (ns/k = 2) and a GET of ns/k to the
+// follower, which forwards both there. It returns once the leader's port
+// has received both, with the cluster, the leader's index and the two
+// answers to come (each within ctx).
+func silentLeader(t *testing.T, ctx context.Context) (c *testCluster, leader int, write, read <-chan forwardAnswer) {
+	t.Helper()
+	c = newCluster(t, 3)
 	l := c.WaitForLeader(t)
 	f := c.Followers(l)[0]
 	if code, _, body := c.do(t, l, "PUT", "/v1/tenants/acme", nil, adminAuth()); code != http.StatusCreated {
@@ -223,16 +229,8 @@ func TestForwardLeaderStopsBeforeAnswering(t *testing.T) {
 	received := stopAnswering(t, c, l)
 	// Connections kept alive from before point at the closed server.
 	c.nodes[f].srv.proxy.transport.CloseIdleConnections()
-
-	type answer struct {
-		code int
-		body []byte
-		err  error
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
-	defer cancel()
-	send := func(method, body string) <-chan answer {
-		out := make(chan answer, 1)
+	send := func(method, body string) <-chan forwardAnswer {
+		out := make(chan forwardAnswer, 1)
 		go func() {
 			var rd io.Reader
 			if body != "" {
@@ -240,22 +238,22 @@ func TestForwardLeaderStopsBeforeAnswering(t *testing.T) {
 			}
 			req, err := http.NewRequestWithContext(ctx, method, "http://"+c.nodes[f].httpAddr+"/v1/tenants/acme/kv/ns/k", rd)
 			if err != nil {
-				out <- answer{err: err}
+				out <- forwardAnswer{err: err}
 				return
 			}
 			req.Header.Set("Authorization", "Bearer "+testAdminToken)
 			resp, err := c.client.Do(req)
 			if err != nil {
-				out <- answer{err: err}
+				out <- forwardAnswer{err: err}
 				return
 			}
 			defer resp.Body.Close()
 			b, err := io.ReadAll(resp.Body)
-			out <- answer{code: resp.StatusCode, body: b, err: err}
+			out <- forwardAnswer{code: resp.StatusCode, body: b, err: err}
 		}()
 		return out
 	}
-	write, read := send("PUT", `{"value": 2}`), send("GET", "")
+	write, read = send("PUT", `{"value": 2}`), send("GET", "")
 	for range 2 {
 		select {
 		case <-received:
@@ -263,6 +261,21 @@ func TestForwardLeaderStopsBeforeAnswering(t *testing.T) {
 			t.Fatal("the follower did not forward both requests to the leader")
 		}
 	}
+	return c, l, write, read
+}
+
+// TestForwardLeaderStopsBeforeAnswering: a follower forwards a write and a
+// linearizable read to a leader whose process stopped answering (its port
+// still accepts them); the leader's Raft then stops too and the others
+// elect a new leader. The follower answers both without waiting for its
+// client to give up: the write, which reached the old leader, 504
+// outcome_unknown; the read, sent again to the new leader, 200. Before
+// the follower watched its leader during forwarding, both waited until the
+// client's deadline.
+func TestForwardLeaderStopsBeforeAnswering(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	defer cancel()
+	c, l, write, read := silentLeader(t, ctx)
 	c.StopNode(l)
 
 	w := <-write
@@ -281,6 +294,31 @@ func TestForwardLeaderStopsBeforeAnswering(t *testing.T) {
 	}
 }
 
+// TestForwardLeaderNeverAnswers: a leader whose Raft goes on leading but
+// whose HTTP port never answers is given up on once the leader's own
+// request timeout (and answerMargin) has passed without an answer: the
+// write it was sent is 504 outcome_unknown, the read 503. Before, both
+// waited until the client's deadline.
+func TestForwardLeaderNeverAnswers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	defer cancel()
+	_, _, write, read := silentLeader(t, ctx)
+	w := <-write
+	switch {
+	case w.err != nil:
+		t.Errorf("write: no answer (%v)", w.err)
+	case w.code != http.StatusGatewayTimeout || errorCode(w.body) != codeOutcomeUnknown:
+		t.Errorf("write: got %d %s, want 504 outcome_unknown", w.code, w.body)
+	}
+	r := <-read
+	switch {
+	case r.err != nil:
+		t.Errorf("read: no answer (%v)", r.err)
+	case r.code != http.StatusServiceUnavailable || errorCode(r.body) != codeUnavailable:
+		t.Errorf("read: got %d %s, want 503 unavailable", r.code, r.body)
+	}
+}
+
 // TestForwardRefusalNamesLeader: a node that refuses a request forwarded
 // to it (it is not the leader) names the leader its Raft knows in
 // X-Baton-Leader, and the follower that forwarded it relays that hint
@@ -291,7 +329,7 @@ func TestForwardRefusalNamesLeader(t *testing.T) {
 	fw := newForwarder(t.Context(), stale, stale.f, slog.New(slog.DiscardHandler), 10*time.Second)
 	defer fw.close()
 	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fw.forward(w, r, 1<<20)
+		fw.forward(w, r, 1<<20, 10*time.Second)
 	}))
 	defer refusing.Close()
 
@@ -300,7 +338,7 @@ func TestForwardRefusalNamesLeader(t *testing.T) {
 	follower := newForwarder(t.Context(), c, c.f, slog.New(slog.DiscardHandler), 10*time.Second)
 	defer follower.close()
 	rec := httptest.NewRecorder()
-	follower.forward(rec, httptest.NewRequest("POST", "/v1/tenants/acme/tasks", strings.NewReader(`{}`)), 1<<20)
+	follower.forward(rec, httptest.NewRequest("POST", "/v1/tenants/acme/tasks", strings.NewReader(`{}`)), 1<<20, 10*time.Second)
 	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "not the leader") {
 		t.Fatalf("got %d %s, want 503 not the leader", rec.Code, rec.Body)
 	}

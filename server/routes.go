@@ -190,6 +190,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
 		s.serveLocal(w, r, rt)
 		return
 	}
+	timeout := s.cfg.RequestTimeout
+	if rt.kind == routeLongWrite {
+		timeout += maxWaitMs * time.Millisecond
+	}
 	stale := rt.kind == routeRead && r.URL.Query().Get("consistency") == "stale"
 	if !stale && !s.cluster.IsLeader() {
 		id, verified, err := s.followerAuth(r)
@@ -199,23 +203,19 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
 				writeError(w, err)
 				return
 			}
-			if s.proxy.forward(w, r, s.cfg.MaxJSONBody) {
+			if s.proxy.forward(w, r, s.cfg.MaxJSONBody, timeout) {
 				return
 			}
 		case !verified:
 			// The leader could not be asked: it decides itself, and the
 			// body goes through unbuffered.
-			if s.proxy.forward(w, r, -1) {
+			if s.proxy.forward(w, r, -1, timeout) {
 				return
 			}
 		default:
 			writeError(w, err)
 			return
 		}
-	}
-	timeout := s.cfg.RequestTimeout
-	if rt.kind == routeLongWrite {
-		timeout += maxWaitMs * time.Millisecond
 	}
 	ctx, cancel := contextWithTimeout(r, timeout)
 	defer cancel()
