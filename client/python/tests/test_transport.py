@@ -323,3 +323,49 @@ def test_ssl_cert_file_is_trusted_without_ca_file(cluster: Cluster, tenant: str,
     monkeypatch.setenv("SSL_CERT_FILE", cluster.ca)
     with baton.Client(eps, token=cluster.token, tenant=tenant, max_retry=5) as c:
         assert c.cluster_status().members
+
+
+@pytest.fixture
+def silent_endpoint() -> Iterator[str]:
+    """host:port of a listener that accepts connections and never says a word (a node hung before TLS)."""
+    import socket
+    import threading
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(64)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        srv.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                held.append(srv.accept()[0])
+            except OSError:
+                continue
+
+    th = threading.Thread(target=accept, daemon=True)
+    th.start()
+    try:
+        yield f"127.0.0.1:{srv.getsockname()[1]}"
+    finally:
+        stop.set()
+        th.join(5)
+        for s in held:
+            s.close()
+        srv.close()
+
+
+def test_a_long_poll_does_not_stretch_the_connect_timeout(cluster: Cluster, tenant: str, silent_endpoint: str) -> None:
+    """A claim's wait lengthens the wait for its answer, not the TLS handshake: with a hung endpoint first,
+    a claim that may wait 30 s gives that endpoint the client's timeout (0.5 s), then goes on to the leader,
+    well within a retry budget of 8 s (the wait added to the handshake's timeout spent it all on the first
+    endpoint)."""
+    q = uid("q")
+    eps = [silent_endpoint, cluster.endpoints[cluster.leader()]]
+    with _sync(cluster, tenant, eps, timeout=0.5, max_retry=8) as c:
+        c.create_task(q, task_id="t1")  # a write: the same hung endpoint first, the client's timeout
+        c._fo.preferred = 0
+        t = c.claim(q, owner="w", lease=30, wait=30)
+        assert t is not None and t.task_id == "t1"

@@ -258,22 +258,25 @@ class _Direct:
             self._hosts.append(u.netloc)
         # The extensions of each timeout seen, at most _TIMEOUTS_KEPT of them: calls add their own time to the
         # client's (a chunk's size, a long poll's wait), so the timeouts seen grow with traffic.
-        self._timeouts: dict[float, dict[str, Any]] = {}
+        self._timeouts: dict[tuple[float, float], dict[str, Any]] = {}
         self._closed = False
 
     async def request(
-        self, idx: int, method: str, path: str, hdrs: list[tuple[bytes, bytes]], body: bytes | None, timeout: float
+        self, idx: int, method: str, path: str, hdrs: list[tuple[bytes, bytes]], body: bytes | None, timeout: float,
+        connect: float,
     ) -> httpcore.Response:
+        """timeout bounds each wait of the attempt; connect (the client's own timeout, without the time a call
+        adds for the server's wait or a large body) bounds connecting and the TLS handshake."""
         if self._closed:
             # As httpx's client did: httpcore's pools would open new connections that nothing closes.
             raise RuntimeError("the client is closed")
         scheme, host, port, prefix = self._origins[idx]
-        ext = self._timeouts.get(timeout)
+        ext = self._timeouts.get((timeout, connect))
         if ext is None:
-            t = {"connect": timeout, "read": timeout, "write": timeout, "pool": timeout}
+            t = {"connect": min(connect, timeout), "read": timeout, "write": timeout, "pool": timeout}
             ext = {"timeout": t}
             if len(self._timeouts) < _TIMEOUTS_KEPT:
-                self._timeouts[timeout] = ext
+                self._timeouts[(timeout, connect)] = ext
         url = httpcore.URL(scheme=scheme, host=host, port=port, target=prefix + path.encode("ascii"))
         hdrs.insert(0, (b"Host", self._hosts[idx]))
         if body is None and method in _BODY_METHODS:
@@ -402,7 +405,8 @@ class AsyncClient:
         if self._direct is not None:
             try:
                 hdrs = raw_headers(call, self._base_headers, ack)
-                raw = await self._direct.request(idx, call.method, call.path, hdrs, call.body, call.timeout)
+                raw = await self._direct.request(idx, call.method, call.path, hdrs, call.body, call.timeout,
+                                                 self.timeout)
             except _HTTPCORE_ERRORS as e:
                 return self._transport_failure(idx, call, e)
             if broken_answer(call, raw.status, raw.content):
