@@ -101,3 +101,56 @@ func TestCheckpointBlobChunks(t *testing.T) {
 	both.Blobs[0].Data = []byte{1}
 	w.refused(CodeInvalidArgument, KindCheckpointPut, "acme", both)
 }
+
+// TestCheckpointBlobChunksShared: a chunk named by an artifact version,
+// by a value held in chunks, and twice within one value is held once per
+// naming; no delete of the checkpoints (re-put of the same checkpoint,
+// max-age purge, thread delete) lets chunk GC take it while the artifact
+// still names it, and the artifact's delete then gives it back.
+func TestCheckpointBlobChunksShared(t *testing.T) {
+	w := newWorld(t)
+	a := ChunkRef{Digest: "sha256:" + strings.Repeat("c", 64), Size: 300}
+	refs := func() uint64 {
+		h, ok := getRecord[chunkHold](w.f.st, chunkHoldKey("acme", a.Digest))
+		if !ok {
+			return 0
+		}
+		return h.Refs
+	}
+	gc := func() float64 {
+		w.now += 10 * 3600_000
+		return obj(t, w.ok(KindChunkGC, "", &ChunkGCArgs{Before: w.now, Max: 10}))["collected"].(float64)
+	}
+	w.ok(KindChunkHeld, "acme", &ChunkHeldArgs{Digest: a.Digest, Size: a.Size})
+	w.ok(KindArtifactPublish, "acme", publishArgs("model", a.Digest, a))
+	w.ok(KindCheckpointPolicy, "acme", &CheckpointPolicyArgs{Prefix: "th", MaxAgeMs: 1000})
+	c1 := &CheckpointPutArgs{Thread: "th", ID: "c1", Data: []byte(`{}`), BlobRefs: []BlobRef{{Channel: "v", Version: "1"}},
+		Blobs: []CheckpointBlob{{Channel: "v", Version: "1", Type: "bytes", Chunks: []ChunkRef{a, a}}}}
+	w.ok(KindCheckpointPut, "acme", c1)
+	if refs() != 3 || threadChunkRefs(w.f.st, "acme", "th") != 2 {
+		t.Fatalf("refs %d, thread refs %d; want 3 (the artifact, the value twice) and 2", refs(), threadChunkRefs(w.f.st, "acme", "th"))
+	}
+	// The same put again is answered as done: nothing held twice.
+	if r := w.ok(KindCheckpointPut, "acme", c1); r.Outcome != OutcomeOK || refs() != 3 {
+		t.Fatalf("re-put: outcome %v, refs %d; want OK and 3", r.Outcome, refs())
+	}
+	w.ok(KindCheckpointPut, "acme", &CheckpointPutArgs{Thread: "other", ID: "c1", Data: []byte(`{}`),
+		BlobRefs: []BlobRef{{Channel: "v", Version: "9"}}, Blobs: []CheckpointBlob{{Channel: "v", Version: "9", Type: "bytes", Chunks: []ChunkRef{a}}}})
+	// c1 expires (max age) and is purged: the value goes, its two
+	// references with it; the other thread's and the artifact's stay.
+	w.now += 2000
+	if r := w.ok(KindCheckpointPurge, "", &CheckpointPurgeArgs{Max: 10}); string(mustJSON(r.Obj)) != `{"deleted":1}` {
+		t.Fatalf("purge: %s", mustJSON(r.Obj))
+	}
+	if refs() != 2 || threadChunkRefs(w.f.st, "acme", "th") != 0 || w.f.st.Has(cpBlobKey("acme", "th", "", "v", "1")) {
+		t.Fatalf("after the purge: refs %d, thread refs %d; want 2 and 0, the value gone", refs(), threadChunkRefs(w.f.st, "acme", "th"))
+	}
+	w.ok(KindThreadDelete, "acme", &ThreadDeleteArgs{Thread: "other"})
+	if refs() != 1 || gc() != 0 {
+		t.Fatalf("after the threads: refs %d; want 1 (the artifact), and nothing collected", refs())
+	}
+	w.ok(KindArtifactDelete, "acme", &ArtifactDeleteArgs{Name: "model"})
+	if refs() != 0 || gc() != 1 {
+		t.Fatalf("after the artifact's delete: refs %d, want 0 and the chunk collected", refs())
+	}
+}
