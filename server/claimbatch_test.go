@@ -184,3 +184,32 @@ func TestQueueBatchRefusals(t *testing.T) {
 		t.Fatalf("within the grants: %d %s", status, b)
 	}
 }
+
+// TestQueueBatchRetryAfterDelete: a retry (same Idempotency-Key, same
+// body) of a queue batch that was applied is answered with its first
+// answer even when one of its tasks was deleted since, for a caller whose
+// grants do not cover every queue (who gets 403 for a missing task rather
+// than 404), as a single update's retry is (replayGone); a new request
+// naming the deleted task is still refused.
+func TestQueueBatchRetryAfterDelete(t *testing.T) {
+	fx := newAPIFixture(t)
+	worker := bearer(fx.createPrincipal(t, adminAuth(), "acme",
+		`{"name":"wq","grants":[{"resource":"tasks","prefix":"wq","actions":["read","write"]}]}`))
+	createTasks(t, fx, "wq", "r1", "r2")
+	body := `{"updates":[{"id":"r1","status":"done"},{"id":"r2","status":"done"}]}`
+	keyed := with(worker, "Idempotency-Key", "batch-1")
+	status, _, first := fx.c.do(t, 0, "POST", "/v1/tenants/acme/queues/wq/batch", body, keyed)
+	if status != 200 {
+		t.Fatalf("batch: %d %s", status, first)
+	}
+	if status, _, b := fx.c.do(t, 0, "DELETE", "/v1/tenants/acme/tasks/r1", nil, adminAuth()); status != 204 {
+		t.Fatalf("delete r1: %d %s", status, b)
+	}
+	status, h, again := fx.c.do(t, 0, "POST", "/v1/tenants/acme/queues/wq/batch", body, keyed)
+	if status != 200 || h.Get("Idempotent-Replay") != "true" || string(again) != string(first) {
+		t.Errorf("retry after r1's delete: %d replay %q %s, want 200, the first answer replayed (%s)", status, h.Get("Idempotent-Replay"), again, first)
+	}
+	if status, _, b := fx.c.do(t, 0, "POST", "/v1/tenants/acme/queues/wq/batch", body, with(worker, "Idempotency-Key", "batch-2")); status != 403 {
+		t.Errorf("a new batch naming the deleted task: %d %s, want 403", status, b)
+	}
+}

@@ -87,6 +87,12 @@ func (s *Server) handleQueueBatch(w http.ResponseWriter, r *http.Request, id *id
 		}
 		if _, err := s.authorizeTask(id, tenant, u.ID, actWrite); err != nil {
 			if e, ok := err.(*apiError); !ok || e.Code != fsm.CodeNotFound {
+				// A retry of a batch that was applied may find one of
+				// its tasks gone since (deleted, purged): its first
+				// answer, as replayGone gives a single update's.
+				if res, ok := s.replayKnown(r, id, tenant, fsm.KindTaskUpdateBatch, body, err); ok {
+					return reply(w, res, nil)
+				}
 				return err
 			}
 		}
