@@ -89,7 +89,7 @@ func (r UpdateTaskRequest) wire() (wire.TaskUpdate, error) {
 	av, err := availability(r.AvailableAt, r.Delay)
 	return wire.TaskUpdate{FencingToken: r.FencingToken, ExpectVersion: r.ExpectVersion, ExpectStatus: r.ExpectStatus,
 		Status: r.Status, ArtifactID: r.ArtifactID, Result: r.Result, Payload: r.Payload, Release: r.Release,
-		Availability: av}, err
+		Unstarted: r.Unstarted, Availability: av}, err
 }
 
 // MarshalJSON encodes the request as the API's body, Delay as delay_ms

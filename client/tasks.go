@@ -228,6 +228,11 @@ type UpdateTaskRequest struct {
 	// AvailableAt, or the server's time of the update plus Delay.
 	AvailableAt *time.Time    `json:"available_at,omitempty"`
 	Delay       time.Duration `json:"-"`
+	// Unstarted, with Release and the FencingToken of a live lease, says
+	// the task was claimed and never started: the release gives back the
+	// claim's attempt and the status its set_status replaced. No Status,
+	// Result, Payload or ArtifactID with it. Needs a server of version 6.
+	Unstarted bool `json:"unstarted,omitempty"`
 }
 
 // CreateTask creates a task. An existing id is ErrAlreadyExists.
