@@ -45,9 +45,9 @@ type Lease struct {
 	releasing int       // releases in flight: a renewal refused meanwhile is not a loss
 	cancelReq bool      // a renewal showed cancel_requested
 
-	// With WorkerConfig.Prefetch (pool.go): the pool whose batches carry
-	// this lease's releases, whether one is queued (under pool.mu), and
-	// the renewal started when the pool claimed the task.
+	// With batch claims (pool.go, RunPool's default): the pool whose
+	// batches carry this lease's releases, whether one is queued (under
+	// pool.mu), and the renewal started when the pool claimed the task.
 	pool      *pool
 	finishing bool
 	renewing  func()
@@ -327,13 +327,35 @@ func (l *Lease) release(timeout time.Duration) error {
 	return l.Release(ctx)
 }
 
-// sendRelease sends a fenced release whatever the local state says.
+// releaseUnstarted gives back a task claimed and never started, bounded
+// by timeout, unless the lease ended, with its attempt (sendRelease).
+func (l *Lease) releaseUnstarted(timeout time.Duration) error {
+	if err := l.beginRelease(); err != nil {
+		return err
+	}
+	err := l.sendRelease(timeout)
+	l.observe(err, true)
+	l.endRelease(err)
+	return err
+}
+
+// sendRelease sends a fenced release of a task never started, whatever
+// the local state says: with Unstarted, which gives back the claim's
+// attempt (and the status its set_status replaced), so that a claim
+// nobody acted on does not count. A server before version 6 refuses the
+// field as unknown: the release is then sent plain, and the Worker
+// remembers not to send it again.
 func (l *Lease) sendRelease(timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(ownKeys(context.Background()), timeout)
 	defer cancel()
 	token := l.task.FencingToken
-	_, err := l.w.c.UpdateTask(ctx, l.w.cfg.Tenant, l.task.TaskID,
-		client.UpdateTaskRequest{FencingToken: &token, Release: new(true)})
+	req := client.UpdateTaskRequest{FencingToken: &token, Release: new(true), Unstarted: !l.w.noUnstarted.Load()}
+	_, err := l.w.c.UpdateTask(ctx, l.w.cfg.Tenant, l.task.TaskID, req)
+	if req.Unstarted && unknownField(err, "unstarted") {
+		l.w.noUnstarted.Store(true)
+		req.Unstarted = false
+		_, err = l.w.c.UpdateTask(ctx, l.w.cfg.Tenant, l.task.TaskID, req)
+	}
 	return err
 }
 

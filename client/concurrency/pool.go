@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -11,7 +13,7 @@ import (
 	"github.com/baton-dev/baton/client/internal/backoff"
 )
 
-// pool is RunPool with WorkerConfig.Prefetch: n slots fed by batch claims
+// pool is RunPool with batch claiming (the default): n slots fed by batch claims
 // (client.ClaimQueueBatch: up to the free slots in one request), and the
 // releasing updates of the slots' leases (Complete, Release, Update with
 // Release) sent together, with a claim of the tasks that take their slots
@@ -24,7 +26,12 @@ import (
 // task held but not started is never lost to its lease running out. When
 // ctx ends the pool claims nothing more, sends the releases still queued,
 // waits for the running functions and gives back the tasks it holds but
-// did not start (released, not left to their leases).
+// did not start (released unstarted, with their attempts, not left to
+// their leases).
+//
+// A server before version 6 refuses the batch claim (max is an unknown
+// field) and has no batch route: the pool then stops with errNoBatch,
+// and RunPool goes on with single claims (Worker.noBatch).
 type pool struct {
 	w     *Worker
 	fn    WorkFunc
@@ -85,7 +92,7 @@ func (w *Worker) runPrefetch(ctx context.Context, n int, fn WorkFunc) error {
 		l.stopRenewer()
 		l.pool = nil // released on its own: nothing flushes any more
 		if l.Err() == nil {
-			_ = l.release(w.cfg.ReleaseTimeout)
+			_ = l.releaseUnstarted(w.cfg.ReleaseTimeout)
 		}
 	}
 	if p.stopErr != nil {
@@ -172,6 +179,10 @@ func (p *pool) claimLoop() {
 		case err == nil || errors.Is(err, client.ErrUnavailable):
 			_ = backoff.Sleep(p.ctx, bo.Delay(0, backoff.Cap))
 		default:
+			if unknownField(err, "max") {
+				p.w.noBatch.Store(true) // a server before version 6
+				err = errNoBatch
+			}
 			p.mu.Lock()
 			p.stopErr = err
 			p.mu.Unlock()
@@ -300,7 +311,18 @@ func (p *pool) flush(batch []*poolFinish, max int) int {
 	defer cancel()
 	sent := time.Now()
 	outs, next, err := p.w.c.QueueBatch(ctx, p.w.cfg.Tenant, p.w.cfg.Queue, ups, claim)
-	if err != nil && len(batch) > 1 && refusedWhole(err) {
+	noRoute := noBatchRoute(err)
+	if noRoute {
+		// A server before version 6 (a cluster being downgraded or
+		// upgraded under the pool): the pool stops, RunPool goes on with
+		// single claims, and these releases are sent alone.
+		p.w.noBatch.Store(true)
+		p.mu.Lock()
+		p.stopErr = errNoBatch
+		p.mu.Unlock()
+		p.stop()
+	}
+	if err != nil && (noRoute || len(batch) > 1 && refusedWhole(err)) {
 		// Nothing was written (one update's bad field refuses the whole
 		// batch): each is sent alone, so that only a bad one fails, as
 		// it would have without the batch.
@@ -344,7 +366,8 @@ func (w *Worker) confirm(ctx context.Context, l *Lease, sent time.Time) error {
 	if err != nil {
 		if !errors.Is(l.Err(), client.ErrFenced) && !errors.Is(l.Err(), client.ErrNotFound) {
 			// Past the local deadline, maybe not the server's: give the
-			// task back (a stale token is refused, so this is harmless).
+			// task back, never started (a stale token is refused, so
+			// this is harmless).
 			_ = l.sendRelease(w.cfg.ReleaseTimeout)
 		}
 		return fmt.Errorf("confirm the lease of task %q after a slow claim: %w", l.task.TaskID, err)
@@ -361,4 +384,26 @@ func refusedWhole(err error) bool {
 		return e.Status < 500 || errors.Is(err, client.ErrResourceExhausted)
 	}
 	return errors.Is(err, client.ErrInvalidArgument)
+}
+
+// errNoBatch stops a batch-claiming pool whose server predates batch
+// claims: RunPool goes on with single claims.
+var errNoBatch = errors.New("the server has no batch claims (before version 6)")
+
+// unknownField reports whether err is a server's refusal of a request
+// body naming field, which it does not know: what a server before
+// version 6 answers to max (a batch claim) and unstarted (400
+// invalid_argument, `malformed JSON: json: unknown field "max"`).
+func unknownField(err error, field string) bool {
+	var e *client.Error
+	return errors.As(err, &e) && e.Status == http.StatusBadRequest && e.Code == "invalid_argument" &&
+		strings.Contains(e.Message, `unknown field "`+field+`"`)
+}
+
+// noBatchRoute reports whether err is a server's answer that it has no
+// queue batch route (before version 6: 404 not_found, "no such
+// endpoint"), not a 404 about the tenant or the queue.
+func noBatchRoute(err error) bool {
+	var e *client.Error
+	return errors.As(err, &e) && e.Status == http.StatusNotFound && strings.HasPrefix(e.Message, "no such endpoint")
 }

@@ -30,8 +30,15 @@ func prefetchClient(t *testing.T) *client.Client {
 
 func prefetchTasks(t *testing.T, ctx context.Context, c *client.Client, queue string, n int) {
 	t.Helper()
+	prefetchTasksMax(t, ctx, c, queue, n, 0)
+}
+
+// prefetchTasksMax creates n tasks of queue with maxAttempts.
+func prefetchTasksMax(t *testing.T, ctx context.Context, c *client.Client, queue string, n int, maxAttempts uint64) {
+	t.Helper()
 	for i := range n {
-		if _, err := c.CreateTask(ctx, "acme", client.CreateTaskRequest{TaskID: fmt.Sprintf("%s-%d", queue, i), Queue: queue}); err != nil {
+		if _, err := c.CreateTask(ctx, "acme", client.CreateTaskRequest{TaskID: fmt.Sprintf("%s-%d", queue, i), Queue: queue,
+			MaxAttempts: maxAttempts}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -60,7 +67,7 @@ func TestWorkerPrefetch(t *testing.T) {
 	queue := fmt.Sprintf("prefetch%d", time.Now().UnixNano()) // -count=N shares the node
 	prefetchTasks(t, ctx, c, queue, tasks)
 	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: queue, Owner: "pw",
-		Lease: 10 * time.Second, Wait: 200 * time.Millisecond, SetStatus: "running", Prefetch: true})
+		Lease: 10 * time.Second, Wait: 200 * time.Millisecond, SetStatus: "running"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,21 +123,61 @@ func TestWorkerPrefetch(t *testing.T) {
 	}
 }
 
-// TestWorkerPrefetchStop: tasks a prefetching pool claimed for slots whose
-// functions had not returned when it was stopped are released, not left
-// leased until their lease runs out; the tasks it completed are done.
+// TestWorkerPrefetchStop: tasks a batch-claiming pool (RunPool's
+// default) claimed for slots whose functions had not returned when it was
+// stopped are released unstarted: not left leased until their lease runs
+// out, back in the status they were claimed from (the claims set
+// "running"), with the attempt the claim took given back, so that on
+// their last attempt (max_attempts 1) they are claimable again and not
+// dead; the tasks it completed are done.
 func TestWorkerPrefetchStop(t *testing.T) {
 	c := prefetchClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	const tasks, n = 12, 3
 	queue := fmt.Sprintf("prefetchstop%d", time.Now().UnixNano())
-	prefetchTasks(t, ctx, c, queue, tasks)
+	prefetchTasksMax(t, ctx, c, queue, tasks, 1)
 	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: queue, Owner: "ps",
-		Lease: time.Minute, Wait: 100 * time.Millisecond, Prefetch: true})
+		Lease: time.Minute, Wait: 100 * time.Millisecond, SetStatus: "running"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	held := stopWithHeldTasks(t, ctx, c, w, queue, n)
+	page, err := c.ListTasks(ctx, "acme", client.ListTasksOptions{Queue: queue, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doneN := 0
+	for _, task := range page.Tasks {
+		if task.Owner != "" {
+			t.Errorf("task %s still leased to %q after the pool stopped", task.TaskID, task.Owner)
+		}
+		switch {
+		case task.Status == "done":
+			doneN++
+		case task.Status != "pending" || task.Attempt != 0:
+			t.Errorf("task %s: status %q attempt %d after the pool stopped, want pending, attempt 0 (held %v)",
+				task.TaskID, task.Status, task.Attempt, held[task.TaskID])
+		}
+	}
+	if doneN != n || len(page.Tasks) != tasks {
+		t.Fatalf("%d of %d tasks done, want %d", doneN, len(page.Tasks), n)
+	}
+	// On their last attempt, yet claimable: a claim takes them all.
+	for range tasks - n {
+		got, err := c.ClaimQueue(ctx, "acme", queue, client.QueueClaimRequest{Owner: "again", Lease: time.Minute})
+		if err != nil || got == nil || got.Attempt != 1 {
+			t.Fatalf("claim after the stop: %+v %v, want a task on attempt 1", got, err)
+		}
+	}
+}
+
+// stopWithHeldTasks runs w.RunPool with n slots whose functions complete
+// their task and stay busy until the pool stops; once the pool holds
+// tasks for those busy slots (claimed with the completions), it stops
+// it. It returns the ids of the tasks held then.
+func stopWithHeldTasks(t *testing.T, ctx context.Context, c *client.Client, w *concurrency.Worker, queue string, n int) map[string]bool {
+	t.Helper()
 	var mu sync.Mutex
 	completed := 0
 	pctx, stop := context.WithCancel(ctx)
@@ -150,31 +197,23 @@ func TestWorkerPrefetchStop(t *testing.T) {
 		defer mu.Unlock()
 		return completed == n
 	})
-	// Held, not started: leased to ps.
+	// Held, not started: leased to the worker's owner.
+	held := map[string]bool{}
 	eventually(t, 30*time.Second, "tasks held for the busy slots", func() bool {
 		page, err := c.ListTasks(ctx, "acme", client.ListTasksOptions{Queue: queue, Owner: "ps"})
-		return err == nil && len(page.Tasks) > 0
+		if err != nil {
+			return false
+		}
+		for _, task := range page.Tasks {
+			held[task.TaskID] = true
+		}
+		return len(page.Tasks) > 0
 	})
 	stop()
 	if err := <-pool; !errors.Is(err, context.Canceled) {
 		t.Fatalf("RunPool: %v", err)
 	}
-	page, err := c.ListTasks(ctx, "acme", client.ListTasksOptions{Queue: queue, Limit: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	doneN := 0
-	for _, task := range page.Tasks {
-		if task.Owner != "" {
-			t.Errorf("task %s still leased to %q after the pool stopped", task.TaskID, task.Owner)
-		}
-		if task.Status == "done" {
-			doneN++
-		}
-	}
-	if doneN != n || len(page.Tasks) != tasks {
-		t.Fatalf("%d of %d tasks done, want %d", doneN, len(page.Tasks), n)
-	}
+	return held
 }
 
 // TestWorkerPrefetchBadCompletion: a completion refused for its own bad
@@ -188,7 +227,7 @@ func TestWorkerPrefetchBadCompletion(t *testing.T) {
 	queue := fmt.Sprintf("prefetchbad%d", time.Now().UnixNano())
 	prefetchTasks(t, ctx, c, queue, n)
 	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: queue, Owner: "pb",
-		Lease: 10 * time.Second, Wait: 100 * time.Millisecond, Prefetch: true})
+		Lease: 10 * time.Second, Wait: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/baton-dev/baton/client"
@@ -51,22 +52,22 @@ type WorkerConfig struct {
 	// OnError, when set, receives every error of a claimed task in Run: fn's
 	// error, a lost lease, a failed release. Run itself goes on.
 	OnError func(t *client.Task, err error)
-	// Prefetch makes RunPool claim up to its free slots in one request
-	// (client.ClaimQueueBatch) and send the releases of its leases
+	// NoPrefetch makes RunPool claim one task per slot and request, and
+	// complete each in its own request, as Run does. By default RunPool
+	// claims up to its free slots in one request
+	// (client.ClaimQueueBatch) and sends the releases of its leases
 	// (Complete, Release, Update with Release) from several slots in one
 	// request with the claim of the tasks that take their slots
 	// (client.QueueBatch): fewer round trips per task, each task still
 	// with its own fencing token and lease. A task claimed for a slot
 	// whose function has not returned yet is renewed while it waits; when
-	// RunPool stops, the tasks claimed but not started are released.
-	//
-	// It is not the default: it needs servers of version 6 (an older one
-	// refuses the batch claim as invalid_argument, which stops RunPool),
-	// and every claim uses one of the task's attempts, so a task claimed
-	// for a busy slot and released unstarted when RunPool stops has used
-	// one: on its last attempt (max_attempts) it goes dead without having
-	// run.
-	Prefetch bool
+	// RunPool stops, the tasks claimed but not started are released
+	// unstarted, which gives their attempts back (a server before
+	// version 6, which does not know that, gets a plain release: each
+	// then counts one attempt). Against a server before version 6, which
+	// refuses batch claims, RunPool claims one task at a time, and the
+	// Worker remembers it.
+	NoPrefetch bool
 }
 
 // withDefaults fills zero fields.
@@ -132,6 +133,10 @@ type WorkFunc func(ctx context.Context, l *Lease) error
 type Worker struct {
 	c   *client.Client
 	cfg WorkerConfig
+	// What the server was seen to refuse as unknown (before version 6):
+	// batch claims (RunPool then claims one task at a time) and
+	// unstarted releases (then sent plain).
+	noBatch, noUnstarted atomic.Bool
 }
 
 // NewWorker validates cfg and returns a Worker of c. It does no I/O.
@@ -272,13 +277,18 @@ func IsNonRetryable(err error) bool {
 	return errors.As(err, &nr)
 }
 
-// RunPool runs Run in n goroutines (at most n tasks at once; n below 1 is
-// 1) until ctx ends, and returns ctx.Err(), or the first error that
-// stopped one of them (the others are then stopped too).
+// RunPool runs fn on claimed tasks, at most n at once (n below 1 is 1),
+// until ctx ends, and returns ctx.Err(), or the first claim error that
+// stopped it (as Run's). By default it claims and completes in batches
+// (WorkerConfig.NoPrefetch says how); with NoPrefetch, or against a
+// server before version 6, it runs Run in n goroutines, the first error
+// that stops one of them stopping the others too.
 func (w *Worker) RunPool(ctx context.Context, n int, fn WorkFunc) error {
 	n = max(n, 1)
-	if w.cfg.Prefetch {
-		return w.runPrefetch(ctx, n, fn)
+	if !w.cfg.NoPrefetch && !w.noBatch.Load() {
+		if err := w.runPrefetch(ctx, n, fn); !errors.Is(err, errNoBatch) {
+			return err
+		}
 	}
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -551,14 +551,21 @@ func TestNonRetryable(t *testing.T) {
 }
 
 // TestWorkerRunPoolBounded: RunPool runs at most n functions at once and
-// stops with ctx.
+// stops with ctx, with batch claims (the default) and with NoPrefetch
+// (one claim per task).
 func TestWorkerRunPoolBounded(t *testing.T) {
+	for _, single := range []bool{false, true} {
+		t.Run(fmt.Sprintf("NoPrefetch=%v", single), func(t *testing.T) { testRunPoolBounded(t, single) })
+	}
+}
+
+func testRunPoolBounded(t *testing.T, single bool) {
 	noLeaks(t)
 	q, c := newWorkerQueue(t, 2*time.Second, nil)
 	for i := range 12 {
 		q.add(t, fmt.Sprintf("t%d", i))
 	}
-	w := newWorker(t, c, q, concurrency.WorkerConfig{Lease: 10 * time.Second, Wait: 100 * time.Millisecond})
+	w := newWorker(t, c, q, concurrency.WorkerConfig{Lease: 10 * time.Second, Wait: 100 * time.Millisecond, NoPrefetch: single})
 	ctx, cancel := context.WithCancel(ctxTimeout(t, 20*time.Second))
 	defer cancel()
 	var mu sync.Mutex
@@ -591,8 +598,8 @@ func TestWorkerRunPoolBounded(t *testing.T) {
 	if peak < 1 || peak > 3 {
 		t.Errorf("peak concurrency %d, want 1 to 3", peak)
 	}
-	if n := q.count("claim"); n < 12 {
-		t.Errorf("%d claims for 12 tasks", n)
+	if n := q.count("claim"); single && n < 12 {
+		t.Errorf("%d claims for 12 tasks, one task each", n)
 	}
 }
 
