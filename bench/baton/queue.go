@@ -21,12 +21,13 @@ type QueueParams struct {
 
 // Queue is the queue workload: one queue preloaded with tasks, worked by
 // W slots as an SDK user works a queue: concurrency.Worker.RunPool with
-// Prefetch, in queuePools Workers (each its own client) of W/queuePools
-// slots. Each slot's task is set running by its claim and completed
-// (done, released) with Lease.Complete; the Worker claims up to its free
-// slots in one request and sends the completions of several slots in one
-// request with the claims of their next tasks (client.QueueBatch), each
-// task with its own fencing token and lease. One op is one task: "claim"
+// its default settings (batch claims), in queuePools Workers (each its
+// own client) of W/queuePools slots. Each slot's task is set running by
+// its claim and completed (done, released) with Lease.Complete; the
+// Worker claims up to its free slots in one request and sends the
+// completions of several slots in one request with the claims of their
+// next tasks (client.QueueBatch), each task with its own fencing token
+// and lease. One op is one task: "claim"
 // is the wait for a started task, "update" its Complete. The run stops
 // when the queue has nothing claimable.
 func Queue(ctx context.Context, env *Env, p Params, q QueueParams) (*result.Run, error) {
@@ -92,9 +93,9 @@ func queueRun(ctx context.Context, env *Env, p Params, queue string, workers int
 // slots.
 const queuePools = 4
 
-// queueWorkerRun drives workers slots of concurrency.Worker pools with
-// Prefetch: each loadgen worker takes the next task a pool started and
-// completes it.
+// queueWorkerRun drives workers slots of concurrency.Worker pools (the
+// default settings, batch claims): each loadgen worker takes the next
+// task a pool started and completes it.
 func queueWorkerRun(ctx context.Context, env *Env, p Params, queue string, workers int) (*result.Run, error) {
 	pools := min(queuePools, workers)
 	cs, err := env.Clients(pools)
@@ -115,7 +116,7 @@ func queueWorkerRun(ctx context.Context, env *Env, p Params, queue string, worke
 			slots++
 		}
 		w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: Tenant, Queue: queue, Owner: "worker-" + strconv.Itoa(i),
-			Lease: leaseFor, SetStatus: "running", Wait: time.Second, Prefetch: true})
+			Lease: leaseFor, SetStatus: "running", Wait: time.Second})
 		if err != nil {
 			return nil, err
 		}
