@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,19 +29,21 @@ import (
 // eb0f3a6^). A proxy, not the old build itself: a test cannot build an
 // older tree from a clone, and only these answers differ.
 type oldServer struct {
-	URL                        string
-	refuseMax, refuseUnstarted bool
-	maxRefused, batchRefused   atomic.Int64
-	unstartedRefused           atomic.Int64
+	URL                                     string
+	refuseMax, refuseBatch, refuseUnstarted bool
+	maxRefused, batchRefused                atomic.Int64
+	unstartedRefused                        atomic.Int64
 }
 
-func newOldServer(t *testing.T, refuseMax, refuseUnstarted bool) *oldServer {
+// newOldServer answers as an old server to a batch claim (max), to the
+// batch route (batch) and to an unstarted release (unstarted).
+func newOldServer(t *testing.T, max, batch, unstarted bool) *oldServer {
 	t.Helper()
 	to, err := url.Parse(env.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := &oldServer{refuseMax: refuseMax, refuseUnstarted: refuseUnstarted}
+	o := &oldServer{refuseMax: max, refuseBatch: batch, refuseUnstarted: unstarted}
 	rp := httputil.NewSingleHostReverseProxy(to)
 	rp.ErrorLog = log.New(io.Discard, "", 0) // a request its client gave up on
 	srv := clustertest.Stub(t, func(w http.ResponseWriter, r *http.Request) {
@@ -56,7 +57,7 @@ func newOldServer(t *testing.T, refuseMax, refuseUnstarted bool) *oldServer {
 			clustertest.WriteError(w, http.StatusBadRequest, "invalid_argument", `malformed JSON: json: unknown field "`+field+`"`, nil)
 		}
 		switch {
-		case o.refuseMax && strings.HasSuffix(r.URL.Path, "/batch"):
+		case o.refuseBatch && strings.HasSuffix(r.URL.Path, "/batch"):
 			o.batchRefused.Add(1)
 			clustertest.WriteError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path, nil)
 		case o.refuseMax && strings.HasSuffix(r.URL.Path, "/claim") && bytes.Contains(body, []byte(`"max"`)):
@@ -82,53 +83,23 @@ func (o *oldServer) client(t *testing.T) *client.Client {
 // Worker remembers it: one refused batch claim in all, none in a second
 // RunPool, and the batch route is never tried.
 func TestWorkerPoolOldServer(t *testing.T) {
-	old := newOldServer(t, true, true)
+	old := newOldServer(t, true, true, true)
 	c := old.client(t)
 	ctx := ctxTimeout(t, 60*time.Second)
 	const tasks, n = 10, 3
 	queue := uniqueName("oldserver")
 	prefetchTasks(t, ctx, c, queue, tasks)
+	// No SetStatus: a task whose Complete the first stop cancels is
+	// released (it started) in the status its claim set, where a claim
+	// of pending would not find it again.
 	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: queue, Owner: "old",
-		Lease: 3 * time.Second, Wait: 100 * time.Millisecond, SetStatus: "running"})
+		Lease: 3 * time.Second, Wait: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	completed := 0
-	allDone := func() bool {
-		page, err := c.ListTasks(ctx, "acme", client.ListTasksOptions{Queue: queue, Status: "done", Limit: 100})
-		return err == nil && len(page.Tasks) == tasks
-	}
-	run := func(what string, until func() bool) {
-		t.Helper()
-		pctx, stop := context.WithCancel(ctx)
-		pool := make(chan error, 1)
-		go func() {
-			pool <- w.RunPool(pctx, n, func(ctx context.Context, l *concurrency.Lease) error {
-				_, err := l.Complete(ctx, "done", nil)
-				switch {
-				case err == nil:
-					mu.Lock()
-					completed++
-					mu.Unlock()
-				case ctx.Err() == nil:
-					t.Errorf("complete %s: %v", l.Task().TaskID, err)
-				}
-				return err // one the stop cancelled is released, or done
-			})
-		}()
-		eventually(t, 30*time.Second, what, until)
-		stop()
-		if err := <-pool; !errors.Is(err, context.Canceled) {
-			t.Fatalf("RunPool: %v, want it to go on with single claims until stopped", err)
-		}
-	}
-	run("half the tasks done", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return completed >= tasks/2
-	})
-	run("every task done", allDone) // a second RunPool of the same Worker does the rest
+	var completed atomic.Int64
+	runPoolUntil(t, ctx, w, n, &completed, "half the tasks done", func() bool { return completed.Load() >= tasks/2 })
+	runPoolUntil(t, ctx, w, n, &completed, "every task done", func() bool { return allDone(ctx, c, queue, tasks) }) // a second RunPool of the same Worker does the rest
 	if m, b := old.maxRefused.Load(), old.batchRefused.Load(); m != 1 || b != 0 {
 		t.Errorf("refused batch claims %d, batch requests %d; want 1 and 0 (the Worker remembers)", m, b)
 	}
@@ -140,7 +111,7 @@ func TestWorkerPoolOldServer(t *testing.T) {
 // attempt (attempt 1, in the status the claim set), as before. The
 // Worker asks once.
 func TestWorkerPrefetchStopOldServer(t *testing.T) {
-	old := newOldServer(t, false, true)
+	old := newOldServer(t, false, false, true)
 	c := old.client(t)
 	ctx := ctxTimeout(t, 60*time.Second)
 	const tasks, n = 12, 3
@@ -173,5 +144,74 @@ func TestWorkerPrefetchStopOldServer(t *testing.T) {
 	}
 	if k := old.unstartedRefused.Load(); k != 1 {
 		t.Errorf("refused unstarted releases: %d, want 1 (the Worker remembers)", k)
+	}
+}
+
+// allDone reports whether the queue's tasks are all done.
+func allDone(ctx context.Context, c *client.Client, queue string, tasks int) bool {
+	page, err := c.ListTasks(ctx, "acme", client.ListTasksOptions{Queue: queue, Status: "done", Limit: 100})
+	return err == nil && len(page.Tasks) == tasks
+}
+
+// runPoolUntil runs w.RunPool with n slots that complete their tasks
+// (counted in completed) until cond holds, then stops it; RunPool must
+// go on until stopped.
+func runPoolUntil(t *testing.T, ctx context.Context, w *concurrency.Worker, n int, completed *atomic.Int64, what string, cond func() bool) {
+	t.Helper()
+	pctx, stop := context.WithCancel(ctx)
+	pool := make(chan error, 1)
+	go func() {
+		pool <- w.RunPool(pctx, n, func(ctx context.Context, l *concurrency.Lease) error {
+			_, err := l.Complete(ctx, "done", nil)
+			switch {
+			case err == nil:
+				completed.Add(1)
+			case ctx.Err() == nil:
+				t.Errorf("complete %s: %v", l.Task().TaskID, err)
+			}
+			return err // one the stop cancelled is released, or done
+		})
+	}()
+	var early error
+	eventually(t, 30*time.Second, what, func() bool {
+		select {
+		case early = <-pool:
+			return true // stopped by itself
+		default:
+		}
+		return cond()
+	})
+	if early != nil {
+		t.Fatalf("RunPool stopped before it was stopped: %v", early)
+	}
+	stop()
+	if err := <-pool; !errors.Is(err, context.Canceled) {
+		t.Fatalf("RunPool: %v, want it to go on until stopped", err)
+	}
+}
+
+// TestWorkerPoolNoBatchRoute: a server that takes batch claims but has
+// no batch route (the leader became a member before version 6 while the
+// pool ran) makes the pool send the refused batch's completions alone
+// and go on with single claims, its running functions undisturbed (a
+// cancelled one would leave its task released in "running", out of the
+// claims of pending): every task is done, and the batch route is asked
+// once.
+func TestWorkerPoolNoBatchRoute(t *testing.T) {
+	old := newOldServer(t, false, true, false)
+	c := old.client(t)
+	ctx := ctxTimeout(t, 60*time.Second)
+	const tasks, n = 12, 3
+	queue := uniqueName("nobatch")
+	prefetchTasks(t, ctx, c, queue, tasks)
+	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: queue, Owner: "nb",
+		Lease: 3 * time.Second, Wait: 100 * time.Millisecond, SetStatus: "running"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var completed atomic.Int64
+	runPoolUntil(t, ctx, w, n, &completed, "every task done", func() bool { return allDone(ctx, c, queue, tasks) })
+	if b := old.batchRefused.Load(); b != 1 {
+		t.Errorf("batch requests refused: %d, want 1 (the Worker remembers)", b)
 	}
 }

@@ -30,8 +30,9 @@ import (
 // their leases).
 //
 // A server before version 6 refuses the batch claim (max is an unknown
-// field) and has no batch route: the pool then stops with errNoBatch,
-// and RunPool goes on with single claims (Worker.noBatch).
+// field) and has no batch route: once it has seen either (Worker.noBatch)
+// the pool claims one task at a time, only for idle slots, and sends
+// each release alone, as Run does; its running functions go on.
 type pool struct {
 	w     *Worker
 	fn    WorkFunc
@@ -140,9 +141,14 @@ func (p *pool) slot() {
 	}
 }
 
-// free is how many more tasks the pool may claim for idle slots. Called
-// with p.mu held.
-func (p *pool) free() int { return min(p.n-p.held+p.finishing, MaxBatch) }
+// free is how many more tasks the pool may claim for idle slots (and
+// finishing ones, with batch claims). Called with p.mu held.
+func (p *pool) free() int {
+	if p.w.noBatch.Load() {
+		return min(p.n-p.held, 1) // single claims, for idle slots only
+	}
+	return min(p.n-p.held+p.finishing, MaxBatch)
+}
 
 // claimLoop claims up to the free slots whenever some are free and no
 // batch of releases is about to claim for them, waiting on the server
@@ -152,7 +158,7 @@ func (p *pool) claimLoop() {
 	for p.ctx.Err() == nil {
 		p.mu.Lock()
 		max := p.free()
-		if len(p.pending) > 0 || p.flushing {
+		if (len(p.pending) > 0 || p.flushing) && !p.w.noBatch.Load() {
 			max = 0 // the batch claims for them
 		}
 		if max > 0 {
@@ -178,11 +184,9 @@ func (p *pool) claimLoop() {
 			bo.Reset() // the server waited for us
 		case err == nil || errors.Is(err, client.ErrUnavailable):
 			_ = backoff.Sleep(p.ctx, bo.Delay(0, backoff.Cap))
+		case unknownField(err, "max"):
+			p.w.noBatch.Store(true) // a server before version 6: single claims from now on
 		default:
-			if unknownField(err, "max") {
-				p.w.noBatch.Store(true) // a server before version 6
-				err = errNoBatch
-			}
 			p.mu.Lock()
 			p.stopErr = err
 			p.mu.Unlock()
@@ -192,11 +196,19 @@ func (p *pool) claimLoop() {
 	p.kick()
 }
 
-// claim claims up to max tasks, waiting up to WorkerConfig.Wait, and
-// hands them to the slots; it returns how many it holds now.
+// claim claims up to max tasks (one, once the server was seen to refuse
+// batch claims), waiting up to WorkerConfig.Wait, and hands them to the
+// slots; it returns how many it holds now.
 func (p *pool) claim(max int) (int, error) {
 	req := p.w.claimRequest(p.w.cfg.Wait)
 	sent := time.Now()
+	if p.w.noBatch.Load() {
+		t, err := p.w.c.ClaimQueue(ownKeys(p.ctx), p.w.cfg.Tenant, p.w.cfg.Queue, req)
+		if err != nil || t == nil {
+			return 0, err
+		}
+		return p.hold([]*client.Task{t}, sent), nil
+	}
 	ts, err := p.w.c.ClaimQueueBatch(ownKeys(p.ctx), p.w.cfg.Tenant, p.w.cfg.Queue, req, max)
 	if err != nil {
 		return 0, err
@@ -309,27 +321,24 @@ func (p *pool) flush(batch []*poolFinish, max int) int {
 	}
 	ctx, cancel := context.WithTimeout(ownKeys(context.Background()), p.w.cfg.ReleaseTimeout)
 	defer cancel()
+	if p.w.noBatch.Load() {
+		p.sendAlone(ctx, batch) // no batch route
+		return 0
+	}
 	sent := time.Now()
 	outs, next, err := p.w.c.QueueBatch(ctx, p.w.cfg.Tenant, p.w.cfg.Queue, ups, claim)
 	noRoute := noBatchRoute(err)
 	if noRoute {
-		// A server before version 6 (a cluster being downgraded or
-		// upgraded under the pool): the pool stops, RunPool goes on with
-		// single claims, and these releases are sent alone.
+		// A server before version 6 (the leader moved to an older member
+		// under the pool): single claims and releases from now on, these
+		// releases first.
 		p.w.noBatch.Store(true)
-		p.mu.Lock()
-		p.stopErr = errNoBatch
-		p.mu.Unlock()
-		p.stop()
 	}
 	if err != nil && (noRoute || len(batch) > 1 && refusedWhole(err)) {
 		// Nothing was written (one update's bad field refuses the whole
 		// batch): each is sent alone, so that only a bad one fails, as
 		// it would have without the batch.
-		for _, f := range batch {
-			t, err := p.w.c.UpdateTask(ctx, p.w.cfg.Tenant, f.l.task.TaskID, f.req)
-			f.done <- poolOutcome{task: t, err: err}
-		}
+		p.sendAlone(ctx, batch)
 		return 0
 	}
 	for i, f := range batch {
@@ -343,6 +352,14 @@ func (p *pool) flush(batch []*poolFinish, max int) int {
 		return 0
 	}
 	return p.hold(next, sent) // when stopping, given back with the rest
+}
+
+// sendAlone sends each release of batch in its own request.
+func (p *pool) sendAlone(ctx context.Context, batch []*poolFinish) {
+	for _, f := range batch {
+		t, err := p.w.c.UpdateTask(ctx, p.w.cfg.Tenant, f.l.task.TaskID, f.req)
+		f.done <- poolOutcome{task: t, err: err}
+	}
 }
 
 // stopRenewer stops the renewal started when the pool claimed l.
@@ -385,10 +402,6 @@ func refusedWhole(err error) bool {
 	}
 	return errors.Is(err, client.ErrInvalidArgument)
 }
-
-// errNoBatch stops a batch-claiming pool whose server predates batch
-// claims: RunPool goes on with single claims.
-var errNoBatch = errors.New("the server has no batch claims (before version 6)")
 
 // unknownField reports whether err is a server's refusal of a request
 // body naming field, which it does not know: what a server before

@@ -280,15 +280,14 @@ func IsNonRetryable(err error) bool {
 // RunPool runs fn on claimed tasks, at most n at once (n below 1 is 1),
 // until ctx ends, and returns ctx.Err(), or the first claim error that
 // stopped it (as Run's). By default it claims and completes in batches
-// (WorkerConfig.NoPrefetch says how); with NoPrefetch, or against a
-// server before version 6, it runs Run in n goroutines, the first error
+// (WorkerConfig.NoPrefetch says how), one task at a time once the server
+// was seen to refuse them (before version 6); with NoPrefetch, or once
+// the Worker knows that, it runs Run in n goroutines, the first error
 // that stops one of them stopping the others too.
 func (w *Worker) RunPool(ctx context.Context, n int, fn WorkFunc) error {
 	n = max(n, 1)
 	if !w.cfg.NoPrefetch && !w.noBatch.Load() {
-		if err := w.runPrefetch(ctx, n, fn); !errors.Is(err, errNoBatch) {
-			return err
-		}
+		return w.runPrefetch(ctx, n, fn)
 	}
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
