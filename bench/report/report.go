@@ -491,11 +491,11 @@ func (w *writer) queue() {
 	if len(w.variants("queue")) == 0 {
 		return
 	}
-	w.p("## queue: claim-next, then done under the fence\n")
+	w.p("## queue: claim, then done under the fence\n")
 	if w.brief {
 		w.p("PostgreSQL, not a Go program, runs at one setting only: its figures are in the queue table above.\n")
 	} else {
-		w.p("One queue preloaded with tasks; W workers loop claim-next then a fenced update to done. Baton: one `ClaimQueue` per worker, then `UpdateTaskClaimNext`, the fenced update to done with the next claim in the same request and command (`claim_next`; its round trip is the done row, and its claim rows hold only claims made on their own, a worker's first, which fall in the warm-up); etcd: read the pending keys among the next 32 × W task numbers (a bounded, serializable, keys-only range), move a random one to claimed under the worker's lease in a transaction guarded by its revision (retry on a lost race), then a transaction guarded by the claim's revision; PostgreSQL: `UPDATE ... WHERE id = (SELECT ... FOR UPDATE SKIP LOCKED)` with a fencing-token sequence, then `UPDATE ... WHERE fencing_token = $2`.\n")
+		w.p("One queue preloaded with tasks; W workers each take a claimed task, then complete it (done) under its fencing token. Baton: W slots of `concurrency.Worker.RunPool` at its default settings, in 4 Workers (each its own client) of W/4 slots, each task set running by its claim and completed with `Lease.Complete`; the default pool claims up to its free slots in one request and sends the completions of several slots with the claims of their next tasks (`QueueBatch`), each task with its own fencing token and lease (the claim row is a slot's wait for its next task, the done row its completion's round trip); etcd: read the pending keys among the next 32 × W task numbers (a bounded, serializable, keys-only range), move a random one to claimed under the worker's lease in a transaction guarded by its revision (retry on a lost race), then a transaction guarded by the claim's revision; PostgreSQL: `UPDATE ... WHERE id = (SELECT ... FOR UPDATE SKIP LOCKED)` with a fencing-token sequence, then `UPDATE ... WHERE fencing_token = $2`.\n")
 	}
 	systems := []string{"baton", "etcd", "postgres"}
 	w.compare("queue", "workers", systems, []row{
