@@ -320,13 +320,6 @@ func (l *Lease) endRelease(err error) {
 	}
 }
 
-// release gives the task back, bounded by timeout, unless the lease ended.
-func (l *Lease) release(timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	return l.Release(ctx)
-}
-
 // releaseUnstarted gives back a task claimed and never started, bounded
 // by timeout, unless the lease ended, with its attempt (sendRelease).
 func (l *Lease) releaseUnstarted(timeout time.Duration) error {
@@ -427,14 +420,27 @@ func (l *Lease) run(ctx context.Context, fn WorkFunc) error {
 	return nil
 }
 
-// releaseAfterFailure gives back a lease still held after fn failed. A
+// releaseAfterFailure gives back a lease still held after fn failed
+// because the caller's context ended. With SetStatus, the task is put back
+// in the first claimable status (Statuses, else pending): released in the
+// status its claim set, no claim of the queue would find it again. A
 // release refused as fenced means the lease was lost meanwhile: nothing to
 // give back, and no error.
 func (l *Lease) releaseAfterFailure() error {
 	if l.Err() != nil {
 		return nil
 	}
-	err := l.release(l.w.cfg.ReleaseTimeout)
+	req := client.UpdateTaskRequest{Release: new(true)}
+	if l.w.cfg.SetStatus != "" {
+		back := "pending" // the server's default claimable status
+		if len(l.w.cfg.Statuses) > 0 {
+			back = l.w.cfg.Statuses[0]
+		}
+		req.Status = &back
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), l.w.cfg.ReleaseTimeout)
+	defer cancel()
+	_, err := l.Update(ctx, req)
 	if errors.Is(err, client.ErrFenced) || errors.Is(err, ErrLeaseLost) {
 		return nil
 	}

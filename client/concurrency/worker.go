@@ -123,7 +123,8 @@ func (c WorkerConfig) Validate() error {
 // NonRetryable errors make the task dead at once): the server retries the
 // task after its backoff, and makes it dead after its max_attempts. When
 // it returns an error because the caller's context ended, the worker
-// releases the task instead, without using an attempt.
+// releases the task instead (the claim's attempt stays used), back in the
+// first of Statuses (pending by default) when SetStatus is set.
 type WorkFunc func(ctx context.Context, l *Lease) error
 
 // Worker claims tasks from one queue and runs a WorkFunc on each, renewing

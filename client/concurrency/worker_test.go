@@ -536,6 +536,45 @@ func TestWorkerFailsAfterFnError(t *testing.T) {
 	}
 }
 
+// TestWorkerStopPutsSetStatusBack: a worker whose claims set a status
+// and whose caller stops it while fn runs gives the task back in a
+// claimable status; released in the status its claim set ("running"), no
+// claim of the queue found it again. The next claim gets it.
+func TestWorkerStopPutsSetStatusBack(t *testing.T) {
+	for _, pool := range []bool{false, true} {
+		t.Run(map[bool]string{false: "RunOnce", true: "RunPool"}[pool], func(t *testing.T) { testStopPutsBack(t, pool) })
+	}
+}
+
+func testStopPutsBack(t *testing.T, pool bool) {
+	q, c := newWorkerQueue(t, 2*time.Second, nil)
+	q.add(t, "t1")
+	w := newWorker(t, c, q, concurrency.WorkerConfig{Lease: 10 * time.Second, SetStatus: "running", Wait: 100 * time.Millisecond})
+	ctx, cancel := context.WithCancel(ctxTimeout(t, 10*time.Second))
+	defer cancel()
+	fn := func(ctx context.Context, l *concurrency.Lease) error {
+		if l.Task().Status != "running" {
+			t.Errorf("claimed task status %q, want running", l.Task().Status)
+		}
+		cancel()
+		return ctx.Err()
+	}
+	if pool {
+		if err := w.RunPool(ctx, 2, fn); err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatalf("RunPool: %v", err)
+		}
+	} else if claimed, err := w.RunOnce(ctx, fn); !claimed || !errors.Is(err, context.Canceled) {
+		t.Fatalf("RunOnce: got (%v, %v), want (true, context canceled)", claimed, err)
+	}
+	if task := q.task(t, "t1"); task.Owner != "" || task.Status != "pending" {
+		t.Fatalf("task on the node after the stop: owner %q status %q, want released and pending", task.Owner, task.Status)
+	}
+	again, err := c.ClaimQueue(ctxTimeout(t, 10*time.Second), clustertest.Tenant, q.name, client.QueueClaimRequest{Owner: "w2", Lease: time.Second})
+	if err != nil || again == nil || again.TaskID != q.id("t1") {
+		t.Fatalf("next claim: got %+v, %v; want %s", again, err, q.id("t1"))
+	}
+}
+
 func TestNonRetryable(t *testing.T) {
 	base := errors.New("bad")
 	if concurrency.NonRetryable(nil) != nil {
