@@ -5,6 +5,7 @@ the proxy variables of the environment."""
 from __future__ import annotations
 
 import asyncio
+import random
 import re
 import shutil
 import subprocess
@@ -14,10 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import h11
+import httpcore
 import pytest
 from conftest import BATOND, Cluster, free_ports, uid, wait_for
 
 import baton
+from baton._asyncio_net import AsyncioBackend, AsyncioStream
+from baton._core import digest
 
 
 def _sync(cluster: Cluster, tenant: str, eps: list[str] | None = None, **kw: Any) -> baton.Client:
@@ -369,3 +373,121 @@ def test_a_long_poll_does_not_stretch_the_connect_timeout(cluster: Cluster, tena
         c._fo.preferred = 0
         t = c.claim(q, owner="w", lease=30, wait=30)
         assert t is not None and t.task_id == "t1"
+
+
+# The AsyncClient's pools on asyncio's own network backend (baton/_asyncio_net.py) instead of httpcore's
+# anyio one: each behaviour httpcore asks of a network stream, against the real (TLS) cluster.
+
+
+def _streams(c: baton.AsyncClient) -> list[Any]:
+    return [conn._connection._network_stream for conn in _connections(c) if conn._connection is not None]
+
+
+@pytest.mark.anyio
+async def test_async_pools_use_the_asyncio_backend(cluster: Cluster, tenant: str) -> None:
+    """The AsyncClient's connections are asyncio streams, over TLS, reused call after call, and closed with
+    the client; the sync client keeps httpcore's own backend."""
+    ep = cluster.endpoints[0]
+    c = _async(cluster, tenant, [ep])
+    for _ in range(20):  # one after the other: one connection, kept alive and reused
+        assert (await c.cluster_status()).members
+    streams = _streams(c)
+    assert len(streams) == 1 and isinstance(streams[0], AsyncioStream), streams
+    s = streams[0]
+    assert s.get_extra_info("ssl_object").version().startswith("TLS")
+    assert s.get_extra_info("server_addr") == ("127.0.0.1", int(ep.rsplit(":", 1)[1]))
+    assert s.get_extra_info("client_addr")[0] == "127.0.0.1"
+    assert s.get_extra_info("socket").fileno() >= 0
+    assert s.get_extra_info("is_readable") is False
+    await c.aclose()
+    assert s._transport.is_closing()
+    with _sync(cluster, tenant, [ep]) as sc:
+        sc.cluster_status()
+        assert not any(isinstance(conn._connection._network_stream, AsyncioStream) for conn in _connections(sc))
+
+
+@pytest.mark.anyio
+async def test_async_connection_the_server_closed_is_dropped(cluster: Cluster, tenant: str) -> None:
+    """An idle connection whose node went away reads as readable (its EOF), so httpcore drops it and the
+    next call opens a new one to the restarted node instead of failing on the dead one."""
+    leader = cluster.leader()
+    i = (leader + 1) % len(cluster.endpoints)
+    async with _async(cluster, tenant, [cluster.endpoints[i]], max_retry=20) as c:
+        assert (await c.cluster_status()).members
+        (old,) = _streams(c)
+        cluster.restart(i)
+        wait_for(lambda: old.get_extra_info("is_readable"), what="the closed connection to read as readable")
+        cluster.wait_ready()
+        assert (await c.cluster_status()).members
+        assert old not in _streams(c) and _streams(c)
+        assert (await c.create_task(uid("q"), task_id=uid("t"))).status
+
+
+@pytest.mark.anyio
+async def test_async_read_timeout_closes_the_connection(cluster: Cluster, tenant: str) -> None:
+    """A read timeout (a long poll past the client's timeout) fails the attempt and drops its connection;
+    the next call gets its own answer on another."""
+    path = f"/v1/tenants/{tenant}/queues/{uid('q')}/claim"
+    async with _async(cluster, tenant, [cluster.endpoints[cluster.leader()]], timeout=0.3, max_retry=0) as c:
+        with pytest.raises(baton.Unavailable) as e:
+            await c.request("POST", path, _claim_body(3000))
+        assert "ReadTimeout" in str(e.value)
+        assert _streams(c) == []
+        t = await c.create_task(q := uid("q"), task_id="after")
+        assert t.task_id == "after" and (await c.get_task("after")).queue == q
+
+
+@pytest.mark.anyio
+async def test_async_connect_timeout_on_a_hung_endpoint(cluster: Cluster, tenant: str, silent_endpoint: str) -> None:
+    """A node that accepts and never answers the TLS handshake costs the client's timeout (ConnectTimeout),
+    then the call goes on to the next endpoint; a claim's wait does not lengthen the handshake's timeout."""
+    q = uid("q")
+    eps = [silent_endpoint, cluster.endpoints[cluster.leader()]]
+    async with _async(cluster, tenant, eps, timeout=0.5, max_retry=8) as c:
+        await c.create_task(q, task_id="t1")
+        c._fo.preferred = 0
+        t = await c.claim(q, owner="w", lease=30, wait=30)
+        assert t is not None and t.task_id == "t1"
+    async with _async(cluster, tenant, [silent_endpoint], timeout=0.3, max_retry=0) as c:
+        with pytest.raises(baton.Unavailable, match="ConnectTimeout"):
+            await c.cluster_status()
+
+
+@pytest.mark.anyio
+async def test_asyncio_backend_write_and_read_timeouts(silent_endpoint: str) -> None:
+    """A write that the peer never takes in ends in WriteTimeout, a read it never answers in ReadTimeout
+    (both after their timeout, without a task of their own); a refused connection is ConnectError."""
+    host, port = silent_endpoint.rsplit(":", 1)
+    s = await AsyncioBackend().connect_tcp(host, int(port), timeout=5)
+    try:
+        with pytest.raises(httpcore.ReadTimeout):
+            await s.read(65536, timeout=0.2)
+        with pytest.raises(httpcore.WriteTimeout):
+            await s.write(b"x" * (64 << 20), timeout=0.3)  # far more than both sockets' buffers
+    finally:
+        await s.aclose()
+    with pytest.raises(httpcore.ConnectError):
+        await AsyncioBackend().connect_tcp("127.0.0.1", free_ports(1)[0], timeout=5)
+
+
+@pytest.mark.anyio
+async def test_async_large_bodies_both_ways(cluster: Cluster, tenant: str) -> None:
+    """A 4 MiB chunk up and down over TLS: the writes wait for the socket to drain, the reads past the
+    stream's buffer bound pause and resume the socket, and the bytes come back whole."""
+    data = random.randbytes(4 << 20)
+    async with _async(cluster, tenant) as c:
+        assert await c.put_chunk(data)
+        got = await asyncio.gather(*(c.get_chunk(digest(data)) for _ in range(3)))
+        assert all(g == data for g in got)
+
+
+@pytest.mark.anyio
+async def test_async_untrusted_server_certificate(cluster: Cluster, tenant: str, tmp_path: Path) -> None:
+    """A node whose certificate the CA file did not sign is a TLS error, final (not retried as the network)."""
+    subprocess.run([str(BATOND), "certs", "--out", str(tmp_path / "other"), "--nodes", "stranger"],
+                   check=True, capture_output=True)
+    async with baton.AsyncClient(cluster.endpoints, token=cluster.token, ca_file=str(tmp_path / "other" / "ca.pem"),
+                                 tenant=tenant, max_retry=30) as c:
+        with pytest.raises(baton.BatonError) as e:
+            await c.cluster_status()
+    assert e.value.code == "tls", e.value

@@ -8,10 +8,20 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
+import httpcore
+
+from ._asyncio_net import AsyncioBackend
+
 T = TypeVar("T")
 
 Lock = asyncio.Lock
 monotonic = time.monotonic
+
+
+def network_backend() -> httpcore.AsyncNetworkBackend | None:
+    """The network backend of the client's httpcore pools: asyncio's own (_asyncio_net.py), without anyio's
+    cancel scope around every read and write."""
+    return AsyncioBackend()
 
 
 async def sleep(d: float) -> None:

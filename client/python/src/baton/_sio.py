@@ -9,10 +9,17 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+import httpcore
+
 T = TypeVar("T")
 
 Lock = threading.Lock
 monotonic = time.monotonic
+
+
+def network_backend() -> httpcore.NetworkBackend | None:
+    """httpcore's own (sync) network backend for the client's pools."""
+    return None
 
 
 def sleep(d: float) -> None:

@@ -238,13 +238,15 @@ class _Direct:
     layer under httpx's transport, without httpx.Client's work per request (URL merging, cookies,
     auth and redirect flows, event hooks, its Request and Response models), which was most of the
     client's CPU per call. Configured as httpx's transport would be (the same SSL context, keep-alive
-    expiry, HTTP/1.1, no retries); several pools, the least busy taken, as in _Pools."""
+    expiry, HTTP/1.1, no retries); several pools, the least busy taken, as in _Pools. Their network backend is
+    _io.network_backend(): asyncio's own in the asyncio flavour (_asyncio_net.py), httpcore's default with threads."""
 
     def __init__(self, endpoints: list[str], verify: Any, pools: int = 64, per_pool: int = 4) -> None:
         ctx = httpx.create_ssl_context(verify=verify)
         self._pools = [
             httpcore.ConnectionPool(
-                ssl_context=ctx, max_connections=per_pool, max_keepalive_connections=per_pool, keepalive_expiry=5.0
+                ssl_context=ctx, max_connections=per_pool, max_keepalive_connections=per_pool, keepalive_expiry=5.0,
+                network_backend=_io.network_backend(),
             )
             for _ in range(pools)
         ]
