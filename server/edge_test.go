@@ -133,8 +133,8 @@ func TestEdgeBodyTooLargeEverywhere(t *testing.T) {
 
 // bigPut sends body as a KV put to node i and returns the answer. An
 // answer of the cluster changing leader (503, or 504 from a follower whose
-// forward the election cut) is not what the caller tests: it sends again
-// until the deadline, on a loaded machine's elections.
+// forward the election cut) is not what the caller tests: it waits for the
+// next leader and sends again, until the deadline.
 func bigPut(t *testing.T, fx *edgeFixture, i int, chunked bool, body string) (int, []byte) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
@@ -158,7 +158,7 @@ func bigPut(t *testing.T, fx *edgeFixture, i int, chunked bool, body string) (in
 		if !leaderless || time.Now().After(deadline) {
 			return resp.StatusCode, b
 		}
-		time.Sleep(50 * time.Millisecond)
+		fx.c.WaitForLeader(t) // polls, with its own deadline, until every node knows the new leader
 	}
 }
 
