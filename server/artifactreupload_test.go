@@ -10,13 +10,14 @@ import (
 )
 
 // TestChunkCopiesAndUnchangedRepublish: a chunk uploaded to a follower
-// reaches every node's store (the peers receive the compressed form the
-// follower made, decode and verify it); publishing the content of the
+// reaches every node's store (with --chunk-compression zstd, the peers
+// receive the compressed form the follower made, decode and verify it);
+// publishing the content of the
 // name's latest version again answers that version without reading the
 // chunks: it still does so after every node lost the chunk's file, which
 // the publish of new content would have to read.
 func TestChunkCopiesAndUnchangedRepublish(t *testing.T) {
-	c := newCluster(t, 3)
+	c := newCluster(t, 3, func(c *testCluster) { c.chunkCompression = chunkstore.CompressionZstd })
 	leader := c.WaitForLeader(t)
 	follower := c.Followers(leader)[0]
 	if status, _, body := c.do(t, leader, "PUT", "/v1/tenants/acme", nil, adminAuth()); status != http.StatusCreated {
@@ -71,5 +72,59 @@ func TestChunkCopiesAndUnchangedRepublish(t *testing.T) {
 		digest, len(body), digest, len(body), chunkstore.Digest(append(append([]byte{}, body...), body...)), 2*len(body))
 	if status, _, resp := c.do(t, leader, "POST", "/v1/tenants/acme/artifacts/doc/versions", other, adminAuth()); status/100 == 2 {
 		t.Fatalf("publish of new content over a lost chunk: got %d %s, want an error", status, resp)
+	}
+}
+
+// TestPublishFindsACorruptCopy: a publish hashes the chunks' bytes once,
+// unverified; when the whole does not hash to the manifest's digest it
+// reads them again verified. A corrupt copy on the node that checks is
+// then found, fetched again from a peer, and the publish goes through
+// with this node's copy repaired; a manifest whose digest is not its
+// chunks' content is still refused.
+func TestPublishFindsACorruptCopy(t *testing.T) {
+	c := newCluster(t, 3)
+	leader := c.WaitForLeader(t)
+	if status, _, body := c.do(t, leader, "PUT", "/v1/tenants/acme", nil, adminAuth()); status != http.StatusCreated {
+		t.Fatalf("PUT tenant: got %d %s", status, body)
+	}
+	c.WaitConverged(t)
+	parts := [][]byte{bytes.Repeat([]byte("first chunk "), 10_000), bytes.Repeat([]byte("second chunk "), 10_000)}
+	var refs []string
+	for _, b := range parts {
+		d := chunkstore.Digest(b)
+		if status, _, resp := c.do(t, leader, "PUT", "/v1/tenants/acme/chunks/"+d, b, adminAuth()); status != http.StatusCreated {
+			t.Fatalf("PUT chunk: got %d %s, want 201", status, resp)
+		}
+		refs = append(refs, fmt.Sprintf(`{"digest":%q,"size":%d}`, d, len(b)))
+	}
+	whole := append(append([]byte{}, parts[0]...), parts[1]...)
+	second := chunkstore.Digest(parts[1])
+	waitFor(t, "every node to hold the chunks", func() string {
+		for _, n := range c.nodes {
+			if !n.chunks.Has(second) {
+				return n.id + " lacks the second chunk"
+			}
+		}
+		return ""
+	})
+	// The same length, other bytes: only a hash tells them apart.
+	bad := bytes.Repeat([]byte("SECOND CHUNK "), 10_000)
+	if err := c.nodes[leader].chunks.PutEncodedVerified(second, append([]byte{0}, bad...)); err != nil {
+		t.Fatal(err)
+	}
+	wrong := fmt.Sprintf(`{"chunks":[%s,%s],"digest":%q,"size":%d}`, refs[0], refs[1], chunkstore.Digest(parts[0]), len(whole))
+	status, _, resp := c.do(t, leader, "POST", "/v1/tenants/acme/artifacts/doc/versions", wrong, adminAuth())
+	if status != http.StatusBadRequest || !bytes.Contains(resp, []byte(codeDigestMismatch)) {
+		t.Fatalf("publish with the wrong digest: got %d %s, want 400 %s", status, resp, codeDigestMismatch)
+	}
+	if err := c.nodes[leader].chunks.PutEncodedVerified(second, append([]byte{0}, bad...)); err != nil {
+		t.Fatal(err)
+	}
+	manifest := fmt.Sprintf(`{"chunks":[%s,%s],"digest":%q,"size":%d}`, refs[0], refs[1], chunkstore.Digest(whole), len(whole))
+	if status, _, resp := c.do(t, leader, "POST", "/v1/tenants/acme/artifacts/doc/versions", manifest, adminAuth()); status != http.StatusCreated {
+		t.Fatalf("publish over a corrupt copy: got %d %s, want 201", status, resp)
+	}
+	if got, err := c.nodes[leader].chunks.Get(second); err != nil || !bytes.Equal(got, parts[1]) {
+		t.Fatalf("the leader's copy after the publish: %d bytes, %v; want the chunk repaired", len(got), err)
 	}
 }

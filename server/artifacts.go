@@ -241,7 +241,8 @@ func (s *Server) sameContentAsLatest(tenant string, a *fsm.ArtifactPublishArgs) 
 }
 
 // readAheadChunks is how many chunks a download or a publish's check
-// reads (from disk, decoded and verified) ahead of the one it uses.
+// reads (from disk, decoded, and verified but for a publish's first
+// pass) ahead of the one it uses.
 const readAheadChunks = 4
 
 // chunksAhead reads the chunks in order, each on a goroutine of its own
@@ -251,6 +252,11 @@ const readAheadChunks = 4
 // reads left and waits for them. At most readAheadChunks+1 bodies are in
 // memory at once.
 func (s *Server) chunksAhead(ctx context.Context, chunks []fsm.ChunkRef) (next func() ([]byte, error), stop func()) {
+	return s.chunksAheadWith(ctx, chunks, s.readChunk)
+}
+
+// chunksAheadWith is chunksAhead reading each chunk with readOne.
+func (s *Server) chunksAheadWith(ctx context.Context, chunks []fsm.ChunkRef, readOne func(context.Context, string) ([]byte, error)) (next func() ([]byte, error), stop func()) {
 	type read struct {
 		body []byte
 		err  error
@@ -268,7 +274,7 @@ func (s *Server) chunksAhead(ctx context.Context, chunks []fsm.ChunkRef) (next f
 				return
 			}
 			wg.Go(func() {
-				body, err := s.readChunk(ctx, c.Digest)
+				body, err := readOne(ctx, c.Digest)
 				out <- read{body, err}
 			})
 		}
@@ -285,21 +291,39 @@ func (s *Server) chunksAhead(ctx context.Context, chunks []fsm.ChunkRef) (next f
 }
 
 // verifyContent checks that the chunks' bytes, in order, hash to digest.
+// It hashes each byte once: the chunks are read without their own digest
+// check, since bytes that hash to the manifest's digest are the bytes the
+// client hashed. Only when they do not does it read them again verified,
+// which finds a corrupt copy and fetches the chunk from a peer, and hash
+// those.
 func (s *Server) verifyContent(ctx context.Context, a *fsm.ArtifactPublishArgs) error {
-	h := sha256.New()
-	next, stop := s.chunksAhead(ctx, a.Chunks)
-	defer stop()
-	for range a.Chunks {
-		body, err := next()
-		if err != nil {
-			return err
-		}
-		h.Write(body)
+	got, err := s.contentDigest(ctx, a.Chunks, s.readChunkUnverified)
+	if err == nil && got == a.Digest {
+		return nil
 	}
-	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != a.Digest {
+	if got, err = s.contentDigest(ctx, a.Chunks, s.readChunk); err != nil {
+		return err
+	}
+	if got != a.Digest {
 		return errorf(codeDigestMismatch, "the chunks' content hashes to %s, not %s", got, a.Digest)
 	}
 	return nil
+}
+
+// contentDigest is the digest of the chunks' bytes in order, each read
+// with read.
+func (s *Server) contentDigest(ctx context.Context, chunks []fsm.ChunkRef, read func(context.Context, string) ([]byte, error)) (string, error) {
+	h := sha256.New()
+	next, stop := s.chunksAheadWith(ctx, chunks, read)
+	defer stop()
+	for range chunks {
+		body, err := next()
+		if err != nil {
+			return "", err
+		}
+		h.Write(body)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func (s *Server) handleArtifactGet(w http.ResponseWriter, r *http.Request, id *identity) error {

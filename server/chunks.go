@@ -121,12 +121,21 @@ func (s *Server) handleChunkPut(w http.ResponseWriter, r *http.Request, id *iden
 		return err
 	}
 	// The same work whether or not another tenant holds this chunk, so that
-	// neither answers nor timings reveal other tenants' holdings. The body
-	// is compressed once; this node's write and the copies to the peers,
-	// which receive that form, run at once.
-	stored := store.Encode(body)
+	// neither answers nor timings reveal other tenants' holdings. A body the
+	// store compresses is compressed once; this node's write and the copies
+	// to the peers, which receive that form, run at once.
+	var stored []byte
+	if store.Compresses() {
+		stored = store.Encode(body)
+	}
 	local := make(chan error, 1)
-	go func() { local <- store.PutEncodedVerified(digest, stored) }()
+	go func() {
+		if stored == nil {
+			local <- store.PutVerified(digest, body)
+			return
+		}
+		local <- store.PutEncodedVerified(digest, stored)
+	}()
 	rerr := s.chunks.Replicate(r.Context(), digest, body, stored)
 	if err := <-local; err != nil {
 		return err
@@ -228,6 +237,13 @@ func (s *Server) handleChunkGet(w http.ResponseWriter, r *http.Request, id *iden
 // by the chunk plane from a peer.
 func (s *Server) readChunk(ctx context.Context, digest string) ([]byte, error) {
 	body, err := s.chunks.Read(ctx, digest)
+	return body, chunkError(err)
+}
+
+// readChunkUnverified is readChunk without the digest check of this
+// node's copy (chunkplane.ReadUnverified).
+func (s *Server) readChunkUnverified(ctx context.Context, digest string) ([]byte, error) {
+	body, err := s.chunks.ReadUnverified(ctx, digest)
 	return body, chunkError(err)
 }
 

@@ -68,6 +68,9 @@ type testCluster struct {
 	nodeConfig func(*node.Config)
 	// serverConfig, if set, adjusts each server's configuration.
 	serverConfig func(*Config)
+	// chunkCompression is the nodes' chunk store compression ("": the
+	// default, none).
+	chunkCompression chunkstore.Compression
 }
 
 // newCluster starts n bootstrapped nodes and waits until they have a leader
@@ -143,7 +146,11 @@ func (c *testCluster) startNode(i int) {
 		c.t.Fatalf("node.Open(%s): %v", tn.id, err)
 	}
 	tn.node = nd
-	chunks, err := chunkstore.Open(filepath.Join(tn.cfg.DataDir, "chunks"))
+	var opts []chunkstore.Option
+	if c.chunkCompression != "" {
+		opts = append(opts, chunkstore.WithCompression(c.chunkCompression))
+	}
+	chunks, err := chunkstore.Open(filepath.Join(tn.cfg.DataDir, "chunks"), opts...)
 	if err != nil {
 		nd.Close()
 		c.t.Fatalf("chunk store of %s: %v", tn.id, err)

@@ -103,7 +103,7 @@ func (s *Server) registerNodeMetrics() {
 	s.metrics.reg.MustRegister(
 		gauge("baton_chunk_store_bodies", "Chunk bodies stored on this node (refreshed at most every 15 s).",
 			locked(func() float64 { c, _ := chunkUsage(); return float64(c) })),
-		gauge("baton_chunk_store_bytes", "Bytes the chunk bodies take on this node's disk, compressed (refreshed at most every 15 s).",
+		gauge("baton_chunk_store_bytes", "Bytes the chunk bodies take on this node's disk, as stored: compressed with --chunk-compression zstd (refreshed at most every 15 s).",
 			locked(func() float64 { _, b := chunkUsage(); return float64(b) })),
 		gauge("baton_chunk_repair_backlog", "Chunk bodies the replicated index names that this node lacked after its last repair pass.",
 			func() float64 { return float64(s.chunks.RepairBacklog()) }),

@@ -173,6 +173,7 @@ func TestInvalidConfigNamesTheFlag(t *testing.T) {
 		{[]string{"--commit-timeout", "0s"}, nil, "--commit-timeout"},
 		{[]string{"--watch-history-bytes", "10"}, nil, "--watch-history-bytes"},
 		{[]string{"--max-inflight-entries", "0"}, nil, "--max-inflight-entries"},
+		{[]string{"--chunk-compression", "gzip"}, nil, "--chunk-compression"},
 		{[]string{"--pprof-addr", "6060"}, nil, "--pprof-addr"},
 		{[]string{"--tls-cert-file", "c.pem"}, nil, "--tls-key-file"},
 		{nil, envOf{"BATON_HEARTBEAT_TIMEOUT": "soon"}, "BATON_HEARTBEAT_TIMEOUT (--heartbeat-timeout)"},

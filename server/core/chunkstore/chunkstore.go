@@ -54,15 +54,54 @@ const (
 	kindZstd byte = 1
 )
 
+// Compression is how a node encodes the chunks it receives from clients
+// (batond --chunk-compression). Whatever it is set to, a store reads every
+// form: a node started with another setting, or an older node's copies.
+type Compression string
+
+// The compressions a store writes.
+const (
+	// CompressionNone keeps bodies as they came: no CPU on the upload path.
+	CompressionNone Compression = "none"
+	// CompressionZstd keeps a body zstd-compressed (fastest level) when
+	// that is smaller: less disk, and the copies to the peers are smaller,
+	// for several times the upload's CPU on the receiving node.
+	CompressionZstd Compression = "zstd"
+)
+
+// ParseCompression parses a --chunk-compression value.
+func ParseCompression(s string) (Compression, error) {
+	switch c := Compression(s); c {
+	case CompressionNone, CompressionZstd:
+		return c, nil
+	}
+	return "", fmt.Errorf("chunk compression %q: want none or zstd", s)
+}
+
+// Option configures a Store at Open.
+type Option func(*Store)
+
+// WithCompression sets how new bodies are stored (CompressionNone when
+// not given).
+func WithCompression(c Compression) Option { return func(s *Store) { s.compression = c } }
+
 // Store is a directory of chunk bodies.
 type Store struct {
-	dir string
-	enc *zstd.Encoder // shared; EncodeAll is safe for concurrent use
-	dec *zstd.Decoder
+	dir         string
+	compression Compression
+	enc         *zstd.Encoder // shared; EncodeAll is safe for concurrent use
+	dec         *zstd.Decoder
 }
 
 // Open creates dir if needed.
-func Open(dir string) (*Store, error) {
+func Open(dir string, opts ...Option) (*Store, error) {
+	s := &Store{dir: dir, compression: CompressionNone}
+	for _, o := range opts {
+		o(s)
+	}
+	if _, err := ParseCompression(string(s.compression)); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -74,7 +113,8 @@ func Open(dir string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{dir: dir, enc: enc, dec: dec}, nil
+	s.enc, s.dec = enc, dec
+	return s, nil
 }
 
 // Close releases the codec.
@@ -111,15 +151,26 @@ func (s *Store) Put(digest string, body []byte) error {
 // PutVerified stores body under digest; the caller has just checked that
 // the body hashes to it (Put checks it itself).
 func (s *Store) PutVerified(digest string, body []byte) error {
+	if !s.Compresses() {
+		return s.write(digest, []byte{kindRaw}, body) // no copy of the body
+	}
 	return s.PutEncodedVerified(digest, s.Encode(body))
 }
 
+// Compresses reports whether the store compresses what it is given
+// (CompressionZstd): whether Encode is worth calling once for the node's
+// own copy and its peers' instead of handing them the body.
+func (s *Store) Compresses() bool { return s.compression == CompressionZstd }
+
 // Encode returns body in the form the store keeps on disk: an encoding
-// byte, then zstd (fastest) when that is smaller, else the raw bytes. A
-// node encodes a new chunk once and hands this form to its own store
-// (PutEncodedVerified) and to its peers (PutEncoded), which then only
-// decode it to verify.
+// byte, then, with CompressionZstd, zstd (fastest) when that is smaller,
+// else the raw bytes. A node encodes a new chunk once and hands this form
+// to its own store (PutEncodedVerified) and to its peers (PutEncoded),
+// which then only decode it to verify.
 func (s *Store) Encode(body []byte) []byte {
+	if s.compression != CompressionZstd {
+		return append(append(make([]byte, 0, 1+len(body)), kindRaw), body...)
+	}
 	data := make([]byte, 1, 1+len(body)/2)
 	data[0] = kindZstd
 	data = s.enc.EncodeAll(body, data)
@@ -149,16 +200,21 @@ func (s *Store) PutEncoded(digest string, data []byte, maxBody int64) error {
 // PutEncodedVerified writes data, the stored form (Encode) of a body the
 // caller has checked against digest.
 func (s *Store) PutEncodedVerified(digest string, data []byte) error {
+	return s.write(digest, data)
+}
+
+// write stores the concatenation of parts as digest's file.
+func (s *Store) write(digest string, parts ...[]byte) error {
 	if !ValidDigest(digest) {
 		return ErrBadDigest
 	}
 	if digest == EmptyDigest {
 		return nil
 	}
-	return writeDurably(s.path(digest), data)
+	return writeDurably(s.path(digest), parts...)
 }
 
-func writeDurably(path string, data []byte) error {
+func writeDurably(path string, parts ...[]byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -168,9 +224,11 @@ func writeDurably(path string, data []byte) error {
 		return err
 	}
 	defer os.Remove(tmp.Name()) // no-op after the rename
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
+	for _, p := range parts {
+		if _, err := tmp.Write(p); err != nil {
+			tmp.Close()
+			return err
+		}
 	}
 	if err := tmp.Sync(); err != nil {
 		tmp.Close()
@@ -208,6 +266,31 @@ func (s *Store) Get(digest string) ([]byte, error) {
 	body, err := s.decode(data)
 	if err != nil || Digest(body) != digest {
 		os.Remove(s.path(digest))
+		return nil, fmt.Errorf("%w: %s", ErrCorrupt, digest)
+	}
+	return body, nil
+}
+
+// GetUnverified reads a body without hashing it: for a caller that hashes
+// what it reads anyway and falls back to Get when that hash is not the one
+// it expects (a publish's check of a whole artifact). A form that does not
+// decode is ErrCorrupt, and the copy is left in place for Get to judge.
+func (s *Store) GetUnverified(digest string) ([]byte, error) {
+	if digest == EmptyDigest {
+		return []byte{}, nil
+	}
+	if !ValidDigest(digest) {
+		return nil, ErrBadDigest
+	}
+	data, err := os.ReadFile(s.path(digest))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	body, err := s.decode(data)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrCorrupt, digest)
 	}
 	return body, nil

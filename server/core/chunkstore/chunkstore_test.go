@@ -10,7 +10,13 @@ import (
 )
 
 func TestPutGetRoundTrip(t *testing.T) {
-	s, err := Open(t.TempDir())
+	for _, c := range []Compression{CompressionNone, CompressionZstd} {
+		t.Run(string(c), func(t *testing.T) { testPutGetRoundTrip(t, c) })
+	}
+}
+
+func testPutGetRoundTrip(t *testing.T, c Compression) {
+	s, err := Open(t.TempDir(), WithCompression(c))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +149,7 @@ func TestPutEncodedVerifiesAndKeepsTheForm(t *testing.T) {
 }
 
 func TestPutEncodedRefusesBadForms(t *testing.T) {
-	s, _ := Open(t.TempDir())
+	s, _ := Open(t.TempDir(), WithCompression(CompressionZstd))
 	defer s.Close()
 	body := bytes.Repeat([]byte("chunk "), 10_000)
 	d := Digest(body)
@@ -172,5 +178,67 @@ func TestPutEncodedRefusesBadForms(t *testing.T) {
 		if s.Has(tc.digest) {
 			t.Errorf("%s: a refused form was stored", name)
 		}
+	}
+}
+
+// The compression only decides how a node writes what it receives from
+// clients: a store reads every form whatever its own setting, so a node
+// restarted with another --chunk-compression, or given a peer's copy in
+// another form, serves every chunk it holds.
+func TestCompressionWritesItsFormAndReadsEveryForm(t *testing.T) {
+	dir := t.TempDir()
+	zs, err := Open(dir, WithCompression(CompressionZstd))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zs.Close()
+	ns, err := Open(dir) // the default: none
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	body := bytes.Repeat([]byte("compressible chunk "), 20_000)
+	if data := ns.Encode(body); data[0] != kindRaw || !bytes.Equal(data[1:], body) {
+		t.Fatalf("none: the stored form is not the raw body (kind %d, %d bytes)", data[0], len(data))
+	}
+	zdata := zs.Encode(body)
+	if zdata[0] != kindZstd || len(zdata) >= len(body)/2 {
+		t.Fatalf("zstd: kind %d, %d bytes for a %d byte repetitive body; want compressed", zdata[0], len(zdata), len(body))
+	}
+	// A zstd copy received from a peer, then read by the none store.
+	d := Digest(body)
+	if err := ns.PutEncoded(d, zdata, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ns.Get(d); err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("none store reading a zstd file: %d bytes, %v", len(got), err)
+	}
+	// And the other way round.
+	other := append([]byte("raw "), body...)
+	od := Digest(other)
+	if err := ns.Put(od, other); err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := os.Stat(ns.path(od)); info.Size() != int64(len(other))+1 {
+		t.Fatalf("none: stored %d bytes for %d; want the raw body and its kind byte", info.Size(), len(other))
+	}
+	if got, err := zs.Get(od); err != nil || !bytes.Equal(got, other) {
+		t.Fatalf("zstd store reading a raw file: %d bytes, %v", len(got), err)
+	}
+}
+
+func TestParseCompression(t *testing.T) {
+	for _, ok := range []string{"none", "zstd"} {
+		if c, err := ParseCompression(ok); err != nil || string(c) != ok {
+			t.Errorf("%q: got %q, %v", ok, c, err)
+		}
+	}
+	for _, bad := range []string{"", "gzip", "ZSTD"} {
+		if _, err := ParseCompression(bad); err == nil {
+			t.Errorf("%q: got no error", bad)
+		}
+	}
+	if _, err := Open(t.TempDir(), WithCompression("lz4")); err == nil {
+		t.Errorf("Open with compression lz4: got no error")
 	}
 }
