@@ -165,6 +165,7 @@ func (w *Watcher) Next(ctx context.Context) (Event, error) {
 		ev, err := conn.next()
 		if err == nil {
 			if w.deliver(&ev) {
+				conn.progress = true
 				return ev, nil
 			}
 			continue
@@ -333,7 +334,7 @@ func (w *Watcher) connect(ctx context.Context) (*sseConn, error) {
 }
 
 // outage counts consecutive failed attempts to stream (failed connections
-// and streams that ended before reading anything).
+// and streams that ended before delivering an event).
 type outage struct {
 	attempts   int
 	start      time.Time
@@ -481,10 +482,14 @@ type sseConn struct {
 	interrupted atomic.Bool // cut because a Next's ctx ended
 	idled       atomic.Bool // cut by the idle timer
 
-	body     io.ReadCloser
-	r        *bufio.Reader
-	idle     *time.Timer
-	progress bool // read at least one line
+	body io.ReadCloser
+	r    *bufio.Reader
+	idle *time.Timer
+	// progress: the stream delivered an event. Lines alone (the open
+	// acknowledgement and keepalive comments) do not count, or a node that
+	// accepts every watch and then breaks it would be retried without
+	// backoff.
+	progress bool
 }
 
 func (s *sseConn) start(body io.ReadCloser) {
@@ -519,8 +524,7 @@ func (s *sseConn) next() (Event, error) {
 			}
 			return Event{}, err
 		}
-		s.progress = true
-		s.idle.Reset(s.idleTimeout)
+		s.idle.Reset(s.idleTimeout) // comments too: keepalives keep it open
 		if len(line) > 0 {
 			if field, value := sseField(line); field == "id" {
 				id = value

@@ -384,6 +384,33 @@ func TestWatchIdleStreamIsDropped(t *testing.T) {
 	}
 }
 
+// TestWatchOpenThenBreakBacksOff: a node that accepts the watch, sends its
+// open acknowledgement (an SSE comment) and then breaks the stream, every
+// time, is retried with backoff until the retry budget is spent: only a
+// delivered event counts as the stream having worked.
+func TestWatchOpenThenBreakBacksOff(t *testing.T) {
+	p := proxy(t, func(int, *http.Request) clustertest.Hop { return clustertest.Hop{Fault: clustertest.AckThenCut} })
+	c := newClientCfg(t, client.Config{Endpoints: []string{p.URL}, Token: env.Token, Timeout: 2 * time.Second, MaxRetry: 500 * time.Millisecond})
+	w := startWatch(t, c, client.WatchOptions{Prefix: uniqueName("ackcut") + "/"})
+	ctx := ctxTimeout(t, 30*time.Second)
+	if _, err := w.Next(ctx); !errors.Is(err, client.ErrUnavailable) || ctx.Err() != nil {
+		t.Fatalf("got %v (context: %v), want ErrUnavailable from the 500ms retry budget", err, ctx.Err())
+	}
+	// The proxy records a status when its handler ends, which may be
+	// after the client saw the cut.
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 0; i < len(p.Requests()); {
+		switch r := p.Requests()[i]; {
+		case r.Status == http.StatusOK:
+			i++
+		case r.Status == 0 && time.Now().Before(deadline):
+			time.Sleep(5 * time.Millisecond) // polling interval, bounded by deadline
+		default:
+			t.Fatalf("request %d: status %d, want each watch opened (200)", i+1, r.Status)
+		}
+	}
+}
+
 // TestWatchNextContext: a Next that times out leaves the watcher usable;
 // the next call resumes after the last event delivered.
 func TestWatchNextContext(t *testing.T) {

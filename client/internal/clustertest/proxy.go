@@ -49,6 +49,10 @@ const (
 	// HeadThenStall is HeadThenCut that holds the connection, silent,
 	// until the client gives up or the proxy closes: a paused node.
 	HeadThenStall
+	// AckThenCut is HeadThenCut that also passes the body's first write
+	// (a watch's open acknowledgement, ": watching after index N") before
+	// the cut: a stream that opens, then breaks before its first event.
+	AckThenCut
 )
 
 // Hop is where and how a Proxy sends one request. An empty To is the
@@ -228,13 +232,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case CutAfter:
 		p.rp.ServeHTTP(&discard{h: http.Header{}}, r)
 		hangup(w)
-	case HeadThenCut, HeadThenStall:
+	case HeadThenCut, HeadThenStall, AckThenCut:
 		// The node's stream is read (and dropped) by the proxy until the
 		// cut, which also ends the request to the node. The handler's
 		// goroutine alone touches the client's connection.
 		client := r.Context()
 		ctx, cancel := context.WithCancel(client)
-		hw := &headWriter{h: http.Header{}, ready: make(chan int, 1)}
+		hw := &headWriter{h: http.Header{}, ready: make(chan int, 1), first: make(chan []byte, 1)}
 		forwarded := make(chan struct{})
 		go func() {
 			defer close(forwarded)
@@ -251,6 +255,15 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			maps.Copy(sw.Header(), hw.h)
 			sw.WriteHeader(code)
 			http.NewResponseController(sw).Flush()
+			if hop.Fault == AckThenCut {
+				select {
+				case b := <-hw.first:
+					sw.Write(b)
+					http.NewResponseController(sw).Flush()
+				case <-client.Done():
+				case <-forwarded:
+				}
+			}
 			if hop.Fault == HeadThenStall {
 				select {
 				case <-client.Done():
@@ -350,12 +363,15 @@ func (s *statusWriter) Flush() {
 	}
 }
 
-// headWriter takes a node's answer for HeadThenCut and HeadThenStall: it
-// hands the status on ready (its headers in h) and drops the body.
+// headWriter takes a node's answer for HeadThenCut, HeadThenStall and
+// AckThenCut: it hands the status on ready (its headers in h) and a copy
+// of the body's first write on first, and drops the rest of the body.
 type headWriter struct {
 	h     http.Header
 	ready chan int
+	first chan []byte
 	sent  bool
+	wrote bool
 }
 
 func (h *headWriter) Header() http.Header { return h.h }
@@ -369,6 +385,10 @@ func (h *headWriter) WriteHeader(code int) {
 
 func (h *headWriter) Write(b []byte) (int, error) {
 	h.WriteHeader(http.StatusOK)
+	if !h.wrote && len(b) > 0 {
+		h.wrote = true
+		h.first <- bytes.Clone(b)
+	}
 	return len(b), nil
 }
 
