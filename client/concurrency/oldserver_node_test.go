@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
@@ -27,12 +28,14 @@ import (
 // of the JSON body), the queue batch route is 404. The answers are the
 // bytes such a server gives (checked against a batond built from
 // eb0f3a6^). A proxy, not the old build itself: a test cannot build an
-// older tree from a clone, and only these answers differ.
+// older tree from a clone, and only these answers differ. Its refusals
+// can be switched off while it runs: the cluster upgraded under a Worker.
 type oldServer struct {
 	URL                                     string
-	refuseMax, refuseBatch, refuseUnstarted bool
+	refuseMax, refuseBatch, refuseUnstarted atomic.Bool
 	maxRefused, batchRefused                atomic.Int64
 	unstartedRefused                        atomic.Int64
+	maxPassed, batchPassed                  atomic.Int64 // forwarded once refusals were off
 }
 
 // newOldServer answers as an old server to a batch claim (max), to the
@@ -43,7 +46,10 @@ func newOldServer(t *testing.T, max, batch, unstarted bool) *oldServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := &oldServer{refuseMax: max, refuseBatch: batch, refuseUnstarted: unstarted}
+	o := &oldServer{}
+	o.refuseMax.Store(max)
+	o.refuseBatch.Store(batch)
+	o.refuseUnstarted.Store(unstarted)
 	rp := httputil.NewSingleHostReverseProxy(to)
 	rp.ErrorLog = log.New(io.Discard, "", 0) // a request its client gave up on
 	srv := clustertest.Stub(t, func(w http.ResponseWriter, r *http.Request) {
@@ -56,15 +62,23 @@ func newOldServer(t *testing.T, max, batch, unstarted bool) *oldServer {
 			n.Add(1)
 			clustertest.WriteError(w, http.StatusBadRequest, "invalid_argument", `malformed JSON: json: unknown field "`+field+`"`, nil)
 		}
+		isBatch := strings.HasSuffix(r.URL.Path, "/batch")
+		isMax := strings.HasSuffix(r.URL.Path, "/claim") && bytes.Contains(body, []byte(`"max"`))
 		switch {
-		case o.refuseBatch && strings.HasSuffix(r.URL.Path, "/batch"):
+		case isBatch && o.refuseBatch.Load():
 			o.batchRefused.Add(1)
 			clustertest.WriteError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path, nil)
-		case o.refuseMax && strings.HasSuffix(r.URL.Path, "/claim") && bytes.Contains(body, []byte(`"max"`)):
+		case isMax && o.refuseMax.Load():
 			unknown("max", &o.maxRefused)
-		case o.refuseUnstarted && strings.HasSuffix(r.URL.Path, "/update") && bytes.Contains(body, []byte(`"unstarted"`)):
+		case o.refuseUnstarted.Load() && strings.HasSuffix(r.URL.Path, "/update") && bytes.Contains(body, []byte(`"unstarted"`)):
 			unknown("unstarted", &o.unstartedRefused)
 		default:
+			if isBatch {
+				o.batchPassed.Add(1)
+			}
+			if isMax {
+				o.maxPassed.Add(1)
+			}
 			rp.ServeHTTP(w, r)
 		}
 	})
@@ -213,5 +227,47 @@ func TestWorkerPoolNoBatchRoute(t *testing.T) {
 	runPoolUntil(t, ctx, w, n, &completed, "every task done", func() bool { return allDone(ctx, c, queue, tasks) })
 	if b := old.batchRefused.Load(); b != 1 {
 		t.Errorf("batch requests refused: %d, want 1 (the Worker remembers)", b)
+	}
+}
+
+// TestWorkerPoolBackToBatch: a Worker that met a server refusing batch
+// claims (a leader before version 6 in a rolling upgrade) claims one task
+// at a time, then, BatchRetryClaims tasks later, tries a batch claim
+// again: once the cluster is upgraded (the proxy passes batches), the
+// same RunPool claims and completes in batches again.
+func TestWorkerPoolBackToBatch(t *testing.T) {
+	old := newOldServer(t, true, true, false)
+	c := old.client(t)
+	ctx := ctxTimeout(t, 120*time.Second)
+	const before, after, n = 5, concurrency.BatchRetryClaims + 20, 3
+	queue := uniqueName("backtobatch")
+	prefetchTasks(t, ctx, c, queue, before)
+	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: queue, Owner: "bb",
+		Lease: 10 * time.Second, Wait: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var completed atomic.Int64
+	upgraded := false
+	runPoolUntil(t, ctx, w, n, &completed, "every task done", func() bool {
+		if !upgraded && completed.Load() >= before {
+			// The first tasks, claimed one at a time: now the cluster
+			// is upgraded, and more work comes.
+			upgraded = true
+			old.refuseMax.Store(false)
+			old.refuseBatch.Store(false)
+			for i := range after {
+				if _, err := c.CreateTask(ctx, "acme", client.CreateTaskRequest{TaskID: fmt.Sprintf("%s-after%d", queue, i), Queue: queue}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		return upgraded && completed.Load() >= before+after
+	})
+	if m := old.maxRefused.Load(); m != 1 {
+		t.Errorf("refused batch claims: %d, want 1", m)
+	}
+	if m, b := old.maxPassed.Load(), old.batchPassed.Load(); m == 0 || b == 0 {
+		t.Errorf("after the upgrade: %d batch claims and %d batch requests, want the Worker back to batches (some of each)", m, b)
 	}
 }

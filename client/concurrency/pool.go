@@ -32,7 +32,8 @@ import (
 // A server before version 6 refuses the batch claim (max is an unknown
 // field) and has no batch route: once it has seen either (Worker.noBatch)
 // the pool claims one task at a time, only for idle slots, and sends
-// each release alone, as Run does; its running functions go on.
+// each release alone, as Run does; its running functions go on. After
+// BatchRetryClaims tasks claimed so it tries batches again.
 type pool struct {
 	w     *Worker
 	fn    WorkFunc
@@ -185,7 +186,7 @@ func (p *pool) claimLoop() {
 		case err == nil || errors.Is(err, client.ErrUnavailable):
 			_ = backoff.Sleep(p.ctx, bo.Delay(0, backoff.Cap))
 		case unknownField(err, "max"):
-			p.w.noBatch.Store(true) // a server before version 6: single claims from now on
+			p.w.noBatch.refused() // a server before version 6: single claims for a while
 		default:
 			p.mu.Lock()
 			p.stopErr = err
@@ -207,6 +208,7 @@ func (p *pool) claim(max int) (int, error) {
 		if err != nil || t == nil {
 			return 0, err
 		}
+		p.w.noBatch.claimed()
 		return p.hold([]*client.Task{t}, sent), nil
 	}
 	ts, err := p.w.c.ClaimQueueBatch(ownKeys(p.ctx), p.w.cfg.Tenant, p.w.cfg.Queue, req, max)
@@ -330,9 +332,9 @@ func (p *pool) flush(batch []*poolFinish, max int) int {
 	noRoute := noBatchRoute(err)
 	if noRoute {
 		// A server before version 6 (the leader moved to an older member
-		// under the pool): single claims and releases from now on, these
+		// under the pool): single claims and releases for a while, these
 		// releases first.
-		p.w.noBatch.Store(true)
+		p.w.noBatch.refused()
 	}
 	if err != nil && (noRoute || len(batch) > 1 && refusedWhole(err)) {
 		// Nothing was written (one update's bad field refuses the whole

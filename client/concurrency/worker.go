@@ -66,7 +66,9 @@ type WorkerConfig struct {
 	// version 6, which does not know that, gets a plain release: each
 	// then counts one attempt). Against a server before version 6, which
 	// refuses batch claims, RunPool claims one task at a time, and the
-	// Worker remembers it.
+	// Worker remembers it for its next BatchRetryClaims tasks claimed so,
+	// then tries a batch claim again (the cluster may have been upgraded
+	// meanwhile; a refusal starts the count over).
 	NoPrefetch bool
 }
 
@@ -135,9 +137,42 @@ type Worker struct {
 	c   *client.Client
 	cfg WorkerConfig
 	// What the server was seen to refuse as unknown (before version 6):
-	// batch claims (RunPool then claims one task at a time) and
-	// unstarted releases (then sent plain).
-	noBatch, noUnstarted atomic.Bool
+	// batch claims (RunPool then claims one task at a time, for a while)
+	// and unstarted releases (then sent plain).
+	noBatch     batchFallback
+	noUnstarted atomic.Bool
+}
+
+// BatchRetryClaims is how many tasks a Worker that saw a server refuse
+// batch claims (before version 6: a leader not yet upgraded) claims one at
+// a time before it tries a batch claim again. A count of tasks, not of
+// requests or time: a Worker on a queue with work returns to batches soon
+// after the cluster's upgrade, and an idle one has nothing to gain from
+// them.
+const BatchRetryClaims = 100
+
+// batchFallback is whether a Worker claims (and releases) one task at a
+// time because the server refused batches: set by a refusal, cleared after
+// BatchRetryClaims single claims that got a task.
+type batchFallback struct {
+	on   atomic.Bool
+	left atomic.Int64 // single claims until batches are tried again
+}
+
+// Load reports whether batches are off.
+func (b *batchFallback) Load() bool { return b.on.Load() }
+
+// refused records a refusal of a batch claim or of the batch route.
+func (b *batchFallback) refused() {
+	b.left.Store(BatchRetryClaims)
+	b.on.Store(true)
+}
+
+// claimed counts a task claimed alone while batches are off.
+func (b *batchFallback) claimed() {
+	if b.on.Load() && b.left.Add(-1) <= 0 {
+		b.on.Store(false)
+	}
 }
 
 // NewWorker validates cfg and returns a Worker of c. It does no I/O.
@@ -281,13 +316,13 @@ func IsNonRetryable(err error) bool {
 // RunPool runs fn on claimed tasks, at most n at once (n below 1 is 1),
 // until ctx ends, and returns ctx.Err(), or the first claim error that
 // stopped it (as Run's). By default it claims and completes in batches
-// (WorkerConfig.NoPrefetch says how), one task at a time once the server
-// was seen to refuse them (before version 6); with NoPrefetch, or once
-// the Worker knows that, it runs Run in n goroutines, the first error
+// (WorkerConfig.NoPrefetch says how), one task at a time while the server
+// is taken to refuse them (before version 6; BatchRetryClaims says for how
+// long); with NoPrefetch it runs Run in n goroutines, the first error
 // that stops one of them stopping the others too.
 func (w *Worker) RunPool(ctx context.Context, n int, fn WorkFunc) error {
 	n = max(n, 1)
-	if !w.cfg.NoPrefetch && !w.noBatch.Load() {
+	if !w.cfg.NoPrefetch {
 		return w.runPrefetch(ctx, n, fn)
 	}
 	pctx, cancel := context.WithCancel(ctx)
