@@ -135,7 +135,8 @@ func (s *suite) baton(ctx context.Context, w, procs string) ([]*result.Run, erro
 
 // profile runs cas C=64 or queue W=64 (--pprof-workload) once more (at
 // default GOMAXPROCS) on a cluster whose nodes serve pprof,
-// makes the node that got the pprof port the leader, and saves a CPU
+// makes the node that got the pprof port the leader (or, with
+// --pprof-role=follower, another node the leader), and saves a CPU
 // profile of it over the measured window, with the CPU time every process
 // used meanwhile.
 func (s *suite) profile(ctx context.Context) error {
@@ -155,7 +156,16 @@ func (s *suite) profile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := makeLeader(ctx, env, id); err != nil {
+	leader := id
+	if s.o.pprofRole == "follower" {
+		for i := range env.Cluster.Size() {
+			if other := env.Cluster.ID(i); other != id {
+				leader = other
+				break
+			}
+		}
+	}
+	if err := makeLeader(ctx, env, leader); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(s.o.pprofDir, 0o755); err != nil {
@@ -165,7 +175,7 @@ func (s *suite) profile(ctx context.Context) error {
 	// execution trace of 3 s covers (for off-CPU waits: syscalls, locks,
 	// scheduling).
 	secs := max(int(s.plan.duration.Seconds())-5, 2)
-	name := "baton-" + s.o.pprofWorkload + "64-leader"
+	name := "baton-" + s.o.pprofWorkload + "64-" + s.o.pprofRole
 	prof := filepath.Join(s.o.pprofDir, name+"-cpu.pprof")
 	trace := filepath.Join(s.o.pprofDir, name+".trace")
 	var cpu string
@@ -193,8 +203,8 @@ func (s *suite) profile(ctx context.Context) error {
 	logf("  profiled run: %s", summary(r))
 	top, _ := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=45", prof).CombinedOutput()
 	cum, _ := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-cum", "-nodecount=45", prof).CombinedOutput()
-	text := fmt.Sprintf("%s at 64, profiled run: %s\nleader: %s\n\nCPU used during the profile (cores busy on average):\n%s\n== flat ==\n%s\n== cumulative ==\n%s",
-		s.o.pprofWorkload, summary(r), id, cpu, top, cum)
+	text := fmt.Sprintf("%s at 64, profiled run: %s\nprofiled node: %s (%s; leader %s)\n\nCPU used during the profile (cores busy on average):\n%s\n== flat ==\n%s\n== cumulative ==\n%s",
+		s.o.pprofWorkload, summary(r), id, s.o.pprofRole, leader, cpu, top, cum)
 	for _, kind := range []string{"syscall", "sync", "sched", "net"} {
 		out, err := traceProfile(ctx, trace, kind, filepath.Join(s.o.pprofDir, name+"-"+kind+".pprof"))
 		if err != nil {

@@ -56,9 +56,12 @@ type options struct {
 	// pprofWorkload is the workload the profiled run drives: cas (C=64)
 	// or queue (W=64).
 	pprofWorkload string
-	command       string
-	verbose       bool
-	onlyReport    string
+	// pprofRole is the node the profiled run profiles: the leader or a
+	// follower.
+	pprofRole  string
+	command    string
+	verbose    bool
+	onlyReport string
 	// Overrides of the plan; zero keeps the plan's.
 	casClients string
 	batondArgs []string
@@ -125,8 +128,9 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.etcdBin, "etcd-bin", "etcd", "etcd binary")
 	workloads := fs.String("workloads", strings.Join(allWorkloads, ","), "workloads to run")
 	systems := fs.String("systems", "baton,etcd,postgres,sqlite", "systems to run (sqlite: LangGraph's SQLite saver, langgraph only)")
-	fs.StringVar(&o.pprofDir, "pprof", "", "also profile the Baton leader's CPU under --pprof-workload in an extra run, into this directory")
+	fs.StringVar(&o.pprofDir, "pprof", "", "also profile the CPU of the Baton leader (or a follower: --pprof-role) under --pprof-workload in an extra run, into this directory")
 	fs.StringVar(&o.pprofWorkload, "pprof-workload", "cas", "the profiled run's load: cas (C=64) or queue (W=64)")
+	fs.StringVar(&o.pprofRole, "pprof-role", "leader", "the profiled node: leader or follower")
 	fs.StringVar(&o.command, "command", "", "the command to show in the report (default: this command line)")
 	fs.BoolVar(&o.verbose, "v", false, "copy the nodes' logs to stderr")
 	fs.StringVar(&o.onlyReport, "report-from", "", "only render the report from this results.json")
@@ -153,6 +157,9 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if o.pprofWorkload != "cas" && o.pprofWorkload != "queue" {
 		return nil, fmt.Errorf("--pprof-workload %q: want cas or queue", o.pprofWorkload)
+	}
+	if o.pprofRole != "leader" && o.pprofRole != "follower" {
+		return nil, fmt.Errorf("--pprof-role %q: want leader or follower", o.pprofRole)
 	}
 	o.batondArgs = strings.Fields(*batondArgs)
 	o.workloads = splitList(*workloads)
@@ -221,7 +228,7 @@ func run(ctx context.Context, args []string) error {
 		}
 	}
 	if o.pprofDir != "" && slices.Contains(o.systems, result.SystemBaton) {
-		s.phase("profile "+o.pprofWorkload+" at 64", func() error { return s.profile(ctx) })
+		s.phase("profile "+o.pprofWorkload+" at 64 ("+o.pprofRole+")", func() error { return s.profile(ctx) })
 	}
 	s.res.Finished = time.Now()
 	return s.write()

@@ -46,7 +46,13 @@ func TestParseFlags(t *testing.T) {
 	if err := p.override(&options{soakDuration: time.Second}); err == nil {
 		t.Fatal("--soak-duration shorter than the warm-up: got no error")
 	}
-	for _, bad := range [][]string{{"--workloads", "nope"}, {"--systems", "redis"}, {"--rounds", "-1"}} {
+	if o, err := parseFlags([]string{"--pprof", "/tmp/p", "--pprof-role", "follower"}); err != nil || o.pprofRole != "follower" {
+		t.Fatalf("--pprof-role follower: %q (%v)", o.pprofRole, err)
+	}
+	if o, err := parseFlags(nil); err != nil || o.pprofRole != "leader" {
+		t.Fatalf("default --pprof-role %q (%v), want leader", o.pprofRole, err)
+	}
+	for _, bad := range [][]string{{"--workloads", "nope"}, {"--systems", "redis"}, {"--rounds", "-1"}, {"--pprof-role", "candidate"}} {
 		if _, err := parseFlags(bad); err == nil {
 			t.Errorf("parseFlags(%v): got no error, want one", bad)
 		}
