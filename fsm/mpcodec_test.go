@@ -470,7 +470,8 @@ func TestDecodeEmptyInput(t *testing.T) {
 func TestMustJSONTask(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 8))
 	odd := []string{"", "<a>&b", "\u2028\u2029", "\xff\xfe", "tab\tnl\n\"q\"\\", "\x00\x1f\x7f", "é日本"}
-	oddJSON := []string{`{ "a" : [1, 2] ,"b":"<&>"}`, "\n\"\u2028\" ", `null`, `[ ]`, `{"k":"\u003c"}`}
+	oddJSON := []string{`{ "a" : [1, 2] ,"b":"<&>"}`, "\n\"\u2028\" ", `null`, `[ ]`, `{"k":"\u003c"}`,
+		`{"a b":"c d","e":"\" }\\"}`, `{"a":"\u00e9","b":[true,false,null,-1.5e3]}`, `"x\ty"`, `{"a":1,}`, `{"é":1}`, `[1 ]`, `"\\"`}
 	str := func() string { return odd[rng.IntN(len(odd))] }
 	tasks := []*Task{{}, {Life: &TaskLife{}}}
 	for range rounds(2000) {
@@ -487,18 +488,71 @@ func TestMustJSONTask(t *testing.T) {
 				AvailableAt: edgeInts[rng.IntN(len(edgeInts))], LastError: str(), FailedAt: edgeInts[rng.IntN(len(edgeInts))],
 				RetentionMs: int64(rng.IntN(2)) * 1000, ExpiresAt: int64(rng.IntN(2)) * 1_700_000_000_000}
 		}
+		if rng.IntN(3) == 0 {
+			tk.Deps = &TaskDeps{Total: uint64(rng.IntN(3)), Left: uint64(rng.IntN(3)), Policy: []string{"", DepPolicyFail, str()}[rng.IntN(3)]}
+		}
+		if rng.IntN(3) == 0 {
+			tk.Waitpoint, tk.Parked, tk.CancelRequested, tk.ConcurrencyKey = str(), rng.IntN(2) == 0, rng.IntN(2) == 0, str()
+		}
 		tasks = append(tasks, tk)
 	}
 	for _, tk := range tasks {
-		want, err := json.Marshal(tk)
-		if err != nil {
-			t.Fatal(err)
+		// The wire form as encoding/json's reflection writes it: what
+		// Task.MarshalJSON's own writer (appendPlain) must match.
+		want, err := json.Marshal(tk.wire())
+		if err != nil { // an invalid payload or result: an error as well
+			if _, err := tk.MarshalJSON(); err == nil {
+				t.Fatalf("Task.MarshalJSON(%+v): no error, json.Marshal's: %v", tk, err)
+			}
+			continue
 		}
 		if got := mustJSON(tk); !bytes.Equal(got, want) {
 			t.Fatalf("mustJSON(%+v):\n got %s\nwant %s", tk, got, want)
 		}
+		if got, err := json.Marshal(tk); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("json.Marshal(%+v): %v\n got %s\nwant %s", tk, err, got, want)
+		}
+	}
+	valid := tasks[:0:0]
+	for _, tk := range tasks {
+		if _, err := json.Marshal(tk); err == nil {
+			valid = append(valid, tk)
+		}
 	}
 	if got := mustJSON((*Task)(nil)); string(got) != "null" {
 		t.Fatalf("mustJSON(nil task) = %s", got)
+	}
+	// The queue's batch answers, written task by task: json.Marshal's
+	// bytes, whatever their lists hold.
+	errs := []*BatchError{nil, {Code: "conflict", Message: "<stale> & \u2028"},
+		{Code: "not_found", Message: str(), Details: json.RawMessage(`{"task_id":"a<b","n":1.50}`)}}
+	answers := []any{(*UpdateBatchAnswer)(nil), (*ClaimBatch)(nil), &UpdateBatchAnswer{}, &ClaimBatch{},
+		&UpdateBatchAnswer{Results: []UpdateOutcome{}, Next: []any{}}, &ClaimBatch{Tasks: []any{}},
+		&UpdateBatchAnswer{Results: []UpdateOutcome{{}}, Next: []any{(*Task)(nil), "x", nil}},
+		&ClaimBatch{Tasks: []any{(*Task)(nil), map[string]int{"b": 1, "a": 2}}}}
+	for range rounds(300) {
+		n := func() int { return rng.IntN(4) }
+		ua := &UpdateBatchAnswer{Results: make([]UpdateOutcome, n()), Next: []any{}}
+		for i := range ua.Results {
+			if rng.IntN(3) > 0 {
+				ua.Results[i].Task = valid[rng.IntN(len(valid))]
+			}
+			ua.Results[i].Error = errs[rng.IntN(len(errs))]
+		}
+		cb := &ClaimBatch{Tasks: []any{}}
+		for range n() {
+			ua.Next = append(ua.Next, valid[rng.IntN(len(valid))])
+			cb.Tasks = append(cb.Tasks, valid[rng.IntN(len(valid))])
+		}
+		answers = append(answers, ua, cb)
+	}
+	for _, a := range answers {
+		want, err := json.Marshal(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := mustJSON(a); !bytes.Equal(got, want) {
+			t.Fatalf("mustJSON(%T):\n got %s\nwant %s", a, got, want)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"encoding/json"
+	"strconv"
 )
 
 // Task is a task record. Times are Unix ms stamped by the leader.
@@ -93,7 +94,16 @@ type taskJSON struct {
 
 // MarshalJSON renders the wire form, taskJSON.
 func (t *Task) MarshalJSON() ([]byte, error) {
-	w := taskJSON{TenantID: t.Tenant, TaskID: t.ID, Queue: t.Queue, Status: t.Status, Owner: t.Owner,
+	w := t.wire()
+	if b, ok := w.appendPlain(make([]byte, 0, 640+len(w.Payload)+len(w.Result))); ok {
+		return b, nil
+	}
+	return json.Marshal(w)
+}
+
+// wire is t's wire form.
+func (t *Task) wire() *taskJSON {
+	w := &taskJSON{TenantID: t.Tenant, TaskID: t.ID, Queue: t.Queue, Status: t.Status, Owner: t.Owner,
 		FencingToken: t.FencingToken, Version: t.Version, Attempt: t.Attempt, Priority: t.Priority,
 		ArtifactID: t.ArtifactID, Payload: t.Payload, Result: t.Result,
 		CreatedAt: FormatMillis(t.CreatedAt), UpdatedAt: FormatMillis(t.UpdatedAt), CancelRequested: t.CancelRequested,
@@ -131,7 +141,120 @@ func (t *Task) MarshalJSON() ([]byte, error) {
 	if len(w.Result) == 0 {
 		w.Result = json.RawMessage("null")
 	}
-	return json.Marshal(&w)
+	return w
+}
+
+// appendPlain appends json.Marshal(w)'s bytes to b when every string of w
+// is plain ASCII that encoding/json writes as is, and the payload and the
+// result are valid JSON that it would copy unchanged (no spaces to
+// compact, nothing to escape); false otherwise, for json.Marshal to
+// write. Every replica encodes the answer to every task write (its client
+// session keeps it); encoding/json's reflection was most of that cost
+// (perf, cas C=64 and queue W=64). TestMustJSONTask checks the bytes.
+func (w *taskJSON) appendPlain(b []byte) ([]byte, bool) {
+	p := plainJSON{b: b, ok: true}
+	str, optStr, raw := p.str, p.optStr, p.raw
+	str(`{"tenant_id":`, w.TenantID)
+	str(`,"task_id":`, w.TaskID)
+	str(`,"queue":`, w.Queue)
+	str(`,"status":`, w.Status)
+	str(`,"owner":`, w.Owner)
+	optStr(`,"lease_until":`, w.LeaseUntil)
+	p.b = strconv.AppendUint(append(p.b, `,"fencing_token":`...), w.FencingToken, 10)
+	p.b = strconv.AppendUint(append(p.b, `,"version":`...), w.Version, 10)
+	p.b = strconv.AppendUint(append(p.b, `,"attempt":`...), w.Attempt, 10)
+	p.b = strconv.AppendInt(append(p.b, `,"priority":`...), w.Priority, 10)
+	str(`,"artifact_id":`, w.ArtifactID)
+	raw(`,"payload":`, w.Payload)
+	raw(`,"result":`, w.Result)
+	str(`,"created_at":`, w.CreatedAt)
+	str(`,"updated_at":`, w.UpdatedAt)
+	p.b = strconv.AppendUint(append(p.b, `,"max_attempts":`...), w.MaxAttempts, 10)
+	p.b = strconv.AppendInt(append(p.b, `,"backoff_initial_ms":`...), w.BackoffInit, 10)
+	p.b = strconv.AppendInt(append(p.b, `,"backoff_max_ms":`...), w.BackoffMax, 10)
+	optStr(`,"available_at":`, w.AvailableAt)
+	str(`,"last_error":`, w.LastError)
+	optStr(`,"failed_at":`, w.FailedAt)
+	if w.RetentionMs != 0 {
+		p.b = strconv.AppendInt(append(p.b, `,"retention_ms":`...), w.RetentionMs, 10)
+	}
+	if w.ExpiresAt != nil {
+		str(`,"expires_at":`, *w.ExpiresAt)
+	}
+	if w.CancelRequested {
+		p.b = append(p.b, `,"cancel_requested":true`...)
+	}
+	if w.DependsOnCount != 0 {
+		p.b = strconv.AppendUint(append(p.b, `,"depends_on_count":`...), w.DependsOnCount, 10)
+	}
+	if w.DependenciesLeft != nil {
+		p.b = strconv.AppendUint(append(p.b, `,"dependencies_left":`...), *w.DependenciesLeft, 10)
+	}
+	if w.DependencyPolicy != "" {
+		str(`,"dependency_policy":`, w.DependencyPolicy)
+	}
+	if w.WaitpointID != "" {
+		str(`,"waitpoint_id":`, w.WaitpointID)
+	}
+	if w.Parked {
+		p.b = append(p.b, `,"parked":true`...)
+	}
+	if w.ConcurrencyKey != "" {
+		str(`,"concurrency_key":`, w.ConcurrencyKey)
+	}
+	return append(p.b, '}'), p.ok
+}
+
+// plainJSON is appendPlain's writer: ok turns false at the first value
+// that it does not write as encoding/json would.
+type plainJSON struct {
+	b  []byte
+	ok bool
+}
+
+// str writes name and v, a string of plain ASCII.
+func (p *plainJSON) str(name, v string) {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			p.ok = false
+			return
+		}
+	}
+	p.b = append(append(append(append(p.b, name...), '"'), v...), '"')
+}
+
+// optStr writes name and v, or null.
+func (p *plainJSON) optStr(name string, v *string) {
+	if v == nil {
+		p.b = append(append(p.b, name...), "null"...)
+		return
+	}
+	p.str(name, *v)
+}
+
+// raw writes name and v, valid JSON of plain ASCII with no space outside
+// its strings (encoding/json's compact form) and nothing to escape.
+func (p *plainJSON) raw(name string, v json.RawMessage) {
+	inString := false
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c > 0x7e || c == '<' || c == '>' || c == '&':
+			p.ok = false
+			return
+		case c <= ' ' && !inString: // compacted away (or invalid)
+			p.ok = false
+			return
+		case c == '\\' && inString:
+			i++
+		case c == '"':
+			inString = !inString
+		}
+	}
+	if !json.Valid(v) {
+		p.ok = false
+		return
+	}
+	p.b = append(append(p.b, name...), v...)
 }
 
 // leaseLive reports whether someone holds a live lease at now.
