@@ -41,6 +41,18 @@ def test_task_lifecycle(client: baton.Client) -> None:
         client.get_task("report-1")
 
 
+def test_release_unstarted(client: baton.Client) -> None:
+    """A release with unstarted gives back the claim's attempt and the status its set_status replaced."""
+    queue = uid("unstarted")
+    client.create_task(queue, task_id=queue + "-1")
+    c = client.claim_task(queue + "-1", owner="a", lease=30, set_status="running")
+    assert (c.attempt, c.status, c.owner) == (1, "running", "a")
+    r = client.update_task(c.task_id, fencing_token=c.fencing_token, release=True, unstarted=True)
+    assert (r.attempt, r.status, r.owner, r.lease_until) == (0, "pending", "", None)
+    c2 = client.claim(queue, owner="b", lease=30)
+    assert c2 is not None and c2.task_id == c.task_id and c2.attempt == 1
+
+
 def test_fail_retry_and_policy(client: baton.Client) -> None:
     q = uid("q")
     pol = client.set_queue_policy(q, max_attempts=2, backoff_initial=0.05, backoff_max=0.1)

@@ -284,13 +284,22 @@ export class BatonClient {
   async renewTask(id: string, r: { fencingToken: number; leaseMs: number }, o: CallOptions = {}): Promise<Task> {
     return this.v("POST", this.tp(o) + "/tasks/" + seg(id) + "/renew", { fencing_token: r.fencingToken, lease_ms: r.leaseMs }, o);
   }
+  /**
+   * Changes a task: the fields given; release: true clears the owner and
+   * lease in the same step. unstarted: true, with release and the
+   * fencingToken of a live lease, says the task was claimed and never
+   * started: the release gives back the claim's attempt and the status its
+   * setStatus replaced (no status, result, payload or artifactId with it;
+   * a server of version 6).
+   */
   async updateTask(id: string, u: {
     fencingToken?: number; expectVersion?: number; expectStatus?: string; status?: string; artifactId?: string;
-    result?: unknown; payload?: unknown; release?: boolean; availableAt?: string; delayMs?: number;
+    result?: unknown; payload?: unknown; release?: boolean; unstarted?: boolean; availableAt?: string; delayMs?: number;
   }, o: CallOptions = {}): Promise<Task> {
     return this.v("POST", this.tp(o) + "/tasks/" + seg(id) + "/update", compact({
       fencing_token: u.fencingToken, expect_version: u.expectVersion, expect_status: u.expectStatus, status: u.status,
-      artifact_id: u.artifactId, result: u.result, payload: u.payload, release: u.release, available_at: u.availableAt, delay_ms: u.delayMs,
+      artifact_id: u.artifactId, result: u.result, payload: u.payload, release: u.release, unstarted: u.unstarted || undefined,
+      available_at: u.availableAt, delay_ms: u.delayMs,
     }), o);
   }
   async failTask(id: string, f: { fencingToken: number; error?: string; nonRetryable?: boolean; status?: string }, o: CallOptions = {}): Promise<Task> {

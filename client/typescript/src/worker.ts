@@ -194,9 +194,13 @@ export class TaskContext {
   async complete(result?: unknown, status = "done"): Promise<Task> {
     return this.update({ status, result, release: true });
   }
-  /** Gives the task back without changing it. */
-  async release(): Promise<Task> {
-    return this.update({ release: true });
+  /**
+   * Gives the task back without changing it; unstarted: true says it never
+   * started, which gives back the claim's attempt and the status its
+   * setStatus replaced.
+   */
+  async release(o: { unstarted?: boolean } = {}): Promise<Task> {
+    return this.update({ release: true, unstarted: o.unstarted });
   }
   /** Ends the attempt as failed: retried after its backoff, or dead (nonRetryable, last attempt). */
   async fail(error?: unknown, nonRetryable = false): Promise<Task> {

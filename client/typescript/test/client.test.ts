@@ -39,6 +39,16 @@ describe("tasks and queues", () => {
     expect(done.owner).toBe("");
   });
 
+  it("releases unstarted: the claim's attempt and the status its setStatus replaced come back", async () => {
+    const q = uid("q");
+    const t = await c.createTask({ queue: q, task_id: uid("task") });
+    const claimed = await c.claimTask(t.task_id, { owner: "a", leaseMs: 30_000, setStatus: "running" });
+    expect([claimed.attempt, claimed.status, claimed.owner]).toEqual([1, "running", "a"]);
+    const released = await c.updateTask(t.task_id, { fencingToken: claimed.fencing_token, release: true, unstarted: true });
+    expect([released.attempt, released.status, released.owner]).toEqual([0, "pending", ""]);
+    const again = await c.claim(q, { owner: "b", leaseMs: 30_000 });
+    expect([again?.task_id, again?.attempt]).toEqual([t.task_id, 1]);
+  });
   it("long-polls a queue claim until a task comes, and answers none when none does", async () => {
     const q = uid("q");
     expect(await c.claim(q, { owner: "a", leaseMs: 1000, waitMs: 50 })).toBeUndefined();

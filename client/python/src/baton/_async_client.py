@@ -814,16 +814,21 @@ class AsyncClient:
         result: Any = MISSING,
         payload: Any = MISSING,
         release: bool | None = None,
+        unstarted: bool = False,
         available_at: datetime | None = None,
         delay: Duration | None = None,
         tenant: str | None = None,
         idempotency_key: str | None = None,
     ) -> Task:
         """Changes a task: the fields given (``result=None`` sets JSON null); ``release=True`` clears the
-        owner and lease in the same step."""
+        owner and lease in the same step. ``unstarted=True``, with ``release=True`` and the
+        ``fencing_token`` of a live lease, says the task was claimed and never started: the release gives
+        back the claim's attempt and the status its ``set_status`` replaced (no ``status``, ``result``,
+        ``payload`` or ``artifact_id`` with it; a server of version 6)."""
         body = compact({"fencing_token": fencing_token, "expect_version": expect_version,
                         "expect_status": expect_status, "status": status, "artifact_id": artifact_id,
-                        "release": release, "available_at": _when(available_at), "delay_ms": _ms(delay)})
+                        "release": release, "unstarted": unstarted or None, "available_at": _when(available_at),
+                        "delay_ms": _ms(delay)})
         if result is not MISSING:
             body["result"] = result
         if payload is not MISSING:

@@ -250,9 +250,10 @@ class AsyncTaskContext:
         """Sets status and result and releases the lease, in one fenced update."""
         return await self._update(release=True, status=status, result=result)
 
-    async def release(self) -> Task:
-        """Gives the task back (clears owner and lease) without changing it."""
-        return await self._update(release=True)
+    async def release(self, *, unstarted: bool = False) -> Task:
+        """Gives the task back (clears owner and lease) without changing it; ``unstarted=True`` says it
+        never started, which gives back the claim's attempt and the status its ``set_status`` replaced."""
+        return await self._update(release=True, unstarted=unstarted)
 
     async def fail(self, error: BaseException | str | None = None, *, non_retryable: bool = False) -> Task:
         """Ends the attempt as failed (POST .../fail): the server retries the task after its backoff, or

@@ -251,9 +251,10 @@ class TaskContext:
         """Sets status and result and releases the lease, in one fenced update."""
         return self._update(release=True, status=status, result=result)
 
-    def release(self) -> Task:
-        """Gives the task back (clears owner and lease) without changing it."""
-        return self._update(release=True)
+    def release(self, *, unstarted: bool = False) -> Task:
+        """Gives the task back (clears owner and lease) without changing it; ``unstarted=True`` says it
+        never started, which gives back the claim's attempt and the status its ``set_status`` replaced."""
+        return self._update(release=True, unstarted=unstarted)
 
     def fail(self, error: BaseException | str | None = None, *, non_retryable: bool = False) -> Task:
         """Ends the attempt as failed (POST .../fail): the server retries the task after its backoff, or
