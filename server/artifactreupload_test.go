@@ -80,7 +80,8 @@ func TestChunkCopiesAndUnchangedRepublish(t *testing.T) {
 // reads them again verified. A corrupt copy on the node that checks is
 // then found, fetched again from a peer, and the publish goes through
 // with this node's copy repaired; a manifest whose digest is not its
-// chunks' content is still refused.
+// chunks' content is still refused. Copies of the wrong size are judged by
+// the verified pass too, even when together they hash right.
 func TestPublishFindsACorruptCopy(t *testing.T) {
 	c := newCluster(t, 3)
 	leader := c.WaitForLeader(t)
@@ -126,5 +127,24 @@ func TestPublishFindsACorruptCopy(t *testing.T) {
 	}
 	if got, err := c.nodes[leader].chunks.Get(second); err != nil || !bytes.Equal(got, parts[1]) {
 		t.Fatalf("the leader's copy after the publish: %d bytes, %v; want the chunk repaired", len(got), err)
+	}
+	// The boundary between the two copies moved by a byte: together they
+	// still hash to the content's digest, but neither is its chunk; the
+	// sizes send the publish to the verified pass, which repairs both.
+	first := chunkstore.Digest(parts[0])
+	cut := len(parts[0]) - 1
+	if err := c.nodes[leader].chunks.PutEncodedVerified(first, append([]byte{0}, parts[0][:cut]...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.nodes[leader].chunks.PutEncodedVerified(second, append(append([]byte{0}, parts[0][cut:]...), parts[1]...)); err != nil {
+		t.Fatal(err)
+	}
+	if status, _, resp := c.do(t, leader, "POST", "/v1/tenants/acme/artifacts/moved/versions", manifest, adminAuth()); status != http.StatusCreated {
+		t.Fatalf("publish over copies with a moved boundary: got %d %s, want 201", status, resp)
+	}
+	for i, d := range []string{first, second} {
+		if got, err := c.nodes[leader].chunks.Get(d); err != nil || !bytes.Equal(got, parts[i]) {
+			t.Fatalf("the leader's copy of chunk %d after the publish: %d bytes, %v; want it repaired", i, len(got), err)
+		}
 	}
 }

@@ -47,6 +47,7 @@ type options struct {
 	out        string
 	keep       bool
 	pprofDir   string // CPU profiles of the client and every node during the upload
+	compress   string // the nodes' --chunk-compression ("": batond's default)
 	pprofPorts []int  // the nodes' pprof ports, with pprofDir
 	dir        string // the work directory: the cluster and the content files
 
@@ -61,6 +62,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.parallel, "parallel", client.DefaultUploadParallel, "chunk uploads in flight")
 	fs.StringVar(&o.out, "out", "", "also write the Markdown result to this file")
 	fs.BoolVar(&o.keep, "keep", false, "keep the cluster's directory (printed) instead of deleting it")
+	fs.StringVar(&o.compress, "chunk-compression", "", "the nodes' --chunk-compression (default: batond's, none)")
 	fs.StringVar(&o.pprofDir, "pprof", "", "write CPU profiles of the client and of every node, taken during the first upload, to this directory")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -100,6 +102,9 @@ func run(args []string, stdout io.Writer) error {
 		return err
 	}
 	cfg := baton.EnvConfig{Binary: bin, BaseDir: filepath.Join(dir, "cluster"), Procs: cluster.ProcsRuntime}
+	if o.compress != "" {
+		cfg.ExtraArgs = []string{"--chunk-compression=" + o.compress}
+	}
 	if o.pprofDir != "" {
 		if o.pprofPorts, err = cluster.FreePorts(3); err != nil {
 			return err

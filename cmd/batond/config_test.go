@@ -324,3 +324,18 @@ func TestSessionTenantBytesFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoreRefusesBadCompression: batond restore checks its
+// --chunk-compression before it reads the backup or writes the data dir.
+func TestRestoreRefusesBadCompression(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	var out, errb bytes.Buffer
+	code := runRestore([]string{"--from", "/nonexistent.backup", "--data-dir", dir, "--id", "n1",
+		"--peers", "n1=127.0.0.1:8001", "--chunk-compression", "lz4"}, &out, &errb)
+	if code != 2 || !strings.Contains(errb.String(), "--chunk-compression") {
+		t.Fatalf("got exit %d, stderr %q; want 2 naming --chunk-compression", code, errb.String())
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("the data dir was created (%v)", err)
+	}
+}

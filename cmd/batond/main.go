@@ -251,7 +251,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.Int64Var(&o.maxCheckpointBytes, "max-checkpoint-bytes", 16<<20, "largest checkpoint data held in chunks, in bytes (read whole to check it is JSON); more get 413 too_large")
 	fs.Int64Var(&o.maxBlobReadBytes, "max-blob-read-bytes", 256<<20, "bytes of checkpoint values held in chunks that the node reads into answers of GETs and lists at once; one more is 503 unavailable")
 	fs.DurationVar(&o.chunkGCGrace, "chunk-gc-grace", time.Hour, "how long a chunk no artifact references is kept")
-	fs.StringVar(&o.chunkCompression, "chunk-compression", string(chunkstore.CompressionNone), "how this node stores the chunks clients upload to it: none, or zstd (less disk for compressible content, for several times the upload's CPU); chunks in either form are always read")
+	fs.StringVar(&o.chunkCompression, "chunk-compression", string(chunkstore.CompressionNone), "how this node stores chunk bodies it receives uncompressed (uploads, peers' copies, repair fetches): none, or zstd (less disk for compressible content, for several times the upload's CPU); chunks in either form are always read")
 	fs.Int64Var(&o.watchHistoryBytes, "watch-history-bytes", fsm.DefaultWatchHistoryBytes, "bytes of recent events kept in memory for watchers; a watcher further behind gets 410 compacted")
 	fs.Int64Var(&o.gcHeadroom, "gc-headroom", 64<<20, "bytes the Go heap may grow past its live data between collections (GOGC set from it, at least 25); 0, or GOGC in the environment, leaves Go's default")
 	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060); off by default")
@@ -618,7 +618,7 @@ func (o *options) validateNode() error {
 		return errors.New("--mcp-idle-timeout must be at least 1s")
 	case o.chunkGCGrace < 0:
 		return errors.New("--chunk-gc-grace must not be negative")
-	case o.chunkCompression != string(chunkstore.CompressionNone) && o.chunkCompression != string(chunkstore.CompressionZstd):
+	case !validCompression(o.chunkCompression):
 		return fmt.Errorf("--chunk-compression %q: want none or zstd", o.chunkCompression)
 	case o.maxCheckpointBytes < 1:
 		return errors.New("--max-checkpoint-bytes must be at least 1")
@@ -677,4 +677,9 @@ func (o *options) nodeConfig() node.Config {
 	cfg.RaftAdvertise = o.advertiseRaft
 	cfg.Peers = o.peerList
 	return cfg
+}
+
+func validCompression(s string) bool {
+	_, err := chunkstore.ParseCompression(s)
+	return err == nil
 }

@@ -45,6 +45,7 @@ func runRestore(args []string, stdout, stderr io.Writer) int {
 	dataDir := fs.String("data-dir", "", "the new member's data directory, empty or absent (required)")
 	id := fs.String("id", "", "the new member's id, one of --peers (required)")
 	peersFlag := fs.String("peers", "", "the new cluster's voters ID=HOST:PORT,... (their Raft addresses; required)")
+	compression := fs.String("chunk-compression", string(chunkstore.CompressionNone), "how the chunks are written: none, or zstd (as the node's own --chunk-compression)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -55,12 +56,15 @@ func runRestore(args []string, stdout, stderr io.Writer) int {
 	if err == nil && *from == "" {
 		err = errors.New("--from is required")
 	}
+	if err == nil && !validCompression(*compression) {
+		err = fmt.Errorf("--chunk-compression %q: want none or zstd", *compression)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "batond restore:", err, "(see --help)")
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	sum, err := restore(*from, *dataDir, peers, log)
+	sum, err := restore(*from, *dataDir, peers, chunkstore.Compression(*compression), log)
 	if err != nil {
 		fmt.Fprintln(stderr, "batond restore:", err)
 		return 1
@@ -96,7 +100,7 @@ func offlinePeers(fs *flag.FlagSet, dataDir, id, peersFlag string) ([]raft.Serve
 
 // restore seeds dataDir from the backup at from. On any failure it removes
 // what it wrote (dataDir was empty).
-func restore(from, dataDir string, peers []raft.Server, log *slog.Logger) (sum *client.BackupSummary, err error) {
+func restore(from, dataDir string, peers []raft.Server, compression chunkstore.Compression, log *slog.Logger) (sum *client.BackupSummary, err error) {
 	entries, err := os.ReadDir(dataDir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -128,7 +132,7 @@ func restore(from, dataDir string, peers []raft.Server, log *slog.Logger) (sum *
 	if err := node.Seed(dataDir, br.Header.AppliedIndex, peers, br.State(), log); err != nil {
 		return nil, err
 	}
-	store, err := chunkstore.Open(filepath.Join(dataDir, "chunks"))
+	store, err := chunkstore.Open(filepath.Join(dataDir, "chunks"), chunkstore.WithCompression(compression))
 	if err != nil {
 		return nil, err
 	}

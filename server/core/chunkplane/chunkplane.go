@@ -182,7 +182,8 @@ func (p *Plane) peers() (peers []node.MemberInfo, voters int, selfVoter bool) {
 // (chunkstore.Encode) rather than the raw bytes, with the value
 // FormStored: the receiving peer decodes it to verify the digest and keeps
 // it as it is, so a new chunk is compressed once, by the node that
-// received it, and travels compressed. A peer that does not know the
+// received it (--chunk-compression zstd), and travels compressed; an
+// uncompressed body travels without the header. A peer that does not know the
 // header finds a digest mismatch and refuses the copy; the copy is then
 // sent again raw.
 const (
