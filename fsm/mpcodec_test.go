@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -554,5 +555,46 @@ func TestMustJSONTask(t *testing.T) {
 		if got := mustJSON(a); !bytes.Equal(got, want) {
 			t.Fatalf("mustJSON(%T):\n got %s\nwant %s", a, got, want)
 		}
+	}
+}
+
+// TestTaskJSONWriterHasEveryField: appendPlain, Task.MarshalJSON's own
+// writer, writes every member of taskJSON. A member added to the struct
+// and not to the writer would be dropped from answers silently wherever
+// the random tasks of TestMustJSONTask leave it zero; here every member
+// is set, by reflection, so such a member fails this test.
+func TestTaskJSONWriterHasEveryField(t *testing.T) {
+	var w taskJSON
+	v := reflect.ValueOf(&w).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch {
+		case f.Type() == reflect.TypeOf(json.RawMessage(nil)):
+			f.Set(reflect.ValueOf(json.RawMessage(`{"n":1}`)))
+		case f.Kind() == reflect.String:
+			f.SetString("s" + strconv.Itoa(i))
+		case f.Kind() == reflect.Bool:
+			f.SetBool(true)
+		case f.Kind() == reflect.Int64:
+			f.SetInt(int64(i + 1))
+		case f.Kind() == reflect.Uint64:
+			f.SetUint(uint64(i + 1))
+		case f.Kind() == reflect.Pointer && f.Type().Elem().Kind() == reflect.String:
+			s := "p" + strconv.Itoa(i)
+			f.Set(reflect.ValueOf(&s))
+		case f.Kind() == reflect.Pointer && f.Type().Elem().Kind() == reflect.Uint64:
+			n := uint64(i + 1)
+			f.Set(reflect.ValueOf(&n))
+		default:
+			t.Fatalf("taskJSON.%s: a %s, which this test does not fill; teach it, and appendPlain", v.Type().Field(i).Name, f.Type())
+		}
+	}
+	want, err := json.Marshal(&w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := w.appendPlain(nil)
+	if !ok || !bytes.Equal(got, want) {
+		t.Fatalf("appendPlain (ok %v):\n got %s\nwant %s", ok, got, want)
 	}
 }
