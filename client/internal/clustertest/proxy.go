@@ -258,8 +258,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if hop.Fault == AckThenCut {
 				select {
 				case b := <-hw.first:
-					sw.Write(b)
-					http.NewResponseController(sw).Flush()
+					if _, err := sw.Write(b); err == nil { // a client gone already is cut anyway
+						http.NewResponseController(sw).Flush()
+					}
 				case <-client.Done():
 				case <-forwarded:
 				}
