@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 import time
 from typing import Any
@@ -30,7 +29,6 @@ from typing import Any
 import baton
 import benchlib
 import httpx
-from baton import _aio
 from baton._core import ssl_context
 
 LEASE = 3600.0
@@ -66,10 +64,6 @@ def rotated(eps: list[str], i: int) -> list[str]:
 
 
 async def main(a: argparse.Namespace) -> dict[str, Any]:
-    if os.environ.get("BATON_BENCH_NETWORK_BACKEND") == "anyio":
-        # The before of docs/bench/python-sdk.md's "asyncio network backend": httpcore's default (anyio).
-        _aio.network_backend = lambda: None  # type: ignore[assignment]
-        benchlib.log("sdkbench: httpcore's default network backend (anyio)")
     eps = [e.strip() for e in a.endpoints.split(",") if e.strip()]
     prefix = a.prefix or f"pycas{a.clients}-"
 

@@ -1,6 +1,6 @@
-"""The SDK's transport (httpcore's pools, baton._async_client._Direct) against the real cluster: timeouts,
-failover and leader hints, TLS client certificates, connections after errors, cancellation, closing, and
-the proxy variables of the environment."""
+"""The SDK's transports against the real cluster: the sync Client's httpcore pools (baton._httpcore_pool) and
+the AsyncClient's HTTP/1.1 on asyncio Protocols (baton._h1): timeouts, failover and leader hints, TLS client
+certificates, connections after errors, cancellation, closing, and the proxy variables of the environment."""
 
 from __future__ import annotations
 
@@ -14,14 +14,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import h11
 import httpcore
 import pytest
 from conftest import BATOND, Cluster, free_ports, uid, wait_for
 
 import baton
-from baton._asyncio_net import AsyncioBackend, AsyncioStream
+from baton import _h1
 from baton._core import digest
+
+
+@pytest.fixture(params=["asyncio", "uvloop"])
+def anyio_backend(request: pytest.FixtureRequest) -> Any:
+    """The async tests of this file run on asyncio's own loop and on uvloop's (which uvicorn[standard] and
+    other servers install): _h1 must work on both."""
+    return ("asyncio", {"use_uvloop": True}) if request.param == "uvloop" else "asyncio"
 
 
 def _sync(cluster: Cluster, tenant: str, eps: list[str] | None = None, **kw: Any) -> baton.Client:
@@ -37,7 +43,10 @@ def _claim_body(wait_ms: int) -> dict[str, Any]:
 
 
 def _connections(c: baton.Client | baton.AsyncClient) -> list[Any]:
+    """The connections the client keeps: httpcore's (sync) or the idle ones of _h1's pool (async)."""
     assert c._direct is not None
+    if isinstance(c._direct, _h1.Pool):
+        return list(c._direct.connections())
     return [conn for pool in c._direct._pools for conn in pool.connections]
 
 
@@ -115,23 +124,26 @@ async def test_cancelled_requests_leave_no_connection_behind(cluster: Cluster, t
         assert c._direct is not None
         polls = [asyncio.create_task(c.claim(q, owner=f"ghost-{i}", lease=60, wait=30)) for i in range(12)]
 
-        def sent() -> int:  # connections whose request went out whole and wait for the answer
-            return sum(1 for conn in _connections(c)
-                       if conn._connection is not None and conn._connection._h11_state.our_state is h11.DONE)
+        assert isinstance(c._direct, _h1.Pool)
+        pool = c._direct
+
+        def sent() -> int:  # connections whose request went out and wait for the answer
+            return sum(1 for conn in pool.in_flight() if conn.waiter is not None)
 
         async def all_sent() -> None:
             while sent() < len(polls):
                 await asyncio.sleep(0.02)
 
         await asyncio.wait_for(all_sent(), 20)
+        opened = pool.opened()
         for p in polls:
             p.cancel()
         for p in polls:
             with pytest.raises(asyncio.CancelledError):
                 await p
-        assert sum(c._direct._busy) == 0
-        assert all(conn.is_idle() or conn.is_closed() for conn in _connections(c))
-        assert sent() == 0
+        assert pool.in_flight() == [] and sent() == 0
+        assert pool.opened() == opened - len(polls), "a cancelled request's connection was kept"
+        assert all(not conn.closed for conn in _connections(c))
         t = await c.create_task(uid("q2"), task_id=uid("t"))
         assert (await c.get_task(t.task_id)).task_id == t.task_id
         assert await asyncio.gather(*(c.get_task(t.task_id) for _ in range(16)))
@@ -227,9 +239,9 @@ async def test_async_client_certificates(client_ca_node: Cluster, tmp_path: Path
 def test_host_header_as_httpx_sends_it(cluster: Cluster, tenant: str) -> None:
     """httpcore writes Host from the bare host ("::1:7001" for an IPv6 address); the SDK sends it as httpx
     did, the URL's netloc (brackets kept), once per request."""
-    from baton._sync_client import _Direct
+    from baton._httpcore_pool import Pool
 
-    d = _Direct(["https://[::1]:7001", "http://h.example", "https://127.0.0.1:7001/base"], True, pools=1)
+    d = Pool(["https://[::1]:7001", "http://h.example", "https://127.0.0.1:7001/base"], True, pools=1)
     assert d._hosts == [b"[::1]:7001", b"h.example", b"127.0.0.1:7001"]
     d.close()
     with _sync(cluster, tenant) as c:
@@ -375,51 +387,48 @@ def test_a_long_poll_does_not_stretch_the_connect_timeout(cluster: Cluster, tena
         assert t is not None and t.task_id == "t1"
 
 
-# The AsyncClient's pools on asyncio's own network backend (baton/_asyncio_net.py) instead of httpcore's
-# anyio one: each behaviour httpcore asks of a network stream, against the real (TLS) cluster.
-
-
-def _streams(c: baton.AsyncClient) -> list[Any]:
-    return [conn._connection._network_stream for conn in _connections(c) if conn._connection is not None]
+# The AsyncClient's own HTTP/1.1 (baton/_h1.py): each behaviour a connection pool owes its client, against
+# the real (TLS) cluster.
 
 
 @pytest.mark.anyio
-async def test_async_pools_use_the_asyncio_backend(cluster: Cluster, tenant: str) -> None:
-    """The AsyncClient's connections are asyncio streams, over TLS, reused call after call, and closed with
-    the client; the sync client keeps httpcore's own backend."""
+async def test_async_connections_are_kept_alive_and_closed(cluster: Cluster, tenant: str) -> None:
+    """The AsyncClient's connections are TLS, reused call after call, and closed with the client; the sync
+    client keeps httpcore's pools."""
     ep = cluster.endpoints[0]
     c = _async(cluster, tenant, [ep])
     for _ in range(20):  # one after the other: one connection, kept alive and reused
         assert (await c.cluster_status()).members
-    streams = _streams(c)
-    assert len(streams) == 1 and isinstance(streams[0], AsyncioStream), streams
-    s = streams[0]
-    assert s.get_extra_info("ssl_object").version().startswith("TLS")
-    assert s.get_extra_info("server_addr") == ("127.0.0.1", int(ep.rsplit(":", 1)[1]))
-    assert s.get_extra_info("client_addr")[0] == "127.0.0.1"
-    assert s.get_extra_info("socket").fileno() >= 0
-    assert s.get_extra_info("is_readable") is False
+    conns = _connections(c)
+    assert len(conns) == 1 and isinstance(conns[0], _h1._Conn), conns
+    t = conns[0].transport
+    assert t.get_extra_info("ssl_object").version().startswith("TLS")
+    assert t.get_extra_info("peername") == ("127.0.0.1", int(ep.rsplit(":", 1)[1]))
+    assert c._direct is not None and c._direct.opened() == 1
     await c.aclose()
-    assert s._transport.is_closing()
+    assert t.is_closing() and _connections(c) == []
     with _sync(cluster, tenant, [ep]) as sc:
         sc.cluster_status()
-        assert not any(isinstance(conn._connection._network_stream, AsyncioStream) for conn in _connections(sc))
+        assert _connections(sc) and not isinstance(sc._direct, _h1.Pool)
 
 
 @pytest.mark.anyio
 async def test_async_connection_the_server_closed_is_dropped(cluster: Cluster, tenant: str) -> None:
-    """An idle connection whose node went away reads as readable (its EOF), so httpcore drops it and the
-    next call opens a new one to the restarted node instead of failing on the dead one."""
+    """An idle connection whose node went away is seen closed (its EOF), so the next call opens a new one to
+    the restarted node instead of failing on the dead one."""
     leader = cluster.leader()
     i = (leader + 1) % len(cluster.endpoints)
     async with _async(cluster, tenant, [cluster.endpoints[i]], max_retry=20) as c:
         assert (await c.cluster_status()).members
-        (old,) = _streams(c)
+        (old,) = _connections(c)
         cluster.restart(i)
-        wait_for(lambda: old.get_extra_info("is_readable"), what="the closed connection to read as readable")
+        deadline = asyncio.get_running_loop().time() + 20
+        while not old.closed:  # the loop must run to see the EOF
+            assert asyncio.get_running_loop().time() < deadline, "the closed connection was not seen closed"
+            await asyncio.sleep(0.02)
         cluster.wait_ready()
         assert (await c.cluster_status()).members
-        assert old not in _streams(c) and _streams(c)
+        assert old not in _connections(c) and _connections(c)
         assert (await c.create_task(uid("q"), task_id=uid("t"))).status
 
 
@@ -432,7 +441,7 @@ async def test_async_read_timeout_closes_the_connection(cluster: Cluster, tenant
         with pytest.raises(baton.Unavailable) as e:
             await c.request("POST", path, _claim_body(3000))
         assert "ReadTimeout" in str(e.value)
-        assert _streams(c) == []
+        assert _connections(c) == [] and c._direct is not None and c._direct.opened() == 0
         t = await c.create_task(q := uid("q"), task_id="after")
         assert t.task_id == "after" and (await c.get_task("after")).queue == q
 
@@ -454,20 +463,93 @@ async def test_async_connect_timeout_on_a_hung_endpoint(cluster: Cluster, tenant
 
 
 @pytest.mark.anyio
-async def test_asyncio_backend_write_and_read_timeouts(silent_endpoint: str) -> None:
-    """A write that the peer never takes in ends in WriteTimeout, a read it never answers in ReadTimeout
-    (both after their timeout, without a task of their own); a refused connection is ConnectError."""
-    host, port = silent_endpoint.rsplit(":", 1)
-    s = await AsyncioBackend().connect_tcp(host, int(port), timeout=5)
+async def test_async_pool_timeouts_and_refusals(silent_endpoint: str) -> None:
+    """Against a peer that takes the connection and never answers: a request ends in ReadTimeout after its
+    timeout, and so does one whose body the peer never takes in (far more than both sockets' buffers); a
+    refused connection is ConnectError. Each failed connection is closed, none kept."""
+    pool = _h1.Pool(["http://" + silent_endpoint], _h1_ctx())
+    loop = asyncio.get_running_loop()
     try:
+        t0 = loop.time()
         with pytest.raises(httpcore.ReadTimeout):
-            await s.read(65536, timeout=0.2)
-        with pytest.raises(httpcore.WriteTimeout):
-            await s.write(b"x" * (64 << 20), timeout=0.3)  # far more than both sockets' buffers
+            await pool.request(0, "GET", "/x", [], None, 0.2, 5)
+        assert 0.2 <= loop.time() - t0 < 5
+        with pytest.raises(httpcore.ReadTimeout):
+            await pool.request(0, "PUT", "/x", [], b"x" * (64 << 20), 0.3, 5)
+        assert pool.opened() == 0 and pool.connections() == []
     finally:
-        await s.aclose()
+        await pool.aclose()
+    refused = _h1.Pool([f"http://127.0.0.1:{free_ports(1)[0]}"], _h1_ctx())
     with pytest.raises(httpcore.ConnectError):
-        await AsyncioBackend().connect_tcp("127.0.0.1", free_ports(1)[0], timeout=5)
+        await refused.request(0, "GET", "/x", [], None, 1, 1)
+    assert refused.opened() == 0
+
+
+def _h1_ctx() -> Any:
+    import ssl
+
+    return ssl.create_default_context()
+
+
+@pytest.mark.anyio
+async def test_async_pool_waits_for_a_connection_past_its_limit(cluster: Cluster, tenant: str) -> None:
+    """With at most two connections to an endpoint, 24 concurrent calls all get their answers, never more
+    than two connections open; a call that cannot get one within its timeout is PoolTimeout, and a cancelled
+    waiter gives up its turn without losing a slot."""
+    async with _async(cluster, tenant, [cluster.endpoints[cluster.leader()]]) as c:
+        assert c._direct is not None
+        await c._direct.aclose()
+        pool = c._direct = _h1.Pool(c.endpoints, _ssl_of(cluster), per_endpoint=2)
+        most = 0
+
+        async def one(i: int) -> None:
+            nonlocal most
+            await c.kv_put("ns", f"k{i}", i)
+            most = max(most, pool.opened())
+            assert (await c.kv_get("ns", f"k{i}")).value == i
+
+        await asyncio.gather(*(one(i) for i in range(24)))
+        assert 1 <= most <= 2 and pool.opened() <= 2
+        # Both connections held by long polls: a third call waits, and past its timeout is PoolTimeout.
+        q = uid("q")
+        polls = [asyncio.create_task(c.claim(q, owner="w", lease=5, wait=30)) for _ in range(2)]
+        while len(pool.in_flight()) < 2:
+            await asyncio.sleep(0.01)
+        path = f"/v1/tenants/{tenant}/kv/ns/k1"
+        with pytest.raises(httpcore.PoolTimeout):
+            await pool.request(0, "GET", path, [(b"Authorization", b"Bearer " + cluster.token.encode())], None, 0.2, 5)
+        waiter = asyncio.create_task(pool.request(0, "GET", path, [], None, 30, 5))
+        await asyncio.sleep(0.05)
+        waiter.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        async with _async(cluster, tenant) as other:  # this client's two connections are the polls'
+            await other.create_task(q, task_id="wake1")  # one poll gets it and gives its connection back
+        done, _ = await asyncio.wait(polls, timeout=10, return_when=asyncio.FIRST_COMPLETED)
+        assert done
+        assert (await c.kv_get("ns", "k3")).value == 3  # the freed connection serves the next call
+        for p in polls:
+            p.cancel()
+        await asyncio.gather(*polls, return_exceptions=True)
+        assert pool.opened() <= 2
+
+
+def _ssl_of(cluster: Cluster) -> Any:
+    import ssl
+
+    return ssl.create_default_context(cafile=cluster.ca)
+
+
+@pytest.mark.anyio
+async def test_async_request_http_cannot_carry_is_refused_at_once(cluster: Cluster, tenant: str) -> None:
+    """As the sync client: a line break in the token is the caller's error, final, sent nowhere, and the
+    message does not repeat the token."""
+    async with baton.AsyncClient(cluster.endpoints, token="bad\r\ntoken", ca_file=cluster.ca, tenant=tenant,
+                                 max_retry=30) as c:
+        with pytest.raises(baton.InvalidArgument) as e:
+            await c.cluster_status()
+        assert c._direct is not None and c._direct.opened() == 0
+    assert "header value" in str(e.value) and "bad" not in str(e.value), e.value
 
 
 @pytest.mark.anyio

@@ -8,20 +8,14 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
-import httpcore
-
-from ._asyncio_net import AsyncioBackend
+from ._h1 import Pool as DirectPool
 
 T = TypeVar("T")
 
+__all__ = ["DirectPool"]  # the client's own requests: HTTP/1.1 on asyncio Protocols
+
 Lock = asyncio.Lock
 monotonic = time.monotonic
-
-
-def network_backend() -> httpcore.AsyncNetworkBackend | None:
-    """The network backend of the client's httpcore pools: asyncio's own (_asyncio_net.py), without anyio's
-    cancel scope around every read and write."""
-    return AsyncioBackend()
 
 
 async def sleep(d: float) -> None:

@@ -9,17 +9,14 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-import httpcore
+from ._httpcore_pool import Pool as DirectPool
 
 T = TypeVar("T")
 
+__all__ = ["DirectPool"]  # the client's own requests: httpcore's pools
+
 Lock = threading.Lock
 monotonic = time.monotonic
-
-
-def network_backend() -> httpcore.NetworkBackend | None:
-    """httpcore's own (sync) network backend for the client's pools."""
-    return None
 
 
 def sleep(d: float) -> None:
