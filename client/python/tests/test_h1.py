@@ -286,3 +286,19 @@ async def test_a_connection_closed_after_it_was_handed_to_a_waiter_is_not_used()
         await pool.aclose()
         srv.close()
         await srv.wait_closed()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("data,eof", [
+    (b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n", False),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nabcdef\r\n5\r\nghijk\r\n", False),
+    (b"HTTP/1.1 200 OK\r\n\r\n" + b"x" * 11, True),
+    (b"HTTP/1.1 200 OK\r\nContent-Length: " + b"9" * 5000 + b"\r\n\r\n", False),
+], ids=["length", "chunked", "to-the-end", "digits"])
+async def test_an_answer_over_the_body_bound_fails(data: bytes, eof: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A broken or hostile endpoint cannot make the client buffer without end (the bound is 256 MiB; 10
+    bytes here)."""
+    monkeypatch.setattr(_h1, "_MAX_BODY", 10)
+    r, conn = await _answer([data], eof=eof)
+    assert isinstance(r, httpcore.RemoteProtocolError), r
+    assert conn.closed

@@ -30,6 +30,10 @@ T = TypeVar("T")
 
 _KEEPALIVE = 5.0  # seconds an idle connection is kept, as the httpcore pools were configured
 _MAX_HEAD = 64 * 1024  # bytes of an answer's status line and headers, and of its trailers
+# Bytes of an answer's body: well above the largest the API gives outside streams (a checkpoint read
+# whole, its chunked values included, is at most 64 MiB), so that a broken or hostile endpoint cannot
+# make the client buffer without end.
+_MAX_BODY = 256 * 1024 * 1024
 _STATUS_LINE = re.compile(rb"HTTP/1\.([01]) ([1-5][0-9][0-9])(?: |$)")
 _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,15})[ \t]*(?:;.*)?")
 # Bytes HTTP forbids in a header value (h11's rule: controls other than tab) and in a request target.
@@ -95,6 +99,7 @@ class _Conn(asyncio.Protocol):
         self._chunked = False
         self._pos = 0  # where the body (or the next chunk) starts in buf
         self._parts: list[bytes] = []
+        self._size = 0  # bytes of the chunks so far
 
     # asyncio.Protocol
 
@@ -166,6 +171,8 @@ class _Conn(asyncio.Protocol):
                 if len(self.buf) < end:
                     return
                 self._done(bytes(self.buf[self._pos:end]), end)
+            elif len(self.buf) - self._pos > _MAX_BODY:  # framed by the connection's end
+                raise httpcore.RemoteProtocolError("the answer's body is too large")
             return
 
     def _head(self) -> bool:
@@ -195,9 +202,11 @@ class _Conn(asyncio.Protocol):
             headers.append((k, v))
             n = k.lower()
             if n == b"content-length":
-                if not v.isdigit() or (length >= 0 and int(v) != length):
+                if not v.isdigit() or len(v) > 18 or (length >= 0 and int(v) != length):
                     raise httpcore.RemoteProtocolError("a bad Content-Length in the answer")
                 length, has_length = int(v), True
+                if length > _MAX_BODY:
+                    raise httpcore.RemoteProtocolError("the answer's body is too large")
             elif n == b"transfer-encoding":
                 if v.lower() != b"chunked":
                     raise httpcore.RemoteProtocolError(f"unsupported Transfer-Encoding {v[:20]!r}")
@@ -233,6 +242,9 @@ class _Conn(asyncio.Protocol):
             if m is None:
                 raise httpcore.RemoteProtocolError("a bad chunk size in the answer")
             size = int(m.group(1), 16)
+            self._size += size
+            if self._size > _MAX_BODY:
+                raise httpcore.RemoteProtocolError("the answer's body is too large")
             if size == 0:
                 # The last chunk, then trailers (ignored) up to an empty line.
                 if buf[eol + 2:eol + 4] == b"\r\n":
