@@ -267,7 +267,10 @@ func TestWorkerPoolBackToBatch(t *testing.T) {
 	if m := old.maxRefused.Load(); m != 1 {
 		t.Errorf("refused batch claims: %d, want 1", m)
 	}
-	if m, b := old.maxPassed.Load(), old.batchPassed.Load(); m == 0 || b == 0 {
-		t.Errorf("after the upgrade: %d batch claims and %d batch requests, want the Worker back to batches (some of each)", m, b)
+	// Back to batches: claims with max, or queue batches (completions with
+	// the next claims). Which of the two comes first is timing: a pool that
+	// always holds a completion to send never needs a bare batch claim.
+	if m, b := old.maxPassed.Load(), old.batchPassed.Load(); m+b == 0 {
+		t.Errorf("after the upgrade: %d batch claims and %d batch requests, want the Worker back to batches", m, b)
 	}
 }
