@@ -302,3 +302,22 @@ async def test_an_answer_over_the_body_bound_fails(data: bytes, eof: bool, monke
     r, conn = await _answer([data], eof=eof)
     assert isinstance(r, httpcore.RemoteProtocolError), r
     assert conn.closed
+
+
+@pytest.mark.anyio
+async def test_a_transport_lost_while_the_request_is_written_fails_as_the_connection() -> None:
+    """Python 3.10's TLS transport raises AttributeError from get_write_buffer_size once its connection
+    is lost (a server that refused the client's certificate): the exchange fails as a lost connection,
+    not with that AttributeError."""
+
+    class Lost(_Transport):
+        def get_write_buffer_size(self) -> int:
+            raise AttributeError("'NoneType' object has no attribute 'get_write_buffer_size'")
+
+    conn = _h1._Conn(asyncio.get_running_loop())
+    conn.connection_made(Lost())
+    task = asyncio.ensure_future(conn.exchange(b"GET / HTTP/1.1\r\n\r\n", None, 0.2, False))
+    await asyncio.sleep(0)
+    conn.connection_lost(ConnectionResetError("reset"))
+    with pytest.raises(httpcore.ReadError):
+        await task

@@ -73,6 +73,15 @@ def _failure(exc: BaseException | None, received: bool) -> BaseException:
     return httpcore.RemoteProtocolError("the server closed the connection in the middle of its answer")
 
 
+def _unsent(t: asyncio.Transport) -> int:
+    """Bytes the transport still holds to send. Python 3.10's TLS transport raises AttributeError here once
+    its connection is lost (its inner transport is None): nothing is left to send then."""
+    try:
+        return t.get_write_buffer_size()
+    except AttributeError:
+        return 0
+
+
 class _Conn(asyncio.Protocol):
     """One connection, and the parse of the answer it is waiting for."""
 
@@ -293,7 +302,7 @@ class _Conn(asyncio.Protocol):
             t.write(data)
             if body:
                 t.write(body)
-            self._wbuf = t.get_write_buffer_size()
+            self._wbuf = _unsent(t)
             return await fut
         finally:
             self.waiter = None
@@ -307,7 +316,7 @@ class _Conn(asyncio.Protocol):
             return
         t = self.transport
         if t is not None and not t.is_closing():
-            left = t.get_write_buffer_size()
+            left = _unsent(t)
             if left < self._wbuf:  # the request's bytes are still leaving: the upload moves
                 self.last_io = self.loop.time()
             self._wbuf = left
