@@ -6,6 +6,7 @@ the real cluster are in test_transport.py."""
 from __future__ import annotations
 
 import asyncio
+import ssl
 from typing import Any
 
 import httpcore
@@ -252,8 +253,6 @@ async def test_an_upload_that_keeps_moving_is_not_timed_out() -> None:
 
 @pytest.mark.anyio
 async def test_a_path_that_is_not_ascii_is_refused_before_connecting() -> None:
-    import ssl
-
     pool = _h1.Pool(["http://127.0.0.1:9"], ssl.create_default_context())
     with pytest.raises(httpcore.LocalProtocolError, match="target"):
         await pool.request(0, "GET", "/v1/chunks/sha256:é", [], None, 1, 1)
@@ -265,8 +264,6 @@ async def test_a_connection_closed_after_it_was_handed_to_a_waiter_is_not_used()
     """A peer that answers, then closes (a restarted node, an idle close racing the reuse): the request
     waiting for the pool's one connection gets a new connection, not a WriteError. The peer is a
     misbehaving socket on 127.0.0.1, as batond never closes a kept-alive connection after its answer."""
-    import ssl
-
     async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
         await r.readuntil(b"\r\n\r\n")
         await r.readexactly(2)
