@@ -234,6 +234,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&o.raft.MaxAppendEntries, "max-append-entries", o.raft.MaxAppendEntries, "Raft MaxAppendEntries")
 	fs.StringVar(&o.raft.LogStore, "raft-log", "", "Raft log format for a new data dir: wal (default) or boltdb; an existing dir keeps its own")
 	fs.IntVar(&o.raft.MaxInflightEntries, "max-inflight-entries", o.raft.MaxInflightEntries, "group commit: log entries with Raft at once; more proposals share each")
+	fs.BoolVar(&o.raft.RaftPipeline, "raft-pipeline", o.raft.RaftPipeline, "pipelined Raft replication (raft v1.7.3's pipeline can stall a follower for good: off by default, see docs/operations.md)")
 	fs.DurationVar(&o.idemTTL, "idempotency-ttl", 24*time.Hour, "how long Idempotency-Key answers are remembered")
 	fs.DurationVar(&o.sessionTTL, "session-ttl", time.Duration(fsm.DefaultSessionTTL)*time.Millisecond, "a client session unused this long expires (its retries then get idempotency_expired); the leader's value is the cluster's")
 	fs.Int64Var(&o.limits.SessionBytes, "session-bytes", fsm.DefaultSessionBytes, "bytes all client sessions may keep for retries; past it the least recently used are dropped; the leader's value is the cluster's")

@@ -46,6 +46,16 @@ type Config struct {
 	// C=16 5,671 vs 5,185 ops/s (mean of 3 pairs), C=64 10,026 vs 8,948
 	// (3 pairs), C=256 11,985 vs 11,863, C=1 unchanged.
 	MaxInflightEntries int
+	// RaftPipeline turns on hashicorp/raft's pipelined replication (the
+	// leader sends a follower its next AppendEntries before the last one
+	// is answered). Off by default: in raft v1.7.3 a pipeline whose
+	// follower answers Success=false can park its sender for good
+	// (hashicorp/raft#612, grafana/pyroscope#5518), so that follower gets
+	// no more entries while its heartbeats keep it from an election, and
+	// the leader's shutdown waits on the parked sender. Off, each follower
+	// is sent one AppendEntries at a time (docs/operations.md, "Raft timing
+	// and replication").
+	RaftPipeline bool
 	// ApplyTimeout bounds how long a proposal may wait to be enqueued.
 	ApplyTimeout time.Duration
 	// LogStore is the Raft log and stable store's format: "wal"

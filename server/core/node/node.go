@@ -166,8 +166,19 @@ func (n *Node) openTransport() error {
 	}
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: stream, MaxPool: 8, Timeout: 5 * time.Second, Logger: newHCLogger(n.log),
+		MaxRPCsInFlight: maxRPCsInFlight(n.cfg.RaftPipeline),
 	})
 	return nil
+}
+
+// maxRPCsInFlight is the transport's setting for Config.RaftPipeline: 1
+// turns pipelining off (raft then replicates with one AppendEntries at a
+// time), 0 leaves raft's default of 2 in flight.
+func maxRPCsInFlight(pipeline bool) int {
+	if pipeline {
+		return 0
+	}
+	return 1
 }
 
 // advertisedAddr is a Raft address announced as written (a DNS name stays
