@@ -141,7 +141,10 @@ func TestRaftReplicationSurvivesRefusedAppends(t *testing.T) {
 		closed := make(chan error, 1)
 		go func() { closed <- nd.Close() }()
 		select {
-		case <-closed:
+		case err := <-closed:
+			if err != nil {
+				t.Errorf("close: %v", err)
+			}
 		case <-time.After(10 * time.Second):
 			t.Error("the node did not close within 10 s")
 		}
@@ -168,7 +171,7 @@ func TestRaftReplicationSurvivesRefusedAppends(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; time.Now().Before(stop); i++ {
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				name := fmt.Sprintf("t%d-%d", w, i)
 				res, err := nd.Apply(ctx, fsm.NewCommand(fsm.KindTenantPut, 1, name, "", &fsm.TenantPutArgs{Name: name}))
 				cancel()
@@ -188,7 +191,7 @@ func TestRaftReplicationSurvivesRefusedAppends(t *testing.T) {
 		t.Error(err)
 	}
 	want := nd.raft.LastIndex()
-	deadline = time.Now().Add(5 * time.Second)
+	deadline = time.Now().Add(10 * time.Second) // a stalled follower never catches up
 	for flaky.lastIndex() < want && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
