@@ -1,6 +1,7 @@
 // Package machine describes the machine a benchmark runs on: cores, CPU
-// model, memory, kernel, and the fsync latency of the filesystem that holds
-// the data directories, measured the same way on every run (Fsync).
+// model, memory, kernel, the fsync latency of the filesystem that holds
+// the data directories and the time of a fixed single-core computation,
+// each measured the same way on every run (Fsync, CPU).
 package machine
 
 import (
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,6 +25,30 @@ import (
 // FsyncTool names the probe in reports.
 const FsyncTool = "bench/machine.Fsync: 1000 sequential 4 KiB appends to a new file opened O_DSYNC, 20 untimed first"
 
+// CPUTool names the single-core probe in reports.
+const CPUTool = "bench/machine.CPU: sorting 2^21 pseudo-random 64-bit integers (xorshift, a fixed seed) on one goroutine, the best of 3"
+
+// CPU times CPUTool's computation. The work is the same on every run, so a
+// core that runs slower (a busier host, a lower clock) shows here, as a
+// slower disk shows in Fsync: runs of different days compare through it.
+func CPU() time.Duration {
+	xs := make([]uint64, 1<<21)
+	best := time.Duration(1<<63 - 1)
+	for range 3 {
+		x := uint64(88172645463325252)
+		for i := range xs {
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+			xs[i] = x
+		}
+		start := time.Now()
+		slices.Sort(xs)
+		best = min(best, time.Since(start))
+	}
+	return best
+}
+
 // Describe gathers the machine's details and probes fsync in dir.
 func Describe(dir string) (result.Machine, error) {
 	m := result.Machine{
@@ -33,6 +59,7 @@ func Describe(dir string) (result.Machine, error) {
 		GoVersion:      runtime.Version(),
 		Filesystem:     filesystem(dir),
 		FsyncTool:      FsyncTool,
+		CPUTool:        CPUTool,
 		LoadAvgAtStart: LoadAvg(),
 		MemberProcs:    cluster.MemberProcs(cluster.DefaultNodes),
 		DefaultProcs:   runtime.GOMAXPROCS(0),
@@ -51,6 +78,7 @@ func Describe(dir string) (result.Machine, error) {
 	}
 	m.FsyncP50US = micros(lat[len(lat)/2])
 	m.FsyncP99US = micros(lat[len(lat)*99/100])
+	m.CPUStartMS = millis(CPU())
 	return m, nil
 }
 
@@ -89,6 +117,11 @@ func Fsync(dir string, n int) ([]time.Duration, error) {
 }
 
 func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// CPUMillis is CPU's time in milliseconds, as the report records it.
+func CPUMillis() float64 { return millis(CPU()) }
+
+func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func cpuModel() string {
 	f, err := os.Open("/proc/cpuinfo")

@@ -56,7 +56,8 @@ func render(t *testing.T, s *result.Suite) string {
 
 func TestWrite(t *testing.T) {
 	s := &result.Suite{Started: time.Now(), Finished: time.Now().Add(time.Minute), Command: "make bench",
-		Machine: result.Machine{Cores: 2, CPUModel: "test", FsyncP50US: 300, FsyncP99US: 900}}
+		Machine: result.Machine{Cores: 2, CPUModel: "test", FsyncP50US: 300, FsyncP99US: 900,
+			CPUTool: "probe", CPUStartMS: 210.4, CPUEndMS: 260.6}}
 	s.Runs = []*result.Run{
 		fakeRun("baton", "cas", "C=64", 6000, 10*time.Millisecond),
 		fakeRun("etcd", "cas", "C=64", 2000, 20*time.Millisecond),
@@ -84,6 +85,7 @@ func TestWrite(t *testing.T) {
 		"| cas C=64: Baton ops/s ≥ 2× etcd's | 6,000 vs 2,000 ops/s: 3.00× | **met** |",
 		"| queue W=64: Baton tasks/s ≥ 1.5× PostgreSQL SKIP LOCKED's (issue 34; moonshot 2×) | 3,000 vs 4,000 tasks/s: 0.75× | **missed** |",
 		"| recovery: Baton median unavailability < etcd's | — | not measured |",
+		"| single-core probe (lower is faster) | 210 ms at the start, 261 ms at the end |",
 		"| 64 | ops/s | 6,000 | 2,000 | 3.00× |",
 		"etcd queue **failed**: etcd: boom",
 		"](bench/cas-C64-cdf.svg)",

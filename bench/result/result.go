@@ -213,6 +213,12 @@ type Machine struct {
 	FsyncTool  string  `json:"fsync_tool"`
 	FsyncP50US float64 `json:"fsync_p50_us"`
 	FsyncP99US float64 `json:"fsync_p99_us"`
+	// CPU is the single-core probe (bench/machine.CPU), in ms, when the
+	// suite started and when it ended: a slower machine takes longer. 0 in
+	// suites from before it was recorded.
+	CPUTool    string  `json:"cpu_tool,omitempty"`
+	CPUStartMS float64 `json:"cpu_start_ms,omitempty"`
+	CPUEndMS   float64 `json:"cpu_end_ms,omitempty"`
 	// LoadAvgAtStart is the one-minute load average before the suite
 	// started: other work on the machine shows here.
 	LoadAvgAtStart float64 `json:"load_avg_at_start"`
