@@ -189,7 +189,11 @@ func (w *writer) machine() {
 	w.p("| fsync latency (4 KiB, O_DSYNC) | p50 %.0f µs, p99 %.0f µs |", m.FsyncP50US, m.FsyncP99US)
 	w.p("| fsync tool | %s |", m.FsyncTool)
 	if m.CPUStartMS > 0 {
-		w.p("| single-core probe (lower is faster) | %.0f ms at the start, %.0f ms at the end |", m.CPUStartMS, m.CPUEndMS)
+		end := "not measured (the run did not finish)"
+		if m.CPUEndMS > 0 {
+			end = fmt.Sprintf("%.0f ms at the end", m.CPUEndMS)
+		}
+		w.p("| single-core probe (lower is faster) | %.0f ms at the start, %s |", m.CPUStartMS, end)
 		w.p("| single-core probe tool | %s |", m.CPUTool)
 	}
 	keys := make([]string, 0, len(m.Versions))
@@ -908,7 +912,9 @@ func (w *writer) method() {
 	w.p("- Every run has a warm-up and a measured window; only operations that start in the window count. Latency percentiles come from log-bucketed histograms (within about 1%%). Each worker's random choices come from the seed.")
 	w.p("- The same code (`bench/loadgen`) drives and measures every system; Baton's side lives in `bench/baton`, the peers' in the separate module `bench/peers` (so their client libraries stay out of Baton's go.mod).")
 	w.p("- fsync latency is measured on every run with the same probe, in the filesystem that holds the data directories.")
-	w.p("- The single-core probe is the same computation on every run, timed before the first workload and after the last: runs on different days (or a machine that slowed during a run) compare through it, as the Python SDK's rate, bound by one core, follows it.")
+	if w.s.Machine.CPUStartMS > 0 {
+		w.p("- The single-core probe is the same computation on every run, timed before the first workload and after the last: runs on different days (or a machine that slowed during a run) compare through it, as the Python SDK's rate, bound by one core, follows it.")
+	}
 	if len(w.variants(result.WorkloadSDK)) > 0 || len(w.variants(result.WorkloadLangGraph)) > 0 {
 		w.p("- The Python rows (sdk, langgraph) are driven by asyncio programs in `bench/python`, run by the driver as subprocesses: they measure as `bench/loadgen` does (closed loop, the same warm-up and window rules, the same log-bucketed histogram) and hand the driver a run as JSON. The Python SDK runs in the venv `make test-python` builds (`bin/py`), the savers in the bench venv (`bin/py-bench`, `bench/python/requirements.txt`), the client installed from the tree in both (`bench/python/venv.sh`). A Python process runs one event loop on one core: at high concurrency its own CPU, on the cores the servers share, is part of what these rows measure.")
 	}

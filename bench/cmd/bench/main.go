@@ -230,7 +230,7 @@ func run(ctx context.Context, args []string) error {
 	if o.pprofDir != "" && slices.Contains(o.systems, result.SystemBaton) {
 		s.phase("profile "+o.pprofWorkload+" at 64 ("+o.pprofRole+")", func() error { return s.profile(ctx) })
 	}
-	s.res.Machine.CPUEndMS = machine.CPUMillis()
+	s.phase("single-core probe", func() error { s.res.Machine.CPUEndMS = machine.CPUMillis(); return nil })
 	s.res.Finished = time.Now()
 	return s.write()
 }
