@@ -97,41 +97,62 @@ func openDelayer(ns string, queue uint16, d time.Duration) (*delayer, error) {
 	return q, nil
 }
 
-// netlinkIn opens a netfilter netlink socket in namespace ns, on a thread
-// of its own that is never given back (it ends with its goroutine, in
-// whatever namespace it is then).
+// netlinkIn opens a netfilter netlink socket in namespace ns.
 func netlinkIn(ns string) (int, error) {
-	type result struct {
-		fd  int
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		f, err := os.Open("/var/run/netns/" + ns)
-		if err != nil {
-			ch <- result{-1, fmt.Errorf("netns: %w", err)}
-			return
-		}
-		defer f.Close()
-		if _, _, e := syscall.RawSyscall(uintptr(sysSetns), f.Fd(), syscall.CLONE_NEWNET, 0); e != 0 {
-			ch <- result{-1, fmt.Errorf("netns: setns %s: %w", ns, e)}
-			return
-		}
-		fd, err := syscall.Socket(syscall.AF_NETLINK, syscall.SOCK_RAW|syscall.SOCK_CLOEXEC, syscall.NETLINK_NETFILTER)
+	fd := -1
+	err := inNamespace(ns, func() error {
+		var err error
+		fd, err = syscall.Socket(syscall.AF_NETLINK, syscall.SOCK_RAW|syscall.SOCK_CLOEXEC, syscall.NETLINK_NETFILTER)
 		if err == nil {
 			if err = syscall.Bind(fd, &syscall.SockaddrNetlink{Family: syscall.AF_NETLINK}); err != nil {
 				syscall.Close(fd)
 			}
 		}
 		if err != nil {
-			ch <- result{-1, fmt.Errorf("netns: netlink socket in %s: %w", ns, err)}
+			return fmt.Errorf("netns: netlink socket in %s: %w", ns, err)
+		}
+		return nil
+	})
+	return fd, err
+}
+
+// inNamespace runs fn on a thread of its own moved into namespace ns, then
+// moves the thread back and gives it back to the runtime. A thread must not
+// end with its goroutine (as one left locked does): the kernel SIGKILLs
+// every child that thread forked with Pdeathsig set (golang/go#27505),
+// which the cluster's members are, so a delay fault once killed all three
+// members of a chaos run at once. Only when the thread cannot go back does
+// it stay locked and end, in the namespace it is in.
+func inNamespace(ns string, fn func() error) error {
+	ch := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		home, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", syscall.Gettid()))
+		if err != nil {
+			runtime.UnlockOSThread()
+			ch <- fmt.Errorf("netns: this thread's namespace: %w", err)
 			return
 		}
-		ch <- result{fd, nil}
+		defer home.Close()
+		f, err := os.Open("/var/run/netns/" + ns)
+		if err != nil {
+			runtime.UnlockOSThread()
+			ch <- fmt.Errorf("netns: %w", err)
+			return
+		}
+		defer f.Close()
+		if _, _, e := syscall.RawSyscall(uintptr(sysSetns), f.Fd(), syscall.CLONE_NEWNET, 0); e != 0 {
+			runtime.UnlockOSThread()
+			ch <- fmt.Errorf("netns: setns %s: %w", ns, e)
+			return
+		}
+		err = fn()
+		if _, _, e := syscall.RawSyscall(uintptr(sysSetns), home.Fd(), syscall.CLONE_NEWNET, 0); e == 0 {
+			runtime.UnlockOSThread()
+		}
+		ch <- err
 	}()
-	r := <-ch
-	return r.fd, r.err
+	return <-ch
 }
 
 // attr is one netlink attribute, padded to 4 bytes.
