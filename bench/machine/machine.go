@@ -78,7 +78,7 @@ func Describe(dir string) (result.Machine, error) {
 	}
 	m.FsyncP50US = micros(lat[len(lat)/2])
 	m.FsyncP99US = micros(lat[len(lat)*99/100])
-	m.CPUStartMS = millis(CPU())
+	m.CPUStartMS = CPUMillis()
 	return m, nil
 }
 

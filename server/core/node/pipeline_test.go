@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -111,7 +110,7 @@ func openWithFakeVoters(t *testing.T, pipeline bool, fakes ...*fakeVoter) *Node 
 	cfg := DefaultConfig()
 	cfg.ID, cfg.DataDir = "n1", filepath.Join(t.TempDir(), "n1")
 	cfg.RaftAddr, cfg.HTTPAddr, cfg.Peers = addr, "127.0.0.1:0", peers
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.Logger = discardLog
 	cfg.SnapshotInterval, cfg.SnapshotThreshold = time.Hour, 1<<40
 	// Not a test of timing: a fake answers heartbeats behind its appends,
 	// so a loaded machine must not cost n1 its lease.

@@ -47,12 +47,7 @@ func openCluster(t *testing.T, n int, ca *tlsconf.CA) []*Node {
 	t.Helper()
 	var addrs []string
 	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addrs = append(addrs, ln.Addr().String())
-		ln.Close()
+		addrs = append(addrs, freeAddr(t))
 	}
 	var peers []raft.Server
 	for i, a := range addrs {
