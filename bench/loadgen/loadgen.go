@@ -19,6 +19,9 @@
 //     running Grace after the window's end sees its context cancelled.
 //   - A soak's memory samples (SampleMemory) come from /proc/PID/status
 //     and the server's own /metrics, the same for every system.
+//   - The machine's CPU counters (/proc/stat) are read at the window's
+//     start and end: Run.Metrics get the cores busy and the CPU time per
+//     operation of every process on the machine (MetricCPUMsPerOp).
 //   - The package imports only the standard library and bench/result.
 package loadgen
 
@@ -175,6 +178,8 @@ func Run(ctx context.Context, cfg Config, op Op) *Outcome {
 	ctx, cancel := context.WithDeadline(ctx, end.Add(cfg.Grace))
 	defer cancel()
 	logs := make([]*workerLog, cfg.Workers)
+	stopped := make(chan struct{})
+	cpu := watchCPU(ctx, windowStart, end, stopped)
 	var wg sync.WaitGroup
 	for i := range logs {
 		logs[i] = &workerLog{stages: map[string]*result.Histogram{}}
@@ -182,7 +187,10 @@ func Run(ctx context.Context, cfg Config, op Op) *Outcome {
 		wg.Go(func() { runWorker(ctx, cfg, start, windowStart, end, w, logs[i], op) })
 	}
 	wg.Wait()
-	return merge(cfg, start, windowStart, end, logs)
+	close(stopped)
+	out := merge(cfg, start, windowStart, end, logs)
+	cpu.record(out.Run)
+	return out
 }
 
 func runWorker(ctx context.Context, cfg Config, start, windowStart, end time.Time, w *Worker, l *workerLog, op Op) {

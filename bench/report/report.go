@@ -390,7 +390,17 @@ func latRow(name string, stage string, q float64) row {
 var (
 	opsRow = row{"ops/s", func(r *result.Run) (float64, bool) { return r.OpsPerSec, r.Ops > 0 }, rate, false}
 	errRow = row{"errors", func(r *result.Run) (float64, bool) { return float64(r.Errors), true }, rate, true}
+	// The machine's CPU over the window, every process counted (the
+	// members and the load generator): on a saturated machine a system's
+	// throughput is about the cores over its CPU per operation.
+	cpuRows = []row{
+		{"machine CPU, cores busy", func(r *result.Run) (float64, bool) { return r.Metric(result.MetricCPUBusyCores) }, coresf, true},
+		{"machine CPU ms per op", func(r *result.Run) (float64, bool) { return r.Metric(result.MetricCPUMsPerOp) }, cpuMsf, false},
+	}
 )
+
+func coresf(v float64) string { return fmt.Sprintf("%.2f", v) }
+func cpuMsf(v float64) string { return fmt.Sprintf("%.3f", v) }
 
 // compare writes a table of rows for each variant: one column per system
 // and one ratio column Baton/peer per peer.
@@ -484,8 +494,8 @@ func (w *writer) cas() {
 		w.p("C clients, each owning one task it claimed, loop fenced updates of it (Baton: `UpdateTask` with the claim's fencing token; etcd: a transaction that puts the task only if the owner key still has the claim's revision).\n")
 	}
 	systems := []string{"baton", "etcd"}
-	w.compare("cas", "clients", systems, []row{opsRow, latRow("p50 ms", "", 0.5), latRow("p99 ms", "", 0.99),
-		latRow("p99.9 ms", "", 0.999), errRow})
+	w.compare("cas", "clients", systems, append([]row{opsRow, latRow("p50 ms", "", 0.5), latRow("p99 ms", "", 0.99),
+		latRow("p99.9 ms", "", 0.999), errRow}, cpuRows...))
 	w.rounds("cas", "clients", "ops/s", systems)
 	if w.brief {
 		return
@@ -512,7 +522,7 @@ func (w *writer) queue() {
 		latRow("done p50 ms", "update", 0.5), latRow("done p99 ms", "update", 0.99),
 		{"preloaded tasks", func(r *result.Run) (float64, bool) { return r.Metric("preload_tasks") }, rate, true},
 		{"lost claim races (etcd: retried)", func(r *result.Run) (float64, bool) { return r.Metric("claim_conflicts") }, rate, true},
-		errRow,
+		errRow, cpuRows[0], cpuRows[1],
 	})
 	w.rounds("queue", "workers", "tasks/s", systems)
 	if w.brief {

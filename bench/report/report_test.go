@@ -58,9 +58,13 @@ func TestWrite(t *testing.T) {
 	s := &result.Suite{Started: time.Now(), Finished: time.Now().Add(time.Minute), Command: "make bench",
 		Machine: result.Machine{Cores: 2, CPUModel: "test", FsyncP50US: 300, FsyncP99US: 900,
 			CPUTool: "probe", CPUStartMS: 210.4, CPUEndMS: 260.6}}
+	bc, ec := fakeRun("baton", "cas", "C=64", 6000, 10*time.Millisecond), fakeRun("etcd", "cas", "C=64", 2000, 20*time.Millisecond)
+	bc.SetMetric(result.MetricCPUBusyCores, 1.8)
+	bc.SetMetric(result.MetricCPUMsPerOp, 0.3)
+	ec.SetMetric(result.MetricCPUBusyCores, 1.6)
+	ec.SetMetric(result.MetricCPUMsPerOp, 0.75)
 	s.Runs = []*result.Run{
-		fakeRun("baton", "cas", "C=64", 6000, 10*time.Millisecond),
-		fakeRun("etcd", "cas", "C=64", 2000, 20*time.Millisecond),
+		bc, ec,
 		fakeRun("baton", "cas", "C=1", 800, time.Millisecond),
 		fakeRun("etcd", "cas", "C=1", 700, 2*time.Millisecond),
 		fakeRun("baton", "queue", "W=64", 3000, 20*time.Millisecond),
@@ -87,6 +91,9 @@ func TestWrite(t *testing.T) {
 		"| recovery: Baton median unavailability < etcd's | — | not measured |",
 		"| single-core probe (lower is faster) | 210 ms at the start, 261 ms at the end |",
 		"| 64 | ops/s | 6,000 | 2,000 | 3.00× |",
+		"| 64 | machine CPU, cores busy | 1.80 | 1.60 | — |",
+		"| 64 | machine CPU ms per op | 0.300 | 0.750 | 0.40× |",
+		"| 1 | machine CPU ms per op | — | — | — |",
 		"etcd queue **failed**: etcd: boom",
 		"](bench/cas-C64-cdf.svg)",
 		"](bench/recovery-baton.svg)",

@@ -126,6 +126,17 @@ func (r *Run) Metric(name string) (float64, bool) {
 	return v, ok
 }
 
+// The metrics loadgen.Run records from the machine's CPU counters over
+// the measured window: every process counts (the system's members, its
+// load generator and anything else running), so they describe a whole
+// setup, and on a saturated machine throughput is about the cores over
+// the CPU per operation.
+const (
+	MetricCPUBusyCores = "machine_cpu_busy_cores"
+	MetricCPUMsPerOp   = "machine_cpu_ms_per_op"
+	MetricCPUCores     = "machine_cpu_cores"
+)
+
 // SetMetric records a named metric.
 func (r *Run) SetMetric(name string, v float64) {
 	if r.Metrics == nil {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -133,7 +134,7 @@ func (s *suite) baton(ctx context.Context, w, procs string) ([]*result.Run, erro
 	return runs, nil
 }
 
-// profile runs cas C=64 or queue W=64 (--pprof-workload) once more (at
+// profile runs cas or queue (--pprof-workload) at --pprof-clients once more (at
 // default GOMAXPROCS) on a cluster whose nodes serve pprof,
 // makes the node that got the pprof port the leader (or, with
 // --pprof-role=follower, another node the leader), and saves a CPU
@@ -175,17 +176,23 @@ func (s *suite) profile(ctx context.Context) error {
 	// execution trace of 3 s covers (for off-CPU waits: syscalls, locks,
 	// scheduling).
 	secs := max(int(s.plan.duration.Seconds())-5, 2)
-	name := "baton-" + s.o.pprofWorkload + "64-" + s.o.pprofRole
+	n := s.o.pprofClients
+	name := "baton-" + s.o.pprofWorkload + strconv.Itoa(n) + "-" + s.o.pprofRole
 	prof := filepath.Join(s.o.pprofDir, name+"-cpu.pprof")
+	lgProf := filepath.Join(s.o.pprofDir, name+"-loadgen-cpu.pprof")
 	trace := filepath.Join(s.o.pprofDir, name+".trace")
 	var cpu string
 	p := s.params()
 	p.During = func(ctx context.Context) {
 		before := cpuTimes(env)
 		t0 := time.Now()
+		// The load generator (this process, the Go SDK's side) is
+		// profiled over the same window as the node.
+		stop := profileSelf(lgProf)
 		if err := fetch(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, secs), prof); err != nil {
 			logf("  profile: %v", err)
 		}
+		stop()
 		cpu = cpuReport(before, cpuTimes(env), time.Since(t0))
 		if err := fetch(ctx, fmt.Sprintf("http://%s/debug/pprof/trace?seconds=3", addr), trace); err != nil {
 			logf("  trace: %v", err)
@@ -193,9 +200,9 @@ func (s *suite) profile(ctx context.Context) error {
 	}
 	var r *result.Run
 	if s.o.pprofWorkload == "queue" {
-		r, err = baton.Queue(ctx, env, p, baton.QueueParams{Workers: 64, Preload: s.plan.queuePreload})
+		r, err = baton.Queue(ctx, env, p, baton.QueueParams{Workers: n, Preload: s.plan.queuePreload})
 	} else {
-		r, err = baton.CAS(ctx, env, p, 64)
+		r, err = baton.CAS(ctx, env, p, n)
 	}
 	if err != nil {
 		return err
@@ -203,8 +210,9 @@ func (s *suite) profile(ctx context.Context) error {
 	logf("  profiled run: %s", summary(r))
 	top, _ := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=45", prof).CombinedOutput()
 	cum, _ := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-cum", "-nodecount=45", prof).CombinedOutput()
-	text := fmt.Sprintf("%s at 64, profiled run: %s\nprofiled node: %s (%s; leader %s)\n\nCPU used during the profile (cores busy on average):\n%s\n== flat ==\n%s\n== cumulative ==\n%s",
-		s.o.pprofWorkload, summary(r), id, s.o.pprofRole, leader, cpu, top, cum)
+	lgCum, _ := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-cum", "-nodecount=45", lgProf).CombinedOutput()
+	text := fmt.Sprintf("%s at %d, profiled run: %s\nprofiled node: %s (%s; leader %s)\n\nCPU used during the profile (cores busy on average):\n%s\n== flat ==\n%s\n== cumulative ==\n%s\n== load generator, cumulative ==\n%s",
+		s.o.pprofWorkload, n, summary(r), id, s.o.pprofRole, leader, cpu, top, cum, lgCum)
 	for _, kind := range []string{"syscall", "sync", "sched", "net"} {
 		out, err := traceProfile(ctx, trace, kind, filepath.Join(s.o.pprofDir, name+"-"+kind+".pprof"))
 		if err != nil {
@@ -213,6 +221,27 @@ func (s *suite) profile(ctx context.Context) error {
 		text += fmt.Sprintf("\n== execution trace, %s blocking (wall time, 3 s) ==\n%s", kind, out)
 	}
 	return os.WriteFile(filepath.Join(s.o.pprofDir, name+"-top.txt"), []byte(text), 0o644)
+}
+
+// profileSelf starts a CPU profile of this process into path and returns
+// the function that stops it; a failure is logged and profiles nothing.
+func profileSelf(path string) (stop func()) {
+	f, err := os.Create(path)
+	if err != nil {
+		logf("  load generator profile: %v", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		logf("  load generator profile: %v", err)
+		_ = f.Close()
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			logf("  load generator profile: %v", err)
+		}
+	}
 }
 
 // pprofNode returns the id of the node whose process listens on addr's

@@ -58,10 +58,12 @@ type options struct {
 	pprofWorkload string
 	// pprofRole is the node the profiled run profiles: the leader or a
 	// follower.
-	pprofRole  string
-	command    string
-	verbose    bool
-	onlyReport string
+	pprofRole string
+	// pprofClients is the profiled run's client or worker count.
+	pprofClients int
+	command      string
+	verbose      bool
+	onlyReport   string
 	// Overrides of the plan; zero keeps the plan's.
 	casClients string
 	batondArgs []string
@@ -129,7 +131,8 @@ func parseFlags(args []string) (*options, error) {
 	workloads := fs.String("workloads", strings.Join(allWorkloads, ","), "workloads to run")
 	systems := fs.String("systems", "baton,etcd,postgres,sqlite", "systems to run (sqlite: LangGraph's SQLite saver, langgraph only)")
 	fs.StringVar(&o.pprofDir, "pprof", "", "also profile the CPU of the Baton leader (or a follower: --pprof-role) under --pprof-workload in an extra run, into this directory")
-	fs.StringVar(&o.pprofWorkload, "pprof-workload", "cas", "the profiled run's load: cas (C=64) or queue (W=64)")
+	fs.StringVar(&o.pprofWorkload, "pprof-workload", "cas", "the profiled run's load: cas or queue, with --pprof-clients clients or workers")
+	fs.IntVar(&o.pprofClients, "pprof-clients", 64, "the profiled run's cas clients or queue workers")
 	fs.StringVar(&o.pprofRole, "pprof-role", "leader", "the profiled node: leader or follower")
 	fs.StringVar(&o.command, "command", "", "the command to show in the report (default: this command line)")
 	fs.BoolVar(&o.verbose, "v", false, "copy the nodes' logs to stderr")
@@ -157,6 +160,9 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if o.pprofWorkload != "cas" && o.pprofWorkload != "queue" {
 		return nil, fmt.Errorf("--pprof-workload %q: want cas or queue", o.pprofWorkload)
+	}
+	if o.pprofClients < 1 {
+		return nil, fmt.Errorf("--pprof-clients %d: want at least 1", o.pprofClients)
 	}
 	if o.pprofRole != "leader" && o.pprofRole != "follower" {
 		return nil, fmt.Errorf("--pprof-role %q: want leader or follower", o.pprofRole)
