@@ -47,7 +47,8 @@ type pool struct {
 	pending   []*poolFinish // releases for the next batch
 	wakeClaim chan struct{} // capacity 1: the state changed, for claimLoop
 	wakeFlush chan struct{} // capacity 1: likewise, for flushLoop
-	flushing  bool          // a batch is in flight
+	flushes   int           // batches in flight (at most maxFlushes)
+	batchOK   bool          // the last batch came back from the batch route
 	stopErr   error         // the claim error that stops the pool
 	stop      context.CancelFunc
 }
@@ -159,7 +160,7 @@ func (p *pool) claimLoop() {
 	for p.ctx.Err() == nil {
 		p.mu.Lock()
 		max := p.free()
-		if (len(p.pending) > 0 || p.flushing) && !p.w.noBatch.Load() {
+		if (len(p.pending) > 0 || p.flushes > 0) && !p.w.noBatch.Load() {
 			max = 0 // the batch claims for them
 		}
 		if max > 0 {
@@ -266,22 +267,37 @@ func (p *pool) finish(ctx context.Context, l *Lease, req client.UpdateTaskReques
 	}
 }
 
-// flushLoop sends the queued releases, up to MaxBatch at a time, with a
-// claim of the slots they and the idle slots free (none once ctx ended),
-// until ctx ends and every slot has returned.
+// maxFlushes is how many batches a pool has in flight at once. With one,
+// the slots that finish while a batch is out wait for its whole round
+// trip before theirs is sent; a second overlaps the two (docs/benchmarks.md,
+// "Two batches in flight"). Only one is, until a batch has come back from
+// the batch route: a server before version 6 then refuses one batch, not
+// two.
+const maxFlushes = 2
+
+// flushLoop sends the queued releases, up to MaxBatch at a time and up to
+// maxFlushes batches at once, with a claim of the slots they and the idle
+// slots free (none once ctx ended), until ctx ends, every slot has
+// returned and every batch has come back.
 func (p *pool) flushLoop(slots *sync.WaitGroup) {
-	slotsDone := make(chan struct{})
+	returned := make(chan struct{})
 	go func() {
 		slots.Wait()
-		close(slotsDone)
+		close(returned)
 	}()
+	slotsDone := returned // nil once seen closed
+	var flushes sync.WaitGroup
+	defer flushes.Wait() // hold may still hand tasks to p.ready
 	for {
 		p.mu.Lock()
-		batch := p.pending[:min(len(p.pending), MaxBatch)]
-		p.pending = p.pending[len(batch):]
+		var batch []*poolFinish
 		max := 0
+		if p.flushes == 0 || p.flushes < maxFlushes && p.batchOK && !p.w.noBatch.Load() {
+			batch = p.pending[:min(len(p.pending), MaxBatch)]
+			p.pending = p.pending[len(batch):]
+		}
 		if len(batch) > 0 {
-			p.flushing = true
+			p.flushes++
 			if p.ctx.Err() == nil {
 				max = p.free()
 				p.held += max
@@ -289,9 +305,7 @@ func (p *pool) flushLoop(slots *sync.WaitGroup) {
 		}
 		p.mu.Unlock()
 		if len(batch) == 0 {
-			select {
-			case <-p.wakeFlush:
-			case <-slotsDone:
+			if slotsDone == nil { // every slot returned: no more releases come
 				p.mu.Lock()
 				empty := len(p.pending) == 0
 				p.mu.Unlock()
@@ -299,14 +313,21 @@ func (p *pool) flushLoop(slots *sync.WaitGroup) {
 					return
 				}
 			}
+			select {
+			case <-p.wakeFlush: // a release queued or a batch came back
+			case <-slotsDone:
+				slotsDone = nil
+			}
 			continue
 		}
-		got := p.flush(batch, max)
-		p.mu.Lock()
-		p.held -= max - got
-		p.flushing = false
-		p.mu.Unlock()
-		p.kick()
+		flushes.Go(func() {
+			got := p.flush(batch, max)
+			p.mu.Lock()
+			p.held -= max - got
+			p.flushes--
+			p.mu.Unlock()
+			p.kick()
+		})
 	}
 }
 
@@ -330,6 +351,9 @@ func (p *pool) flush(batch []*poolFinish, max int) int {
 	sent := time.Now()
 	outs, next, err := p.w.c.QueueBatch(ctx, p.w.cfg.Tenant, p.w.cfg.Queue, ups, claim)
 	noRoute := noBatchRoute(err)
+	p.mu.Lock()
+	p.batchOK = err == nil || !noRoute && p.batchOK
+	p.mu.Unlock()
 	if noRoute {
 		// A server before version 6 (the leader moved to an older member
 		// under the pool): single claims and releases for a while, these

@@ -8,11 +8,13 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/baton-dev/baton/client"
 	"github.com/baton-dev/baton/client/concurrency"
+	"github.com/baton-dev/baton/client/internal/clustertest"
 )
 
 // prefetchClient is a client of the package's real batond.
@@ -283,5 +285,82 @@ func TestWorkerPrefetchBadCompletion(t *testing.T) {
 		if got, err := c.GetTask(ctx, "acme", fmt.Sprintf("%s-%d", queue, i)); err != nil || got.Status != "done" {
 			t.Errorf("task %d: %+v %v", i, got, err)
 		}
+	}
+}
+
+// TestWorkerPoolOverlapsBatches: once a batch has come back, the pool
+// sends the releases of slots that finish while a batch is out in a
+// second batch at once, instead of after the first one's round trip. A
+// proxy holds each batch after the first until another one arrives (or 3 s
+// pass); every task is still done once.
+func TestWorkerPoolOverlapsBatches(t *testing.T) {
+	var mu sync.Mutex
+	batches, inFlight, peak := 0, 0, 0
+	seen := func() int { mu.Lock(); defer mu.Unlock(); return batches }
+	proxy := clustertest.NewProxy(t, strings.Split(os.Getenv("BATON_ENDPOINTS"), ",")[0], func(_ int, r *http.Request) clustertest.Hop {
+		if !strings.HasSuffix(r.URL.Path, "/batch") {
+			return clustertest.Hop{}
+		}
+		mu.Lock()
+		batches++
+		n := batches
+		inFlight++
+		peak = max(peak, inFlight)
+		mu.Unlock()
+		if n > 1 && n <= 4 {
+			// Held until another batch arrives: with one batch at a
+			// time none can, and the hold ends at its deadline.
+			for deadline := time.Now().Add(3 * time.Second); seen() == n && time.Now().Before(deadline); {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		return clustertest.Hop{}
+	})
+	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	t.Cleanup(hc.CloseIdleConnections)
+	c, err := client.New(client.Config{Endpoints: []string{proxy.URL}, Token: os.Getenv("BATON_TOKEN"), HTTPClient: hc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxTimeout(t, 60*time.Second)
+	const tasks, n = 24, 4
+	queue := uniqueName("overlap")
+	prefetchTasks(t, ctx, c, queue, tasks)
+	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: queue, Owner: "ov",
+		Lease: 10 * time.Second, Wait: 100 * time.Millisecond, SetStatus: "running"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var completed atomic.Int64
+	var slot atomic.Int64
+	pctx, stop := context.WithCancel(ctx)
+	pool := make(chan error, 1)
+	go func() {
+		pool <- w.RunPool(pctx, n, func(ctx context.Context, l *concurrency.Lease) error {
+			// Slots finish at different times, so that some finish
+			// while another's release is out.
+			time.Sleep(time.Duration(slot.Add(1)%n) * 20 * time.Millisecond)
+			_, err := l.Complete(ctx, "done", nil)
+			if err == nil {
+				completed.Add(1)
+			}
+			return err
+		})
+	}()
+	eventually(t, 50*time.Second, "every task done", func() bool { return allDone(ctx, c, queue, tasks) })
+	stop()
+	if err := <-pool; !errors.Is(err, context.Canceled) {
+		t.Fatalf("RunPool: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if peak < 2 {
+		t.Errorf("at most %d batch in flight in %d batches, want 2 at once", peak, batches)
+	}
+	if completed.Load() != tasks {
+		t.Errorf("%d completions, want %d", completed.Load(), tasks)
 	}
 }
