@@ -922,6 +922,7 @@ func (w *writer) method() {
 	w.p("- Every run has a warm-up and a measured window; only operations that start in the window count. Latency percentiles come from log-bucketed histograms (within about 1%%). Each worker's random choices come from the seed.")
 	w.p("- The same code (`bench/loadgen`) drives and measures every system; Baton's side lives in `bench/baton`, the peers' in the separate module `bench/peers` (so their client libraries stay out of Baton's go.mod).")
 	w.p("- fsync latency is measured on every run with the same probe, in the filesystem that holds the data directories.")
+	w.p("- The machine CPU rows come from the machine's own counters (/proc/stat) at the measured window's start and end, every process counted: the members, the load generator (for Baton the Go SDK in the driver's process, for etcd and PostgreSQL their client libraries in `peerbench`) and anything else running. Cores busy near the machine's cores means the run was bound by CPU, and its throughput is then about the cores over the CPU per operation; fewer means it was bound by waits (fsync, round trips).")
 	if w.s.Machine.CPUStartMS > 0 {
 		w.p("- The single-core probe is the same computation on every run, timed before the first workload and after the last: runs on different days (or a machine that slowed during a run) compare through it, as the Python SDK's rate, bound by one core, follows it.")
 	}
