@@ -50,6 +50,7 @@ type Lease struct {
 	// pool.mu), and the renewal started when the pool claimed the task.
 	pool      *pool
 	finishing bool
+	sending   bool // a release of this lease is in a batch in flight (under pool.mu)
 	renewing  func()
 }
 

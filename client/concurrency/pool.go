@@ -188,6 +188,9 @@ func (p *pool) claimLoop() {
 			_ = backoff.Sleep(p.ctx, bo.Delay(0, backoff.Cap))
 		case unknownField(err, "max"):
 			p.w.noBatch.refused() // a server before version 6: single claims for a while
+			p.mu.Lock()
+			p.batchOK = false // one batch first when batches are tried again
+			p.mu.Unlock()
 		default:
 			p.mu.Lock()
 			p.stopErr = err
@@ -272,7 +275,9 @@ func (p *pool) finish(ctx context.Context, l *Lease, req client.UpdateTaskReques
 // trip before theirs is sent; a second overlaps the two (docs/benchmarks.md,
 // "Two batches in flight"). Only one is, until a batch has come back from
 // the batch route: a server before version 6 then refuses one batch, not
-// two.
+// two. A lease's release waits for the batch holding its previous one (a
+// Complete whose caller gave up is still sent), so that the releases of
+// one lease reach the server in the order they were made.
 const maxFlushes = 2
 
 // flushLoop sends the queued releases, up to MaxBatch at a time and up to
@@ -293,8 +298,20 @@ func (p *pool) flushLoop(slots *sync.WaitGroup) {
 		var batch []*poolFinish
 		max := 0
 		if p.flushes == 0 || p.flushes < maxFlushes && p.batchOK && !p.w.noBatch.Load() {
-			batch = p.pending[:min(len(p.pending), MaxBatch)]
-			p.pending = p.pending[len(batch):]
+			// A lease with a release in flight keeps its next one for
+			// after: the same lease's releases stay in order.
+			var rest []*poolFinish
+			for _, f := range p.pending {
+				if len(batch) < MaxBatch && !f.l.sending {
+					batch = append(batch, f)
+				} else {
+					rest = append(rest, f)
+				}
+			}
+			for _, f := range batch {
+				f.l.sending = true
+			}
+			p.pending = rest
 		}
 		if len(batch) > 0 {
 			p.flushes++
@@ -323,6 +340,9 @@ func (p *pool) flushLoop(slots *sync.WaitGroup) {
 		flushes.Go(func() {
 			got := p.flush(batch, max)
 			p.mu.Lock()
+			for _, f := range batch {
+				f.l.sending = false
+			}
 			p.held -= max - got
 			p.flushes--
 			p.mu.Unlock()
@@ -345,6 +365,9 @@ func (p *pool) flush(batch []*poolFinish, max int) int {
 	ctx, cancel := context.WithTimeout(ownKeys(context.Background()), p.w.cfg.ReleaseTimeout)
 	defer cancel()
 	if p.w.noBatch.Load() {
+		p.mu.Lock()
+		p.batchOK = false
+		p.mu.Unlock()
 		p.sendAlone(ctx, batch) // no batch route
 		return 0
 	}
