@@ -545,7 +545,7 @@ func (w *writer) rounds(workload, label, unit string, systems []string) {
 	if n < 2 {
 		return
 	}
-	w.p("Each system ran this workload in %d rounds, interleaved with the other systems (each round started with the next system); the table shows each system's median round by %s, every figure of a column from that one run. %s of every round (*italic*: the median round):\n", n, unit, strings.ToUpper(unit[:1])+unit[1:])
+	w.p("Each system ran this workload in %d rounds, interleaved with the other systems (each round started with the next system); the table shows each system's median round by %s, every figure of a column from that one run. %s of every round (*italic*: the median round; in brackets the machine's cores busy, where measured: a round far below the others' was short of CPU, not of work):\n", n, unit, strings.ToUpper(unit[:1])+unit[1:])
 	head, sep := []string{label, "system"}, []string{"---", "---"}
 	for i := 1; i <= n; i++ {
 		head, sep = append(head, fmt.Sprintf("round %d", i)), append(sep, "---")
@@ -573,6 +573,9 @@ func (w *writer) rounds(workload, label, unit string, systems []string) {
 						cell = "*" + rate(r.OpsPerSec) + "*"
 					default:
 						cell = rate(r.OpsPerSec)
+					}
+					if c, ok := r.Metric(result.MetricCPUBusyCores); ok && r.Failed == "" {
+						cell += fmt.Sprintf(" (%.2f)", c)
 					}
 				}
 				cells = append(cells, cell)
