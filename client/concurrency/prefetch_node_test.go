@@ -336,10 +336,15 @@ func TestWorkerPoolOverlapsBatches(t *testing.T) {
 	}
 	var completed atomic.Int64
 	var slot atomic.Int64
+	var runsMu sync.Mutex
+	runs := map[string]int{}
 	pctx, stop := context.WithCancel(ctx)
 	pool := make(chan error, 1)
 	go func() {
 		pool <- w.RunPool(pctx, n, func(ctx context.Context, l *concurrency.Lease) error {
+			runsMu.Lock()
+			runs[l.Task().TaskID]++
+			runsMu.Unlock()
 			// Slots finish at different times, so that some finish
 			// while another's release is out.
 			time.Sleep(time.Duration(slot.Add(1)%n) * 20 * time.Millisecond)
@@ -362,5 +367,15 @@ func TestWorkerPoolOverlapsBatches(t *testing.T) {
 	}
 	if completed.Load() != tasks {
 		t.Errorf("%d completions, want %d", completed.Load(), tasks)
+	}
+	runsMu.Lock()
+	defer runsMu.Unlock()
+	if len(runs) != tasks {
+		t.Errorf("%d tasks ran, want %d", len(runs), tasks)
+	}
+	for id, k := range runs {
+		if k != 1 {
+			t.Errorf("task %s ran %d times, want once", id, k)
+		}
 	}
 }
