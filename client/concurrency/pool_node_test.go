@@ -24,26 +24,20 @@ import (
 
 // Tests of RunPool with two batches in flight (pool.go, maxFlushes).
 
-// TestWorkerPoolKeepsALeasesReleasesInOrder: a slot's Complete gives up (its
-// ctx ends) while its batch is slow on the way; the slot then releases the
-// lease with another status, which succeeds. That later, successful update
-// must be the task's final state: the earlier, abandoned one must not be
-// applied after it.
-func TestWorkerPoolKeepsALeasesReleasesInOrder(t *testing.T) {
+// batchProxy returns a client of the package's batond through a proxy
+// that calls onBatch with the number (from 1) of each queue batch
+// request before forwarding it; onBatch may block to hold the batch.
+func batchProxy(t *testing.T, onBatch func(n int)) *client.Client {
+	t.Helper()
 	var mu sync.Mutex
 	batches := 0
-	var released atomic.Bool // the second batch went on to the server
 	proxy := clustertest.NewProxy(t, strings.Split(os.Getenv("BATON_ENDPOINTS"), ",")[0], func(_ int, r *http.Request) clustertest.Hop {
-		if !strings.HasSuffix(r.URL.Path, "/batch") {
-			return clustertest.Hop{}
-		}
-		mu.Lock()
-		batches++
-		n := batches
-		mu.Unlock()
-		if n == 2 {
-			time.Sleep(time.Second) // the second batch is slow on the way to the server
-			released.Store(true)
+		if strings.HasSuffix(r.URL.Path, "/batch") {
+			mu.Lock()
+			batches++
+			n := batches
+			mu.Unlock()
+			onBatch(n)
 		}
 		return clustertest.Hop{}
 	})
@@ -53,6 +47,22 @@ func TestWorkerPoolKeepsALeasesReleasesInOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+// TestWorkerPoolKeepsALeasesReleasesInOrder: a slot's Complete gives up (its
+// ctx ends) while its batch is slow on the way; the slot then releases the
+// lease with another status, which succeeds. That later, successful update
+// must be the task's final state: the earlier, abandoned one must not be
+// applied after it.
+func TestWorkerPoolKeepsALeasesReleasesInOrder(t *testing.T) {
+	var released atomic.Bool // the second batch went on to the server
+	c := batchProxy(t, func(n int) {
+		if n == 2 {
+			time.Sleep(time.Second) // the second batch is slow on the way to the server
+			released.Store(true)
+		}
+	})
 	ctx := ctxTimeout(t, 60*time.Second)
 	queue := uniqueName("order")
 	prefetchTasks(t, ctx, c, queue, 2)
@@ -187,29 +197,13 @@ func TestWorkerPoolOneBatchToAnOldLeader(t *testing.T) {
 // otherwise hand its tasks to a closed channel), give back the tasks it
 // claimed (not left leased) and return.
 func TestWorkerPoolStopWhileAClaimingBatchIsOut(t *testing.T) {
-	var mu sync.Mutex
-	batches := 0
 	var held atomic.Bool
-	proxy := clustertest.NewProxy(t, strings.Split(os.Getenv("BATON_ENDPOINTS"), ",")[0], func(_ int, r *http.Request) clustertest.Hop {
-		if !strings.HasSuffix(r.URL.Path, "/batch") {
-			return clustertest.Hop{}
-		}
-		mu.Lock()
-		batches++
-		n := batches
-		mu.Unlock()
+	c := batchProxy(t, func(n int) {
 		if n == 2 {
 			held.Store(true)
 			time.Sleep(time.Second)
 		}
-		return clustertest.Hop{}
 	})
-	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
-	t.Cleanup(hc.CloseIdleConnections)
-	c, err := client.New(client.Config{Endpoints: []string{proxy.URL}, Token: os.Getenv("BATON_TOKEN"), HTTPClient: hc})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := ctxTimeout(t, 60*time.Second)
 	const tasks, n = 20, 2
 	queue := uniqueName("stop1")

@@ -14,7 +14,6 @@ import (
 
 	"github.com/baton-dev/baton/client"
 	"github.com/baton-dev/baton/client/concurrency"
-	"github.com/baton-dev/baton/client/internal/clustertest"
 )
 
 // prefetchClient is a client of the package's real batond.
@@ -297,13 +296,9 @@ func TestWorkerPoolOverlapsBatches(t *testing.T) {
 	var mu sync.Mutex
 	batches, inFlight, peak := 0, 0, 0
 	seen := func() int { mu.Lock(); defer mu.Unlock(); return batches }
-	proxy := clustertest.NewProxy(t, strings.Split(os.Getenv("BATON_ENDPOINTS"), ",")[0], func(_ int, r *http.Request) clustertest.Hop {
-		if !strings.HasSuffix(r.URL.Path, "/batch") {
-			return clustertest.Hop{}
-		}
+	c := batchProxy(t, func(n int) {
 		mu.Lock()
-		batches++
-		n := batches
+		batches = max(batches, n)
 		inFlight++
 		peak = max(peak, inFlight)
 		mu.Unlock()
@@ -317,14 +312,7 @@ func TestWorkerPoolOverlapsBatches(t *testing.T) {
 		mu.Lock()
 		inFlight--
 		mu.Unlock()
-		return clustertest.Hop{}
 	})
-	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
-	t.Cleanup(hc.CloseIdleConnections)
-	c, err := client.New(client.Config{Endpoints: []string{proxy.URL}, Token: os.Getenv("BATON_TOKEN"), HTTPClient: hc})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := ctxTimeout(t, 60*time.Second)
 	const tasks, n = 24, 4
 	queue := uniqueName("overlap")
