@@ -66,11 +66,8 @@ func TestWorkerPoolKeepsALeasesReleasesInOrder(t *testing.T) {
 	ctx := ctxTimeout(t, 60*time.Second)
 	queue := uniqueName("order")
 	prefetchTasks(t, ctx, c, queue, 2)
-	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: queue, Owner: "or",
+	w := queueWorker(t, c, queue, concurrency.WorkerConfig{Owner: "or",
 		Lease: 10 * time.Second, Wait: 100 * time.Millisecond, SetStatus: "running"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var calls atomic.Int64
 	var second string
 	var secondErr, laterErr error
@@ -152,11 +149,8 @@ func TestWorkerPoolOneBatchToAnOldLeader(t *testing.T) {
 	const first, n = 8, 4
 	after := concurrency.BatchRetryClaims + 40
 	prefetchTasks(t, ctx, c, queue, first)
-	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: queue, Owner: "bo",
+	w := queueWorker(t, c, queue, concurrency.WorkerConfig{Owner: "bo",
 		Lease: 10 * time.Second, Wait: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var completed atomic.Int64
 	var slot atomic.Int64
 	pctx, stop := context.WithCancel(ctx)
@@ -208,11 +202,8 @@ func TestWorkerPoolStopWhileAClaimingBatchIsOut(t *testing.T) {
 	const tasks, n = 20, 2
 	queue := uniqueName("stop1")
 	prefetchTasks(t, ctx, c, queue, tasks)
-	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: queue, Owner: "s1",
+	w := queueWorker(t, c, queue, concurrency.WorkerConfig{Owner: "s1",
 		Lease: 20 * time.Second, Wait: 100 * time.Millisecond, SetStatus: "running"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var calls atomic.Int64
 	pctx, stop := context.WithCancel(ctx)
 	pool := make(chan error, 1)

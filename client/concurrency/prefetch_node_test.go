@@ -45,6 +45,18 @@ func prefetchTasksMax(t *testing.T, ctx context.Context, c *client.Client, queue
 	}
 }
 
+// queueWorker is a Worker of queue for tenant acme, with cfg's other
+// settings.
+func queueWorker(t *testing.T, c *client.Client, queue string, cfg concurrency.WorkerConfig) *concurrency.Worker {
+	t.Helper()
+	cfg.Tenant, cfg.Queue = "acme", queue
+	w, err := concurrency.NewWorker(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 // eventually polls cond every 10ms until it holds or d passes.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -67,11 +79,8 @@ func TestWorkerPrefetch(t *testing.T) {
 	const tasks, n = 40, 6
 	queue := fmt.Sprintf("prefetch%d", time.Now().UnixNano()) // -count=N shares the node
 	prefetchTasks(t, ctx, c, queue, tasks)
-	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: queue, Owner: "pw",
+	w := queueWorker(t, c, queue, concurrency.WorkerConfig{Owner: "pw",
 		Lease: 10 * time.Second, Wait: 200 * time.Millisecond, SetStatus: "running"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	seen, tokens := map[string]int{}, map[uint64]bool{}
 	running, peak, done := 0, 0, 0
@@ -138,11 +147,8 @@ func TestWorkerPrefetchStop(t *testing.T) {
 	const tasks, n = 12, 3
 	queue := fmt.Sprintf("prefetchstop%d", time.Now().UnixNano())
 	prefetchTasksMax(t, ctx, c, queue, tasks, 1)
-	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: queue, Owner: "ps",
+	w := queueWorker(t, c, queue, concurrency.WorkerConfig{Owner: "ps",
 		Lease: time.Minute, Wait: 100 * time.Millisecond, SetStatus: "running"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	held := stopWithHeldTasks(t, ctx, c, w, queue, n)
 	page, err := c.ListTasks(ctx, "acme", client.ListTasksOptions{Queue: queue, Limit: 100})
 	if err != nil {
@@ -227,11 +233,8 @@ func TestWorkerPrefetchBadCompletion(t *testing.T) {
 	const n = 4
 	queue := fmt.Sprintf("prefetchbad%d", time.Now().UnixNano())
 	prefetchTasks(t, ctx, c, queue, n)
-	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: queue, Owner: "pb",
+	w := queueWorker(t, c, queue, concurrency.WorkerConfig{Owner: "pb",
 		Lease: 10 * time.Second, Wait: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	arrived := 0
 	gate := make(chan struct{})
@@ -317,11 +320,8 @@ func TestWorkerPoolOverlapsBatches(t *testing.T) {
 	const tasks, n = 24, 4
 	queue := uniqueName("overlap")
 	prefetchTasks(t, ctx, c, queue, tasks)
-	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: queue, Owner: "ov",
+	w := queueWorker(t, c, queue, concurrency.WorkerConfig{Owner: "ov",
 		Lease: 10 * time.Second, Wait: 100 * time.Millisecond, SetStatus: "running"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var completed atomic.Int64
 	var slot atomic.Int64
 	var runsMu sync.Mutex
