@@ -48,13 +48,15 @@ var errNoToken = errorf(codeUnauthenticated, "missing bearer token (Authorizatio
 const headerPeer = "X-Baton-Peer"
 
 // peerRoutes are what members call on each other: chunk copies and
-// repair, the "held" record, joining and publishing an address. With peer
+// repair, the "held" record, joining and publishing an address, and a
+// member's question whether it was removed. With peer
 // TLS a member is recognised there by its certificate, and the /v1/internal
 // ones accept nothing else.
 var peerRoutes = map[string]bool{
 	"PUT /v1/internal/chunks/{digest}":                        true,
 	"GET /v1/internal/chunks/{digest}":                        true,
 	"POST /v1/internal/tenants/{tenant}/chunks/{digest}/held": true,
+	"GET /v1/internal/configuration":                          true,
 	"POST /v1/cluster/members":                                true,
 	"POST /v1/cluster/members/{id}/promote":                   true,
 	"PUT /v1/cluster/members/{id}/meta":                       true,

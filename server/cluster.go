@@ -68,6 +68,7 @@ func (s *Server) clusterRoutes(add addRoute) {
 	add("PUT", "/v1/cluster/members/{id}/meta", routeWrite, s.handleMemberMeta, cmd(wire.MemberMeta{}, fsm.KindMemberSet))
 	add("POST", "/v1/cluster/leadership-transfer", routeWrite, s.handleTransfer, cmd(wire.Transfer{}))
 	add("GET", "/v1/cluster/backup", routeRead, s.handleBackup)
+	add("GET", "/v1/internal/configuration", routeLocalAuth, s.handleConfiguration)
 }
 
 // errRemoved is the answer of a node removed from the cluster to every

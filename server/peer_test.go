@@ -56,6 +56,8 @@ func TestPeerIdentity(t *testing.T) {
 	}
 	for _, tc := range []req{
 		{"member on an internal route", "PUT", internal, internalPattern, member, nil, "n2", true},
+		{"member asks for the configuration", "GET", "/v1/internal/configuration", "/v1/internal/configuration", member, nil, "n2", true},
+		{"stranger asks for the configuration", "GET", "/v1/internal/configuration", "/v1/internal/configuration", stranger, nil, "", false},
 		{"member on a join", "POST", "/v1/cluster/members", "/v1/cluster/members", member, nil, "n2", true},
 		{"member off the peer routes", "PUT", "/v1/tenants/acme", "/v1/tenants/{tenant}", member, nil, "", false},
 		{"another CA's certificate", "PUT", internal, internalPattern, stranger, nil, "", false},

@@ -213,10 +213,12 @@ func New(cfg Config, c Cluster, f *fsm.FSM) *Server {
 
 // Start launches background work: registering this node's HTTP address in
 // the replicated membership, (on the leader) purging expired KV entries,
-// and the chunk plane (copies, repair, chunk GC).
+// asking the peers whether this node was removed (while it knows no
+// leader), and the chunk plane (copies, repair, chunk GC).
 func (s *Server) Start() {
 	s.wg.Go(s.registerLoop)
 	s.wg.Go(s.purgeLoop)
+	s.wg.Go(s.removalLoop)
 	s.chunks.Start()
 }
 

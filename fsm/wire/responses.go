@@ -50,3 +50,13 @@ type Build struct {
 	Commit    string `json:"commit"`
 	GoVersion string `json:"go_version"`
 }
+
+// Configuration answers GET /v1/internal/configuration: the members of
+// the newest Raft configuration the answering node holds, and whether it
+// is the leader. A member that knows no leader asks its peers for it, to
+// learn whether it was removed.
+type Configuration struct {
+	NodeID  string   `json:"node_id"`
+	Leader  bool     `json:"leader"`
+	Servers []string `json:"servers"`
+}

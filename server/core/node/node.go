@@ -58,7 +58,10 @@ type Node struct {
 
 	wasMember atomic.Bool // in a configuration since it opened, or opened with state (removed.go)
 	removed   atomic.Bool // removed from the configuration (removed.go)
-	snapStats snapStats   // snapshots persisted since start (snapstats.go)
+	// removedByLeader: the leader said this node is not in its
+	// configuration (removed.go).
+	removedByLeader atomic.Bool
+	snapStats       snapStats // snapshots persisted since start (snapstats.go)
 
 	done      chan struct{}
 	ctx       context.Context // the node's lifetime: Close cancels it

@@ -19,8 +19,15 @@ import (
 // hashicorp/raft does not always deliver the configuration that removes a
 // server to that server (the leader stops replicating to it once the entry
 // is appended). A node that never receives it keeps its old configuration
-// and knows no leader, so it is not ready (GET /readyz) but still looks a
-// member here.
+// and knows no leader. So a node that has known no leader for a while
+// asks its peers (the server's removalLoop), and when the leader answers
+// that its configuration does not list this node, the node takes its word
+// (LearnRemoval). That holds until this node hears from a leader again,
+// which a leader only sends to the servers of its configuration: then the
+// node's own configuration decides again (it was added back). A removal
+// the leader has not committed yet could still be undone by the next
+// leader; a node that took it for done refuses requests until that leader
+// reaches it, which costs availability, never safety.
 
 // membershipPoll is how often the node looks at its configuration.
 const membershipPoll = 100 * time.Millisecond
@@ -52,7 +59,10 @@ func (n *Node) checkMembership() {
 	if in {
 		n.wasMember.Store(true)
 	}
-	removed := len(servers) > 0 && !in && n.wasMember.Load()
+	if leader, _ := n.raft.LeaderWithID(); leader != "" {
+		n.removedByLeader.Store(false)
+	}
+	removed := ((len(servers) > 0 && !in) || n.removedByLeader.Load()) && n.wasMember.Load()
 	if was := n.removed.Swap(removed); was != removed {
 		if removed {
 			n.log.Warn("this node was removed from the cluster; it refuses requests until it is added again")
@@ -65,3 +75,11 @@ func (n *Node) checkMembership() {
 // Removed reports whether this node was removed from the cluster's
 // configuration (see above); a removed node must not serve.
 func (n *Node) Removed() bool { return n.removed.Load() }
+
+// LearnRemoval takes the leader's word that its configuration does not
+// list this node: the node refuses requests from now on (Removed), until
+// it hears from a leader again.
+func (n *Node) LearnRemoval() {
+	n.removedByLeader.Store(true)
+	n.checkMembership()
+}

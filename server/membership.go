@@ -1,0 +1,143 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/baton-dev/baton/fsm/wire"
+)
+
+// A member removed from the configuration does not always receive the
+// entry that removes it (server/core/node/removed.go), and then goes on
+// answering from a state that no longer moves. removalLoop covers that:
+// a member that has known no leader for removalAskAfter asks its peers
+// for their configuration, and when the leader's does not list it, the
+// node takes the leader's word (node.LearnRemoval).
+
+// removalLearner is what the node offers for it.
+type removalLearner interface{ LearnRemoval() }
+
+const (
+	// removalAskAfter is how long a member knows no leader before it
+	// asks its peers; removalAskEvery how often it asks again, and the
+	// bound of one round of asks.
+	removalAskAfter = time.Second
+	removalAskEvery = time.Second
+	// maxConfigurationAnswer bounds a peer's answer read into memory.
+	maxConfigurationAnswer = 64 << 10
+)
+
+// handleConfiguration is GET /v1/internal/configuration, for members.
+func (s *Server) handleConfiguration(w http.ResponseWriter, _ *http.Request, id *identity) error {
+	if err := id.requireAdmin(); err != nil {
+		return err
+	}
+	members, err := s.cluster.Members()
+	if err != nil {
+		return err
+	}
+	conf := wire.Configuration{NodeID: s.cluster.ID(), Leader: s.cluster.IsLeader(), Servers: []string{}}
+	for _, m := range members {
+		conf.Servers = append(conf.Servers, m.ID)
+	}
+	writeJSON(w, http.StatusOK, conf)
+	return nil
+}
+
+// removalLoop asks the peers, once a second while this member knows no
+// leader, whether it was removed.
+func (s *Server) removalLoop() {
+	l, ok := s.cluster.(removalLearner)
+	if !ok {
+		return
+	}
+	t := time.NewTicker(removalAskEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		if leader, _ := s.cluster.Leader(); leader != "" || s.removed() ||
+			time.Since(s.cluster.LastLeaderContact()) < removalAskAfter {
+			continue
+		}
+		if by := s.leaderWithoutMe(); by != "" {
+			s.log.Warn("the leader's configuration does not list this node", "leader", by)
+			l.LearnRemoval()
+		}
+	}
+}
+
+// leaderWithoutMe asks every peer of this member's configuration, in
+// parallel, for its configuration, and returns the id of one that is the
+// leader and does not list this member ("" when none).
+func (s *Server) leaderWithoutMe() string {
+	members, err := s.cluster.Members()
+	if err != nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, removalAskEvery)
+	defer cancel()
+	self := s.cluster.ID()
+	var (
+		mu sync.Mutex
+		by string
+		wg sync.WaitGroup
+	)
+	for _, m := range members {
+		if m.ID == self || m.HTTPAddr == "" {
+			continue
+		}
+		wg.Go(func() {
+			conf, err := s.peerConfiguration(ctx, m.HTTPAddr)
+			if err != nil {
+				s.log.Debug("asking a peer for its configuration", "peer", m.ID, "err", err)
+				return
+			}
+			if conf.Leader && len(conf.Servers) > 0 && !slices.Contains(conf.Servers, self) {
+				mu.Lock()
+				by = m.ID
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return by
+}
+
+// peerConfiguration is one peer's answer to GET /v1/internal/configuration.
+func (s *Server) peerConfiguration(ctx context.Context, addr string) (*wire.Configuration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.proxy.url(addr, "/v1/internal/configuration"), nil)
+	if err != nil {
+		return nil, err
+	}
+	s.peerAuth(req)
+	resp, err := s.proxy.transport.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxConfigurationAnswer+1))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %.200s", resp.Status, body)
+	}
+	if len(body) > maxConfigurationAnswer {
+		return nil, fmt.Errorf("answer over %d bytes", maxConfigurationAnswer)
+	}
+	var conf wire.Configuration
+	if err := json.Unmarshal(body, &conf); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	return &conf, nil
+}
