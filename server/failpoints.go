@@ -10,9 +10,11 @@ import (
 // failpointRoutes exist only on a node started with --failpoints: the chaos
 // harness uses them to cut this node's Raft links and skew its clock.
 func (s *Server) failpointRoutes(add addRoute) {
-	add("GET", "/v1/internal/failpoints", routeLocalAuth, s.handleFailpointsGet)
-	add("PUT", "/v1/internal/failpoints", routeLocalAuth, s.handleFailpointsPut)
+	add("GET", failpointsPattern, routeLocalAuth, s.handleFailpointsGet)
+	add("PUT", failpointsPattern, routeLocalAuth, s.handleFailpointsPut)
 }
+
+const failpointsPattern = "/v1/internal/failpoints"
 
 func (s *Server) failpointState() wire.Failpoints {
 	return wire.Failpoints{CutRaftTo: s.cfg.Faults.Cut(), ClockOffsetMs: s.cfg.Faults.ClockOffset().Milliseconds()}

@@ -17,32 +17,51 @@ import (
 // entry that removes it (server/core/node/removed.go), and then goes on
 // answering from a state that no longer moves. removalLoop covers that:
 // a member that has known no leader for removalAskAfter asks its peers
-// for their configuration, and when the leader's does not list it, the
-// node takes the leader's word (node.LearnRemoval).
+// for their configuration, and when the leader's committed configuration
+// does not list it, the node takes the leader's word (LearnRemoval). Once
+// it knows a leader again, it asks that leader, whose committed
+// configuration listing it again undoes that (ForgetRemoval).
 
 // removalLearner is what the node offers for it.
-type removalLearner interface{ LearnRemoval() }
+type removalLearner interface {
+	LeaderConfiguration(ctx context.Context) ([]string, error)
+	LearnRemoval()
+	ForgetRemoval()
+	RemovedByLeader() bool
+}
 
 const (
 	// removalAskAfter is how long a member knows no leader before it
-	// asks its peers; removalAskEvery how often it asks again, and the
-	// bound of one round of asks.
+	// asks its peers. It asks every removalAskEvery (also the bound of
+	// one round of asks), backing off to removalAskMax while no answer
+	// settles anything, so that a member cut off for long asks rarely.
 	removalAskAfter = time.Second
 	removalAskEvery = time.Second
+	removalAskMax   = 30 * time.Second
 	// maxConfigurationAnswer bounds a peer's answer read into memory.
 	maxConfigurationAnswer = 64 << 10
 )
 
-// handleConfiguration is GET /v1/internal/configuration, for members.
-func (s *Server) handleConfiguration(w http.ResponseWriter, _ *http.Request, id *identity) error {
+// handleConfiguration is GET /v1/internal/configuration, for members: the
+// leader's answer is committed, a follower's is what it holds.
+func (s *Server) handleConfiguration(w http.ResponseWriter, r *http.Request, id *identity) error {
 	if err := id.requireAdmin(); err != nil {
 		return err
+	}
+	conf := wire.Configuration{NodeID: s.cluster.ID(), Servers: []string{}}
+	if l, ok := s.cluster.(removalLearner); ok && s.cluster.IsLeader() {
+		servers, err := l.LeaderConfiguration(r.Context())
+		if err != nil {
+			return err
+		}
+		conf.Leader, conf.Committed, conf.Servers = true, true, servers
+		writeJSON(w, http.StatusOK, conf)
+		return nil
 	}
 	members, err := s.cluster.Members()
 	if err != nil {
 		return err
 	}
-	conf := wire.Configuration{NodeID: s.cluster.ID(), Leader: s.cluster.IsLeader(), Servers: []string{}}
 	for _, m := range members {
 		conf.Servers = append(conf.Servers, m.ID)
 	}
@@ -50,14 +69,14 @@ func (s *Server) handleConfiguration(w http.ResponseWriter, _ *http.Request, id 
 	return nil
 }
 
-// removalLoop asks the peers, once a second while this member knows no
-// leader, whether it was removed.
+// removalLoop runs removalStep until the server closes.
 func (s *Server) removalLoop() {
 	l, ok := s.cluster.(removalLearner)
 	if !ok {
 		return
 	}
-	t := time.NewTicker(removalAskEvery)
+	wait := removalAskEvery
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	for {
 		select {
@@ -65,20 +84,45 @@ func (s *Server) removalLoop() {
 			return
 		case <-t.C:
 		}
-		if leader, _ := s.cluster.Leader(); leader != "" || s.removed() ||
-			time.Since(s.cluster.LastLeaderContact()) < removalAskAfter {
-			continue
-		}
-		if by := s.leaderWithoutMe(); by != "" {
-			s.log.Warn("the leader's configuration does not list this node", "leader", by)
-			l.LearnRemoval()
-		}
+		wait = s.removalStep(l, wait)
+		t.Reset(wait)
 	}
 }
 
+// removalStep asks what there is to ask now and returns the wait before
+// the next step.
+func (s *Server) removalStep(l removalLearner, wait time.Duration) time.Duration {
+	leader, _ := s.cluster.Leader()
+	self := s.cluster.ID()
+	if l.RemovedByLeader() {
+		addr := s.cluster.HTTPAddrOf(leader)
+		if leader == "" || addr == "" {
+			return removalAskEvery
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, removalAskEvery)
+		defer cancel()
+		conf, err := s.peerConfiguration(ctx, addr)
+		if err == nil && conf.Leader && conf.Committed && slices.Contains(conf.Servers, self) {
+			s.log.Info("the leader's configuration lists this node again", "leader", leader)
+			l.ForgetRemoval()
+		}
+		return removalAskEvery
+	}
+	if leader != "" || s.removed() || time.Since(s.cluster.LastLeaderContact()) < removalAskAfter {
+		return removalAskEvery
+	}
+	if by := s.leaderWithoutMe(); by != "" {
+		s.log.Warn("the leader's committed configuration does not list this node", "leader", by)
+		l.LearnRemoval()
+		return removalAskEvery
+	}
+	return min(2*wait, removalAskMax)
+}
+
 // leaderWithoutMe asks every peer of this member's configuration, in
-// parallel, for its configuration, and returns the id of one that is the
-// leader and does not list this member ("" when none).
+// parallel, for its configuration, and returns the id of the one that
+// answers as the leader with a committed configuration that does not list
+// this member ("" when none does).
 func (s *Server) leaderWithoutMe() string {
 	members, err := s.cluster.Members()
 	if err != nil {
@@ -102,7 +146,7 @@ func (s *Server) leaderWithoutMe() string {
 				s.log.Debug("asking a peer for its configuration", "peer", m.ID, "err", err)
 				return
 			}
-			if conf.Leader && len(conf.Servers) > 0 && !slices.Contains(conf.Servers, self) {
+			if conf.Leader && conf.Committed && len(conf.Servers) > 0 && !slices.Contains(conf.Servers, self) {
 				mu.Lock()
 				by = m.ID
 				mu.Unlock()

@@ -176,7 +176,10 @@ func (s *Server) dispatch(methods map[string]route) http.Handler {
 // being buffered, and the leader, which authenticates before it reads a
 // body, answers it (api-notes.md "Forwarding").
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
-	if rt.kind != routeLocal && s.removed() {
+	// A removed node refuses all but the local routes, and its failpoints
+	// (nodes started with --failpoints only), which a test that cut its
+	// links must be able to undo.
+	if rt.kind != routeLocal && s.removed() && r.Pattern != failpointsPattern {
 		writeError(w, errRemoved(s.cluster.ID()))
 		return
 	}

@@ -58,10 +58,11 @@ type Node struct {
 
 	wasMember atomic.Bool // in a configuration since it opened, or opened with state (removed.go)
 	removed   atomic.Bool // removed from the configuration (removed.go)
-	// removedByLeader: the leader said this node is not in its
+	// removedByLeader: the leader said this node is not in its committed
 	// configuration (removed.go).
 	removedByLeader atomic.Bool
-	snapStats       snapStats // snapshots persisted since start (snapstats.go)
+	memberMu        sync.Mutex // held by checkMembership
+	snapStats       snapStats  // snapshots persisted since start (snapstats.go)
 
 	done      chan struct{}
 	ctx       context.Context // the node's lifetime: Close cancels it

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -21,13 +22,13 @@ import (
 // is appended). A node that never receives it keeps its old configuration
 // and knows no leader. So a node that has known no leader for a while
 // asks its peers (the server's removalLoop), and when the leader answers
-// that its configuration does not list this node, the node takes its word
-// (LearnRemoval). That holds until this node hears from a leader again,
-// which a leader only sends to the servers of its configuration: then the
-// node's own configuration decides again (it was added back). A removal
-// the leader has not committed yet could still be undone by the next
-// leader; a node that took it for done refuses requests until that leader
-// reaches it, which costs availability, never safety.
+// with a committed configuration that does not list this node (the
+// leader's LeaderConfiguration), the node takes its word (LearnRemoval).
+// Only the leader's word undoes that (ForgetRemoval): once this node
+// knows a leader again, the server asks it, and a leader whose committed
+// configuration lists the node again (it was added back) clears it. A
+// leader's contact alone is not enough: the leader that removed the node
+// may still send it a heartbeat or two after the removal.
 
 // membershipPoll is how often the node looks at its configuration.
 const membershipPoll = 100 * time.Millisecond
@@ -47,6 +48,8 @@ func (n *Node) membershipLoop() {
 }
 
 func (n *Node) checkMembership() {
+	n.memberMu.Lock()
+	defer n.memberMu.Unlock()
 	f := n.raft.GetConfiguration()
 	if f.Error() != nil {
 		return
@@ -58,9 +61,6 @@ func (n *Node) checkMembership() {
 	}
 	if in {
 		n.wasMember.Store(true)
-	}
-	if leader, _ := n.raft.LeaderWithID(); leader != "" {
-		n.removedByLeader.Store(false)
 	}
 	removed := ((len(servers) > 0 && !in) || n.removedByLeader.Load()) && n.wasMember.Load()
 	if was := n.removed.Swap(removed); was != removed {
@@ -76,10 +76,44 @@ func (n *Node) checkMembership() {
 // configuration (see above); a removed node must not serve.
 func (n *Node) Removed() bool { return n.removed.Load() }
 
-// LearnRemoval takes the leader's word that its configuration does not
-// list this node: the node refuses requests from now on (Removed), until
-// it hears from a leader again.
+// LearnRemoval takes the leader's word that its committed configuration
+// does not list this node: the node refuses requests from now on
+// (Removed), until ForgetRemoval.
 func (n *Node) LearnRemoval() {
 	n.removedByLeader.Store(true)
 	n.checkMembership()
+}
+
+// ForgetRemoval takes the leader's word that its committed configuration
+// lists this node again: the node's own configuration decides again.
+func (n *Node) ForgetRemoval() {
+	n.removedByLeader.Store(false)
+	n.checkMembership()
+}
+
+// RemovedByLeader reports whether the node holds the leader's word that
+// it was removed (LearnRemoval).
+func (n *Node) RemovedByLeader() bool { return n.removedByLeader.Load() }
+
+// LeaderConfiguration returns, on the leader, the servers of its newest
+// configuration once that is committed: it reads the configuration, then
+// waits for a Raft barrier, an entry after it, to apply. On a follower it
+// is ErrNotLeader; a leader that cannot commit (it lost its quorum) fails
+// within the apply timeout or ctx.
+func (n *Node) LeaderConfiguration(ctx context.Context) ([]string, error) {
+	if !n.IsLeader() {
+		return nil, ErrNotLeader
+	}
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, translate(err)
+	}
+	servers := []string{}
+	for _, s := range f.Configuration().Servers {
+		servers = append(servers, string(s.ID))
+	}
+	if err := waitFuture(ctx, n.raft.Barrier(n.cfg.ApplyTimeout), n.cfg.ApplyTimeout); err != nil {
+		return nil, err
+	}
+	return servers, nil
 }
