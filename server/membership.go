@@ -17,9 +17,9 @@ import (
 // entry that removes it (server/core/node/removed.go), and then goes on
 // answering from a state that no longer moves. removalLoop covers that:
 // a member that has known no leader for removalAskAfter asks its peers
-// for their configuration, and when the leader's committed configuration
+// for their configuration, and when the leader's configuration
 // does not list it, the node takes the leader's word (LearnRemoval). Once
-// it knows a leader again, it asks that leader, whose committed
+// it knows a leader again, it asks that leader, whose
 // configuration listing it again undoes that (ForgetRemoval).
 
 // removalLearner is what the node offers for it.
@@ -43,7 +43,7 @@ const (
 )
 
 // handleConfiguration is GET /v1/internal/configuration, for members: the
-// leader's answer is committed, a follower's is what it holds.
+// leader answers once a quorum confirmed it leads, a follower with what it holds.
 func (s *Server) handleConfiguration(w http.ResponseWriter, r *http.Request, id *identity) error {
 	if err := id.requireAdmin(); err != nil {
 		return err
@@ -54,7 +54,7 @@ func (s *Server) handleConfiguration(w http.ResponseWriter, r *http.Request, id 
 		if err != nil {
 			return err
 		}
-		conf.Leader, conf.Committed, conf.Servers = true, true, servers
+		conf.Leader, conf.Servers = true, servers
 		writeJSON(w, http.StatusOK, conf)
 		return nil
 	}
@@ -102,7 +102,7 @@ func (s *Server) removalStep(l removalLearner, wait time.Duration) time.Duration
 		ctx, cancel := context.WithTimeout(s.ctx, removalAskEvery)
 		defer cancel()
 		conf, err := s.peerConfiguration(ctx, addr)
-		if err == nil && conf.Leader && conf.Committed && slices.Contains(conf.Servers, self) {
+		if err == nil && conf.Leader && slices.Contains(conf.Servers, self) {
 			s.log.Info("the leader's configuration lists this node again", "leader", leader)
 			l.ForgetRemoval()
 		}
@@ -112,7 +112,7 @@ func (s *Server) removalStep(l removalLearner, wait time.Duration) time.Duration
 		return removalAskEvery
 	}
 	if by := s.leaderWithoutMe(); by != "" {
-		s.log.Warn("the leader's committed configuration does not list this node", "leader", by)
+		s.log.Warn("the leader's configuration does not list this node", "leader", by)
 		l.LearnRemoval()
 		return removalAskEvery
 	}
@@ -121,7 +121,7 @@ func (s *Server) removalStep(l removalLearner, wait time.Duration) time.Duration
 
 // leaderWithoutMe asks every peer of this member's configuration, in
 // parallel, for its configuration, and returns the id of the one that
-// answers as the leader with a committed configuration that does not list
+// answers as the leader with a configuration that does not list
 // this member ("" when none does).
 func (s *Server) leaderWithoutMe() string {
 	members, err := s.cluster.Members()
@@ -146,7 +146,7 @@ func (s *Server) leaderWithoutMe() string {
 				s.log.Debug("asking a peer for its configuration", "peer", m.ID, "err", err)
 				return
 			}
-			if conf.Leader && conf.Committed && len(conf.Servers) > 0 && !slices.Contains(conf.Servers, self) {
+			if conf.Leader && len(conf.Servers) > 0 && !slices.Contains(conf.Servers, self) {
 				mu.Lock()
 				by = m.ID
 				mu.Unlock()

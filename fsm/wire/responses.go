@@ -52,13 +52,11 @@ type Build struct {
 }
 
 // Configuration answers GET /v1/internal/configuration: the members of
-// the newest Raft configuration the answering node holds, whether it is
-// the leader, and whether that configuration is committed (only the
-// leader says so, after a barrier). A member that knows no leader asks
-// its peers for it, to learn whether it was removed.
+// the newest Raft configuration the answering node holds, and whether it
+// is the leader (a quorum confirmed it as it answered). A member that
+// knows no leader asks its peers for it, to learn whether it was removed.
 type Configuration struct {
-	NodeID    string   `json:"node_id"`
-	Leader    bool     `json:"leader"`
-	Committed bool     `json:"committed"`
-	Servers   []string `json:"servers"`
+	NodeID  string   `json:"node_id"`
+	Leader  bool     `json:"leader"`
+	Servers []string `json:"servers"`
 }

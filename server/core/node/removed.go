@@ -22,10 +22,10 @@ import (
 // is appended). A node that never receives it keeps its old configuration
 // and knows no leader. So a node that has known no leader for a while
 // asks its peers (the server's removalLoop), and when the leader answers
-// with a committed configuration that does not list this node (the
+// with a configuration that does not list this node (the
 // leader's LeaderConfiguration), the node takes its word (LearnRemoval).
 // Only the leader's word undoes that (ForgetRemoval): once this node
-// knows a leader again, the server asks it, and a leader whose committed
+// knows a leader again, the server asks it, and a leader whose
 // configuration lists the node again (it was added back) clears it. A
 // leader's contact alone is not enough: the leader that removed the node
 // may still send it a heartbeat or two after the removal.
@@ -76,7 +76,7 @@ func (n *Node) checkMembership() {
 // configuration (see above); a removed node must not serve.
 func (n *Node) Removed() bool { return n.removed.Load() }
 
-// LearnRemoval takes the leader's word that its committed configuration
+// LearnRemoval takes the leader's word that its configuration
 // does not list this node: the node refuses requests from now on
 // (Removed), until ForgetRemoval.
 func (n *Node) LearnRemoval() {
@@ -84,7 +84,7 @@ func (n *Node) LearnRemoval() {
 	n.checkMembership()
 }
 
-// ForgetRemoval takes the leader's word that its committed configuration
+// ForgetRemoval takes the leader's word that its configuration
 // lists this node again: the node's own configuration decides again.
 func (n *Node) ForgetRemoval() {
 	n.removedByLeader.Store(false)
@@ -96,10 +96,12 @@ func (n *Node) ForgetRemoval() {
 func (n *Node) RemovedByLeader() bool { return n.removedByLeader.Load() }
 
 // LeaderConfiguration returns, on the leader, the servers of its newest
-// configuration once that is committed: it reads the configuration, then
-// waits for a Raft barrier, an entry after it, to apply. On a follower it
-// is ErrNotLeader; a leader that cannot commit (it lost its quorum) fails
-// within the apply timeout or ctx.
+// configuration, once a quorum has confirmed it still leads (VerifyLeader:
+// heartbeats, no log entry, so nothing the state machine would have to
+// apply). The configuration may be one the leader has not committed yet;
+// one taken for a removal that then fails costs the node availability
+// until a leader listing it answers, never safety. On a follower it is
+// ErrNotLeader.
 func (n *Node) LeaderConfiguration(ctx context.Context) ([]string, error) {
 	if !n.IsLeader() {
 		return nil, ErrNotLeader
@@ -112,8 +114,8 @@ func (n *Node) LeaderConfiguration(ctx context.Context) ([]string, error) {
 	for _, s := range f.Configuration().Servers {
 		servers = append(servers, string(s.ID))
 	}
-	if err := waitFuture(ctx, n.raft.Barrier(n.cfg.ApplyTimeout), n.cfg.ApplyTimeout); err != nil {
-		return nil, err
+	if err := n.verifier.Verify(ctx); err != nil {
+		return nil, translate(err)
 	}
 	return servers, nil
 }
