@@ -325,11 +325,8 @@ func (s *Server) checkCheckpointChunks(r *http.Request, id *identity, sc cpScope
 		}
 		data = append(data, body...)
 	}
-	if err := checkJSONText(data); err != nil {
-		return badRequest("data_chunks: the content is not a JSON text: %v", err)
-	}
-	if !json.Valid(data) {
-		return badRequest("data_chunks: the content is not valid JSON")
+	if !validJSONText(data) {
+		return badRequest("data_chunks: the content is not a JSON text of valid UTF-8")
 	}
 	return nil
 }

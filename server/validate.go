@@ -1,12 +1,9 @@
 package server
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
-	"reflect"
 	"strings"
 	"time"
 )
@@ -97,32 +94,4 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.
 		_ = rc.SetReadDeadline(time.Time{})
 	}
 	return b, nil
-}
-
-// decodeStrict decodes one JSON object into v, refusing unknown fields,
-// member names that match a field only when case is ignored, duplicate
-// members, invalid UTF-8, lone surrogate escapes and trailing data
-// (strictjson.go).
-func decodeStrict(b []byte, v any) error {
-	if len(bytes.TrimSpace(b)) == 0 {
-		return badRequest("request body is empty; want a JSON object")
-	}
-	if err := checkJSONText(b); err != nil {
-		return badRequest("malformed JSON: %v", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return badRequest("malformed JSON: %v", err)
-	}
-	// Only JSON whitespace may follow the object.
-	for _, c := range b[dec.InputOffset():] {
-		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
-			return badRequest("malformed JSON: data after the object")
-		}
-	}
-	if err := checkMembers(b, reflect.TypeOf(v)); err != nil {
-		return badRequest("malformed JSON: %v", err)
-	}
-	return nil
 }

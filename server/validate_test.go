@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/baton-dev/baton/fsm/wire"
 )
 
 // The grammar of docs/api.md, as the regular expressions it is written in.
@@ -148,7 +150,7 @@ func TestDecodeStrictRefusesAmbiguousJSON(t *testing.T) {
 		{`{"a":1,"r":"\\ud800"}`, true}, // a backslash, then text
 		{`{"a":1,"r":"\u00e9"}`, true},
 		{`{"a":1,"m":` + manyMembers(40, "") + `}`, true},
-		{`{"a":1,"m":` + manyMembers(40, "k7") + `}`, false}, // past maxLinearMembers
+		{`{"a":1,"m":` + manyMembers(40, "k7") + `}`, false}, // a duplicate in a large object
 		{`{"a":1,"m":` + manyMembers(40, "k39") + `}`, false},
 		{`{"a":1,"m":` + manyMembers(5, "k0") + `}`, false},
 	} {
@@ -178,7 +180,8 @@ func manyMembers(n int, dup string) string {
 	return strings.TrimSuffix(b.String(), ",") + "}"
 }
 
-// A refusal says where the member is.
+// A refusal says where the member is, as a JSON Pointer (RFC 6901) to the
+// object holding it.
 func TestDecodeStrictSaysWhere(t *testing.T) {
 	type inner struct {
 		B string          `json:"b"`
@@ -189,11 +192,11 @@ func TestDecodeStrictSaysWhere(t *testing.T) {
 		L  []inner `json:"l"`
 	}
 	for body, want := range map[string]string{
-		`{"In":{}}`:                                  `unknown member "In" (names`,
-		`{"in":{"b":"x","B":"y"}}`:                   `unknown member "B" in in (names`,
-		`{"l":[{"b":"x"},{"b":"x","b":"y"}]}`:        `duplicate member "b" in l[1]`,
-		`{"l":[{},{"r":[0,{"z":[{"q":1,"q":2}]}]}]}`: `duplicate member "q" in l[1].r[1].z[0]`,
-		`{"in":{"r":{"":{"a":1,"a":2}}}}`:            `duplicate member "a" in in.r.`,
+		`{"In":{}}`:                                  `unknown field "In" (names`,
+		`{"in":{"b":"x","B":"y"}}`:                   `unknown field "B" in /in (names`,
+		`{"l":[{"b":"x"},{"b":"x","b":"y"}]}`:        `duplicate member "b" in /l/1`,
+		`{"l":[{},{"r":[0,{"z":[{"q":1,"q":2}]}]}]}`: `duplicate member "q" in /l/1/r/1/z/0`,
+		`{"in":{"r":{"":{"a":1,"a":2}}}}`:            `duplicate member "a" in /in/r/`,
 	} {
 		var v obj
 		err := decodeStrict([]byte(body), &v)
@@ -230,5 +233,16 @@ func TestStrictJSONOverHTTP(t *testing.T) {
 	}
 	if status, _, body := fx.c.do(t, 0, "PUT", "/v1/tenants/acme/kv/ns/k", `{"value":"\ud83d\ude00 caf\u00e9"}`, adminAuth()); status != 200 {
 		t.Errorf("a valid surrogate pair: got %d %s, want 200", status, body)
+	}
+}
+
+// BenchmarkDecodeStrictTaskUpdate is the body every fenced update sends.
+func BenchmarkDecodeStrictTaskUpdate(b *testing.B) {
+	body := []byte(`{"fencing_token":123456,"expect_version":17,"status":"done","result":{"ok":true,"n":42,"text":"a short result"}}`)
+	for b.Loop() {
+		var v wire.TaskUpdate
+		if err := decodeStrict(body, &v); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
