@@ -56,7 +56,7 @@ func fullPlan() plan {
 		casClients:   []int{1, 64, 256},
 		queueWorkers: []int{64},
 		// Enough that no system drains the queue within warm-up and window.
-		queuePreload:    120_000,
+		queuePreload:    240_000,
 		handoff:         baton.HandoffParams{AgentsPerStage: 8, Pipelines: 20_000, ArtifactSize: 4096},
 		recoveryClients: 64,
 		kills:           loadgen.KillSchedule{First: 10 * time.Second, Period: 10 * time.Second, Down: 2 * time.Second, Count: 5},
