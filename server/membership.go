@@ -76,17 +76,10 @@ func (s *Server) removalLoop() {
 		return
 	}
 	wait := removalAskEvery
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case <-t.C:
-		}
+	s.after(wait, func() time.Duration {
 		wait = s.removalStep(l, wait)
-		t.Reset(wait)
-	}
+		return wait
+	})
 }
 
 // removalStep asks what there is to ask now and returns the wait before

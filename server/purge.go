@@ -82,7 +82,13 @@ func (s *Server) purgeExpired() {
 // every calls f every d until the server closes: the skeleton of the
 // server's background loops (purgeLoop, registerLoop).
 func (s *Server) every(d time.Duration, f func()) {
-	t := time.NewTicker(d)
+	s.after(d, func() time.Duration { f(); return d })
+}
+
+// after calls f once wait has passed, then again after each wait f
+// returns, until the server closes (removalLoop's backoff).
+func (s *Server) after(wait time.Duration, f func() time.Duration) {
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	for {
 		select {
@@ -90,6 +96,6 @@ func (s *Server) every(d time.Duration, f func()) {
 			return
 		case <-t.C:
 		}
-		f()
+		t.Reset(f())
 	}
 }
