@@ -88,17 +88,7 @@ func (s *Server) removalStep(l removalLearner, wait time.Duration) time.Duration
 	leader, _ := s.cluster.Leader()
 	self := s.cluster.ID()
 	if l.RemovedByLeader() {
-		addr := s.cluster.HTTPAddrOf(leader)
-		if leader == "" || addr == "" {
-			return removalAskEvery
-		}
-		ctx, cancel := context.WithTimeout(s.ctx, removalAskEvery)
-		defer cancel()
-		conf, err := s.peerConfiguration(ctx, addr)
-		if err == nil && conf.Leader && slices.Contains(conf.Servers, self) {
-			s.log.Info("the leader's configuration lists this node again", "leader", leader)
-			l.ForgetRemoval()
-		}
+		s.askListedAgain(l, leader, self)
 		return removalAskEvery
 	}
 	if leader != "" || s.removed() || time.Since(s.cluster.LastLeaderContact()) < removalAskAfter {
@@ -112,10 +102,37 @@ func (s *Server) removalStep(l removalLearner, wait time.Duration) time.Duration
 	return min(2*wait, removalAskMax)
 }
 
+// askListedAgain asks the leader whether its configuration lists this
+// node again, and forgets the removal if so. A node that leads itself
+// reads its own configuration: over HTTP it would refuse itself as
+// removed, and go on leading a cluster that refuses every request. Only
+// the member asked may answer: an answer naming another node is ignored.
+func (s *Server) askListedAgain(l removalLearner, leader, self string) {
+	ctx, cancel := context.WithTimeout(s.ctx, removalAskEvery)
+	defer cancel()
+	if leader == self {
+		servers, err := l.LeaderConfiguration(ctx)
+		if err == nil && slices.Contains(servers, self) {
+			s.log.Info("this node leads, and its configuration lists it")
+			l.ForgetRemoval()
+		}
+		return
+	}
+	addr := s.cluster.HTTPAddrOf(leader)
+	if leader == "" || addr == "" {
+		return
+	}
+	conf, err := s.peerConfiguration(ctx, addr)
+	if err == nil && conf.Leader && conf.NodeID == leader && slices.Contains(conf.Servers, self) {
+		s.log.Info("the leader's configuration lists this node again", "leader", leader)
+		l.ForgetRemoval()
+	}
+}
+
 // leaderWithoutMe asks every peer of this member's configuration, in
 // parallel, for its configuration, and returns the id of the one that
 // answers as the leader with a configuration that does not list
-// this member ("" when none does).
+// this member ("" when none does). An answer must name the member asked.
 func (s *Server) leaderWithoutMe() string {
 	members, err := s.cluster.Members()
 	if err != nil {
@@ -139,7 +156,7 @@ func (s *Server) leaderWithoutMe() string {
 				s.log.Debug("asking a peer for its configuration", "peer", m.ID, "err", err)
 				return
 			}
-			if conf.Leader && len(conf.Servers) > 0 && !slices.Contains(conf.Servers, self) {
+			if conf.Leader && conf.NodeID == m.ID && len(conf.Servers) > 0 && !slices.Contains(conf.Servers, self) {
 				mu.Lock()
 				by = m.ID
 				mu.Unlock()

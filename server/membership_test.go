@@ -1,9 +1,11 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/baton-dev/baton/fsm/wire"
 )
@@ -44,5 +46,32 @@ func TestInternalConfiguration(t *testing.T) {
 	decodeBody(t, resp, &p)
 	if status, _, body := c.do(t, leader, "GET", "/v1/internal/configuration", nil, bearer(p.Token)); status != http.StatusForbidden {
 		t.Errorf("a tenant admin's token: got %d %s, want 403", status, body)
+	}
+}
+
+// A leader that holds a word of its removal (taken from a leader whose
+// removal of it was never committed, or before it was added back) reads
+// its own configuration, which lists it, and serves again: asked over
+// HTTP, it would refuse itself as removed and keep leading a cluster
+// that refuses every request.
+func TestLeaderForgetsARemovalItsConfigurationDenies(t *testing.T) {
+	c := newCluster(t, 3)
+	leader := c.WaitForLeader(t)
+	c.nodes[leader].node.LearnRemoval()
+	if !c.nodes[leader].node.Removed() {
+		t.Fatal("LearnRemoval: the node does not count itself removed")
+	}
+	follower := c.Followers(leader)[0]
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 0; ; i++ {
+		status, _, body := c.do(t, follower, "PUT", fmt.Sprintf("/v1/tenants/t%d", i), nil, adminAuth())
+		if status == http.StatusCreated && c.Leader() == leader && !c.nodes[leader].node.Removed() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after the leader took a word of its removal: a write through a follower got %d %s; leader %d (was %d), removed %v",
+				status, body, c.Leader(), leader, c.nodes[leader].node.Removed())
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
