@@ -8,6 +8,7 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 )
 
 // Strict JSON (api-notes.md "General"): encoding/json on its own matches
@@ -18,7 +19,15 @@ import (
 // go-json-experiment/json (the encoding/json/v2 proposal's module) reads
 // that way by default, in one pass; unknown members are refused by option.
 
-var strictOptions = jsonv2.RejectUnknownMembers(true)
+// Base64 members ([]byte) read as encoding/json read them, as they did
+// before: line breaks in the text are skipped (MIME-wrapped base64, which
+// Python's base64.encodebytes writes), and an array of byte values is
+// taken too.
+var strictOptions = jsonv2.JoinOptions(
+	jsonv2.RejectUnknownMembers(true),
+	jsonv1.ParseBytesWithLooseRFC4648(true),
+	jsonv1.FormatBytesWithLegacySemantics(true),
+)
 
 // decodeStrict decodes one JSON object into v, refusing unknown fields,
 // member names that match a field only when case is ignored, duplicate

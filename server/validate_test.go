@@ -180,6 +180,32 @@ func manyMembers(n int, dup string) string {
 	return strings.TrimSuffix(b.String(), ",") + "}"
 }
 
+// Base64 members read as encoding/json reads them: MIME line breaks
+// skipped, an array of byte values taken (review of the go-json-experiment
+// change: both were refused).
+func TestDecodeStrictBase64AsBefore(t *testing.T) {
+	type blob struct {
+		B []byte `json:"b64"`
+	}
+	for body, want := range map[string]string{
+		`{"b64":"QUJD\nREVG"}`:   "ABCDEF",
+		`{"b64":"QUJD\r\nREVG"}`: "ABCDEF",
+		`{"b64":"AA\n=="}`:       "\x00",
+		`{"b64":[65,66]}`:        "AB",
+		`{"b64":"QUJDREVG"}`:     "ABCDEF",
+	} {
+		var v blob
+		if err := decodeStrict([]byte(body), &v); err != nil || string(v.B) != want {
+			t.Errorf("decodeStrict(%s) = %q, %v; want %q", body, v.B, err, want)
+		}
+	}
+	var v blob
+	var ae *apiError
+	if err := decodeStrict([]byte(`{"b64":"QUJ*"}`), &v); !errors.As(err, &ae) || ae.Code != "invalid_argument" {
+		t.Errorf("a character outside base64: got %v, want invalid_argument", err)
+	}
+}
+
 // A refusal says where the member is, as a JSON Pointer (RFC 6901) to the
 // object holding it.
 func TestDecodeStrictSaysWhere(t *testing.T) {
