@@ -6,7 +6,9 @@
 // rename, so a crash leaves either nothing or the whole body. Get verifies
 // the digest of what it read and reports ErrCorrupt (after removing the bad
 // copy) instead of returning wrong bytes. Nothing is cached in memory: the
-// store's footprint is one chunk per call in flight, however much is stored.
+// store's footprint is one chunk per call in flight (and the aligned
+// buffers of direct writes, pooled until the collector frees them),
+// however much is stored.
 // The empty chunk is always present. Safe for concurrent use.
 package chunkstore
 
@@ -19,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync/atomic"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -91,6 +94,7 @@ type Store struct {
 	compression Compression
 	enc         *zstd.Encoder // shared; EncodeAll is safe for concurrent use
 	dec         *zstd.Decoder
+	buffered    atomic.Bool // the file system refused a direct write
 }
 
 // Open creates dir if needed.
@@ -211,33 +215,22 @@ func (s *Store) write(digest string, parts ...[]byte) error {
 	if digest == EmptyDigest {
 		return nil
 	}
-	return writeDurably(s.path(digest), parts...)
+	return s.writeDurably(s.path(digest), parts)
 }
 
-func writeDurably(path string, parts ...[]byte) error {
+// writeDurably writes a temporary file, fsyncs it, renames it to path and
+// fsyncs the directory.
+func (s *Store) writeDurably(path string, parts [][]byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, ".tmp-*")
+	tmp, err := s.writeTemp(dir, parts)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	for _, p := range parts {
-		if _, err := tmp.Write(p); err != nil {
-			tmp.Close()
-			return err
-		}
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	defer os.Remove(tmp) // no-op after the rename
+	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
 	d, err := os.Open(dir)
@@ -246,6 +239,56 @@ func writeDurably(path string, parts ...[]byte) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// writeTemp writes the concatenation of parts to a new file in dir,
+// fsynced, and returns its name. It writes past the page cache where the
+// file system allows (direct_linux.go): a chunk is written once and read
+// rarely, and buffered writes of three nodes' copies on one disk spend
+// several times the CPU in the kernel (docs/benchmarks.md, "Chunks
+// written past the page cache"). Once a file system refuses that, the
+// store writes through the page cache.
+func (s *Store) writeTemp(dir string, parts [][]byte) (string, error) {
+	if !s.buffered.Load() {
+		name, err := writeTempDirect(dir, parts)
+		if !errors.Is(err, errNoDirect) {
+			return name, err
+		}
+		s.buffered.Store(true)
+	}
+	return writeTempBuffered(dir, parts)
+}
+
+// errNoDirect says the file system (or the platform) does not take
+// direct writes.
+var errNoDirect = errors.New("chunkstore: direct I/O not supported here")
+
+func writeTempBuffered(dir string, parts [][]byte) (string, error) {
+	tmp, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return "", err
+	}
+	err = writeAll(tmp, parts)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return "", err
+	}
+	return tmp.Name(), nil
+}
+
+func writeAll(f *os.File, parts [][]byte) error {
+	for _, p := range parts {
+		if _, err := f.Write(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Get reads and verifies a body.

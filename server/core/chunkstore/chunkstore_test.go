@@ -242,3 +242,45 @@ func TestParseCompression(t *testing.T) {
 		t.Errorf("Open with compression lz4: got no error")
 	}
 }
+
+// Bodies around the direct path's block size are stored whole, to the
+// byte, whether the store writes past the page cache or through it.
+func TestWritePathsKeepEveryByte(t *testing.T) {
+	for _, buffered := range []bool{false, true} {
+		t.Run(map[bool]string{false: "direct", true: "buffered"}[buffered], func(t *testing.T) {
+			s, err := Open(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			s.buffered.Store(buffered)
+			src := rand.New(rand.NewSource(2))
+			for _, n := range []int{1, 4094, 4095, 4096, 8191, 1<<20 + 3} {
+				body := make([]byte, n)
+				src.Read(body)
+				d := Digest(body)
+				if err := s.Put(d, body); err != nil {
+					t.Fatalf("%d bytes: %v", n, err)
+				}
+				info, err := os.Stat(s.path(d))
+				if err != nil || info.Size() != int64(n)+1 {
+					t.Fatalf("%d bytes: stored %v bytes (err %v), want %d", n, info.Size(), err, n+1)
+				}
+				got, err := s.Get(d)
+				if err != nil || !bytes.Equal(got, body) {
+					t.Fatalf("%d bytes: got %d bytes back, err %v", n, len(got), err)
+				}
+			}
+			entries, err := os.ReadDir(s.dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range entries {
+				if !e.IsDir() {
+					t.Errorf("left behind in the store's directory: %s", e.Name())
+				}
+			}
+			t.Logf("direct writes refused by this file system: %v", s.buffered.Load())
+		})
+	}
+}
