@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -156,7 +157,7 @@ func (s *Store) Put(digest string, body []byte) error {
 // the body hashes to it (Put checks it itself).
 func (s *Store) PutVerified(digest string, body []byte) error {
 	if !s.Compresses() {
-		return s.write(digest, []byte{kindRaw}, body) // no copy of the body
+		return s.write(digest, []byte{kindRaw}, body) // no encoded copy of the body
 	}
 	return s.PutEncodedVerified(digest, s.Encode(body))
 }
@@ -254,7 +255,10 @@ func (s *Store) writeTemp(dir string, parts [][]byte) (string, error) {
 		if !errors.Is(err, errNoDirect) {
 			return name, err
 		}
-		s.buffered.Store(true)
+		if !s.buffered.Swap(true) {
+			slog.Warn("chunk store: the file system refuses direct writes; writing chunks through the page cache",
+				"dir", s.dir, "err", err)
+		}
 	}
 	return writeTempBuffered(dir, parts)
 }

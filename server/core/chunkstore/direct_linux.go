@@ -3,6 +3,7 @@ package chunkstore
 import (
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -28,7 +29,7 @@ func writeTempDirect(dir string, parts [][]byte) (string, error) {
 	name := filepath.Join(dir, ".tmp-"+rand.Text())
 	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_DIRECT, 0o600)
 	if errors.Is(err, syscall.EINVAL) {
-		return "", errNoDirect
+		return "", fmt.Errorf("%w: %v", errNoDirect, err)
 	}
 	if err != nil {
 		return "", err
@@ -52,7 +53,7 @@ func writeTempDirect(dir string, parts [][]byte) (string, error) {
 	if err != nil {
 		os.Remove(name)
 		if errors.Is(err, syscall.EINVAL) {
-			return "", errNoDirect
+			return "", fmt.Errorf("%w: %v", errNoDirect, err)
 		}
 		return "", err
 	}

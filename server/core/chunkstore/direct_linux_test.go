@@ -1,6 +1,10 @@
 package chunkstore
 
 import (
+	"bytes"
+	"math/rand"
+	"os"
+	"syscall"
 	"testing"
 	"unsafe"
 )
@@ -19,5 +23,52 @@ func TestAlignedBuf(t *testing.T) {
 			}
 			alignedBufs.Put(bp)
 		}
+	}
+}
+
+// On a file system known to take O_DIRECT, chunks are written past the
+// page cache (the store does not fall back), whole and to the byte.
+func TestDirectWritesWhereTheFileSystemTakesThem(t *testing.T) {
+	dir := t.TempDir()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	const ext4, xfs, btrfs = 0xEF53, 0x58465342, 0x9123683E
+	switch st.Type {
+	case ext4, xfs, btrfs:
+	default:
+		// Other file systems may refuse O_DIRECT, which the store then
+		// handles by writing through the page cache
+		// (TestWritePathsKeepEveryByte covers both paths).
+		t.Skipf("the temporary directory's file system (magic %#x) is not one known to take O_DIRECT", st.Type)
+	}
+	src := rand.New(rand.NewSource(3))
+	for _, n := range []int{1, 4095, 4096, 4097, 1<<20 + 3} {
+		head, body := []byte{kindRaw}, make([]byte, n)
+		src.Read(body)
+		name, err := writeTempDirect(dir, [][]byte{head, body})
+		if err != nil {
+			t.Fatalf("%d bytes: %v", n, err)
+		}
+		got, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, append(head, body...)) {
+			t.Fatalf("%d bytes: read back %d bytes, not the ones written", n, len(got))
+		}
+	}
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	body := []byte("direct")
+	if err := s.Put(Digest(body), body); err != nil {
+		t.Fatal(err)
+	}
+	if s.buffered.Load() {
+		t.Error("the store fell back to writing through the page cache")
 	}
 }
