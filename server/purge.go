@@ -79,8 +79,9 @@ func (s *Server) purgeExpired() {
 	}
 }
 
-// every calls f every d until the server closes: the skeleton of the
-// server's background loops (purgeLoop, registerLoop).
+// every calls f, waiting d before each call, until the server closes:
+// the skeleton of the server's background loops (purgeLoop,
+// registerLoop).
 func (s *Server) every(d time.Duration, f func()) {
 	s.after(d, func() time.Duration { f(); return d })
 }
