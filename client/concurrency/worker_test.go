@@ -421,9 +421,13 @@ func TestWorkerExpiresWhenRenewalsFail(t *testing.T) {
 	if serverEnd := claims[0].at.Add(4 * time.Second); !cancelledAt.Before(serverEnd) {
 		t.Errorf("cancelled %v after the server's lease end, want before", cancelledAt.Sub(serverEnd))
 	}
-	for _, r := range renews {
-		if r.Status != http.StatusServiceUnavailable {
-			t.Errorf("a renewal was answered %d, want 503", r.Status)
+	for i, r := range renews {
+		// The last renewal may have been sent just before the local
+		// deadline, which then cut it off: no answer (0), as the worker
+		// gave the lease up.
+		if r.Status != http.StatusServiceUnavailable && (i < len(renews)-1 || r.Status != 0) {
+			t.Errorf("renewal %d of %d, sent %v after the start, was answered %d, want 503",
+				i+1, len(renews), r.at.Sub(start), r.Status)
 		}
 	}
 	if len(renews) < 2 || q.count("update")+q.count("fail") != 0 {
