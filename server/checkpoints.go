@@ -325,8 +325,8 @@ func (s *Server) checkCheckpointChunks(r *http.Request, id *identity, sc cpScope
 		}
 		data = append(data, body...)
 	}
-	if !validJSONText(data) {
-		return badRequest("data_chunks: the content is not a JSON text of valid UTF-8")
+	if err := checkJSONText(data); err != nil {
+		return badRequest("data_chunks: the content is not a JSON text of valid UTF-8: %v", err)
 	}
 	return nil
 }

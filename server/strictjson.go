@@ -42,11 +42,15 @@ func decodeStrict(b []byte, v any) error {
 	return nil
 }
 
-// validJSONText reports whether b is one JSON text of valid UTF-8 with no
-// lone surrogate escape. Duplicate members are allowed: the caller keeps
-// the text as given rather than reading it.
-func validJSONText(b []byte) bool {
-	return jsontext.Value(b).IsValid(jsontext.AllowDuplicateNames(true))
+// checkJSONText reports why b is not one JSON text of valid UTF-8 with no
+// lone surrogate escape (nil when it is). Duplicate members are allowed:
+// the caller keeps the text as given rather than reading it.
+func checkJSONText(b []byte) error {
+	var v jsontext.Value
+	if err := jsonv2.Unmarshal(b, &v, jsontext.AllowDuplicateNames(true)); err != nil {
+		return errors.New(strictMessage(err))
+	}
+	return nil
 }
 
 // strictMessage words a refusal with where it is, as a JSON Pointer
