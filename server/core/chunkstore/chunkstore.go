@@ -5,10 +5,11 @@
 // fsynced) under its final name, written through a temporary file and a
 // rename, so a crash leaves either nothing or the whole body. Get verifies
 // the digest of what it read and reports ErrCorrupt (after removing the bad
-// copy) instead of returning wrong bytes. Nothing is cached in memory: the
-// store's footprint is one chunk per call in flight (and the aligned
-// buffers of direct writes, pooled until the collector frees them),
-// however much is stored.
+// copy) instead of returning wrong bytes. Files are written and read past
+// the page cache where the file system allows (direct_linux.go). Nothing
+// is cached in memory: the store's footprint is one chunk per call in
+// flight (and the aligned buffers of direct writes, pooled until the
+// collector frees them), however much is stored.
 // The empty chunk is always present. Safe for concurrent use.
 package chunkstore
 
@@ -96,6 +97,7 @@ type Store struct {
 	enc         *zstd.Encoder // shared; EncodeAll is safe for concurrent use
 	dec         *zstd.Decoder
 	buffered    atomic.Bool // the file system refused a direct write
+	cachedRead  atomic.Bool // the file system refused a direct read
 }
 
 // Open creates dir if needed.
@@ -255,12 +257,32 @@ func (s *Store) writeTemp(dir string, parts [][]byte) (string, error) {
 		if !errors.Is(err, errNoDirect) {
 			return name, err
 		}
-		if !s.buffered.Swap(true) {
+		if !s.buffered.Swap(true) && err != errNoDirect { // bare: not on this platform
 			slog.Warn("chunk store: the file system refuses direct writes; writing chunks through the page cache",
 				"dir", s.dir, "err", err)
 		}
 	}
 	return writeTempBuffered(dir, parts)
+}
+
+// readFile reads a chunk file past the page cache where the file system
+// allows, for the same reason as writeTemp: a chunk is read once by a
+// publish's check or a download, and the kernel's copy through the cache
+// costs more CPU than the read itself (docs/benchmarks.md, "Chunks read
+// past the page cache"). Once a file system refuses that, the store reads
+// through the page cache.
+func (s *Store) readFile(name string) ([]byte, error) {
+	if !s.cachedRead.Load() {
+		data, err := readFileDirect(name)
+		if !errors.Is(err, errNoDirect) {
+			return data, err
+		}
+		if !s.cachedRead.Swap(true) && err != errNoDirect {
+			slog.Warn("chunk store: the file system refuses direct reads; reading chunks through the page cache",
+				"dir", s.dir, "err", err)
+		}
+	}
+	return os.ReadFile(name)
 }
 
 // errNoDirect says the file system (or the platform) does not take
@@ -303,7 +325,7 @@ func (s *Store) Get(digest string) ([]byte, error) {
 	if !ValidDigest(digest) {
 		return nil, ErrBadDigest
 	}
-	data, err := os.ReadFile(s.path(digest))
+	data, err := s.readFile(s.path(digest))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, ErrNotFound
 	}
@@ -329,7 +351,7 @@ func (s *Store) GetUnverified(digest string) ([]byte, error) {
 	if !ValidDigest(digest) {
 		return nil, ErrBadDigest
 	}
-	data, err := os.ReadFile(s.path(digest))
+	data, err := s.readFile(s.path(digest))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, ErrNotFound
 	}

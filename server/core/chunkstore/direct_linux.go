@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -74,6 +75,46 @@ func writeBlocks(f *os.File, buf []byte, n int) error {
 	return f.Sync()
 }
 
+// readFileDirect reads a whole file with O_DIRECT into a new aligned
+// buffer (the caller keeps it: a body may alias it). errNoDirect when the
+// file system refuses O_DIRECT.
+func readFileDirect(name string) ([]byte, error) {
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_DIRECT, 0)
+	if errors.Is(err, syscall.EINVAL) {
+		return nil, fmt.Errorf("%w: %v", errNoDirect, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	// One block more than the size: a file that grew since the stat shows
+	// as a full buffer, and is read again through the page cache.
+	size := int(st.Size())
+	buf := newAligned((size + directAlign) &^ (directAlign - 1))
+	n := 0
+	for n < len(buf) {
+		k, err := f.Read(buf[n:])
+		n += k
+		if err == io.EOF || k == 0 && err == nil {
+			break
+		}
+		if errors.Is(err, syscall.EINVAL) {
+			return nil, fmt.Errorf("%w: %v", errNoDirect, err)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if n == len(buf) {
+		return os.ReadFile(name)
+	}
+	return buf[:n], nil
+}
+
 // alignedBuf returns a pooled or new buffer of length n whose first byte
 // is directAlign-aligned.
 func alignedBuf(n int) *[]byte {
@@ -81,11 +122,17 @@ func alignedBuf(n int) *[]byte {
 		*bp = (*bp)[:n]
 		return bp
 	}
+	b := newAligned(n)
+	return &b
+}
+
+// newAligned returns a new buffer of length n whose first byte is
+// directAlign-aligned.
+func newAligned(n int) []byte {
 	raw := make([]byte, n+directAlign)
 	off := 0
 	if r := int(uintptr(unsafe.Pointer(unsafe.SliceData(raw))) & (directAlign - 1)); r != 0 {
 		off = directAlign - r
 	}
-	b := raw[off : off+n]
-	return &b
+	return raw[off : off+n : off+n]
 }

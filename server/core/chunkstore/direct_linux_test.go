@@ -2,8 +2,12 @@ package chunkstore
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
 	"math/rand"
 	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"unsafe"
@@ -26,10 +30,11 @@ func TestAlignedBuf(t *testing.T) {
 	}
 }
 
-// On a file system known to take O_DIRECT, chunks are written past the
-// page cache (the store does not fall back), whole and to the byte.
-func TestDirectWritesWhereTheFileSystemTakesThem(t *testing.T) {
-	dir := t.TempDir()
+// skipUnlessDirect skips a test on a file system not known to take
+// O_DIRECT: others may refuse it, which the store then handles through
+// the page cache (TestWritePathsKeepEveryByte covers both paths).
+func skipUnlessDirect(t *testing.T, dir string) {
+	t.Helper()
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir, &st); err != nil {
 		t.Fatal(err)
@@ -38,11 +43,15 @@ func TestDirectWritesWhereTheFileSystemTakesThem(t *testing.T) {
 	switch st.Type {
 	case ext4, xfs, btrfs:
 	default:
-		// Other file systems may refuse O_DIRECT, which the store then
-		// handles by writing through the page cache
-		// (TestWritePathsKeepEveryByte covers both paths).
 		t.Skipf("the temporary directory's file system (magic %#x) is not one known to take O_DIRECT", st.Type)
 	}
+}
+
+// On a file system known to take O_DIRECT, chunks are written past the
+// page cache (the store does not fall back), whole and to the byte.
+func TestDirectWritesWhereTheFileSystemTakesThem(t *testing.T) {
+	dir := t.TempDir()
+	skipUnlessDirect(t, dir)
 	src := rand.New(rand.NewSource(3))
 	for _, n := range []int{1, 4095, 4096, 4097, 1<<20 + 3} {
 		head, body := []byte{kindRaw}, make([]byte, n)
@@ -70,5 +79,53 @@ func TestDirectWritesWhereTheFileSystemTakesThem(t *testing.T) {
 	}
 	if s.buffered.Load() {
 		t.Error("the store fell back to writing through the page cache")
+	}
+}
+
+// On a file system known to take O_DIRECT, chunk files are read past the
+// page cache (the store does not fall back), whole and to the byte,
+// whatever their length and however they were written.
+func TestDirectReadsWhereTheFileSystemTakesThem(t *testing.T) {
+	dir := t.TempDir()
+	skipUnlessDirect(t, dir)
+	src := rand.New(rand.NewSource(4))
+	for _, n := range []int{0, 1, 4095, 4096, 4097, 1<<20 + 3} {
+		want := make([]byte, n)
+		src.Read(want)
+		name := filepath.Join(dir, fmt.Sprint(n))
+		if err := os.WriteFile(name, want, 0o600); err != nil { // dirty in the page cache
+			t.Fatal(err)
+		}
+		got, err := readFileDirect(name)
+		if err != nil {
+			t.Fatalf("%d bytes: %v", n, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%d bytes: read %d bytes, not the ones written", n, len(got))
+		}
+		if p := uintptr(unsafe.Pointer(unsafe.SliceData(got))); n > 0 && p%directAlign != 0 {
+			t.Fatalf("%d bytes: read into %#x, not a block boundary", n, p)
+		}
+	}
+	if _, err := readFileDirect(filepath.Join(dir, "absent")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("an absent file: got %v, want ErrNotExist", err)
+	}
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	body := bytes.Repeat([]byte("direct read "), 1000)
+	d := Digest(body)
+	if err := s.Put(d, body); err != nil {
+		t.Fatal(err)
+	}
+	for _, get := range []func(string) ([]byte, error){s.Get, s.GetUnverified} {
+		if got, err := get(d); err != nil || !bytes.Equal(got, body) {
+			t.Fatalf("read back %d bytes, %v; want the %d put", len(got), err, len(body))
+		}
+	}
+	if s.cachedRead.Load() {
+		t.Error("the store fell back to reading through the page cache")
 	}
 }
