@@ -220,3 +220,71 @@ func LoadAvg() float64 {
 	_, _ = fmt.Sscanf(readTrim("/proc/loadavg"), "%f", &v)
 	return v
 }
+
+// Settle waits for the machine to be idle before a measurement: it writes
+// out dirty pages (sync), then waits until two 1-second samples in a row
+// find at most idleBusy of the cores busy (iowait counted as busy), or
+// until most has passed. It returns the time waited and the last sample's
+// busy share; a workload that follows another then starts on a machine
+// as quiet as the first one did, not during the last one's writeback.
+func Settle(most time.Duration, idleBusy float64) (time.Duration, float64) {
+	start := time.Now()
+	syscall.Sync()
+	quiet, busy := 0, 1.0
+	prev, ok := cpuTimes()
+	for ok && quiet < 2 && time.Since(start) < most {
+		time.Sleep(time.Second)
+		cur, ok2 := cpuTimes()
+		if !ok2 {
+			break
+		}
+		busy = busyShare(prev, cur)
+		prev = cur
+		if busy <= idleBusy {
+			quiet++
+		} else {
+			quiet = 0
+		}
+	}
+	return time.Since(start), busy
+}
+
+// cpuTimes reads the machine-wide line of /proc/stat: the jiffies of
+// each state (user, nice, system, idle, iowait, ...).
+func cpuTimes() ([]uint64, bool) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return nil, false
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 5 || f[0] != "cpu" {
+		return nil, false
+	}
+	var ts []uint64
+	for _, s := range f[1:] {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return nil, false
+		}
+		ts = append(ts, v)
+	}
+	return ts, true
+}
+
+// busyShare is the share of jiffies between two cpuTimes samples not
+// spent idle (the fourth field); iowait, the fifth, counts as busy.
+func busyShare(a, b []uint64) float64 {
+	var total, idle uint64
+	for i := range min(len(a), len(b)) {
+		d := b[i] - a[i]
+		total += d
+		if i == 3 {
+			idle = d
+		}
+	}
+	if total == 0 {
+		return 0
+	}
+	return float64(total-idle) / float64(total)
+}

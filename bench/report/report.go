@@ -911,9 +911,9 @@ func (w *writer) phases() {
 	}
 	w.p("## Where the time went\n")
 	w.p("The load average is the machine's when the phase ended: processes running or waiting for one of the %d cores, averaged over a minute. It counts the suite's own processes: three members and the load generator, and for PostgreSQL one server process per connection (64 in the queue workload), so a high figure during a phase is not by itself a sign of other work; the load before the run is.\n", max(w.s.Machine.Cores, 1))
-	w.p("| phase | seconds | load average (1 min) |\n|---|---|---|")
+	w.p("| phase | waited for an idle machine, s | seconds | load average (1 min) |\n|---|---|---|---|")
 	for _, ph := range w.s.Phases {
-		w.p("| %s | %.1f | %.1f |", ph.Name, ph.Seconds, ph.LoadAvg)
+		w.p("| %s | %.1f | %.1f | %.1f |", ph.Name, ph.SettleSeconds, ph.Seconds, ph.LoadAvg)
 	}
 	w.p("")
 }
@@ -921,6 +921,7 @@ func (w *writer) phases() {
 func (w *writer) method() {
 	w.p("## Method\n")
 	w.p("- Each system is started by the suite on 127.0.0.1 with its normal timings: Baton as three `batond` processes (`cmd/batond/cluster`, default Raft timings, fsync on); etcd as three members from Debian's `etcd-server` (default heartbeat 100 ms, election 1 s); PostgreSQL as one server from Debian's package in a fresh `initdb` directory with `synchronous_commit = on`. Each workload, and each cas client count, gets a fresh cluster.")
+	w.p("- Before each phase the suite writes out dirty pages (`sync`) and waits, up to a minute, until two 1-second samples in a row find at most 10%% of the cores busy (I/O wait counted as busy): each workload starts on a machine as quiet as the first, not during the previous one's writeback (`bench/machine.Settle`; the wait is in \"Where the time went\").")
 	w.p("- Load is closed-loop: every client or worker waits for its answer before sending the next request, and has its own connection(s) (its own Baton client, etcd client or PostgreSQL connection), spread over the members. Baton's clients use the Go SDK with its defaults (failover and retries included).")
 	w.p("- Every run has a warm-up and a measured window; only operations that start in the window count. Latency percentiles come from log-bucketed histograms (within about 1%%). Each worker's random choices come from the seed.")
 	w.p("- The same code (`bench/loadgen`) drives and measures every system; Baton's side lives in `bench/baton`, the peers' in the separate module `bench/peers` (so their client libraries stay out of Baton's go.mod).")

@@ -275,6 +275,9 @@ type Phase struct {
 	// ended. It counts the suite's own processes (PostgreSQL runs one per
 	// connection), so only Machine.LoadAvgAtStart speaks of other work.
 	LoadAvg float64 `json:"load_avg"`
+	// SettleSeconds is how long the suite waited, before the phase, for
+	// the machine to be idle (machine.Settle); not part of Seconds.
+	SettleSeconds float64 `json:"settle_seconds,omitempty"`
 }
 
 // Find returns the run of system for workload and variant, or nil. When

@@ -282,10 +282,13 @@ type suite struct {
 // kept in the report as a failed run, not fatal to the suite.
 func (s *suite) phase(name string, f func() error) {
 	logf("%s ...", name)
+	settled, busy := machine.Settle(time.Minute, 0.10)
+	logf("  machine settled in %.1f s (%.0f%% busy)", settled.Seconds(), 100*busy)
 	t0 := time.Now()
 	err := f()
 	d := time.Since(t0)
-	s.res.Phases = append(s.res.Phases, result.Phase{Name: name, Seconds: d.Seconds(), LoadAvg: machine.LoadAvg()})
+	s.res.Phases = append(s.res.Phases, result.Phase{Name: name, Seconds: d.Seconds(), LoadAvg: machine.LoadAvg(),
+		SettleSeconds: settled.Seconds()})
 	if err != nil {
 		logf("%s failed after %.1f s: %v", name, d.Seconds(), err)
 		return
