@@ -266,14 +266,14 @@ func (s *Store) writeTemp(dir string, parts [][]byte) (string, error) {
 }
 
 // readFile reads a chunk file past the page cache where the file system
-// allows, for the same reason as writeTemp: a chunk is read once by a
-// publish's check or a download, and the kernel's copy through the cache
-// costs more CPU than the read itself (docs/benchmarks.md, "Chunks read
-// past the page cache"). Once a file system refuses that, the store reads
-// through the page cache.
+// allows, for GetUnverified: a publish's check reads each chunk of a new
+// upload once, from the disk since writeTemp bypassed the cache, and the
+// kernel's copy through the cache cost more CPU than the read itself
+// (docs/benchmarks.md, "Chunks read past the page cache"). Once a file
+// system refuses that, the store reads through the page cache.
 func (s *Store) readFile(name string) ([]byte, error) {
 	if !s.cachedRead.Load() {
-		data, err := readFileDirect(name)
+		data, err := readDirect(name)
 		if !errors.Is(err, errNoDirect) {
 			return data, err
 		}
@@ -285,8 +285,11 @@ func (s *Store) readFile(name string) ([]byte, error) {
 	return os.ReadFile(name)
 }
 
+// readDirect is readFileDirect; tests count or refuse direct reads.
+var readDirect = readFileDirect
+
 // errNoDirect says the file system (or the platform) does not take
-// direct writes.
+// direct writes or reads; bare (not wrapped) when the platform has none.
 var errNoDirect = errors.New("chunkstore: direct I/O not supported here")
 
 func writeTempBuffered(dir string, parts [][]byte) (string, error) {
@@ -317,7 +320,8 @@ func writeAll(f *os.File, parts [][]byte) error {
 	return nil
 }
 
-// Get reads and verifies a body.
+// Get reads and verifies a body, through the page cache: an artifact
+// downloaded often is then served from memory.
 func (s *Store) Get(digest string) ([]byte, error) {
 	if digest == EmptyDigest {
 		return []byte{}, nil
@@ -325,7 +329,7 @@ func (s *Store) Get(digest string) ([]byte, error) {
 	if !ValidDigest(digest) {
 		return nil, ErrBadDigest
 	}
-	data, err := s.readFile(s.path(digest))
+	data, err := os.ReadFile(s.path(digest))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, ErrNotFound
 	}
@@ -342,7 +346,8 @@ func (s *Store) Get(digest string) ([]byte, error) {
 
 // GetUnverified reads a body without hashing it: for a caller that hashes
 // what it reads anyway and falls back to Get when that hash is not the one
-// it expects (a publish's check of a whole artifact). A form that does not
+// it expects (a publish's check of a whole artifact). It reads past the
+// page cache (readFile): the check reads each chunk of a new upload once. A form that does not
 // decode is ErrCorrupt, and the copy is left in place for Get to judge.
 func (s *Store) GetUnverified(digest string) ([]byte, error) {
 	if digest == EmptyDigest {

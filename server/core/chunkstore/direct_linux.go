@@ -77,7 +77,7 @@ func writeBlocks(f *os.File, buf []byte, n int) error {
 
 // readFileDirect reads a whole file with O_DIRECT into a new aligned
 // buffer (the caller keeps it: a body may alias it). errNoDirect when the
-// file system refuses O_DIRECT.
+// file system refuses O_DIRECT for the file.
 func readFileDirect(name string) ([]byte, error) {
 	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_DIRECT, 0)
 	if errors.Is(err, syscall.EINVAL) {
@@ -91,28 +91,39 @@ func readFileDirect(name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	// One block more than the size: a file that grew since the stat shows
-	// as a full buffer, and is read again through the page cache.
-	size := int(st.Size())
-	buf := newAligned((size + directAlign) &^ (directAlign - 1))
-	n := 0
-	for n < len(buf) {
-		k, err := f.Read(buf[n:])
-		n += k
-		if err == io.EOF || k == 0 && err == nil {
-			break
-		}
-		if errors.Is(err, syscall.EINVAL) {
-			return nil, fmt.Errorf("%w: %v", errNoDirect, err)
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	if n == len(buf) {
+	// One block more than the size: a file that grew since the stat fills
+	// the buffer, and is read again through the page cache.
+	buf := newAligned((int(st.Size()) + directAlign) &^ (directAlign - 1))
+	n, err := readBlocks(f, buf)
+	switch {
+	case errors.Is(err, syscall.EINVAL) && n == 0:
+		return nil, fmt.Errorf("%w: %v", errNoDirect, err)
+	case errors.Is(err, syscall.EINVAL) || err == nil && n == len(buf):
+		// Refused past the first block, or grown: this file only.
 		return os.ReadFile(name)
+	case err != nil:
+		return nil, err
 	}
 	return buf[:n], nil
+}
+
+// readBlocks reads r into buf, which is whole blocks, until the end of
+// the file: a read that ends off a block boundary (O_DIRECT reads whole
+// blocks, and only the file's end is shorter) or one that returns
+// nothing. It never reads at an offset off a block boundary.
+func readBlocks(r io.Reader, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		k, err := r.Read(buf[n:])
+		n += k
+		switch {
+		case err == io.EOF || err == nil && (k == 0 || n%directAlign != 0):
+			return n, nil
+		case err != nil:
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // alignedBuf returns a pooled or new buffer of length n whose first byte

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/rand"
 	"os"
@@ -40,7 +41,7 @@ func skipUnlessDirect(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	const ext4, xfs, btrfs = 0xEF53, 0x58465342, 0x9123683E
-	switch st.Type {
+	switch uint32(st.Type) { // int32 on some platforms
 	case ext4, xfs, btrfs:
 	default:
 		t.Skipf("the temporary directory's file system (magic %#x) is not one known to take O_DIRECT", st.Type)
@@ -110,6 +111,9 @@ func TestDirectReadsWhereTheFileSystemTakesThem(t *testing.T) {
 	if _, err := readFileDirect(filepath.Join(dir, "absent")); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("an absent file: got %v, want ErrNotExist", err)
 	}
+	direct := 0
+	readDirect = func(name string) ([]byte, error) { direct++; return readFileDirect(name) }
+	t.Cleanup(func() { readDirect = readFileDirect })
 	s, err := Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +129,68 @@ func TestDirectReadsWhereTheFileSystemTakesThem(t *testing.T) {
 			t.Fatalf("read back %d bytes, %v; want the %d put", len(got), err, len(body))
 		}
 	}
-	if s.cachedRead.Load() {
-		t.Error("the store fell back to reading through the page cache")
+	if s.cachedRead.Load() || direct != 1 {
+		t.Errorf("%d direct reads of the store (want GetUnverified's one), fell back: %v", direct, s.cachedRead.Load())
+	}
+}
+
+// chunkedReader hands out at most step bytes a read, then err at the end.
+type chunkedReader struct {
+	data []byte
+	step int
+	err  error // after the data; nil: io.EOF
+	offs []int // the offset of each read
+	at   int
+}
+
+func (r *chunkedReader) Read(p []byte) (int, error) {
+	r.offs = append(r.offs, r.at)
+	if r.at == len(r.data) {
+		if r.err != nil {
+			return 0, r.err
+		}
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), r.step)], r.data[r.at:])
+	r.at += n
+	return n, nil
+}
+
+// readBlocks stops at a read that ends off a block boundary (the file's
+// end, for O_DIRECT) without reading at an unaligned offset, goes on
+// after whole blocks, reports a full buffer as such, and passes errors on
+// with what it read.
+func TestReadBlocks(t *testing.T) {
+	data := make([]byte, 3*directAlign+100)
+	rand.New(rand.NewSource(5)).Read(data)
+	cases := []struct {
+		name    string
+		r       *chunkedReader
+		buf     int
+		want    int
+		wantErr error
+	}{
+		{"one short read at the end", &chunkedReader{data: data, step: len(data)}, 4 * directAlign, len(data), nil},
+		{"block by block", &chunkedReader{data: data, step: directAlign}, 4 * directAlign, len(data), nil},
+		{"whole blocks then EOF", &chunkedReader{data: data[:2*directAlign], step: directAlign}, 3 * directAlign, 2 * directAlign, nil},
+		{"a grown file fills the buffer", &chunkedReader{data: data, step: directAlign}, 2 * directAlign, 2 * directAlign, nil},
+		{"an error after a block", &chunkedReader{data: data[:directAlign], step: directAlign, err: syscall.EINVAL}, 2 * directAlign, directAlign, syscall.EINVAL},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			buf := make([]byte, tc.buf)
+			n, err := readBlocks(tc.r, buf)
+			if n != tc.want || !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
+				t.Fatalf("got %d, %v; want %d, %v", n, err, tc.want, tc.wantErr)
+			}
+			if !bytes.Equal(buf[:n], data[:n]) {
+				t.Fatal("the bytes read are not the file's")
+			}
+			for _, off := range tc.r.offs {
+				if off%directAlign != 0 {
+					t.Fatalf("a read at offset %d, off a block boundary (reads at %v)", off, tc.r.offs)
+				}
+			}
+		})
 	}
 }
