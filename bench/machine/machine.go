@@ -232,6 +232,9 @@ func Settle(most time.Duration, idleBusy float64) (time.Duration, float64) {
 	syscall.Sync()
 	quiet, busy := 0, 1.0
 	prev, ok := cpuTimes()
+	if !ok {
+		busy = 0 // no /proc/stat: nothing to wait for
+	}
 	for ok && quiet < 2 && time.Since(start) < most {
 		time.Sleep(time.Second)
 		cur, ok2 := cpuTimes()
