@@ -5,11 +5,10 @@
 // fsynced) under its final name, written through a temporary file and a
 // rename, so a crash leaves either nothing or the whole body. Get verifies
 // the digest of what it read and reports ErrCorrupt (after removing the bad
-// copy) instead of returning wrong bytes. Files are written and read past
-// the page cache where the file system allows (direct_linux.go). Nothing
-// is cached in memory: the store's footprint is one chunk per call in
-// flight (and the aligned buffers of direct writes, pooled until the
-// collector frees them), however much is stored.
+// copy) instead of returning wrong bytes. Nothing is cached in memory: the
+// store's footprint is one chunk per call in flight (and the aligned
+// buffers of direct writes, pooled until the collector frees them),
+// however much is stored.
 // The empty chunk is always present. Safe for concurrent use.
 package chunkstore
 
@@ -97,7 +96,6 @@ type Store struct {
 	enc         *zstd.Encoder // shared; EncodeAll is safe for concurrent use
 	dec         *zstd.Decoder
 	buffered    atomic.Bool // the file system refused a direct write
-	cachedRead  atomic.Bool // the file system refused a direct read
 }
 
 // Open creates dir if needed.
@@ -257,7 +255,7 @@ func (s *Store) writeTemp(dir string, parts [][]byte) (string, error) {
 		if !errors.Is(err, errNoDirect) {
 			return name, err
 		}
-		if !s.buffered.Swap(true) && err != errNoDirect { // bare: not on this platform
+		if !s.buffered.Swap(true) {
 			slog.Warn("chunk store: the file system refuses direct writes; writing chunks through the page cache",
 				"dir", s.dir, "err", err)
 		}
@@ -265,31 +263,8 @@ func (s *Store) writeTemp(dir string, parts [][]byte) (string, error) {
 	return writeTempBuffered(dir, parts)
 }
 
-// readFile reads a chunk file past the page cache where the file system
-// allows, for GetUnverified: a publish's check reads each chunk of a new
-// upload once, from the disk since writeTemp bypassed the cache, and the
-// kernel's copy through the cache cost more CPU than the read itself
-// (docs/benchmarks.md, "Chunks read past the page cache"). Once a file
-// system refuses that, the store reads through the page cache.
-func (s *Store) readFile(name string) ([]byte, error) {
-	if !s.cachedRead.Load() {
-		data, err := readDirect(name)
-		if !errors.Is(err, errNoDirect) {
-			return data, err
-		}
-		if !s.cachedRead.Swap(true) && err != errNoDirect {
-			slog.Warn("chunk store: the file system refuses direct reads; reading chunks through the page cache",
-				"dir", s.dir, "err", err)
-		}
-	}
-	return os.ReadFile(name)
-}
-
-// readDirect is readFileDirect; tests count or refuse direct reads.
-var readDirect = readFileDirect
-
 // errNoDirect says the file system (or the platform) does not take
-// direct writes or reads; bare (not wrapped) when the platform has none.
+// direct writes.
 var errNoDirect = errors.New("chunkstore: direct I/O not supported here")
 
 func writeTempBuffered(dir string, parts [][]byte) (string, error) {
@@ -320,8 +295,7 @@ func writeAll(f *os.File, parts [][]byte) error {
 	return nil
 }
 
-// Get reads and verifies a body, through the page cache: an artifact
-// downloaded often is then served from memory.
+// Get reads and verifies a body.
 func (s *Store) Get(digest string) ([]byte, error) {
 	if digest == EmptyDigest {
 		return []byte{}, nil
@@ -346,8 +320,7 @@ func (s *Store) Get(digest string) ([]byte, error) {
 
 // GetUnverified reads a body without hashing it: for a caller that hashes
 // what it reads anyway and falls back to Get when that hash is not the one
-// it expects (a publish's check of a whole artifact). It reads past the
-// page cache (readFile): the check reads each chunk of a new upload once. A form that does not
+// it expects (a publish's check of a whole artifact). A form that does not
 // decode is ErrCorrupt, and the copy is left in place for Get to judge.
 func (s *Store) GetUnverified(digest string) ([]byte, error) {
 	if digest == EmptyDigest {
@@ -356,7 +329,7 @@ func (s *Store) GetUnverified(digest string) ([]byte, error) {
 	if !ValidDigest(digest) {
 		return nil, ErrBadDigest
 	}
-	data, err := s.readFile(s.path(digest))
+	data, err := os.ReadFile(s.path(digest))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, ErrNotFound
 	}

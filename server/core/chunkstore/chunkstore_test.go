@@ -3,13 +3,11 @@ package chunkstore
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io/fs"
 	"math/rand"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -259,7 +257,6 @@ func TestWritePathsKeepEveryByte(t *testing.T) {
 			}
 			defer s.Close()
 			s.buffered.Store(buffered)
-			s.cachedRead.Store(buffered)
 			src := rand.New(rand.NewSource(2))
 			for _, n := range []int{1, 4094, 4095, 4096, 8191, 1<<20 + 3} {
 				body := make([]byte, n)
@@ -275,11 +272,9 @@ func TestWritePathsKeepEveryByte(t *testing.T) {
 				if info.Size() != int64(n)+1 {
 					t.Fatalf("%d bytes: stored %d bytes, want %d", n, info.Size(), n+1)
 				}
-				for _, get := range []func(string) ([]byte, error){s.Get, s.GetUnverified} {
-					got, err := get(d)
-					if err != nil || !bytes.Equal(got, body) {
-						t.Fatalf("%d bytes: got %d bytes back, err %v", n, len(got), err)
-					}
+				got, err := s.Get(d)
+				if err != nil || !bytes.Equal(got, body) {
+					t.Fatalf("%d bytes: got %d bytes back, err %v", n, len(got), err)
 				}
 			}
 			err = filepath.WalkDir(s.dir, func(path string, e fs.DirEntry, err error) error {
@@ -292,56 +287,5 @@ func TestWritePathsKeepEveryByte(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
-	}
-}
-
-// A publish's check (GetUnverified) reads past the page cache, a
-// download's Get through it; once the file system refuses a direct read,
-// the store reads through the page cache, whole and to the byte, and does
-// not try again. A missing file is ErrNotFound either way.
-func TestDirectReadsOnlyForTheCheckAndFallBackOnce(t *testing.T) {
-	var direct, refuse atomic.Int32
-	real := readDirect
-	readDirect = func(name string) ([]byte, error) {
-		direct.Add(1)
-		if refuse.Load() != 0 {
-			return nil, fmt.Errorf("%w: refused by the test", errNoDirect)
-		}
-		return real(name)
-	}
-	t.Cleanup(func() { readDirect = real })
-	s, err := Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	body := bytes.Repeat([]byte("check me "), 2000)
-	d := Digest(body)
-	if err := s.Put(d, body); err != nil {
-		t.Fatal(err)
-	}
-	read := func(what string, get func(string) ([]byte, error), wantDirect int32) {
-		t.Helper()
-		before := direct.Load()
-		if got, err := get(d); err != nil || !bytes.Equal(got, body) {
-			t.Fatalf("%s: got %d bytes, %v; want the %d put", what, len(got), err, len(body))
-		}
-		if n := direct.Load() - before; n != wantDirect {
-			t.Fatalf("%s: %d direct reads, want %d", what, n, wantDirect)
-		}
-	}
-	read("Get", s.Get, 0)
-	read("GetUnverified", s.GetUnverified, 1)
-	refuse.Store(1)
-	read("GetUnverified, refused", s.GetUnverified, 1)
-	if !s.cachedRead.Load() {
-		t.Fatal("a refused direct read did not switch the store to the page cache")
-	}
-	read("GetUnverified after the switch", s.GetUnverified, 0)
-	absent := Digest([]byte("never put"))
-	for _, get := range []func(string) ([]byte, error){s.Get, s.GetUnverified} {
-		if _, err := get(absent); !errors.Is(err, ErrNotFound) {
-			t.Fatalf("an absent chunk: got %v, want ErrNotFound", err)
-		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -75,57 +74,6 @@ func writeBlocks(f *os.File, buf []byte, n int) error {
 	return f.Sync()
 }
 
-// readFileDirect reads a whole file with O_DIRECT into a new aligned
-// buffer (the caller keeps it: a body may alias it). errNoDirect when the
-// file system refuses O_DIRECT for the file.
-func readFileDirect(name string) ([]byte, error) {
-	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_DIRECT, 0)
-	if errors.Is(err, syscall.EINVAL) {
-		return nil, fmt.Errorf("%w: %v", errNoDirect, err)
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	// One block more than the size: a file that grew since the stat fills
-	// the buffer, and is read again through the page cache.
-	buf := newAligned((int(st.Size()) + directAlign) &^ (directAlign - 1))
-	n, err := readBlocks(f, buf)
-	switch {
-	case errors.Is(err, syscall.EINVAL) && n == 0:
-		return nil, fmt.Errorf("%w: %v", errNoDirect, err)
-	case errors.Is(err, syscall.EINVAL) || err == nil && n == len(buf):
-		// Refused past the first block, or grown: this file only.
-		return os.ReadFile(name)
-	case err != nil:
-		return nil, err
-	}
-	return buf[:n], nil
-}
-
-// readBlocks reads r into buf, which is whole blocks, until the end of
-// the file: a read that ends off a block boundary (O_DIRECT reads whole
-// blocks, and only the file's end is shorter) or one that returns
-// nothing. It never reads at an offset off a block boundary.
-func readBlocks(r io.Reader, buf []byte) (int, error) {
-	n := 0
-	for n < len(buf) {
-		k, err := r.Read(buf[n:])
-		n += k
-		switch {
-		case err == io.EOF || err == nil && (k == 0 || n%directAlign != 0):
-			return n, nil
-		case err != nil:
-			return n, err
-		}
-	}
-	return n, nil
-}
-
 // alignedBuf returns a pooled or new buffer of length n whose first byte
 // is directAlign-aligned.
 func alignedBuf(n int) *[]byte {
@@ -133,17 +81,11 @@ func alignedBuf(n int) *[]byte {
 		*bp = (*bp)[:n]
 		return bp
 	}
-	b := newAligned(n)
-	return &b
-}
-
-// newAligned returns a new buffer of length n whose first byte is
-// directAlign-aligned.
-func newAligned(n int) []byte {
 	raw := make([]byte, n+directAlign)
 	off := 0
 	if r := int(uintptr(unsafe.Pointer(unsafe.SliceData(raw))) & (directAlign - 1)); r != 0 {
 		off = directAlign - r
 	}
-	return raw[off : off+n : off+n]
+	b := raw[off : off+n]
+	return &b
 }

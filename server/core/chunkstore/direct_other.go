@@ -5,6 +5,3 @@ package chunkstore
 // writeTempDirect: direct writes are Linux's O_DIRECT only; elsewhere the
 // store writes through the page cache.
 func writeTempDirect(string, [][]byte) (string, error) { return "", errNoDirect }
-
-// readFileDirect: see writeTempDirect.
-func readFileDirect(string) ([]byte, error) { return nil, errNoDirect }
