@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/baton-dev/baton/bench/result"
@@ -15,8 +16,8 @@ import (
 // cpuStat is the first line of /proc/stat: busy and all jiffies, summed
 // over the machine's CPUs, and how many CPUs the file lists.
 type cpuStat struct {
-	busy, total uint64
-	cpus        int
+	busy, iowait, total uint64
+	cpus                int
 }
 
 // readCPUStat parses /proc/stat's text. Busy is user, nice, system, irq
@@ -47,7 +48,7 @@ func readCPUStat(text []byte) (cpuStat, bool) {
 			v[i] = n
 		}
 		user, nice, system, idle, iowait, irq, softirq, steal := v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]
-		s.busy = user + nice + system + irq + softirq
+		s.busy, s.iowait = user+nice+system+irq+softirq, iowait
 		s.total = s.busy + idle + iowait + steal
 		found = true
 	}
@@ -60,6 +61,46 @@ func sampleCPU() (cpuStat, bool) {
 		return cpuStat{}, false
 	}
 	return readCPUStat(b)
+}
+
+// Settle waits for the machine to be idle before a measurement: it writes
+// out dirty pages (sync), then waits until two 1-second samples in a row
+// find at most idleBusy of the cores busy (iowait counted as busy, the
+// disk being part of what a workload measures), or until most has
+// passed. It returns the time waited and the last sample's busy share (0
+// where /proc/stat is absent): a workload that follows another starts on
+// a machine as quiet as the first one did, not during its writeback.
+func Settle(most time.Duration, idleBusy float64) (time.Duration, float64) {
+	start := time.Now()
+	syscall.Sync()
+	prev, ok := sampleCPU()
+	if !ok {
+		return time.Since(start), 0
+	}
+	quiet, busy := 0, 1.0
+	for quiet < 2 && time.Since(start) < most {
+		time.Sleep(time.Second) // the sampling interval
+		cur, ok := sampleCPU()
+		if !ok {
+			break
+		}
+		busy, prev = busyShare(prev, cur), cur
+		if busy <= idleBusy {
+			quiet++
+		} else {
+			quiet = 0
+		}
+	}
+	return time.Since(start), busy
+}
+
+// busyShare is the share of the jiffies between two samples that were
+// busy or waiting on I/O.
+func busyShare(a, b cpuStat) float64 {
+	if b.total <= a.total {
+		return 0
+	}
+	return float64(b.busy+b.iowait-a.busy-a.iowait) / float64(b.total-a.total)
 }
 
 // cpuWindow samples the counters at the window's start and at its end (or

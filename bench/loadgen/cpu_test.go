@@ -15,8 +15,15 @@ func TestReadCPUStat(t *testing.T) {
 	s, ok := readCPUStat(text)
 	// busy: user 100 + nice 5 + system 50 + irq 3 + softirq 2; guest (7)
 	// is part of user already; idle 800, iowait 20 and steal 10 are not busy.
-	if !ok || s.busy != 160 || s.total != 990 || s.cpus != 2 {
-		t.Fatalf("got %+v ok=%v, want busy 160, total 990, 2 CPUs", s, ok)
+	if !ok || s.busy != 160 || s.iowait != 20 || s.total != 990 || s.cpus != 2 {
+		t.Fatalf("got %+v ok=%v, want busy 160, iowait 20, total 990, 2 CPUs", s, ok)
+	}
+	later := cpuStat{busy: 190, iowait: 40, total: 1090, cpus: 2} // 30 busy, 20 iowait of 100
+	if got := busyShare(s, later); got != 0.5 {
+		t.Fatalf("busyShare: got %v, want 0.5 (iowait counts as busy)", got)
+	}
+	if got := busyShare(s, s); got != 0 {
+		t.Fatalf("busyShare of no time: got %v, want 0", got)
 	}
 	for _, bad := range []string{"", "intr 1\n", "cpu 1 2 3\ncpu0 1 2 3\n", "cpu a b c d e f g h\ncpu0 1\n"} {
 		if _, ok := readCPUStat([]byte(bad)); ok {

@@ -12,17 +12,3 @@ func TestDescribe(t *testing.T) {
 	}
 	t.Logf("%+v", m)
 }
-
-func TestBusyShare(t *testing.T) {
-	a := []uint64{100, 0, 50, 1000, 10, 0, 0, 0}
-	b := []uint64{130, 0, 60, 1050, 20, 0, 0, 0} // 30+10 busy, 50 idle, 10 iowait
-	if got := busyShare(a, b); got != 50.0/100 {
-		t.Fatalf("busyShare: got %v, want 0.5 (iowait counts as busy)", got)
-	}
-	if got := busyShare(a, a); got != 0 {
-		t.Fatalf("busyShare of no time: got %v, want 0", got)
-	}
-	if ts, ok := cpuTimes(); !ok || len(ts) < 4 {
-		t.Fatalf("cpuTimes: got %v, %v", ts, ok)
-	}
-}

@@ -276,7 +276,7 @@ type Phase struct {
 	// connection), so only Machine.LoadAvgAtStart speaks of other work.
 	LoadAvg float64 `json:"load_avg"`
 	// SettleSeconds is how long the suite waited, before the phase, for
-	// the machine to be idle (machine.Settle); not part of Seconds.
+	// the machine to be idle (loadgen.Settle); not part of Seconds.
 	SettleSeconds float64 `json:"settle_seconds,omitempty"`
 }
 

@@ -34,6 +34,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/baton-dev/baton/bench/loadgen"
 	"github.com/baton-dev/baton/bench/machine"
 	"github.com/baton-dev/baton/bench/report"
 	"github.com/baton-dev/baton/bench/result"
@@ -283,7 +284,7 @@ type suite struct {
 func (s *suite) phase(name string, f func() error) {
 	logf("%s ...", name)
 	const idleBusy = 0.10
-	settled, busy := machine.Settle(time.Minute, idleBusy)
+	settled, busy := loadgen.Settle(time.Minute, idleBusy)
 	if busy > idleBusy {
 		logf("  the machine was still %.0f%% busy after %.0f s; going on", 100*busy, settled.Seconds())
 	} else {
