@@ -19,11 +19,13 @@ import threading
 import time
 import urllib.parse
 import uuid
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Generic, TypeVar
 
+from . import _json
 from ._errors import BatonError, InvalidArgument, error_from_answer
 
 T = TypeVar("T")
@@ -141,7 +143,7 @@ def _qv(v: Any) -> str:
 
 
 def dumps(v: Any) -> bytes:
-    return json.dumps(v, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    return _json.dumps(v)
 
 
 def compact(body: dict[str, Any]) -> dict[str, Any]:
@@ -238,7 +240,7 @@ class Answer:
     replay: bool = False
 
     def json(self) -> Any:
-        return json.loads(self.body) if self.body else None
+        return _json.loads(self.body) if self.body else None
 
 
 @dataclass
@@ -433,6 +435,7 @@ class Sessions:
         self.off = off  # the server has no sessions: random keys instead
         self.next = 1
         self.inflight: set[int] = set()
+        self._order: deque[int] = deque()  # numbers handed out, oldest first; ended ones leave it lazily
 
     def place(self) -> Place | None:
         with self._mu:
@@ -441,11 +444,14 @@ class Sessions:
             p = Place(self.id, self.next)
             self.next += 1
             self.inflight.add(p.seq)
+            self._order.append(p.seq)
+            if len(self._order) > 4 * len(self.inflight) + 64:  # ended numbers kept behind a long call
+                self._order = deque(sorted(self.inflight))
             return p
 
     def opened(self, sid: int) -> None:
         with self._mu:
-            self.id, self.next, self.inflight = sid, 1, set()
+            self.id, self.next, self.inflight, self._order = sid, 1, set(), deque()
 
     def end(self, p: Place) -> None:
         with self._mu:
@@ -457,12 +463,15 @@ class Sessions:
         with self._mu:
             if self.id != sid:
                 return 0
-            return min(self.inflight, default=self.next)
+            order, inflight = self._order, self.inflight
+            while order and order[0] not in inflight:  # each number leaves once: O(1) amortized
+                order.popleft()
+            return order[0] if order else self.next
 
     def drop(self, sid: int) -> None:
         with self._mu:
             if self.id == sid:
-                self.id, self.inflight = 0, set()
+                self.id, self.inflight, self._order = 0, set(), deque()
 
 
 def refused_unapplied(err: BatonError | None) -> tuple[bool, bool]:

@@ -8,8 +8,9 @@ Adding a code is one class and one line in ``CODES``.
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from . import _json
 
 
 class BatonError(Exception):
@@ -299,7 +300,7 @@ def error_from_answer(status: int, body: bytes, index: int = 0) -> BatonError:
     """Decodes an error answer's body ``{"error": {"code", "message", ...}}``."""
     obj: Any = None
     try:
-        obj = json.loads(body) if body else None
+        obj = _json.loads(body) if body else None
     except ValueError:
         obj = None
     err = obj.get("error") if isinstance(obj, dict) else None

@@ -67,43 +67,48 @@ _TIME_FIELDS = frozenset(
 )
 
 
-_PLAIN, _TIME, _RAW = 0, 1, 2
-_PLANS: dict[type, tuple[tuple[str, int, bool], ...]] = {}
+_BUILDERS: dict[tuple[type, tuple[str, ...]], Any] = {}
 
 
-def _plan(cls: type) -> tuple[tuple[str, int, bool], ...]:
-    """The fields _build fills, worked out once per class: (name, kind, null means the default)."""
-    p = _PLANS.get(cls)
-    if p is None:
-        out = []
-        for f in dataclasses.fields(cls):
-            if f.name == "index" and cls.__name__ != "WatchEvent":
-                continue
-            kind = _RAW if f.name == "raw" else _TIME if f.name in _TIME_FIELDS else _PLAIN
-            out.append((f.name, kind, f.default is not dataclasses.MISSING and f.default is not None))
-        p = _PLANS[cls] = tuple(out)
-    return p
+def _builder(cls: type, conv: tuple[str, ...]) -> Any:
+    """The function _build calls for cls with converters for the fields in conv, written out once per
+    class (as dataclasses writes its __init__): one statement per field instead of a loop that asks of
+    each field what kind it is, since a task's answer is built on every call of a worker's loop.
+
+    Per field: absent from the object, the field keeps its default; present, it is converted (a
+    converter of the call, or a time field parsed); null for a field whose default is not null leaves
+    the default. ``raw`` is the whole object; ``index`` is set from the answer's header later (but for a
+    WatchEvent, whose index is in the object)."""
+    key = (cls, conv)
+    b = _BUILDERS.get(key)
+    if b is not None:
+        return b
+    lines = ["def build(d, conv):", "    kw = {}"]
+    for i, f in enumerate(dataclasses.fields(cls)):
+        n = f.name
+        if n == "index" and cls.__name__ != "WatchEvent":
+            continue
+        if n == "raw":
+            lines.append("    kw['raw'] = d")
+        elif n in conv:
+            lines.append(f"    if {n!r} in d: kw[{n!r}] = conv[{n!r}](d[{n!r}])")
+        elif n in _TIME_FIELDS:
+            lines.append(f"    if {n!r} in d: kw[{n!r}] = parse_time(d[{n!r}])")
+        elif f.default is not dataclasses.MISSING and f.default is not None:
+            lines += [f"    v{i} = d.get({n!r})", f"    if v{i} is not None: kw[{n!r}] = v{i}"]
+        else:
+            lines.append(f"    if {n!r} in d: kw[{n!r}] = d[{n!r}]")
+    lines.append("    return cls(**kw)")
+    ns: dict[str, Any] = {"cls": cls, "parse_time": parse_time}
+    exec("\n".join(lines), ns)  # noqa: S102 - source made above from the class's own field names
+    b = _BUILDERS[key] = ns["build"]
+    return b
 
 
 def _build(cls: type[T], d: Any, **conv: Any) -> T:
     if not isinstance(d, dict):
         raise ValueError(f"expected a JSON object for {cls.__name__}, got {type(d).__name__}")
-    kw: dict[str, Any] = {}
-    for name, kind, null_default in _plan(cls):
-        if kind == _RAW:
-            kw["raw"] = d
-            continue
-        if name not in d:
-            continue
-        v = d[name]
-        if name in conv:
-            v = conv[name](v)
-        elif kind == _TIME:
-            v = parse_time(v)
-        elif v is None and null_default:
-            continue  # null for a field with a non-null default
-        kw[name] = v
-    return cls(**kw)
+    return _builder(cls, tuple(conv))(d, conv)  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,13 +292,20 @@ class Task:
 
     @classmethod
     def from_json(cls, d: Any) -> Task:
-        return _build(cls, d, dependencies=lambda v: tuple(Dependency.from_json(x) for x in v or ()),
-                      waitpoint=lambda v: None if v is None else WaitpointOutcome.from_json(v))
+        return _build(cls, d, dependencies=_dependencies, waitpoint=_waitpoint)
 
     @property
     def fence(self) -> Fence:
         """A guard with this task's current token."""
         return Fence(self.task_id, self.fencing_token)
+
+
+def _dependencies(v: Any) -> tuple[Dependency, ...]:
+    return tuple(Dependency.from_json(x) for x in v or ())
+
+
+def _waitpoint(v: Any) -> WaitpointOutcome | None:
+    return None if v is None else WaitpointOutcome.from_json(v)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,8 +8,9 @@ JSON otherwise, and ``ENABLED = False`` makes it speak JSON anyway.
 from __future__ import annotations
 
 import base64
-import json
 from typing import Any
+
+from . import _json
 
 try:
     import ormsgpack
@@ -37,7 +38,7 @@ def decode(body: bytes) -> Any:
         return None
     if body[:1] != b"{" and ormsgpack is not None:
         return ormsgpack.unpackb(body)
-    return json.loads(body)
+    return _json.loads(body)
 
 
 def wire_bytes(b: bytes, binary: bool) -> Any:
