@@ -111,7 +111,7 @@ async def main(a: argparse.Namespace) -> dict[str, Any]:
     # Client CPU per operation (warm-up and window): what bounds one Python process's rate.
     done = max(1, sum(counts))
     run["notes"] = [f"Python {sys.version.split()[0]}, {how}" + (", one httpx pool" if a.one_pool else "")
-                    + (", sessions off" if a.no_sessions else "") + f", client CPU {cpu * 1000 / done:.2f} ms/op"]
+                    + (", sessions off" if a.no_sessions else "") + f", client CPU {cpu * 1000 / done:.3f} ms/op"]
     return run
 
 
