@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 import hashlib
 import json
 import random
 import subprocess
 import sys
+import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -239,6 +241,18 @@ def test_json_gives_the_json_modules_result() -> None:
             assert json.loads(got) == json.loads(want) or v != v, v  # the same document (floats may differ in form)
         else:
             assert got == want or issubclass(got, want), (v, got, want)
+    # Enum members and UUIDs: their value and text whichever of the two encoders writes the rest.
+    class Colour(enum.Enum):
+        RED = "red"
+        NONE = None
+
+    u = uuid.UUID(int=5)
+    for v in ({"c": Colour.RED}, {"c": Colour.RED, "x": None}, {"c": Colour.RED, "s": "annulled"},
+              {"id": u, "n": 2**70}, {"id": u, 1: 2}, [Colour.NONE], {"c": [Colour.RED, u]}):
+        want = json.dumps(v, separators=(",", ":"), ensure_ascii=False, allow_nan=False,
+                          default=lambda o: o.value if isinstance(o, enum.Enum) else str(o)).encode()
+        assert _json.dumps(v) == want, v
+    assert _core.params_digest({"id": u}) == _core.params_digest({"id": str(u)})
     docs = [b'{"a":1,"a":2}', b"123456789012345678901234567890", b"18446744073709551616", b"-9223372036854775809",
             b"[1e400, -1e400]", b"NaN", b'"\\ud800"', b'{"x": [0.1, -0, 5e-324, "\\u0000", {"y": null}]}',
             b'{"id": 12345678901234567890123}', b" [] ", "{\"s\": \"t\"}"]
@@ -247,6 +261,8 @@ def test_json_gives_the_json_modules_result() -> None:
     for bad in (b"", b"{", b"[1,]", b"\xff"):
         with pytest.raises(ValueError):
             _json.loads(bad)
+    with pytest.raises(TypeError):
+        _json.loads(memoryview(b"1"))  # type: ignore[arg-type]
 
 
 def test_session_ack_is_the_lowest_number_in_flight() -> None:

@@ -180,7 +180,8 @@ def check_idempotency_key(key: str) -> str:
 def params_digest(params: Any) -> str:
     """sha256 of the canonical JSON of params (keys sorted, no HTML escaping, a final newline), as the
     Go SDK's ParamsDigest computes it for strings, integers, booleans, null, lists and dicts."""
-    text = json.dumps(params, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    text = json.dumps(params, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False,
+                      default=_json.default)
     text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
     return "sha256:" + hashlib.sha256((text + "\n").encode()).hexdigest()
 

@@ -7,14 +7,17 @@ SDK sends and returns what it did with json alone:
 - encoding: NaN and infinities (orjson writes null; json refuses them, as the API does), integers past
   64 bits, keys that are not strings, subclasses of str, int, dict and list, dataclasses and datetimes all
   go to json. orjson's output is used only when it holds no ``null``, so a refused NaN cannot hide in it.
-  orjson does encode two things json refuses: Enum members (as their value) and UUIDs (as their text).
+  Both encode Enum members as their value and UUIDs as their text (json through ``default``), which the
+  json module alone refused.
 - decoding: an integer of 19 digits or more (orjson turns integers past 64 bits into floats), NaN,
   infinities and escaped lone surrogates go to json.
 """
 
 from __future__ import annotations
 
+import enum
 import json
+import uuid
 from typing import Any
 
 import orjson
@@ -31,13 +34,23 @@ def dumps(v: Any) -> bytes:
     except TypeError:
         out = b"null"  # not orjson's to encode: json's answer (or error) below
     if b"null" in out:
-        return json.dumps(v, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+        return json.dumps(v, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=default).encode()
     return out
+
+
+def default(o: Any) -> Any:
+    """What json makes of the two kinds orjson encodes that json does not: an Enum member's value, a UUID's
+    text; TypeError for anything else."""
+    if isinstance(o, enum.Enum):
+        return o.value
+    if isinstance(o, uuid.UUID):
+        return str(o)
+    raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
 
 
 def loads(b: bytes | bytearray | str) -> Any:
     """A JSON document decoded as json.loads decodes it; ValueError when it is not JSON."""
-    if isinstance(b, str):
+    if not isinstance(b, (bytes, bytearray)):
         return json.loads(b)
     if _LONG_DIGITS not in b.translate(_DIGITS_TO_ZERO):
         try:
