@@ -11,6 +11,7 @@ import * as http from "node:http";
 import * as https from "node:https";
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage } from "node:http";
+import { Pool } from "undici";
 import { BatonError, IdempotencyExpired, InvalidArgument, Unavailable, errorFromAnswer } from "./errors.js";
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
@@ -220,6 +221,14 @@ function certHint(msg: string): string {
   return "(check the CA file)";
 }
 
+/** The TLS failure in e or in its causes (undici wraps a socket's error), if any. */
+function certError(e: unknown): Error | undefined {
+  for (let i = 0; i < 8 && e instanceof Error; i++, e = e.cause) {
+    if (isCertError(e)) return e;
+  }
+  return undefined;
+}
+
 function isCertError(e: unknown): boolean {
   const code = (e as { code?: unknown } | null)?.code;
   if (typeof code !== "string") return false;
@@ -256,6 +265,8 @@ export class Transport {
   private preferred = 0;
   private readonly httpAgent: http.Agent;
   private readonly httpsAgent: https.Agent;
+  /** Each endpoint's connections for calls (undici); streams (watches, downloads) go through the agents. */
+  private readonly pools: Pool[];
 
   constructor(o: TransportOptions) {
     const tls = o.ca !== undefined || o.cert !== undefined;
@@ -269,11 +280,15 @@ export class Transport {
     const maxSockets = o.maxSockets ?? 256;
     this.httpAgent = new http.Agent({ keepAlive: true, maxSockets, maxFreeSockets: 64 });
     this.httpsAgent = new https.Agent({ keepAlive: true, maxSockets, maxFreeSockets: 64, ca: o.ca, cert: o.cert, key: o.key });
+    // connect.timeout bounds connecting and the TLS handshake, as the call's timeout bounded them before.
+    this.pools = this.endpoints.map((e) => new Pool(e, {
+      connections: maxSockets, connect: { ca: o.ca, cert: o.cert, key: o.key, timeout: o.timeoutMs } }));
   }
 
   close(): void {
     this.httpAgent.destroy();
     this.httpsAgent.destroy();
+    for (const p of this.pools) void p.destroy().catch(() => undefined);
   }
 
   get preferredIndex(): number {
@@ -319,20 +334,52 @@ export class Transport {
     });
   }
 
+  /**
+   * One attempt against endpoint idx: the answer's status, headers and whole body. The call's timeout
+   * bounds the wait for the answer's head and then each wait for more of its body.
+   */
+  private async exchange(idx: number, call: Call): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
+    const r = await this.pools[idx]!.request({
+      path: call.path, method: call.method, headers: this.headers(call), body: call.body, signal: call.signal,
+      headersTimeout: call.timeoutMs, bodyTimeout: call.timeoutMs,
+    });
+    const parts: Buffer[] = [];
+    let n = 0;
+    for await (const chunk of r.body as AsyncIterable<Buffer>) {
+      n += chunk.length;
+      if (n > MAX_ANSWER_BYTES) {
+        r.body.destroy();
+        throw new Error(`answer larger than ${MAX_ANSWER_BYTES} bytes`);
+      }
+      parts.push(chunk);
+    }
+    return { status: r.statusCode, headers: r.headers, body: parts.length === 1 ? parts[0]! : Buffer.concat(parts) };
+  }
+
   /** One attempt against endpoint idx, bounded by the call's timeout. */
   private async attempt(idx: number, call: Call): Promise<Result> {
     call.attempts++;
     const endpoint = this.endpoints[idx]!;
-    const started = Date.now();
-    let res: IncomingMessage;
-    let body: Buffer;
+    let res: { status: number; headers: http.IncomingHttpHeaders; body: Buffer };
     try {
-      res = await this.open(endpoint, call, call.timeoutMs);
-      body = await readBody(res, call.timeoutMs - (Date.now() - started));
+      try {
+        res = await this.exchange(idx, call);
+      } catch (e) {
+        // undici reports a connection the server ended as "other side closed", also when the server
+        // refused the TLS handshake (a client certificate it requires): once more through node:https,
+        // which reports the TLS alert. Sending again is what failover does anyway (a session number or
+        // an Idempotency-Key makes it apply once); it counts as an attempt, so that a refusal of it is not
+        // taken for the refusal of a first attempt that applied nothing.
+        if ((e as { code?: unknown }).code !== "UND_ERR_SOCKET" || !endpoint.startsWith("https:")) throw e;
+        call.attempts++;
+        const started = Date.now();
+        const r = await this.open(endpoint, call, call.timeoutMs);
+        res = { status: r.statusCode ?? 0, headers: r.headers, body: await readBody(r, call.timeoutMs - (Date.now() - started)) };
+      }
     } catch (e) {
       return this.transportFailure(endpoint, call, e);
     }
-    const status = res.statusCode ?? 0;
+    const { status, body } = res;
     if (call.wantValue && body.length === 0 && (status === 200 || status === 201)) {
       // Cut on the way: the retry carries the same key or session number.
       return { retry: true, answered: false, retryAfterMs: 0, leader: "", rateLimited: false,
@@ -348,9 +395,10 @@ export class Transport {
       return { retry: false, answered: false, retryAfterMs: 0, leader: "", rateLimited: false,
         error: new BatonError(`${where}: aborted`, { code: "aborted", cause: e }) };
     }
-    if (isCertError(e)) {
+    const tls = certError(e);
+    if (tls) {
       return { retry: false, answered: false, retryAfterMs: 0, leader: "", rateLimited: false,
-        error: new BatonError(`${where}: ${msg} ${certHint(msg)}`, { code: "tls", cause: e }) };
+        error: new BatonError(`${where}: ${tls.message} ${certHint(tls.message)}`, { code: "tls", cause: e }) };
     }
     return { retry: true, answered: false, retryAfterMs: 0, leader: "", rateLimited: false,
       error: new Unavailable(`${where}: ${msg}`, { cause: e }) };
