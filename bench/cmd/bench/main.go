@@ -152,7 +152,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.pythonVenv, "python-venv", true, "before sdk or langgraph, make or update the venvs with bench/python/venv.sh (the client installed from the tree)")
 	fs.StringVar(&o.node, "node", "node", "sdk: the Node.js (20+) that runs the TypeScript SDK's driver (client/typescript/bench/sdkbench.ts)")
 	fs.BoolVar(&o.tsBuild, "ts-build", true, "before sdk, build the TypeScript SDK and its driver in client/typescript (npm ci, tsc)")
-	include := fs.String("include", "docs/bench/run-2026-12-07.md,docs/bench/run-2026-12-06.md,docs/bench/chunking.md,docs/bench/sdk-transport.md,docs/bench/python-sdk.md,docs/bench/sdk-run.md,docs/bench/leadership.md,docs/bench/artifacts.md,docs/bench/queue.md,docs/bench/langgraph.md", "hand-written Markdown fragments the report ends with, comma-separated (relative to the module root)")
+	include := fs.String("include", "docs/bench/run-2026-12-07.md,docs/bench/run-2026-12-06.md,docs/bench/chunking.md,docs/bench/sdk-transport.md,docs/bench/python-sdk.md,docs/bench/typescript-sdk.md,docs/bench/sdk-run.md,docs/bench/leadership.md,docs/bench/artifacts.md,docs/bench/queue.md,docs/bench/langgraph.md", "hand-written Markdown fragments the report ends with, comma-separated (relative to the module root)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
