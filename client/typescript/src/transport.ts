@@ -232,6 +232,7 @@ function certError(e: unknown): Error | undefined {
 function isCertError(e: unknown): boolean {
   const code = (e as { code?: unknown } | null)?.code;
   if (typeof code !== "string") return false;
+  if (code === "ERR_SSL_WRONG_VERSION_NUMBER") return false; // not TLS at the other end: another endpoint may do
   return (
     code.startsWith("ERR_TLS_") ||
     code === "UNABLE_TO_VERIFY_LEAF_SIGNATURE" ||
@@ -241,6 +242,22 @@ function isCertError(e: unknown): boolean {
     code === "UNABLE_TO_GET_ISSUER_CERT_LOCALLY" ||
     code.startsWith("ERR_SSL_")
   );
+}
+
+const PLAIN_PATH = /^\/[\w\-.~!$&'()*+,;=:@%/?]*$/;
+const DOT_SEGMENT = /\/\.\.?(?:\/|$)/;
+
+/** A path a URL leaves as it is: characters a URL keeps, no "." or ".." segment (the SDK's own paths). */
+export function plainPath(p: string): boolean {
+  if (!PLAIN_PATH.test(p)) return false;
+  const q = p.indexOf("?");
+  return !DOT_SEGMENT.test(q < 0 ? p : p.slice(0, q));
+}
+
+/** Any other path (request()'s) as a URL makes it: percent-encoded, dot segments resolved, no fragment. */
+function resolvedPath(endpoint: string, p: string): string {
+  const u = new URL(endpoint + p);
+  return u.pathname + u.search;
 }
 
 function header(h: http.IncomingHttpHeaders, name: string): string | undefined {
@@ -280,15 +297,17 @@ export class Transport {
     const maxSockets = o.maxSockets ?? 256;
     this.httpAgent = new http.Agent({ keepAlive: true, maxSockets, maxFreeSockets: 64 });
     this.httpsAgent = new https.Agent({ keepAlive: true, maxSockets, maxFreeSockets: 64, ca: o.ca, cert: o.cert, key: o.key });
-    // connect.timeout bounds connecting and the TLS handshake, as the call's timeout bounded them before.
+    // Idle connections are kept a minute (undici's default is 4 s without a Keep-Alive hint, which batond
+    // does not send; it keeps them 2 minutes). Each attempt's own timer bounds connecting too.
     this.pools = this.endpoints.map((e) => new Pool(e, {
-      connections: maxSockets, connect: { ca: o.ca, cert: o.cert, key: o.key, timeout: o.timeoutMs } }));
+      connections: maxSockets, keepAliveTimeout: 60_000, connect: { ca: o.ca, cert: o.cert, key: o.key } }));
   }
 
   close(): void {
     this.httpAgent.destroy();
     this.httpsAgent.destroy();
-    for (const p of this.pools) void p.destroy().catch(() => undefined);
+    // close(), not destroy(): calls in flight finish. A call after it goes through node:https (attempt).
+    for (const p of this.pools) void p.close().catch(() => undefined);
   }
 
   get preferredIndex(): number {
@@ -339,21 +358,31 @@ export class Transport {
    * bounds the wait for the answer's head and then each wait for more of its body.
    */
   private async exchange(idx: number, call: Call): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
-    const r = await this.pools[idx]!.request({
-      path: call.path, method: call.method, headers: this.headers(call), body: call.body, signal: call.signal,
-      headersTimeout: call.timeoutMs, bodyTimeout: call.timeoutMs,
-    });
-    const parts: Buffer[] = [];
-    let n = 0;
-    for await (const chunk of r.body as AsyncIterable<Buffer>) {
-      n += chunk.length;
-      if (n > MAX_ANSWER_BYTES) {
-        r.body.destroy();
-        throw new Error(`answer larger than ${MAX_ANSWER_BYTES} bytes`);
+    // One timer bounds the whole attempt, connecting to the answer's last byte, to the millisecond
+    // (undici's own timeouts tick in about a second and bound only the gaps between the body's parts).
+    const timeout = new AbortController();
+    const timer = setTimeout(() => timeout.abort(Object.assign(new Error(`no answer within ${call.timeoutMs}ms`),
+      { code: "ETIMEDOUT" })), call.timeoutMs);
+    try {
+      const path = plainPath(call.path) ? call.path : resolvedPath(this.endpoints[idx]!, call.path);
+      const r = await this.pools[idx]!.request({
+        path, method: call.method, headers: this.headers(call), body: call.body,
+        signal: call.signal ? AbortSignal.any([call.signal, timeout.signal]) : timeout.signal,
+      });
+      const parts: Buffer[] = [];
+      let n = 0;
+      for await (const chunk of r.body as AsyncIterable<Buffer>) {
+        n += chunk.length;
+        if (n > MAX_ANSWER_BYTES) {
+          r.body.destroy();
+          throw new Error(`answer larger than ${MAX_ANSWER_BYTES} bytes`);
+        }
+        parts.push(chunk);
       }
-      parts.push(chunk);
+      return { status: r.statusCode, headers: r.headers, body: parts.length === 1 ? parts[0]! : Buffer.concat(parts) };
+    } finally {
+      clearTimeout(timer);
     }
-    return { status: r.statusCode, headers: r.headers, body: parts.length === 1 ? parts[0]! : Buffer.concat(parts) };
   }
 
   /** One attempt against endpoint idx, bounded by the call's timeout. */
@@ -370,8 +399,11 @@ export class Transport {
         // which reports the TLS alert. Sending again is what failover does anyway (a session number or
         // an Idempotency-Key makes it apply once); it counts as an attempt, so that a refusal of it is not
         // taken for the refusal of a first attempt that applied nothing.
-        if ((e as { code?: unknown }).code !== "UND_ERR_SOCKET" || !endpoint.startsWith("https:")) throw e;
-        call.attempts++;
+        // A pool closed by close() sends nothing: the call goes through node:https, as every call did.
+        const code = (e as { code?: unknown }).code;
+        const closed = code === "UND_ERR_CLOSED" || code === "UND_ERR_DESTROYED";
+        if (!closed && (code !== "UND_ERR_SOCKET" || !endpoint.startsWith("https:"))) throw e;
+        if (!closed) call.attempts++;
         const started = Date.now();
         const r = await this.open(endpoint, call, call.timeoutMs);
         res = { status: r.statusCode ?? 0, headers: r.headers, body: await readBody(r, call.timeoutMs - (Date.now() - started)) };
