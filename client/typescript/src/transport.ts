@@ -248,7 +248,7 @@ const PLAIN_PATH = /^\/[\w\-.~!$&'()*+,;=:@%/?]*$/;
 const DOT_SEGMENT = /\/\.\.?(?:\/|$)/;
 
 /** A path a URL leaves as it is: characters a URL keeps, no "." or ".." segment (the SDK's own paths). */
-export function plainPath(p: string): boolean {
+function plainPath(p: string): boolean {
   if (!PLAIN_PATH.test(p)) return false;
   const q = p.indexOf("?");
   return !DOT_SEGMENT.test(q < 0 ? p : p.slice(0, q));
@@ -270,6 +270,13 @@ function metaOf(status: number, h: http.IncomingHttpHeaders): Meta {
   let position = Number(header(h, "x-baton-position") ?? 0) || 0;
   if (position === 0 && index !== 0) position = index * 65536 + 0xffff;
   return { status, index, position, replay: header(h, "idempotent-replay") === "true" };
+}
+
+/** A whole answer to one attempt. */
+interface Reply {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
 }
 
 export class Transport {
@@ -357,7 +364,7 @@ export class Transport {
    * One attempt against endpoint idx: the answer's status, headers and whole body. The call's timeout
    * bounds the wait for the answer's head and then each wait for more of its body.
    */
-  private async exchange(idx: number, call: Call): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
+  private async exchange(idx: number, call: Call): Promise<Reply> {
     // One timer bounds the whole attempt, connecting to the answer's last byte, to the millisecond
     // (undici's own timeouts tick in about a second and bound only the gaps between the body's parts).
     const timeout = new AbortController();
@@ -389,7 +396,7 @@ export class Transport {
   private async attempt(idx: number, call: Call): Promise<Result> {
     call.attempts++;
     const endpoint = this.endpoints[idx]!;
-    let res: { status: number; headers: http.IncomingHttpHeaders; body: Buffer };
+    let res: Reply;
     try {
       try {
         res = await this.exchange(idx, call);
