@@ -17,6 +17,9 @@ import (
 type FSM struct {
 	mu sync.RWMutex
 	// principals caches PrincipalByToken (token hash -> *principalCacheEntry).
+	// A delete or rotation drops the old token's entry and a restore all
+	// of them, so it holds at most one entry per principal (a cache entry
+	// is outside the replicated state, as is the history).
 	principals sync.Map
 	st         *Store
 	applied    uint64 // index of the last applied log entry
@@ -335,6 +338,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.st, f.applied, f.clock, f.restoredIndex = st, hdr.Applied, hdr.Clock, hdr.Applied
 	f.idemNextExpiry = 0
 	f.limitsCache = nil
+	f.principals.Clear()
 	f.recountSessions()
 	f.recountIdem()
 	f.stats.recount(f.st)

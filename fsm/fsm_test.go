@@ -840,6 +840,63 @@ func TestPrincipalCacheFollowsChanges(t *testing.T) {
 	}
 }
 
+// TestPrincipalCacheDropsRetiredTokens: a token that was deleted or
+// rotated away leaves the lookup cache when the change applies, not when
+// someone presents it again (which may be never): the cache holds at most
+// one entry per principal, however many rotations a long-lived node sees,
+// and a restore empties it.
+func TestPrincipalCacheDropsRetiredTokens(t *testing.T) {
+	f := New()
+	applyOne(t, f, 1, tenantPut(1, "acme"))
+	cached := func() []string {
+		var hs []string
+		f.principals.Range(func(k, _ any) bool { hs = append(hs, k.(string)); return true })
+		slices.Sort(hs)
+		return hs
+	}
+	lookup := func(h string) {
+		t.Helper()
+		if _, ok := f.PrincipalByToken(h); !ok {
+			t.Fatalf("PrincipalByToken(%s): not found", h)
+		}
+	}
+	applyOne(t, f, 2, principalCreate(2, "acme", "p1", "h1"))
+	applyOne(t, f, 3, principalCreate(3, "acme", "p2", "h2"))
+	lookup("h1")
+	lookup("h2")
+	index := uint64(4)
+	for i := range 100 {
+		h := fmt.Sprintf("h1-%d", i)
+		r := applyOne(t, f, index, NewCommand(KindPrincipalRotate, int64(index), "acme", "", &PrincipalRotateArgs{Name: "p1", TokenHash: h, TokenSalt: "s"}))
+		if !r.OK() {
+			t.Fatalf("rotate: %s", describe(r))
+		}
+		index++
+		lookup(h)
+	}
+	if got, want := cached(), []string{"h1-99", "h2"}; !slices.Equal(got, want) {
+		t.Errorf("after 100 rotations of p1 the cache holds %v, want %v", got, want)
+	}
+	applyOne(t, f, index, principalDelete(int64(index), "acme", "p2"))
+	if got, want := cached(), []string{"h1-99"}; !slices.Equal(got, want) {
+		t.Errorf("after p2 was deleted the cache holds %v, want %v", got, want)
+	}
+	snap, err := New().Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &memSink{}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Restore(io.NopCloser(&sink.Buffer)); err != nil {
+		t.Fatal(err)
+	}
+	if got := cached(); len(got) != 0 {
+		t.Errorf("after a restore the cache holds %v, want nothing", got)
+	}
+}
+
 // A rotation replaces a principal's token at its log index: the old hash
 // finds nobody from then on, the new one the same principal with its
 // grants; two replicas applying the same log reach the same state.

@@ -82,3 +82,65 @@ func TestWatchHistoryKeepsNewestIndex(t *testing.T) {
 		t.Errorf("floor %d, want 10 (every older index evicted)", h.Floor())
 	}
 }
+
+// TestValueBytesCoversEveryEvent: the watch history's byte bound holds
+// only if valueBytes measures every kind of object the state machine puts
+// in it; a kind it does not know gets a flat 1 KiB guess, so a waitpoint
+// with a 1 MiB payload counted as 1 KiB (the history could then hold a
+// thousand times its --watch-history-bytes). The random logs of the
+// determinism tests make every kind of event; each one's object must be
+// of a measured type, and every type that emit is given must be seen.
+func TestValueBytesCoversEveryEvent(t *testing.T) {
+	seen := map[string]int{}
+	for seed := range uint64(5) {
+		f := New()
+		for _, l := range randomLog(seed, 300) {
+			f.Apply(l)
+		}
+		evs, compacted := f.History().Since(0, -1, 1<<30)
+		if compacted {
+			t.Fatal("history compacted within 300 entries")
+		}
+		for _, e := range evs {
+			if e.Value == nil {
+				continue
+			}
+			typ := fmt.Sprintf("%T", e.Value.obj)
+			seen[typ]++
+			if _, ok := valueBytesOf(e.Value.obj); !ok {
+				t.Errorf("a %s event of %s: valueBytes does not measure it", typ, e.Resource)
+			}
+		}
+	}
+	t.Logf("event objects: %v", seen)
+	for _, want := range []string{"*fsm.Task", "*fsm.KVEntry", "fsm.CheckpointView", "fsm.taskWritesView",
+		"*fsm.Op", "*fsm.Ref", "*fsm.Manifest", "*fsm.Waitpoint"} {
+		if seen[want] == 0 {
+			t.Errorf("no %s event in the random logs", want)
+		}
+	}
+}
+
+// TestValueBytesCountsLargeFields: the fields that make an object large
+// are counted, a waitpoint's payload and a checkpoint's chunk list among
+// them.
+func TestValueBytesCountsLargeFields(t *testing.T) {
+	payload := bytes.Repeat([]byte("x"), 1<<20)
+	if n := valueBytes(&Waitpoint{ID: "w", Payload: payload}); n < len(payload) {
+		t.Errorf("a waitpoint with a %d-byte payload counts %d bytes", len(payload), n)
+	}
+	chunks := make([]ChunkRef, 10_000)
+	for i := range chunks {
+		chunks[i] = ChunkRef{Digest: fmt.Sprintf("sha256:%064x", i), Size: 1}
+	}
+	if n := valueBytes(CheckpointView{Checkpoint: &Checkpoint{ID: "c", Chunks: chunks}}); n < len(chunks)*71 {
+		t.Errorf("a checkpoint naming %d chunks counts %d bytes", len(chunks), n)
+	}
+	refs := make([]BlobRef, 10_000)
+	for i := range refs {
+		refs[i] = BlobRef{Channel: fmt.Sprintf("channel-%d", i), Version: fmt.Sprintf("%032d", i)}
+	}
+	if n := valueBytes(CheckpointView{Checkpoint: &Checkpoint{ID: "c", BlobRefs: refs}}); n < len(refs)*40 {
+		t.Errorf("a checkpoint naming %d channel values counts %d bytes", len(refs), n)
+	}
+}

@@ -145,6 +145,7 @@ func applyPrincipalDelete(f *FSM, _ *applyCtx, c *Command) *Result {
 	}
 	f.st.Delete(principalKey(c.Tenant, a.Name))
 	f.st.Delete(tokenKey(p.TokenHash))
+	f.principals.Delete(p.TokenHash)
 	// Its client sessions go with it: a principal created again under the
 	// name must not find (and replay) the old one's answers.
 	var sessions []string
@@ -179,6 +180,7 @@ func applyPrincipalRotate(f *FSM, _ *applyCtx, c *Command) *Result {
 		return fail(CodeInvalidArgument, "token hash is empty or already in use", nil)
 	}
 	f.st.Delete(tokenKey(p.TokenHash))
+	f.principals.Delete(p.TokenHash)
 	p.TokenHash, p.TokenSalt = a.TokenHash, a.TokenSalt
 	f.st.Put(principalKey(c.Tenant, a.Name), encode(p))
 	f.st.Put(tokenKey(a.TokenHash), encode(&principalRef{Tenant: c.Tenant, Name: a.Name}))
