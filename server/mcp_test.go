@@ -3,7 +3,11 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -124,4 +128,80 @@ func TestMCPSessionOnFollower(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+// TestMCPConcurrentClaimsHoldOne: an MCP client may run a session's tool
+// calls concurrently. Of eight claim_task calls at once, one holds a task
+// and the others are refused; the tasks those others had claimed are
+// given back unstarted, not left renewed by a session that holds only one
+// claim (before, every one of the eight stayed owned, renewed until the
+// session ended).
+func TestMCPConcurrentClaimsHoldOne(t *testing.T) {
+	c := newCluster(t, 1)
+	leader := c.WaitForLeader(t)
+	if st, _, b := c.do(t, leader, http.MethodPut, "/v1/tenants/acme", nil, adminAuth()); st != http.StatusCreated {
+		t.Fatalf("create tenant: %d %s", st, b)
+	}
+	const n = 8
+	for i := range n {
+		body := map[string]any{"task_id": fmt.Sprintf("t%d", i), "queue": "q"}
+		if st, _, b := c.do(t, leader, http.MethodPost, "/v1/tenants/acme/tasks", body, adminAuth()); st != http.StatusCreated {
+			t.Fatalf("create task: %d %s", st, b)
+		}
+	}
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: "http://" + c.nodes[leader].httpAddr + "/mcp?tenant=acme",
+			HTTPClient: &http.Client{Transport: mcpToken{tr}}, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+
+	var wg sync.WaitGroup
+	held, refused := atomic.Int32{}, atomic.Int32{}
+	start := make(chan struct{})
+	for range n {
+		wg.Go(func() {
+			<-start
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "claim_task",
+				Arguments: map[string]any{"queue": "q", "lease_seconds": 600}})
+			switch {
+			case err != nil:
+				t.Errorf("claim_task: %v", err)
+			case res.IsError:
+				b, _ := json.Marshal(res.Content)
+				if !strings.Contains(string(b), "already hold task") {
+					t.Errorf("claim_task refused: %s", b)
+				}
+				refused.Add(1)
+			case res.StructuredContent.(map[string]any)["claimed"] == true:
+				held.Add(1)
+			default:
+				t.Errorf("claim_task: %v", res.StructuredContent)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if held.Load() != 1 || refused.Load() != n-1 {
+		t.Fatalf("%d calls held a task and %d were refused, want 1 and %d", held.Load(), refused.Load(), n-1)
+	}
+	owned := 0
+	for i := range n {
+		_, _, b := c.do(t, leader, http.MethodGet, fmt.Sprintf("/v1/tenants/acme/tasks/t%d", i), nil, adminAuth())
+		var v map[string]any
+		decodeBody(t, b, &v)
+		if v["owner"] != "" && v["owner"] != nil {
+			owned++
+		} else if v["attempt"].(float64) != 0 {
+			t.Errorf("task t%d given back with attempt %v, want 0 (unstarted)", i, v["attempt"])
+		}
+	}
+	if owned != 1 {
+		t.Errorf("%d tasks owned after the calls, want 1", owned)
+	}
 }

@@ -75,6 +75,11 @@ type Config struct {
 	// --max-blob-read-bytes); one that finds no room now is 503. Default
 	// 256 MiB.
 	MaxBlobReadBytes int64
+	// ChunkCopyBacklog bounds the bytes of chunk bodies held by copies to
+	// peers still in flight after an upload was answered (batond
+	// --chunk-copy-backlog-bytes); past it such copies are stopped and
+	// repair brings the peer the body later. Default 256 MiB.
+	ChunkCopyBacklog int64
 	IdempotencyTTL   time.Duration // default 24h
 	// MaxWatchesPerPrincipal caps the watches one principal holds open on
 	// this node (0: no cap); the admin's are not counted.
@@ -205,7 +210,8 @@ func New(cfg Config, c Cluster, f *fsm.FSM) *Server {
 	s.limits = newLimiter(s.cfg.MaxWatchesPerPrincipal)
 	s.blobReads = semaphore.NewWeighted(s.cfg.MaxBlobReadBytes)
 	s.chunks = chunkplane.New(chunkplane.Config{Store: cfg.Chunks, Cluster: c, FSM: f, Peers: chunkPeers{s},
-		Now: s.now, GCGrace: cfg.ChunkGCGrace, RequestTimeout: cfg.RequestTimeout, MaxChunkBody: cfg.MaxChunkBody, Logger: s.log})
+		Now: s.now, GCGrace: cfg.ChunkGCGrace, RequestTimeout: cfg.RequestTimeout, MaxChunkBody: cfg.MaxChunkBody,
+		MaxCopyBacklog: cfg.ChunkCopyBacklog, Logger: s.log})
 	s.registerNodeMetrics()
 	s.routes()
 	return s

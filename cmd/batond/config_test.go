@@ -339,3 +339,19 @@ func TestRestoreRefusesBadCompression(t *testing.T) {
 		t.Fatalf("the data dir was created (%v)", err)
 	}
 }
+
+// TestOperationsDocNamesEveryFlag: docs/operations.md is where an
+// operator looks a flag up; every flag of the node is named there
+// (`--pprof-addr` and `--failpoints` were not).
+func TestOperationsDocNamesEveryFlag(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := newFlagSet(&options{raft: node.DefaultConfig()}, io.Discard)
+	fs.VisitAll(func(f *flag.Flag) {
+		if !bytes.Contains(doc, []byte("`--"+f.Name)) {
+			t.Errorf("--%s is not in docs/operations.md", f.Name)
+		}
+	})
+}

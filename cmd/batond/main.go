@@ -26,6 +26,7 @@ import (
 	"github.com/baton-dev/baton/cmd/internal/gctune"
 	"github.com/baton-dev/baton/fsm"
 	"github.com/baton-dev/baton/server"
+	"github.com/baton-dev/baton/server/core/chunkplane"
 	"github.com/baton-dev/baton/server/core/chunkstore"
 	"github.com/baton-dev/baton/server/core/metricsink"
 	"github.com/baton-dev/baton/server/core/node"
@@ -124,6 +125,7 @@ type options struct {
 	chunkCompression                             string
 	maxCheckpointBytes                           int64
 	maxBlobReadBytes                             int64
+	chunkCopyBacklog                             int64
 	tls                                          tlsFlags
 	http                                         httpLimits
 }
@@ -251,6 +253,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&o.consoleDisabled, "console-disable", false, "do not serve the web console at /ui/")
 	fs.Int64Var(&o.maxCheckpointBytes, "max-checkpoint-bytes", 16<<20, "largest checkpoint data held in chunks, in bytes (read whole to check it is JSON); more get 413 too_large")
 	fs.Int64Var(&o.maxBlobReadBytes, "max-blob-read-bytes", 256<<20, "bytes of checkpoint values held in chunks that the node reads into answers of GETs and lists at once; one more is 503 unavailable")
+	fs.Int64Var(&o.chunkCopyBacklog, "chunk-copy-backlog-bytes", chunkplane.DefaultMaxCopyBacklog, "bytes of chunk bodies held by copies to peers still running after their upload was answered (to a slow peer); past it such copies stop and repair brings the peer the body later")
 	fs.DurationVar(&o.chunkGCGrace, "chunk-gc-grace", time.Hour, "how long a chunk no artifact references is kept")
 	fs.StringVar(&o.chunkCompression, "chunk-compression", string(chunkstore.CompressionNone), "how this node stores chunk bodies it receives uncompressed (uploads, peers' copies, repair fetches): none, or zstd (less disk for compressible content, for several times the upload's CPU); chunks in either form are always read")
 	fs.Int64Var(&o.watchHistoryBytes, "watch-history-bytes", fsm.DefaultWatchHistoryBytes, "bytes of recent events kept in memory for watchers; a watcher further behind gets 410 compacted")
@@ -444,7 +447,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger) error {
 	defer chunks.Close()
 	bi := buildinfo.Get()
 	scfg := server.Config{Build: server.Build{Version: bi.Version, Commit: bi.Commit, GoVersion: bi.GoVersion}, AdminToken: token, IdempotencyTTL: o.idemTTL, BodyTimeout: o.http.bodyTimeout, Limits: o.limits, MaxWatchesPerPrincipal: o.maxWatches, StoreScanMax: o.storeScanMax, Faults: cfg.Faults,
-		Chunks: chunks, ChunkGCGrace: o.chunkGCGrace, Logger: log, PeerTLS: peer, MaxCheckpointBytes: o.maxCheckpointBytes, MaxBlobReadBytes: o.maxBlobReadBytes, MCP: o.mcp,
+		Chunks: chunks, ChunkGCGrace: o.chunkGCGrace, Logger: log, PeerTLS: peer, MaxCheckpointBytes: o.maxCheckpointBytes, MaxBlobReadBytes: o.maxBlobReadBytes, ChunkCopyBacklog: o.chunkCopyBacklog, MCP: o.mcp,
 		ConsoleDisabled: o.consoleDisabled}
 	if api != nil {
 		scfg.PeerClientTLS = tlsconf.HTTPClientConfig(peer)
@@ -625,6 +628,8 @@ func (o *options) validateNode() error {
 		return errors.New("--max-checkpoint-bytes must be at least 1")
 	case o.maxBlobReadBytes < 1:
 		return errors.New("--max-blob-read-bytes must be at least 1")
+	case o.chunkCopyBacklog < 1:
+		return errors.New("--chunk-copy-backlog-bytes must be at least 1")
 	}
 	cfg := o.nodeConfig()
 	return cfg.Validate() // a backstop: every rule it has is checked above, by flag

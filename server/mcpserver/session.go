@@ -160,20 +160,47 @@ func (s *Session) fence() (*client.Fence, error) {
 	return &client.Fence{TaskID: s.claim.task, Token: s.claim.token}, nil
 }
 
-// hold makes t the session's claim and starts renewing its lease.
-func (s *Session) hold(t *client.Task, lease time.Duration) error {
+// hold makes t the session's claim and starts renewing its lease. A
+// session holds one claim: when another claim_task call of the session
+// got its task first (an MCP client may run tool calls concurrently), t
+// is given back unstarted and the call is refused, so no claim is left
+// renewed with nobody to finish it.
+func (s *Session) hold(ctx context.Context, t *client.Task, lease time.Duration) error {
 	cl := &claim{task: t.TaskID, queue: t.Queue, token: t.FencingToken, lease: lease, stop: make(chan struct{})}
 	if t.LeaseUntil != nil {
 		cl.leaseUntil = *t.LeaseUntil
 	}
+	var refuse error
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return errors.New("the session is closing")
+	switch {
+	case s.closed:
+		refuse = errors.New("the session is closing")
+	case s.claim != nil && s.claim.lost == nil:
+		refuse = alreadyHolding(s.claim)
+	default:
+		s.claim = cl // a lost claim's renewal has already stopped
+		s.wg.Go(func() { s.renew(cl) })
 	}
-	s.claim = cl
-	s.wg.Go(func() { s.renew(cl) })
-	return nil
+	s.mu.Unlock()
+	if refuse != nil {
+		s.giveBack(ctx, cl)
+	}
+	return refuse
+}
+
+// alreadyHolding refuses a claim_task of a session that holds cl.
+func alreadyHolding(cl *claim) error {
+	return fmt.Errorf("claim_task: you already hold task %q of queue %q: finish it with complete_task or fail_task before claiming another", cl.task, cl.queue)
+}
+
+// giveBack releases a claim the session will not keep, as never started
+// (its attempt is not counted). A failure leaves the task to its lease.
+func (s *Session) giveBack(ctx context.Context, cl *claim) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(cl.lease/3, time.Second))
+	defer cancel()
+	release := true
+	_, _ = s.cfg.Client.UpdateTask(ctx, s.cfg.Tenant, cl.task, client.UpdateTaskRequest{
+		FencingToken: &cl.token, Release: &release, Unstarted: true})
 }
 
 // drop forgets cl (finished, failed or lost) and stops its renewal.

@@ -272,7 +272,7 @@ func (s *Session) addTools(srv *mcp.Server) {
 		Annotations: write("Claim a task", false, false)},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in ClaimTaskIn) (*mcp.CallToolResult, *ClaimTaskOut, error) {
 			if cl, err := s.current(); err == nil {
-				return nil, nil, fmt.Errorf("claim_task: you already hold task %q of queue %q: finish it with complete_task or fail_task before claiming another", cl.task, cl.queue)
+				return nil, nil, alreadyHolding(cl)
 			}
 			lease := DefaultLease
 			if in.LeaseSeconds != 0 {
@@ -296,7 +296,7 @@ func (s *Session) addTools(srv *mcp.Server) {
 			if t == nil {
 				return nil, &ClaimTaskOut{Message: fmt.Sprintf("no task of queue %q was ready; call again (with wait_seconds to wait) or do something else", in.Queue)}, nil
 			}
-			if err := s.hold(t, lease); err != nil {
+			if err := s.hold(ctx, t, lease); err != nil {
 				return nil, nil, err
 			}
 			return nil, &ClaimTaskOut{Claimed: true, Task: taskOut(t),

@@ -63,8 +63,20 @@ type Config struct {
 	GCGrace        time.Duration // how long an unreferenced chunk is kept
 	RequestTimeout time.Duration // bound on one chunk GC proposal
 	MaxChunkBody   int64         // the largest body read from a peer
+	// MaxCopyBacklog bounds the bytes of bodies held by copies that
+	// Replicate left in flight when it returned (to a slow or paused
+	// peer): a copy that would go past it is stopped at once, and repair
+	// brings that peer the body later. 0: DefaultMaxCopyBacklog.
+	MaxCopyBacklog int64
 	Logger         *slog.Logger
 }
+
+// DefaultMaxCopyBacklog is Config.MaxCopyBacklog's default
+// (--chunk-copy-backlog-bytes).
+const DefaultMaxCopyBacklog int64 = 256 << 20
+
+// copyTimeout bounds one copy of a body to a peer.
+const copyTimeout = 30 * time.Second
 
 // Unavailable is a failure the caller may retry: no majority reachable, no
 // peer with the body, no chunk store, or the plane closed.
@@ -88,10 +100,16 @@ type Plane struct {
 	wg     sync.WaitGroup
 
 	backlog atomic.Int64 // RepairBacklog
+
+	lingering atomic.Int64 // bytes held by copies Replicate left in flight (CopyBacklog)
+	stopped   atomic.Int64 // copies stopped over MaxCopyBacklog (CopiesStopped)
 }
 
 // New builds a plane; nothing runs until Start.
 func New(cfg Config) *Plane {
+	if cfg.MaxCopyBacklog <= 0 {
+		cfg.MaxCopyBacklog = DefaultMaxCopyBacklog
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Plane{cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel}
 }
@@ -195,7 +213,8 @@ const (
 // voters (this node included) holds it durably. stored, when not nil, is
 // the body's stored form (chunkstore.Encode), sent instead of the raw
 // body (FormHeader). Copies still in flight then finish in the
-// background, until Close; repair catches up any node that missed one. A
+// background, until Close, within MaxCopyBacklog bytes of bodies (past
+// it they are stopped); repair catches up any node that missed one. A
 // cancelled ctx is returned as it is (ctx.Err()).
 func (p *Plane) Replicate(ctx context.Context, digest string, body, stored []byte) error {
 	peers, voters, selfVoter := p.peers()
@@ -212,25 +231,24 @@ func (p *Plane) Replicate(ctx context.Context, digest string, body, stored []byt
 	if voterPeers < need {
 		return unavailablef("this node knows the address of %d voting peers and needs %d to hold the chunk; retry", voterPeers, need)
 	}
-	type ack struct {
-		voter bool
-		err   error
-	}
-	acks := make(chan ack, len(peers))
+	acks := make(chan copyAck, len(peers))
+	cctx, cancel := context.WithTimeout(p.ctx, copyTimeout)
+	pending := 0 // copies started and not yet answered
+	defer func() { p.linger(acks, pending, cancel, int64(len(body)+len(stored))) }()
 	for _, m := range peers {
 		ok := p.spawn(func() {
-			cctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
-			defer cancel()
-			acks <- ack{m.Voter, p.copyTo(cctx, m.HTTPAddr, digest, body, stored)}
+			acks <- copyAck{m.Voter, p.copyTo(cctx, m.HTTPAddr, digest, body, stored)}
 		})
 		if !ok {
 			return unavailablef("this node is shutting down")
 		}
+		pending++
 	}
 	ok, failed := 0, 0 // voters only: a non-voter's copy does not make a majority
 	for ok < need {
 		select {
 		case a := <-acks:
+			pending--
 			switch {
 			case !a.voter:
 			case a.err != nil:
@@ -248,6 +266,45 @@ func (p *Plane) Replicate(ctx context.Context, digest string, body, stored []byt
 	}
 	return nil
 }
+
+// copyAck is one peer's answer to a copy.
+type copyAck struct {
+	voter bool
+	err   error
+}
+
+// linger leaves the pending copies of one Replicate to finish in the
+// background, their body's size counted in the copy backlog until they
+// do; when that goes past MaxCopyBacklog they are stopped now instead.
+func (p *Plane) linger(acks <-chan copyAck, pending int, cancel context.CancelFunc, size int64) {
+	if pending == 0 {
+		cancel()
+		return
+	}
+	if p.lingering.Add(size) > p.cfg.MaxCopyBacklog {
+		p.stopped.Add(int64(pending))
+		cancel() // the copies end at once; repair brings those peers the body
+	}
+	drain := func() {
+		for range pending {
+			<-acks
+		}
+		cancel()
+		p.lingering.Add(-size)
+	}
+	if !p.spawn(drain) { // closing: p.ctx is cancelled, the copies end
+		cancel()
+		p.lingering.Add(-size)
+	}
+}
+
+// CopyBacklog is the bytes of bodies held by copies to peers that
+// Replicate left in flight.
+func (p *Plane) CopyBacklog() int64 { return p.lingering.Load() }
+
+// CopiesStopped counts the copies to peers stopped because the copy
+// backlog was over MaxCopyBacklog.
+func (p *Plane) CopiesStopped() int64 { return p.stopped.Load() }
 
 // copyTo sends one copy to a peer: the stored form when there is one, and
 // the raw body when the peer refuses that (a node that predates FormHeader).

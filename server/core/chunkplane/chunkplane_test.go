@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -58,13 +59,19 @@ func three() *fakeCluster {
 
 func newPlane(t *testing.T, c Cluster, peers Peers) *Plane {
 	t.Helper()
+	return newPlaneBacklog(t, c, peers, 0)
+}
+
+func newPlaneBacklog(t *testing.T, c Cluster, peers Peers, backlog int64) *Plane {
+	t.Helper()
 	store, err := chunkstore.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(store.Close)
 	p := New(Config{Store: store, Cluster: c, FSM: fsm.New(), Peers: peers, Now: func() int64 { return time.Now().UnixMilli() },
-		GCGrace: time.Hour, RequestTimeout: time.Second, MaxChunkBody: 1 << 20, Logger: slog.New(slog.DiscardHandler)})
+		GCGrace: time.Hour, RequestTimeout: time.Second, MaxChunkBody: 1 << 20, MaxCopyBacklog: backlog,
+		Logger: slog.New(slog.DiscardHandler)})
 	t.Cleanup(p.Close)
 	return p
 }
@@ -182,5 +189,54 @@ func TestReplicateSendsTheStoredFormAndFallsBackToRaw(t *testing.T) {
 	}
 	if g1, g2 := <-n3, <-n3; g1 != (got{FormStored, "stored"}) || g2 != (got{"", "raw"}) {
 		t.Fatalf("n3 got %+v then %+v, want the stored form, then the raw body", g1, g2)
+	}
+}
+
+// TestCopiesLeftInFlightAreBounded: the copies to a peer that never
+// answers (n3, paused) outlive the uploads they belong to; they hold their
+// bodies only up to MaxCopyBacklog bytes together, and a copy that would
+// go past it is stopped at once (before, each stayed for its 30 s, so an
+// upload rate times 30 s of bodies piled up in memory).
+func TestCopiesLeftInFlightAreBounded(t *testing.T) {
+	var n3Open atomic.Int32
+	peers := fakePeers{
+		"n2:1": func(*http.Request) (*http.Response, error) { return answer(http.StatusNoContent, nil) },
+		"n3:1": func(req *http.Request) (*http.Response, error) {
+			n3Open.Add(1)
+			defer n3Open.Add(-1)
+			return hang(req)
+		},
+	}
+	p := newPlaneBacklog(t, three(), peers, 10)
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) { // polling interval, bounded by deadline
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s: backlog %d bytes, %d copies stopped, %d open at n3",
+					what, p.CopyBacklog(), p.CopiesStopped(), n3Open.Load())
+			}
+		}
+	}
+	for i := range 2 {
+		if err := p.Replicate(t.Context(), fmt.Sprintf("sha256:%d", i), []byte("body"), nil); err != nil {
+			t.Fatalf("Replicate %d: %v", i, err)
+		}
+	}
+	waitFor("two copies open at n3", func() bool { return n3Open.Load() == 2 })
+	if p.CopyBacklog() != 8 || p.CopiesStopped() != 0 {
+		t.Fatalf("after two uploads: backlog %d bytes, %d stopped; want 8 and 0", p.CopyBacklog(), p.CopiesStopped())
+	}
+	// A third body would make 12 bytes, over the 10 allowed: its copy to
+	// n3 is stopped; the two before it go on.
+	if err := p.Replicate(t.Context(), "sha256:2", []byte("body"), nil); err != nil {
+		t.Fatalf("Replicate 2: %v", err)
+	}
+	if p.CopiesStopped() != 1 {
+		t.Fatalf("%d copies stopped, want 1", p.CopiesStopped())
+	}
+	waitFor("the stopped copy to end", func() bool { return p.CopyBacklog() == 8 && n3Open.Load() == 2 })
+	p.Close()
+	if p.CopyBacklog() != 0 || n3Open.Load() != 0 {
+		t.Fatalf("after Close: backlog %d bytes, %d copies open at n3; want 0 and 0", p.CopyBacklog(), n3Open.Load())
 	}
 }
