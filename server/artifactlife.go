@@ -115,6 +115,9 @@ func (s *Server) handleArtifactDelete(w http.ResponseWriter, r *http.Request, id
 // and delete on artifacts that covers every name under the prefix.
 func (s *Server) handleArtifactPolicyPut(w http.ResponseWriter, r *http.Request, id *identity) error {
 	tenant := r.PathValue("tenant")
+	if err := s.mayReach(id, tenant, []string{resArtifacts}, actWrite); err != nil {
+		return err
+	}
 	var req wire.ArtifactPolicy
 	body, err := s.readJSON(w, r, &req)
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -90,6 +92,9 @@ func (s *Server) handleArtifactPublish(w http.ResponseWriter, r *http.Request, i
 	if ap.byID != "" || ap.version != 0 {
 		return errorf(codeMethodNotAllowed, "POST is only allowed on artifacts/{name}/versions")
 	}
+	if err := s.tenantAccess(id, tenant, resArtifacts, ap.name, actWrite); err != nil {
+		return err
+	}
 	var req wire.ArtifactPublish
 	body, err := s.readJSON(w, r, &req)
 	if err != nil {
@@ -97,9 +102,6 @@ func (s *Server) handleArtifactPublish(w http.ResponseWriter, r *http.Request, i
 	}
 	args, err := artifactPublishArgs(&req, ap.name)
 	if err != nil {
-		return err
-	}
-	if err := s.tenantAccess(id, tenant, resArtifacts, ap.name, actWrite); err != nil {
 		return err
 	}
 	if missing, _ := s.fsm.ChunksHeld(tenant, chunkDigests(args.Chunks)); len(missing) > 0 {
@@ -293,18 +295,28 @@ func (s *Server) chunksAheadWith(ctx context.Context, chunks []fsm.ChunkRef, rea
 // verifyContent checks that the chunks' bytes, in order, hash to digest.
 // It hashes each byte once: the chunks are read without their own digest
 // check, since bytes that hash to the manifest's digest are the bytes the
-// client hashed. Only when they do not does it read them again verified,
-// which finds a corrupt copy and fetches the chunk from a peer, and hash
-// those.
+// client hashed. Only when they do not, or a body is not the size the
+// manifest gives its chunk, does it read them again verified, which
+// finds a corrupt copy and fetches the chunk from a peer, and hash
+// those. A verified body of another size than the manifest's ends it
+// (400): the bytes read are at most the sizes' sum and the few chunks
+// read ahead, however many times the manifest names a large chunk with a
+// small size.
 func (s *Server) verifyContent(ctx context.Context, a *fsm.ArtifactPublishArgs) error {
-	got, err := s.contentDigest(ctx, a.Chunks, s.readChunkUnverified, true)
-	if err != nil {
+	var wrong *sizeMismatch
+	got, err := s.contentDigest(ctx, a.Chunks, s.readChunkUnverified)
+	switch {
+	case errors.As(err, &wrong): // a damaged copy, or a wrong size: the verified pass judges
+	case err != nil:
 		return err // the chunk plane fetched what it lacked from the peers already
-	}
-	if got == a.Digest {
+	case got == a.Digest:
 		return nil
 	}
-	if got, err = s.contentDigest(ctx, a.Chunks, s.readChunk, false); err != nil {
+	got, err = s.contentDigest(ctx, a.Chunks, s.readChunk)
+	if errors.As(err, &wrong) {
+		return badRequest("%s", wrong)
+	}
+	if err != nil {
 		return err
 	}
 	if got != a.Digest {
@@ -313,22 +325,30 @@ func (s *Server) verifyContent(ctx context.Context, a *fsm.ArtifactPublishArgs) 
 	return nil
 }
 
+// sizeMismatch is a chunk's body of another size than the manifest's.
+type sizeMismatch struct {
+	index      int
+	size, held int64
+}
+
+func (e *sizeMismatch) Error() string {
+	return fmt.Sprintf("chunks[%d] has size %d, the chunk holds %d bytes", e.index, e.size, e.held)
+}
+
 // contentDigest is the digest of the chunks' bytes in order, each read
-// with read. With sizes, it is "" when a body is not the size the
-// manifest gives its chunk: an unverified copy damaged without a decoding
-// error (or a manifest the state machine will refuse), which the
-// verified pass then judges.
-func (s *Server) contentDigest(ctx context.Context, chunks []fsm.ChunkRef, read func(context.Context, string) ([]byte, error), sizes bool) (string, error) {
+// with read; a body not the size the manifest gives its chunk ends it
+// with a *sizeMismatch.
+func (s *Server) contentDigest(ctx context.Context, chunks []fsm.ChunkRef, read func(context.Context, string) ([]byte, error)) (string, error) {
 	h := sha256.New()
 	next, stop := s.chunksAheadWith(ctx, chunks, read)
 	defer stop()
-	for _, c := range chunks {
+	for i, c := range chunks {
 		body, err := next()
 		if err != nil {
 			return "", err
 		}
-		if sizes && int64(len(body)) != c.Size {
-			return "", nil
+		if int64(len(body)) != c.Size {
+			return "", &sizeMismatch{index: i, size: c.Size, held: int64(len(body))}
 		}
 		h.Write(body)
 	}

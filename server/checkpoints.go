@@ -308,7 +308,11 @@ func chunksTotal(chunks []fsm.ChunkRef) (n int64) {
 // checkCheckpointChunks checks, before proposing, that the tenant holds
 // every chunk, that the caller may read each (naming a chunk in a
 // checkpoint would let it read the chunk back), and that the chunks'
-// bytes, in order, are one JSON text: what a GET answers as data.
+// bytes, in order, are one JSON text: what a GET answers as data. Each
+// chunk must be the size the request gives it (which the state machine
+// checks too), so the bytes read are at most the sizes' sum, which
+// checkpointChunks bounded: a request naming one large chunk many times
+// with a size of 1 stops at the first.
 func (s *Server) checkCheckpointChunks(r *http.Request, id *identity, sc cpScope, a *fsm.CheckpointPutArgs) error {
 	if missing, _ := s.fsm.ChunksHeld(sc.tenant, chunkDigests(a.Chunks)); len(missing) > 0 {
 		return &apiError{Code: fsm.CodeMissingChunks, Message: strconv.Itoa(len(missing)) + " chunks are not held by this tenant",
@@ -317,11 +321,14 @@ func (s *Server) checkCheckpointChunks(r *http.Request, id *identity, sc cpScope
 	if err := s.mayNameCheckpointChunks(id, sc, a.ParentID, a.Chunks); err != nil {
 		return err
 	}
-	var data []byte
-	for _, c := range a.Chunks {
+	data := make([]byte, 0, chunksTotal(a.Chunks))
+	for i, c := range a.Chunks {
 		body, err := s.readChunk(r.Context(), c.Digest)
 		if err != nil {
 			return err
+		}
+		if int64(len(body)) != c.Size {
+			return badRequest("data_chunks[%d] has size %d, the chunk holds %d bytes", i, c.Size, len(body))
 		}
 		data = append(data, body...)
 	}
@@ -674,6 +681,10 @@ func (s *Server) handleThreadDelete(w http.ResponseWriter, r *http.Request, id *
 	if r.URL.Query().Has(checkpointNSParameter) {
 		return badRequest("deleting a thread deletes every namespace of it: %s is not taken here", checkpointNSParameter)
 	}
+	sc, err := s.threadAccess(id, r, actDelete)
+	if err != nil {
+		return err
+	}
 	var req wire.ThreadDelete
 	body, err := readBody(w, r, s.cfg.MaxJSONBody, s.cfg.BodyTimeout)
 	if err != nil {
@@ -685,10 +696,6 @@ func (s *Server) handleThreadDelete(w http.ResponseWriter, r *http.Request, id *
 		}
 	}
 	fence, err := fenceArg(req.Fence)
-	if err != nil {
-		return err
-	}
-	sc, err := s.threadAccess(id, r, actDelete)
 	if err != nil {
 		return err
 	}

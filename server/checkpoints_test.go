@@ -219,13 +219,21 @@ func TestCheckpointDataChunks(t *testing.T) {
 		{"an empty chunk", fmt.Sprintf(`{"data_chunks":[{"digest":%q,"size":0}]}`, d0), 400, "invalid_argument"},
 		{"over the limit", fmt.Sprintf(`{"data_chunks":[%s]}`, strings.TrimSuffix(strings.Repeat(fmt.Sprintf(`{"digest":%q,"size":4194304},`, d0), 5), ",")), 413, "too_large"},
 		{"a chunk not held", fmt.Sprintf(`{"data_chunks":[{"digest":%q,"size":5}]}`, missing), 400, "missing_chunks"},
-		{"content that is not JSON", fmt.Sprintf(`{"data_chunks":[{"digest":%q,"size":15}]}`, notJSON), 400, "invalid_argument"},
+		{"content that is not JSON", fmt.Sprintf(`{"data_chunks":[{"digest":%q,"size":16}]}`, notJSON), 400, "invalid_argument"},
 		{"a chunk of an artifact it may not read", fmt.Sprintf(`{"data_chunks":[{"digest":%q,"size":16}]}`, secret), 403, "forbidden"},
 	} {
 		st, b := put(writer, "u@example.com", "c9", tc.body)
 		if st != tc.status || errorCode(b) != tc.code {
 			t.Errorf("%s: %d %s, want %d %s", tc.name, st, b, tc.status, tc.code)
 		}
+	}
+	// Each chunk read must be the size the request gives it: a chunk named
+	// many times with a size of 1 stops at the first (before, all were read
+	// and joined, so 1,024 names of one 4 MiB chunk read 4 GiB).
+	pair := upload(writer, `{}`)
+	thrice := fmt.Sprintf(`{"data_chunks":[%s]}`, strings.TrimSuffix(strings.Repeat(fmt.Sprintf(`{"digest":%q,"size":1},`, pair), 3), ","))
+	if st, b := put(writer, "u@example.com", "c9", thrice); st != 400 || !strings.Contains(string(b), "data_chunks[0] has size 1, the chunk holds 2 bytes") {
+		t.Errorf("a chunk named with the wrong size: %d %s, want 400 naming data_chunks[0]'s size", st, b)
 	}
 	// The next checkpoint may name its parent's chunks again.
 	if st, b := put(writer, "u@example.com", "c2", `{"parent_id":"c1","data_chunks":`+chunks+`}`); st != 201 {

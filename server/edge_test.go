@@ -167,6 +167,8 @@ func bigPut(t *testing.T, fx *edgeFixture, i int, chunked bool, body string) (in
 // their malformed bodies are looked at, on the leader and on a follower.
 func TestEdgeForbiddenBeforeValidation(t *testing.T) {
 	fx := newEdgeFixture(t)
+	kvOnly := fx.principal(t, "acme", `{"name":"kv-only","grants":[{"resource":"kv","prefix":"notes/","actions":["read"]}]}`)
+	narrow := fx.principal(t, "acme", `{"name":"narrow","grants":[{"resource":"artifacts","prefix":"mine/","actions":["write"]},{"resource":"checkpoints","prefix":"mine/","actions":["delete"]}]}`)
 	cases := []struct {
 		name, method, path, body, token string
 	}{
@@ -181,6 +183,13 @@ func TestEdgeForbiddenBeforeValidation(t *testing.T) {
 		{"no delete grant, kv delete", "DELETE", "/v1/tenants/acme/kv/notes/a?expect_version=x", ``, fx.research},
 		{"task outside the grant, update", "POST", "/v1/tenants/acme/tasks/secret-1/update", `{"bogus":true}`, fx.research},
 		{"queue outside the grant, claim", "POST", "/v1/tenants/acme/queues/secret/claim", `{"owner":`, fx.research},
+		// Routes whose grant is read from the body, or whose name in the
+		// path the handler checked only after reading the body (400 before).
+		{"no tasks grant, schedule create", "POST", "/v1/tenants/acme/schedules", `{"queue":`, kvOnly},
+		{"no write grant, transaction", "POST", "/v1/tenants/acme/txn", `{"ops":`, kvOnly},
+		{"no artifacts grant, policy put", "PUT", "/v1/tenants/acme/artifact-policies", `{"prefix":`, fx.research},
+		{"name outside the grant, publish", "POST", "/v1/tenants/acme/artifacts/a1/versions", `{"chunks":`, narrow},
+		{"thread outside the grant, thread delete", "DELETE", "/v1/tenants/acme/threads/t1", `{"fence":`, narrow},
 	}
 	for _, tc := range cases {
 		for _, i := range []int{fx.leader, fx.follower} {

@@ -30,6 +30,13 @@ func (s *Server) storeRoutes(add addRoute) {
 const (
 	maxStoreLimit  = 1000
 	maxStoreOffset = 100_000
+	// maxStoreFilterTerms bounds a search filter's fields and operators,
+	// nested ones counted: each is evaluated for every item the search
+	// examines (up to --store-scan-max) under the state's read lock.
+	maxStoreFilterTerms = 64
+	// maxStoreFilterBytes bounds the filter's values, in bytes of JSON:
+	// an equality compares the encoded value with each item's.
+	maxStoreFilterBytes = 16 << 10
 	// defaultStoreScanMax is how many items (or namespaces) one search or
 	// listing examines at most (batond --store-scan-max).
 	defaultStoreScanMax = 10_000
@@ -305,8 +312,15 @@ func storeFilter(in map[string]json.RawMessage) (map[string]any, error) {
 	if len(in) == 0 {
 		return nil, nil
 	}
+	if len(in) > maxStoreFilterTerms {
+		return nil, badRequest("filter has %d fields, over %d", len(in), maxStoreFilterTerms)
+	}
 	out := make(map[string]any, len(in))
+	terms, size := 0, 0
 	for k, raw := range in {
+		if size += len(k) + len(raw); size > maxStoreFilterBytes {
+			return nil, badRequest("filter is over %d bytes", maxStoreFilterBytes)
+		}
 		var v any
 		if err := json.Unmarshal(raw, &v); err != nil {
 			return nil, badRequest("filter %q is not valid JSON", k)
@@ -318,9 +332,24 @@ func storeFilter(in map[string]json.RawMessage) (map[string]any, error) {
 				}
 			}
 		}
+		if terms += filterTerms(v); terms > maxStoreFilterTerms {
+			return nil, badRequest("filter has over %d fields and operators, nested ones counted", maxStoreFilterTerms)
+		}
 		out[k] = v
 	}
 	return out, nil
+}
+
+// filterTerms counts one filter member's field and the fields and
+// operators of the objects nested in its value.
+func filterTerms(v any) int {
+	n := 1
+	if m, ok := v.(map[string]any); ok {
+		for _, e := range m {
+			n += filterTerms(e)
+		}
+	}
+	return n
 }
 
 func (s *Server) handleStoreNamespaces(w http.ResponseWriter, r *http.Request, id *identity) error {

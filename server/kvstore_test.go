@@ -2,8 +2,10 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -108,4 +110,45 @@ func TestStoreRoutes(t *testing.T) {
 func mustMarshal(v any) []byte {
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// TestStoreFilterBounded: a search evaluates every filter term for every
+// item it examines (up to --store-scan-max, under the state's read lock),
+// so a filter is bounded in terms, nested ones counted, and in bytes;
+// before, a 1 MiB body could carry some 55,000 terms (about 10^9
+// comparisons, each encoding JSON, with writes waiting on the lock).
+func TestStoreFilterBounded(t *testing.T) {
+	filter := func(members int, value string) map[string]json.RawMessage {
+		in := map[string]json.RawMessage{}
+		for i := range members {
+			in[fmt.Sprintf("f%d", i)] = json.RawMessage(value)
+		}
+		return in
+	}
+	nested := func(depth int) string {
+		v := "1"
+		for range depth {
+			v = `{"a":` + v + `}`
+		}
+		return v
+	}
+	for _, tc := range []struct {
+		name string
+		in   map[string]json.RawMessage
+		ok   bool
+	}{
+		{"64 members", filter(64, "1"), true},
+		{"65 members", filter(65, "1"), false},
+		{"32 members of one operator each", filter(32, `{"$ne":0}`), true},
+		{"33 members of one operator each", filter(33, `{"$ne":0}`), false},
+		{"one member nested 63 deep", filter(1, nested(63)), true},
+		{"one member nested 64 deep", filter(1, nested(64)), false},
+		{"a 16,000-byte value", filter(1, `"`+strings.Repeat("x", 16_000)+`"`), true},
+		{"a 17,000-byte value", filter(1, `"`+strings.Repeat("x", 17_000)+`"`), false},
+	} {
+		_, err := storeFilter(tc.in)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: %v, want accepted %v", tc.name, err, tc.ok)
+		}
+	}
 }

@@ -90,6 +90,9 @@ func specOf(s *fsm.Schedule) (*tickSpec, error) {
 
 func (s *Server) handleScheduleCreate(w http.ResponseWriter, r *http.Request, id *identity) error {
 	tenant := r.PathValue("tenant")
+	if err := s.mayReach(id, tenant, []string{resTasks}, actWrite); err != nil {
+		return err
+	}
 	var req wire.ScheduleCreate
 	body, err := s.readJSON(w, r, &req)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/baton-dev/baton/fsm"
@@ -170,6 +171,26 @@ func (s *Server) tenantAccess(id *identity, tenant, resource, name, action strin
 		return err
 	}
 	return id.allow(tenant, resource, name, action)
+}
+
+// mayReach is what a route whose grant depends on its body (a schedule's
+// queue, a policy's prefix, a transaction's ops) checks before it reads
+// the body: the caller belongs to the tenant and holds, on one of the
+// resources, a grant of one of the actions on some name; the handler
+// checks the names the body gives once it is read.
+func (s *Server) mayReach(id *identity, tenant string, resources []string, actions ...string) error {
+	if err := s.inTenant(id, tenant); err != nil || id.admin {
+		return err
+	}
+	for _, res := range resources {
+		for _, a := range actions {
+			if grantsReach(id.grants, res, "", a) {
+				return nil
+			}
+		}
+	}
+	return errorf(fsm.CodeForbidden, "principal %q has no %s grant on %s", id.principal,
+		strings.Join(actions, " or "), strings.Join(resources, ", "))
 }
 
 // inTenant checks that the caller belongs to the tenant (or is the admin)

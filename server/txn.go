@@ -115,12 +115,12 @@ func txnTaskOp[O any, R any, A any](split func(*O) (string, *R), argsOf func(*R,
 // in the same transaction is authorized by its queue when the FSM applies it.
 func (s *Server) handleTxn(w http.ResponseWriter, r *http.Request, id *identity) error {
 	tenant := r.PathValue("tenant")
+	if err := s.mayReach(id, tenant, []string{resTasks, resKV, resRefs}, actWrite, actDelete); err != nil {
+		return err
+	}
 	var req wire.Txn
 	body, err := s.readJSON(w, r, &req)
 	if err != nil {
-		return err
-	}
-	if err := s.inTenant(id, tenant); err != nil {
 		return err
 	}
 	if len(req.Ops) == 0 || len(req.Ops) > fsm.MaxTxnOps {
