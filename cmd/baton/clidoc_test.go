@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -41,5 +42,33 @@ func TestCLIDocNamesEveryCommand(t *testing.T) {
 	walk(newRoot(&app{}))
 	if leaves < 50 {
 		t.Fatalf("found %d commands; the tree was not read", leaves)
+	}
+}
+
+// TestEveryGroupHasTheVerbs: docs/cli.md ("Verbs") promises that every
+// group's delete is also rm and del, and its list also ls; a command
+// added without them fails here (schedule delete had neither).
+func TestEveryGroupHasTheVerbs(t *testing.T) {
+	want := map[string][]string{"delete": {"rm", "del"}, "list": {"ls"}}
+	checked := 0
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+		aliases, ok := want[c.Name()]
+		if !ok || c.HasSubCommands() {
+			return
+		}
+		checked++
+		for _, a := range aliases {
+			if !slices.Contains(c.Aliases, a) {
+				t.Errorf("%q has no alias %q", c.CommandPath(), a)
+			}
+		}
+	}
+	walk(newRoot(&app{}))
+	if checked < 5 {
+		t.Fatalf("found %d delete and list commands; the tree was not read", checked)
 	}
 }

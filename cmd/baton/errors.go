@@ -18,7 +18,7 @@ const (
 	exitConflict    = 3 // a condition of the request does not hold
 	exitNotFound    = 4
 	exitAuth        = 5 // unauthenticated, forbidden
-	exitUnavailable = 6 // the cluster cannot answer now; nothing was done
+	exitUnavailable = 6 // the cluster cannot answer now; nothing was done (else exitUnknown)
 	exitUnknown     = 7 // a write was sent and its outcome is not known
 )
 
@@ -49,6 +49,10 @@ func exitCode(err error) int {
 		return exitOK
 	case errors.As(err, &uerr):
 		return exitUsage
+	case errors.Is(err, client.ErrOutcomeUnknown):
+		// Also a write whose retries ran out after an attempt that got no
+		// answer (its last answer may be a 503): it may have been applied.
+		return exitUnknown
 	case errors.As(err, &aerr) && aerr.Code != "":
 		if code, ok := exitCodes[aerr.Code]; ok {
 			return code

@@ -154,8 +154,8 @@ arguments. Put "--" before an argument that starts with "-".
 
 Every global flag has an environment variable, used when the flag is not
 given: BATON_ENDPOINTS, BATON_TOKEN, BATON_CACERT, BATON_CERT, BATON_KEY,
-BATON_OUTPUT and BATON_TIMEOUT; the --tenant of every command that takes
-one comes from BATON_TENANT.
+BATON_OUTPUT, BATON_TIMEOUT and BATON_DIAL_TIMEOUT; the --tenant of every
+command that takes one comes from BATON_TENANT.
 
 Endpoints may be given with a scheme (http://h:7001, https://h:7001) or
 without (h:7001): then https when --cacert or --cert is given, http otherwise.
@@ -171,7 +171,7 @@ Exit status:
      digest_mismatch, compacted, resource_exhausted, a TLS trust failure, ...)
   2  usage: an unknown command or flag, a missing or malformed argument
   3  conflict: fenced, lease_held, version_mismatch, already_exists,
-     idempotency_mismatch, idempotency_expired
+     idempotency_mismatch, idempotency_expired, referenced
   4  not_found
   5  unauthenticated or forbidden
   6  the cluster cannot answer: unreachable (no endpoint accepted a

@@ -105,8 +105,13 @@ func scheduleActCommand(act string) *command {
 	var tenant string
 	summary := map[string]string{"pause": "Pause a schedule", "resume": "Resume a schedule from its next tick after now",
 		"delete": "Delete a schedule (its tasks stay)"}[act]
+	var aliases []string
+	if act == "delete" {
+		aliases = deleteAliases // as every group's delete (docs/cli.md, "Verbs")
+	}
 	return &command{
 		name:     act,
+		aliases:  aliases,
 		summary:  summary,
 		args:     "ID",
 		examples: "  baton schedule " + act + " nightly-report --tenant acme\n",

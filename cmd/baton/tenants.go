@@ -97,11 +97,12 @@ func principalCreateCommand() *command {
 		args:    "NAME",
 		summary: "Create a principal with grants and print its token (shown only once)",
 		long: `Each --grant is RESOURCE:PREFIX:ACTIONS. RESOURCE is tasks, artifacts,
-refs, checkpoints, kv, ops, admin or *; PREFIX may be empty and may itself
-contain ':'; ACTIONS are read, write, delete. A PREFIX ending in '/' covers
-that name and the names under it ("review/" covers review and review/a, not
-review-old); any other PREFIX is a plain string prefix ("review" covers
-review-old too), and gets a warning. NAME may also be given as --name.`,
+refs, checkpoints, kv, ops, waitpoints, admin or *; PREFIX may be empty
+and may itself contain ':'; ACTIONS are read, write, delete. A PREFIX
+ending in '/' covers that name and the names under it ("review/" covers
+review and review/a, not review-old); any other PREFIX is a plain string
+prefix ("review" covers review-old too), and gets a warning. NAME may
+also be given as --name.`,
 		examples: `  baton principal create reviewer --tenant acme \
       --grant tasks:review/:read,write --grant artifacts::read
   baton principal create ops --tenant acme --grant '*::read,write,delete'`,
