@@ -129,8 +129,9 @@ var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 // a new version of name. Memory stays flat whatever r's length: r is read
 // once, as a stream.
 //
-// The publish carries an Idempotency-Key (from opts or the context, else a
-// random one), so its retries never make a second version; publishing
+// The publish carries an Idempotency-Key from opts or the context, else
+// its place in the client's session (or a random key without sessions),
+// so its retries never make a second version; publishing
 // content and fields equal to the name's latest version returns that
 // version. opts apply to the publish; an At option also pins the chunk
 // calls to its endpoint. Chunk uploads always use keys of their own.

@@ -36,18 +36,24 @@
 //
 // A call that gives up on connection errors returns an error that matches
 // ErrUnavailable and wraps the last transport error. A call stopped by ctx
-// returns an error that matches ctx.Err() and wraps the last failure.
+// returns an error that matches ctx.Err() and wraps the last failure. When
+// the call is a write and one of its attempts got no answer (a connection
+// cut or timed out after the request went, an answer cut short), either
+// error also matches ErrOutcomeUnknown: the write may have been applied.
 //
 // The At option pins one request to one endpoint, with a single attempt and
 // no failover; ClusterAt, Healthz and Readyz use it to ask a specific node.
 //
 // # Idempotency
 //
-// Every POST, PUT and DELETE carries an Idempotency-Key header: a random
-// 128-bit hex key generated once per logical call and reused by all of its
-// retries, so a retried write is applied at most once (the server answers a
-// retry with the first response and Idempotent-Replay: true). To choose the
-// key yourself, for example to carry one logical operation across process
+// Every POST, PUT and DELETE carries its place in the client's session
+// (a session the client opens with the cluster, and the write's number in
+// it), or, with Config.NoSession or against a server without sessions, an
+// Idempotency-Key header: a random 128-bit hex key generated once per
+// logical call. All of a call's retries carry the same place or key, so a
+// retried write is applied at most once (the server answers a retry with
+// the first response and Idempotent-Replay: true). To choose the key
+// yourself, for example to carry one logical operation across process
 // restarts, pass the IdempotencyKey option or attach it to the context with
 // WithIdempotencyKey; the option wins when both are present.
 //

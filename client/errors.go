@@ -31,8 +31,8 @@ var (
 	ErrRateLimited         = errors.New("rate_limited")         // 429: over the principal's request rate or watch cap; Retry-After set
 	ErrCompacted           = errors.New("compacted")            // 410: watch resumed below the retained history
 	ErrTooLarge            = errors.New("too_large")            // 413: body over the limit
-	ErrUnavailable         = errors.New("unavailable")          // 503 or no endpoint reachable: no leader or no quorum; nothing was done
-	ErrOutcomeUnknown      = errors.New("outcome_unknown")      // 504: a write was proposed but its outcome is unknown (wait ran out, leadership lost); retry only with the same key or session place
+	ErrUnavailable         = errors.New("unavailable")          // 503 or no endpoint reachable: no leader or no quorum; nothing was done, unless the error also matches ErrOutcomeUnknown
+	ErrOutcomeUnknown      = errors.New("outcome_unknown")      // 504, or a write that ran out of attempts after one got no answer: it may have been applied; retry only with the same key or session place
 	ErrMethodNotAllowed    = errors.New("method_not_allowed")   // 405: the path exists, the method does not
 	ErrInternal            = errors.New("internal")             // 500: a bug in the server
 	ErrReferenced          = errors.New("referenced")           // 409: deleting an artifact version a ref points at; details: refs

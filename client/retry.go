@@ -64,8 +64,16 @@ func (c *Client) pinned(ctx context.Context, endpoint string, cl *call) result {
 
 // failover tries the endpoints in turn, starting with the one that last
 // answered, backing off after each full round of failures, until an
-// endpoint answers, the retry budget is spent or ctx is done.
-func (c *Client) failover(ctx context.Context, cl *call) result {
+// endpoint answers, the retry budget is spent or ctx is done. A write
+// that ends without an answer after an attempt that may have applied
+// fails with an error that matches ErrOutcomeUnknown too (inDoubt).
+func (c *Client) failover(ctx context.Context, cl *call) (res result) {
+	var doubt error // the failure of an attempt that may have applied
+	defer func() {
+		if doubt != nil && (!res.answered || res.rateLimited) {
+			res.err = inDoubt(res.err, doubt)
+		}
+	}()
 	began := time.Now()
 	deadline := began.Add(c.maxRetry)
 	// Until an endpoint accepts a connection, DialRetry may end it sooner.
@@ -81,9 +89,12 @@ func (c *Client) failover(ctx context.Context, cl *call) result {
 	var last error // the previous retryable failure
 	for i := 0; ; i++ {
 		idx := (start + i) % n
-		res := c.attempt(ctx, c.endpoints[idx], cl)
+		res = c.attempt(ctx, c.endpoints[idx], cl)
 		if res.answered {
 			c.prefer(idx, res.leader)
+		}
+		if res.retry && mayHaveApplied(cl, res) {
+			doubt = res.err
 		}
 		if !res.retry {
 			if res.err != nil && ctx.Err() != nil && last != nil {
@@ -127,6 +138,31 @@ func (c *Client) failover(ctx context.Context, cl *call) result {
 			return res
 		}
 	}
+}
+
+// mayHaveApplied reports whether a retryable failure of a write may have
+// been applied: the request may have reached a node (a connection made,
+// then no answer, or an answer cut), or a node said the outcome is
+// unknown (504). A 503, a 429 or a connection never made applied nothing.
+// Only a write that carries a key or a session place counts: it is the
+// one a retry could not apply twice, and whose caller may retry anew.
+func mayHaveApplied(cl *call, res result) bool {
+	if cl.key == "" && cl.place.id == 0 {
+		return false
+	}
+	return res.outcomeUnknown || (res.meta.Status == 0 && !res.dialFailed)
+}
+
+// inDoubt is err, a write's final failure without an answer (no endpoint
+// answered within the budget, or ctx ended), after doubt, the failure of
+// an earlier attempt that may have applied: it matches ErrOutcomeUnknown
+// as well as what err matches, since "nothing was done" (ErrUnavailable)
+// no longer holds.
+func inDoubt(err, doubt error) error {
+	if err == nil || errors.Is(err, ErrOutcomeUnknown) {
+		return err
+	}
+	return fmt.Errorf("%w: an earlier attempt got no answer and may have been applied (%v): %w", ErrOutcomeUnknown, doubt, err)
 }
 
 // attempt sends cl to one endpoint, bounded by the per-attempt timeout.

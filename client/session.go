@@ -46,6 +46,7 @@ type sessions struct {
 	inflight map[uint64]struct{}
 	opening  chan struct{} // closed when the open under way ends; nil when none is
 	openErr  error         // how the last open failed
+	openCtx  bool          // it failed because the opener's own context ended
 }
 
 // place is a write's place in a session.
@@ -80,8 +81,11 @@ func (c *Client) beginWrite(ctx context.Context) (p place, ok bool, err error) {
 				return place{}, false, ctx.Err()
 			}
 			s.mu.Lock()
-			err := s.openErr
+			err, theirs := s.openErr, s.openCtx
 			s.mu.Unlock()
+			if err != nil && theirs && ctx.Err() == nil {
+				continue // the opener's own context ended, not this caller's: it opens one itself
+			}
 			if err != nil {
 				return place{}, false, err
 			}
@@ -92,13 +96,14 @@ func (c *Client) beginWrite(ctx context.Context) (p place, ok bool, err error) {
 		s.mu.Unlock()
 		id, err := c.openSession(ctx)
 		s.mu.Lock()
-		s.opening, s.openErr = nil, nil
+		s.opening, s.openErr, s.openCtx = nil, nil, false
 		var e *Error
 		switch {
 		case errors.As(err, &e) && (e.Status == http.StatusNotFound || e.Status == http.StatusMethodNotAllowed):
 			s.off = true
 		case err != nil:
 			s.openErr = fmt.Errorf("open a client session: %w", err)
+			s.openCtx = ctx.Err() != nil
 		default:
 			s.id, s.next, s.inflight = id, 1, map[uint64]struct{}{}
 		}

@@ -148,3 +148,42 @@ func TestNoSessionsFallsBackToKeys(t *testing.T) {
 		t.Errorf("requests %+v: want two attempts with one random key", reqs)
 	}
 }
+
+// TestSessionOpenOutlivesTheOpenersContext: writes waiting for another
+// caller's session open do not inherit that caller's context ending: the
+// first write's open stalls until its 1 s context runs out, and the
+// write that waited for it (with a context of its own, still live) opens
+// a session itself and is applied. Before, it failed with the first
+// caller's "context deadline exceeded".
+func TestSessionOpenOutlivesTheOpenersContext(t *testing.T) {
+	p := proxy(t, sessionRoute(func(n int) clustertest.Hop {
+		if n == 1 {
+			return clustertest.Hop{Fault: clustertest.Stall}
+		}
+		return clustertest.Hop{}
+	}, anywhere))
+	c := sessionClient(t, p.URL)
+	short, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	first := make(chan error, 1)
+	go func() {
+		_, err := c.PutKV(short, "acme", "ns", "opener", client.PutKVRequest{Value: []byte(`1`)})
+		first <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for p.Count() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the first session open never reached the proxy")
+		}
+		time.Sleep(5 * time.Millisecond) // polling interval, bounded by deadline
+	}
+	if _, err := c.PutKV(ctxTimeout(t, 20*time.Second), "acme", "ns", "waiter", client.PutKVRequest{Value: []byte(`1`)}); err != nil {
+		t.Fatalf("the write that waited for the open: %v", err)
+	}
+	if err := <-first; !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("the opener's write: %v, want its own context.DeadlineExceeded", err)
+	}
+	if opened, _ := seen(p); opened != 2 {
+		t.Errorf("sessions opened: %d, want 2 (the stalled one, then the waiter's)", opened)
+	}
+}

@@ -169,7 +169,7 @@ func (l *Lease) Heartbeat(ctx context.Context, progress json.RawMessage) error {
 	}
 	if progress != nil {
 		token := l.task.FencingToken
-		_, err := l.w.c.UpdateTask(ctx, l.w.cfg.Tenant, l.task.TaskID,
+		_, err := l.w.c.UpdateTask(ownKeys(ctx), l.w.cfg.Tenant, l.task.TaskID,
 			client.UpdateTaskRequest{FencingToken: &token, Result: progress})
 		l.observe(err, true)
 		if err != nil {
@@ -356,7 +356,9 @@ func (l *Lease) sendRelease(timeout time.Duration) error {
 // renew extends the lease once and moves the local deadline.
 func (l *Lease) renew(ctx context.Context) error {
 	sent := time.Now()
-	t, err := l.w.c.RenewTask(ctx, l.w.cfg.Tenant, l.task.TaskID,
+	// Every renewal is a write of its own: a key the caller's context
+	// carries would make the next ones replays of the first.
+	t, err := l.w.c.RenewTask(ownKeys(ctx), l.w.cfg.Tenant, l.task.TaskID,
 		client.RenewRequest{FencingToken: l.task.FencingToken, Lease: l.w.cfg.Lease})
 	l.mu.Lock()
 	defer l.mu.Unlock()

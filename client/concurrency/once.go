@@ -123,8 +123,10 @@ func finishOnce(ctx context.Context, c *client.Client, tenant string, req OnceRe
 	fin := client.FinishOpRequest{State: state, Result: result, Fence: req.Fence}
 	key := newKey()
 	op, err := c.FinishOp(ctx, tenant, req.OpID, fin, client.IdempotencyKey(key))
+	inDoubt := errors.Is(err, client.ErrOutcomeUnknown) // a finish that may have been recorded
 	if errors.Is(err, client.ErrUnavailable) && ctx.Err() == nil {
 		op, err = c.FinishOp(ctx, tenant, req.OpID, fin, client.IdempotencyKey(key))
+		inDoubt = inDoubt || errors.Is(err, client.ErrOutcomeUnknown)
 	}
 	unrecorded := &OpUnrecordedError{OpID: req.OpID, State: state, Result: result, Err: err}
 	if errors.Is(err, client.ErrUnavailable) && ctx.Err() == nil && state != client.OpUnknown {
@@ -134,7 +136,10 @@ func finishOnce(ctx context.Context, c *client.Client, tenant string, req OnceRe
 	}
 	switch {
 	case err != nil:
-		unrecorded.Recorded = unrecordedState(ctx, err)
+		unrecorded.Recorded = unrecordedState(ctx, err, inDoubt)
+		if inDoubt && !errors.Is(unrecorded.Err, client.ErrOutcomeUnknown) {
+			unrecorded.Err = fmt.Errorf("%w: a finish got no answer and may have been recorded: %w", client.ErrOutcomeUnknown, unrecorded.Err)
+		}
 		return nil, unrecorded
 	case op.State == client.OpUnknown:
 		unrecorded.Recorded = client.OpUnknown
@@ -166,8 +171,12 @@ func recordUnknown(ctx context.Context, c *client.Client, tenant string, req Onc
 
 // unrecordedState is what the ledger holds after a failed finish, as far
 // as the caller can tell: still started when the cluster could not be
-// reached (or ctx ended), unknown to the caller ("") when it refused.
-func unrecordedState(ctx context.Context, err error) string {
+// reached (or ctx ended) and no finish may have been recorded, unknown to
+// the caller ("") when it refused or one may have been (inDoubt).
+func unrecordedState(ctx context.Context, err error, inDoubt bool) string {
+	if inDoubt || errors.Is(err, client.ErrOutcomeUnknown) {
+		return ""
+	}
 	if errors.Is(err, client.ErrUnavailable) || ctx.Err() != nil {
 		return client.OpStarted
 	}
@@ -236,10 +245,11 @@ type OpUnrecordedError struct {
 	State  string          // the outcome this call meant to record
 	Result json.RawMessage // and its result: fn's result, or {"error": ...}
 	// Recorded is the op's state in the ledger as far as this call knows:
-	// client.OpUnknown when unknown was recorded, client.OpStarted when nothing could be
-	// written (a write whose answer was lost may still have landed), ""
-	// when the ledger refused the outcome (Err says why: client.ErrFenced,
-	// client.ErrVersionMismatch when someone else settled the op meanwhile).
+	// client.OpUnknown when unknown was recorded, client.OpStarted when
+	// nothing could be written, "" when the ledger refused the outcome (Err
+	// says why: client.ErrFenced, client.ErrVersionMismatch when someone
+	// else settled the op meanwhile) or when a finish got no answer and may
+	// have been recorded (Err matches client.ErrOutcomeUnknown).
 	Recorded string
 	Err      error
 }
@@ -250,6 +260,9 @@ func (e *OpUnrecordedError) Error() string {
 		return fmt.Sprintf("op %s ran (outcome %s) but is recorded as unknown: %v", e.OpID, e.State, e.Err)
 	case client.OpStarted:
 		return fmt.Sprintf("op %s ran (outcome %s) but its outcome is unrecorded (still started): %v", e.OpID, e.State, e.Err)
+	}
+	if errors.Is(e.Err, client.ErrOutcomeUnknown) {
+		return fmt.Sprintf("op %s ran (outcome %s) but its outcome may or may not be recorded: %v", e.OpID, e.State, e.Err)
 	}
 	return fmt.Sprintf("op %s ran (outcome %s) but the ledger refused the outcome: %v", e.OpID, e.State, e.Err)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -248,7 +249,12 @@ func (p *pool) hold(ts []*client.Task, sent time.Time) int {
 }
 
 // finish queues a releasing update of l for the next batch and waits for
-// its own outcome.
+// its own outcome. When ctx ends first, an update still queued is
+// withdrawn: it is not sent, as a request on a context that ended. (Before,
+// it was still sent after finish had returned ctx's error, so a Complete
+// the caller was told had failed was applied, and then undone by the
+// release Run sends after a failure.) One already in a batch on its way
+// may apply: its caller's later writes of the lease go after it.
 func (p *pool) finish(ctx context.Context, l *Lease, req client.UpdateTaskRequest) (*client.Task, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err // as a request on a context that ended: not sent
@@ -266,8 +272,21 @@ func (p *pool) finish(ctx context.Context, l *Lease, req client.UpdateTaskReques
 	case o := <-f.done:
 		return o.task, o.err
 	case <-ctx.Done():
-		return nil, ctx.Err()
 	}
+	p.mu.Lock()
+	i := slices.Index(p.pending, f)
+	if i >= 0 {
+		p.pending = slices.Delete(p.pending, i, i+1)
+		if !l.sending && !slices.ContainsFunc(p.pending, func(o *poolFinish) bool { return o.l == l }) {
+			l.finishing = false // its slot is not about to be free after all
+			p.finishing--
+		}
+	}
+	p.mu.Unlock()
+	if i >= 0 {
+		p.kick()
+	}
+	return nil, ctx.Err()
 }
 
 // maxFlushes is how many batches a pool has in flight at once. With one,
@@ -276,8 +295,8 @@ func (p *pool) finish(ctx context.Context, l *Lease, req client.UpdateTaskReques
 // "Two batches in flight"). Only one is, until a batch has come back from
 // the batch route: a server before version 6 then refuses one batch, not
 // two. A lease's release waits for the batch holding its previous one (a
-// Complete whose caller gave up is still sent), so that the releases of
-// one lease reach the server in the order they were made.
+// Complete in a batch on its way when its caller gave up), so that the
+// releases of one lease reach the server in the order they were made.
 const maxFlushes = 2
 
 // flushLoop sends the queued releases, up to MaxBatch at a time and up to
@@ -443,8 +462,14 @@ func (w *Worker) confirm(ctx context.Context, l *Lease, sent time.Time) error {
 
 // refusedWhole reports whether err refused a whole batch without writing
 // anything: a definitive answer of the server (a 4xx, or a quota's 507)
-// or a request the client refused to send.
+// or a request the client refused to send. Not a refusal of a retry whose
+// first attempt may have applied (idempotency_expired), nor an answer
+// after such an attempt (a 429 then): the batch is in doubt, and sending
+// its updates one by one could apply them twice.
 func refusedWhole(err error) bool {
+	if errors.Is(err, client.ErrOutcomeUnknown) || errors.Is(err, client.ErrIdempotencyExpired) {
+		return false
+	}
 	var e *client.Error
 	if errors.As(err, &e) {
 		return e.Status < 500 || errors.Is(err, client.ErrResourceExhausted)

@@ -82,6 +82,64 @@ func TestLeaseHeartbeat(t *testing.T) {
 	}
 }
 
+// TestLeaseHeartbeatIgnoresCallersKey: a context carrying an
+// Idempotency-Key (client.WithIdempotencyKey) does not turn the next
+// heartbeats into replays of the first: each one renews. Before, every
+// heartbeat after the first sent the same key and body, was answered
+// from the first's record, and renewed nothing while the local deadline
+// moved on.
+func TestLeaseHeartbeatIgnoresCallersKey(t *testing.T) {
+	noLeaks(t)
+	c := nodeClient(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	q := uniqueName("hbkey")
+	id := q + "-1"
+	if _, err := c.CreateTask(ctx, "acme", client.CreateTaskRequest{TaskID: id, Queue: q}); err != nil {
+		t.Fatal(err)
+	}
+	// No background renewal within the test (RenewEvery 20 s): only the
+	// heartbeats can move lease_until.
+	w, err := concurrency.NewWorker(c, concurrency.WorkerConfig{Tenant: "acme", Queue: q, Owner: "hbkey-worker",
+		Lease: 30 * time.Second, RenewEvery: 20 * time.Second, Wait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := w.RunOnce(ctx, func(_ context.Context, l *concurrency.Lease) error {
+		kctx := client.WithIdempotencyKey(ctx, "the-callers-key")
+		if err := l.Heartbeat(kctx, nil); err != nil {
+			return err
+		}
+		first, err := c.GetTask(ctx, "acme", id)
+		if err != nil {
+			return err
+		}
+		// Times are whole milliseconds: heartbeat until one lands in a
+		// later one, within a deadline.
+		for deadline := time.Now().Add(5 * time.Second); ; {
+			if err := l.Heartbeat(kctx, nil); err != nil {
+				return err
+			}
+			task, err := c.GetTask(ctx, "acme", id)
+			if err != nil {
+				return err
+			}
+			if task.LeaseUntil.After(*first.LeaseUntil) {
+				_, err = l.Complete(ctx, "done", nil)
+				return err
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("heartbeats with the caller's key for 5 s: lease_until stayed %v (version %d, was %d)",
+					task.LeaseUntil, task.Version, first.Version)
+				_, err = l.Complete(ctx, "done", nil)
+				return err
+			}
+		}
+	})
+	if !claimed || err != nil {
+		t.Fatalf("RunOnce: %v, %v", claimed, err)
+	}
+}
+
 // TestWorkerRespectsMaxAttempts: a Worker whose work always fails makes a
 // task with max_attempts 2 dead after exactly two attempts, then claims
 // nothing more (its long polls find nothing), and Run returns soon after

@@ -15,6 +15,9 @@ func (s *Session) explain(what string, err error) error {
 	if err == nil {
 		return nil
 	}
+	if errors.Is(err, client.ErrOutcomeUnknown) {
+		return fmt.Errorf("%s: the outcome is unknown (%v): the write may or may not have been applied; check with a read before trying again", what, err)
+	}
 	var e *client.Error
 	if !errors.As(err, &e) {
 		switch {
