@@ -266,6 +266,63 @@ def _spy(c: baton.Client) -> list[tuple[bytes, bytes, list[tuple[bytes, bytes]]]
     return seen
 
 
+def test_a_claim_whose_answer_was_cut_is_sent_again(cluster: Cluster, tenant: str) -> None:
+    """A queue claim answered 200 without its body (cut on the way) may have claimed a task: the SDK sends
+    it again from the same session place and returns the claim's answer, not None (before, it said "no
+    task" while the task stayed leased to the caller, its attempt counted)."""
+    with _sync(cluster, tenant) as c:
+        q = uid("q")
+        t = c.create_task(q, task_id=uid("t"))
+        assert c._direct is not None
+        cut: list[bytes] = []
+        for pool in c._direct._pools:
+            def handle(req: Any, inner: Any = pool.handle_request) -> Any:
+                resp = inner(req)
+                if req.url.target.endswith(b"/claim") and not cut:
+                    resp.read()
+                    resp.close()
+                    cut.append(req.url.target)
+                    return httpcore.Response(200, headers=[(b"Content-Length", b"0")], content=b"")
+                return resp
+            pool.handle_request = handle  # type: ignore[method-assign]
+        got = c.claim(q, owner="w", lease=30)
+        assert cut, "no claim went through the pools"
+        assert got is not None and got.task_id == t.task_id and got.attempt == 1, got
+
+
+def test_a_write_in_doubt_is_not_reported_as_nothing_done(cluster: Cluster, tenant: str) -> None:
+    """A write whose first attempt was applied but got no answer, and whose later attempts reach no node
+    until the budget runs out, fails with an error that is an OutcomeUnknown as well as an Unavailable:
+    "nothing was done" (Unavailable alone, before) would invite a new call that applies it again."""
+    with _sync(cluster, tenant, max_retry=1) as c, _sync(cluster, tenant) as reader:
+        assert c._direct is not None
+        sent: list[bytes] = []
+        for pool in c._direct._pools:
+            def handle(req: Any, inner: Any = pool.handle_request) -> Any:
+                if req.method != b"PUT":
+                    return inner(req)
+                sent.append(req.url.target)
+                if len(sent) == 1:
+                    resp = inner(req)  # applied; its answer is lost on the way
+                    resp.read()
+                    resp.close()
+                    raise httpcore.ReadTimeout("the answer never came")
+                raise httpcore.ConnectError("no node accepts a connection now")
+            pool.handle_request = handle  # type: ignore[method-assign]
+        key = uid("k")
+        with pytest.raises(baton.Unavailable) as e:
+            c.kv_put("doubt", key, 1)
+        assert isinstance(e.value, baton.OutcomeUnknown), e.value
+        assert "may have been applied" in str(e.value) and len(sent) > 1
+        assert reader.kv_get("doubt", key).value == 1
+        # A write none of whose attempts went anywhere stays a plain Unavailable.
+        sent.clear()
+        sent.append(b"already one")
+        with pytest.raises(baton.Unavailable) as e:
+            c.kv_put("doubt", uid("k"), 1)
+        assert not isinstance(e.value, baton.OutcomeUnknown), e.value
+
+
 # Writes sent without a session place or a key: the session's own opening, and routes that change nothing
 # or are idempotent by their content (docs/api.md, "Idempotency-Key").
 _UNKEYED = re.compile(rb"^/v1/sessions$|/chunks/missing$|/chunks/sha256:[0-9a-f]{64}$|/store/(get|search|namespaces)$")

@@ -146,6 +146,47 @@ def test_sync_code_is_generated_from_async() -> None:
     assert out.returncode == 0, out.stdout + out.stderr
 
 
+def test_every_read_takes_stale() -> None:
+    """docs/python.md: reads take ``stale=True`` (``?consistency=stale``, which the server takes on any GET).
+    Every public method that sends a GET has the argument, except get_chunk, whose bytes are
+    content-addressed (the same on every node that has them)."""
+    import inspect
+
+    checked = 0
+    for cls in (baton.AsyncClient, baton.Client):
+        for name, fn in inspect.getmembers(cls, inspect.isfunction):
+            if name.startswith("_") or name == "get_chunk" or '"GET"' not in inspect.getsource(fn):
+                continue
+            checked += 1
+            assert "stale" in inspect.signature(fn).parameters, f"{cls.__name__}.{name} sends a GET without stale="
+    assert checked >= 50, checked
+
+
+def test_client_certificate_alone_keeps_the_default_roots(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client certificate without ca_file checks the node against the roots used without either
+    (httpx's: certifi's, or SSL_CERT_FILE's), not the system's store (docs/python.md)."""
+    import httpx
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "agent")])
+    now = datetime.now(timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(1).not_valid_before(now).not_valid_after(now + timedelta(days=1)).sign(key, hashes.SHA256()))
+    (tmp_path / "c.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (tmp_path / "k.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                       serialization.NoEncryption()))
+    ctx = _core.ssl_context(None, str(tmp_path / "c.pem"), str(tmp_path / "k.pem"))
+    assert not isinstance(ctx, bool)
+    want = httpx.create_ssl_context().get_ca_certs()
+    assert want and ctx.get_ca_certs() == want
+
+
 def test_coordination_models_parse() -> None:
     t = baton.Task.from_json({
         "tenant_id": "t", "task_id": "publish-42", "queue": "q", "parked": False, "waitpoint_id": "wp-1",

@@ -176,6 +176,33 @@ def test_worker_stops_gracefully_on_sigterm(cluster: Cluster, client: baton.Clie
     assert all(t.status == "pending" and t.attempt == 0 for t in tasks if t not in done)
 
 
+def test_mutex_hold_won_by_a_long_wait_is_renewed_at_once(client: baton.Client) -> None:
+    """A lock won at the end of a long poll: its lease counts from when the claim was sent, so the hold is
+    renewed at once. Before, the first renewal came a third of the lease after the claim returned, after
+    the hold's deadline (sent + lease - margin): the hold was lost, and unlock() raised LeaseLost without
+    giving the lock back."""
+    name = uid("lock")
+    a = baton.Mutex(client, name, owner="a", lease=3, wait=1)
+    b = baton.Mutex(client, name, owner="b", lease=3, wait=10)
+    a.lock()
+    sent = time.monotonic()
+    got: list[baton.TaskContext] = []
+    th = threading.Thread(target=lambda: got.append(b.lock()))
+    th.start()
+    # a holds the lock for 2 s of b's wait (a renews it meanwhile): b's claim returns past
+    # lease - margin - a third of the lease (1.7 s) after it was sent.
+    while time.monotonic() - sent < 2.0:
+        time.sleep(0.05)
+    a.unlock()
+    th.join(10)
+    assert got
+    # Past the deadline the claim alone gave (sent + 2.7 s), the hold is still good.
+    while time.monotonic() - sent < 2.9:
+        time.sleep(0.05)
+    b.unlock()
+    assert client.get_task(name).owner == ""
+
+
 def test_mutex_and_election(client: baton.Client) -> None:
     name = uid("lock")
     a = baton.Mutex(client, name, owner="a", lease=5, wait=1)

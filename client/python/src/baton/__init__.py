@@ -44,6 +44,7 @@ from ._errors import (
     TooLarge,
     Unauthenticated,
     Unavailable,
+    UnavailableInDoubt,
     VersionMismatch,
 )
 from ._models import (
@@ -162,6 +163,7 @@ __all__ = [
     "TxnResult",
     "Unauthenticated",
     "Unavailable",
+    "UnavailableInDoubt",
     "UploadStats",
     "VersionMismatch",
     "Waitpoint",

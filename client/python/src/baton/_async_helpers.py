@@ -33,6 +33,7 @@ from ._errors import (
     OpFailed,
     OpInDoubt,
     OpUnrecorded,
+    OutcomeUnknown,
     Unavailable,
     VersionMismatch,
 )
@@ -573,18 +574,22 @@ async def once(
     key = new_idempotency_key()
     rec: Op | None = None
     last: BatonError | None = None
+    in_doubt = False  # a finish got no answer and may have been recorded
     for _ in range(2):
         try:
             rec = await client.finish_op(op_id, state=state, result=result, fence=fence, tenant=t,
                                          idempotency_key=key)
             break
-        except Unavailable as e:
+        except (Unavailable, OutcomeUnknown) as e:  # sent again with the same key: recorded at most once
             last = e
+            in_doubt = in_doubt or isinstance(e, OutcomeUnknown)
         except BatonError as e:
             raise OpUnrecorded(f"op {op_id} ran (outcome {state}) but the ledger refused the outcome: {e}",
                                op_id=op_id, state=state, result=result, recorded="") from e
     if rec is None:
-        recorded = "started"
+        # Still started, unless a finish got no answer and may have been recorded: then the caller
+        # cannot tell ("").
+        recorded = "" if in_doubt else "started"
         try:
             rec = await client.finish_op(op_id, state="unknown", result=result, fence=fence, tenant=t,
                                          idempotency_key=new_idempotency_key())
@@ -596,7 +601,8 @@ async def once(
         except BatonError:
             pass
         if rec is None or rec.state == "unknown":
-            raise OpUnrecorded(f"op {op_id} ran (outcome {state}) but its outcome is recorded as {recorded}: {last}",
+            how = f"is recorded as {recorded}" if recorded else "may or may not be recorded"
+            raise OpUnrecorded(f"op {op_id} ran (outcome {state}) but its outcome {how}: {last}",
                                op_id=op_id, state=state, result=result, recorded=recorded)
     if rec.state == "failed":
         raise OpFailed(f"op {op_id} failed: {fn_err}", op=rec, cause=fn_err) from fn_err
@@ -708,6 +714,19 @@ class AsyncMutex:
             if t is not None:
                 h = AsyncTaskContext(self.client, self.tenant, t, lease=self.lease, renew_every=self.lease / 3,
                                      safety_margin=self.lease / 10, sent=sent)
+                if _io.monotonic() - sent > self.lease / 3:
+                    # A slow claim may have been applied anywhere in its long poll: its lease counts from
+                    # when it was sent, so confirm it at once, as the Worker does (the first renewal would
+                    # come a third of the lease after the claim returned: after the deadline).
+                    try:
+                        await h._renew()
+                    except BatonError:
+                        pass
+                    except BaseException:
+                        await self._abandon()  # cancelled: give the hold back, as during the claim
+                        raise
+                    if h.error is not None:
+                        continue  # lost already (taken over, or its deadline passed): claim again
                 h._start_renewer()
                 self._hold = h
                 return h

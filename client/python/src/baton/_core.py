@@ -83,7 +83,8 @@ def host_of(endpoint: str) -> str:
 
 
 def env_config() -> dict[str, Any]:
-    """The keyword arguments ``from_env`` reads: BATON_ENDPOINTS, BATON_TOKEN, BATON_CACERT, BATON_TENANT."""
+    """The keyword arguments ``from_env`` reads: BATON_ENDPOINTS, BATON_TOKEN, BATON_CACERT, BATON_CERT,
+    BATON_KEY, BATON_TENANT."""
     kw: dict[str, Any] = {
         "endpoints": os.environ.get("BATON_ENDPOINTS") or "127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003"
     }
@@ -99,7 +100,14 @@ def ssl_context(ca_file: str | None, cert_file: str | None = None, key_file: str
                 ) -> ssl.SSLContext | bool:
     if ca_file is None and cert_file is None:
         return True
-    ctx = ssl.create_default_context(cafile=ca_file)
+    if ca_file is None:
+        # A client certificate alone: the node is checked against the roots httpx uses by default
+        # (certifi's, or SSL_CERT_FILE / SSL_CERT_DIR), as without one.
+        import httpx
+
+        ctx = httpx.create_ssl_context()
+    else:
+        ctx = ssl.create_default_context(cafile=ca_file)
     if cert_file is not None:
         if key_file is None:
             raise InvalidArgument("give both cert_file and key_file, or neither")
@@ -255,6 +263,9 @@ class Result:
     retry_after: float = 0.0
     leader: str = ""
     rate_limited: bool = False
+    # The request may have reached a node and been applied: sent, then no (whole) answer, or a 504
+    # outcome_unknown. A 503, a 429 or a connection never made applied nothing.
+    maybe_applied: bool = False
 
 
 def build_call(
@@ -357,7 +368,8 @@ def classify(status: int, hdrs: Any, body: bytes) -> Result:
     if status < 300:
         return Result(answer=ans, answered=True, leader=leader)
     res = Result(answer=ans, error=error_from_answer(status, body, index), leader=leader)
-    if status == 503 or (status == 504 and res.error is not None and res.error.code == "outcome_unknown"):
+    res.maybe_applied = status == 504 and res.error is not None and res.error.code == "outcome_unknown"
+    if status == 503 or res.maybe_applied:
         # 504 outcome_unknown: the write may have applied. Every write of this SDK carries a session
         # place or an Idempotency-Key, so sending it again applies it at most once.
         res.retry = True

@@ -229,7 +229,8 @@ class Internal(BatonError):
 
 
 class Unavailable(BatonError):
-    """503, or no endpoint reachable within the retry budget: no leader, no quorum."""
+    """503, or no endpoint reachable within the retry budget: no leader, no quorum. Nothing was done,
+    unless the error is also an OutcomeUnknown (an earlier attempt of the write got no answer)."""
 
     default_code = "unavailable"
 
@@ -247,6 +248,24 @@ class ResourceExhausted(BatonError):
     """507: the write would grow the data past a quota; nothing was applied."""
 
     default_code = "resource_exhausted"
+
+
+class UnavailableInDoubt(OutcomeUnknown, Unavailable):
+    """A write whose attempts ran out with no node answering (Unavailable) after an attempt that got no
+    answer (sent, then cut or timed out) and so may have been applied (OutcomeUnknown): both
+    ``except Unavailable`` and ``except OutcomeUnknown`` catch it."""
+
+    default_code = "unavailable"
+
+
+def in_doubt(err: BatonError | None, doubt: BatonError) -> BatonError | None:
+    """A write's final Unavailable, as an UnavailableInDoubt when an earlier attempt (failed with
+    ``doubt``) may have been applied."""
+    if not isinstance(err, Unavailable) or isinstance(err, OutcomeUnknown):
+        return err
+    return UnavailableInDoubt(f"{err.message}; an earlier attempt got no answer and may have been applied "
+                              f"({doubt.message})", code=err.code, status=err.status, details=err.details,
+                              index=err.index)
 
 
 # The one table from API codes to classes. Add new codes here.

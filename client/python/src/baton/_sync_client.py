@@ -68,6 +68,7 @@ from ._errors import (
     NotFound,
     Unavailable,
     error_from_answer,
+    in_doubt,
 )
 from ._models import (
     ArtifactPolicy,
@@ -113,11 +114,12 @@ MISSING: Any = _Missing()
 """The default of arguments whose None means JSON null (``result=None`` sets the result to null)."""
 
 CHECKPOINT_INLINE_MAX = 512 << 10
-# A checkpoint value (Blob) of more bytes than this is uploaded as content-addressed chunks and named by
-# them: stored once in the chunk store, its chunks shared by every version and thread that holds equal
-# bytes (docs/api.md, "Channel values by version").
-BLOB_CHUNKED_MIN = 256 << 10
 """Checkpoint data larger than this (as compact JSON) goes through chunks (``data_chunks``)."""
+
+BLOB_CHUNKED_MIN = 256 << 10
+"""A checkpoint value (Blob) of more bytes than this is uploaded as content-addressed chunks and named by
+them: stored once in the chunk store, its chunks shared by every version and thread that holds equal
+bytes (docs/api.md, "Channel values by version")."""
 
 _UPLOAD_BATCH_CHUNKS = 4
 _UPLOAD_BATCH_BYTES = 16 << 20
@@ -227,6 +229,9 @@ class _Pools(httpx.BaseTransport):
 _HTTPCORE_ERRORS = (httpcore.TimeoutException, httpcore.NetworkError, httpcore.ProtocolError,
                     httpcore.ProxyError, httpcore.UnsupportedProtocol, ssl.SSLError)
 _HTTPX_ERRORS = (httpx.TransportError, ssl.SSLError)
+# Failures before a request could be sent: no connection made, no pool slot free.
+_NOT_SENT = (httpcore.ConnectError, httpcore.ConnectTimeout, httpcore.PoolTimeout, httpx.ConnectError,
+             httpx.ConnectTimeout, httpx.PoolTimeout)
 
 
 class _Released(httpx.SyncByteStream):
@@ -342,7 +347,7 @@ class Client:
             except _HTTPCORE_ERRORS as e:
                 return self._transport_failure(idx, call, e)
             if broken_answer(call, raw.status, raw.content):
-                return Result(retry=True, error=Unavailable(f"{raw.status} answer without a body"))
+                return Result(retry=True, error=Unavailable(f"{raw.status} answer without a body"), maybe_applied=True)
             return classify(raw.status, RawHeaders(raw.headers), raw.content)
         try:
             r = self._http.request(
@@ -355,7 +360,7 @@ class Client:
         except _HTTPX_ERRORS as e:
             return self._transport_failure(idx, call, e)
         if broken_answer(call, r.status_code, r.content):
-            return Result(retry=True, error=Unavailable(f"{r.status_code} answer without a body"))
+            return Result(retry=True, error=Unavailable(f"{r.status_code} answer without a body"), maybe_applied=True)
         return classify(r.status_code, r.headers, r.content)
 
     def _transport_failure(self, idx: int, call: Call, e: BaseException) -> Result:
@@ -369,11 +374,23 @@ class Client:
                 return Result(error=InvalidArgument(
                     f"{where}: a header value holds a character HTTP forbids (a line break in the token?)"))
             return Result(error=InvalidArgument(f"{where}: {e}"))
-        return Result(retry=True, error=Unavailable(f"{where}: {type(e).__name__}: {e}"))
+        # A connection never made (or a pool slot never had) sent nothing; after one was made, the
+        # request may have reached the node.
+        return Result(retry=True, error=Unavailable(f"{where}: {type(e).__name__}: {e}"),
+                      maybe_applied=not isinstance(e, _NOT_SENT))
 
     def _failover(self, call: Call) -> Result:
         """Tries the endpoints in turn, from the one that last answered, backing off after each round of
-        failures, until one answers or the retry budget is spent."""
+        failures, until one answers or the retry budget is spent. A write that ends without an answer after
+        an attempt that may have applied raises an error that is an OutcomeUnknown too (in_doubt)."""
+        doubts: list[BatonError] = []  # the failures of attempts that may have applied
+        res = self._failover_attempts(call, doubts)
+        if doubts and (not res.answered or res.rate_limited):
+            res.error = in_doubt(res.error, doubts[-1])
+        return res
+
+    def _failover_attempts(self, call: Call, doubts: list[BatonError]) -> Result:
+        keyed = bool(call.key) or call.place is not None
         deadline = _io.monotonic() + self.max_retry
         n = len(self.endpoints)
         start = self._fo.preferred
@@ -385,6 +402,8 @@ class Client:
             res = self._attempt(idx, call)
             if res.answered:
                 self._fo.prefer(idx, res.leader)
+            if res.retry and res.maybe_applied and keyed and res.error is not None:
+                doubts.append(res.error)
             if not res.retry:
                 return res
             remaining = deadline - _io.monotonic()
@@ -547,8 +566,9 @@ class Client:
         return self._call("PUT", "/v1/tenants/" + seg(name), lambda a: a.status == 201,
                                 idempotency_key=idempotency_key, want_value=False)
 
-    def list_tenants(self) -> list[str]:
-        return self._call("GET", "/v1/tenants", lambda a: list((a.json() or {}).get("tenants") or []))
+    def list_tenants(self, *, stale: bool = False) -> list[str]:
+        return self._call("GET", "/v1/tenants", lambda a: list((a.json() or {}).get("tenants") or []),
+                                stale=stale)
 
     def create_principal(
         self,
@@ -572,9 +592,10 @@ class Client:
         return self._call("POST", self._tp(tenant) + "/principals/" + seg(name) + "/rotate",
                                 lambda a: Principal.from_json(a.json()), {}, idempotency_key=idempotency_key)
 
-    def list_principals(self, *, tenant: str | None = None) -> list[Principal]:
+    def list_principals(self, *, tenant: str | None = None, stale: bool = False) -> list[Principal]:
         return self._call("GET", self._tp(tenant) + "/principals",
-                                lambda a: [Principal.from_json(p) for p in (a.json() or {}).get("principals") or []])
+                                lambda a: [Principal.from_json(p) for p in (a.json() or {}).get("principals") or []],
+                                stale=stale)
 
     def set_quota(
         self,
@@ -590,8 +611,8 @@ class Client:
         return self._call("PUT", self._tp(tenant) + "/quota", lambda a: Quota.from_json(a.json()), body,
                                 idempotency_key=idempotency_key)
 
-    def get_quota(self, *, tenant: str | None = None) -> Quota:
-        return self._call("GET", self._tp(tenant) + "/quota", lambda a: Quota.from_json(a.json()))
+    def get_quota(self, *, tenant: str | None = None, stale: bool = False) -> Quota:
+        return self._call("GET", self._tp(tenant) + "/quota", lambda a: Quota.from_json(a.json()), stale=stale)
 
     # Tasks.
 
@@ -722,8 +743,10 @@ class Client:
                         "wait_ms": wait_ms or None})
         return self._call(
             "POST", self._tp(tenant) + "/queues/" + seg(queue) + "/claim",
-            lambda a: None if a.status == 204 or not a.body else Task.from_json(a.json()), body,
-            idempotency_key=idempotency_key, want_value=False, extra_timeout=(wait_ms or 0) / 1000,
+            # 204: nothing was claimable. A 200 without its body was cut on the way: the claim may have
+            # applied, so it is sent again (the same session place), not taken for "no task".
+            lambda a: None if a.status == 204 else Task.from_json(a.json()), body,
+            idempotency_key=idempotency_key, extra_timeout=(wait_ms or 0) / 1000,
         )
 
     def renew_task(self, task_id: str, *, fencing_token: int, lease: Duration, tenant: str | None = None,
@@ -848,9 +871,9 @@ class Client:
                                 lambda a: QueueStats.from_json(a.json()), stale=stale)
 
     def list_queues(self, *, limit: int | None = None, page_token: str | None = None,
-                          tenant: str | None = None) -> Page[QueueStats]:
+                          tenant: str | None = None, stale: bool = False) -> Page[QueueStats]:
         path = query(self._tp(tenant) + "/queues", limit=limit, page_token=page_token or None)
-        return self._call("GET", path, _page(QueueStats, "queues"))
+        return self._call("GET", path, _page(QueueStats, "queues"), stale=stale)
 
     def iter_queues(self, *, page_size: int | None = None, tenant: str | None = None
                           ) -> Iterator[QueueStats]:
@@ -892,9 +915,9 @@ class Client:
         return self._call("PUT", self._tp(tenant) + "/queues/" + seg(queue) + "/policy",
                                 lambda a: QueuePolicy.from_json(a.json()), body, idempotency_key=idempotency_key)
 
-    def get_queue_policy(self, queue: str, *, tenant: str | None = None) -> QueuePolicy:
+    def get_queue_policy(self, queue: str, *, tenant: str | None = None, stale: bool = False) -> QueuePolicy:
         return self._call("GET", self._tp(tenant) + "/queues/" + seg(queue) + "/policy",
-                                lambda a: QueuePolicy.from_json(a.json()))
+                                lambda a: QueuePolicy.from_json(a.json()), stale=stale)
 
     # Waitpoints.
 
@@ -1119,22 +1142,26 @@ class Client:
         finally:
             st.elapsed = _io.monotonic() - t0
 
-    def get_manifest(self, name: str, version: int, *, tenant: str | None = None) -> Manifest:
+    def get_manifest(self, name: str, version: int, *, tenant: str | None = None,
+                           stale: bool = False) -> Manifest:
         return self._call("GET", self._tp(tenant) + "/artifacts/" + seg(name) + f"/versions/{int(version)}",
-                                lambda a: Manifest.from_json(a.json()))
+                                lambda a: Manifest.from_json(a.json()), stale=stale)
 
-    def list_versions(self, name: str, *, tenant: str | None = None) -> list[Manifest]:
+    def list_versions(self, name: str, *, tenant: str | None = None, stale: bool = False) -> list[Manifest]:
         return self._call("GET", self._tp(tenant) + "/artifacts/" + seg(name) + "/versions",
-                                lambda a: [Manifest.from_json(m) for m in (a.json() or {}).get("versions") or []])
+                                lambda a: [Manifest.from_json(m) for m in (a.json() or {}).get("versions") or []],
+                                stale=stale)
 
-    def get_artifact_by_id(self, artifact_id: str, *, tenant: str | None = None) -> Manifest:
+    def get_artifact_by_id(self, artifact_id: str, *, tenant: str | None = None,
+                                 stale: bool = False) -> Manifest:
         return self._call("GET", self._tp(tenant) + "/artifacts/by-id/" + seg(artifact_id),
-                                lambda a: Manifest.from_json(a.json()))
+                                lambda a: Manifest.from_json(a.json()), stale=stale)
 
     def list_artifacts(self, *, prefix: str | None = None, limit: int | None = None,
-                             page_token: str | None = None, tenant: str | None = None) -> Page[ArtifactSummary]:
+                             page_token: str | None = None, tenant: str | None = None,
+                             stale: bool = False) -> Page[ArtifactSummary]:
         path = query(self._tp(tenant) + "/artifacts", prefix=prefix, limit=limit, page_token=page_token or None)
-        return self._call("GET", path, _page(ArtifactSummary, "artifacts"))
+        return self._call("GET", path, _page(ArtifactSummary, "artifacts"), stale=stale)
 
     def iter_artifacts(self, *, prefix: str | None = None, page_size: int | None = None,
                              tenant: str | None = None) -> Iterator[ArtifactSummary]:
@@ -1174,9 +1201,10 @@ class Client:
                                 lambda a: ArtifactPolicy.from_json(a.json()),
                                 {"prefix": prefix, "keep_last": keep_last}, idempotency_key=idempotency_key)
 
-    def list_artifact_policies(self, *, tenant: str | None = None) -> list[ArtifactPolicy]:
+    def list_artifact_policies(self, *, tenant: str | None = None, stale: bool = False) -> list[ArtifactPolicy]:
         return self._call("GET", self._tp(tenant) + "/artifact-policies",
-                                lambda a: [ArtifactPolicy.from_json(p) for p in (a.json() or {}).get("policies") or []])
+                                lambda a: [ArtifactPolicy.from_json(p) for p in (a.json() or {}).get("policies") or []],
+                                stale=stale)
 
     def download_artifact(self, name: str, version: int, dest: IO[bytes], *,
                                 tenant: str | None = None) -> int:
@@ -1257,9 +1285,10 @@ class Client:
         return self._call("GET", self._tp(tenant) + "/refs/" + key_path(ref), lambda a: Ref.from_json(a.json()),
                                 stale=stale)
 
-    def list_refs(self, *, prefix: str | None = None, tenant: str | None = None) -> list[Ref]:
+    def list_refs(self, *, prefix: str | None = None, tenant: str | None = None,
+                        stale: bool = False) -> list[Ref]:
         return self._call("GET", query(self._tp(tenant) + "/refs", prefix=prefix),
-                                lambda a: [Ref.from_json(r) for r in (a.json() or {}).get("refs") or []])
+                                lambda a: [Ref.from_json(r) for r in (a.json() or {}).get("refs") or []], stale=stale)
 
     def delete_ref(self, ref: str, *, expect_artifact_id: str | None = None, tenant: str | None = None,
                          idempotency_key: str | None = None) -> None:
@@ -1364,6 +1393,7 @@ class Client:
         page_token: str | None = None,
         pending_writes: bool = False,
         tenant: str | None = None,
+        stale: bool = False,
     ) -> Page[Checkpoint]:
         """One page, newest first (``data`` is None where ``data_chunks`` is set); with pending_writes
         each checkpoint carries its pending writes."""
@@ -1371,7 +1401,7 @@ class Client:
                      filter=None if filter is None else json.dumps(filter, separators=(",", ":")),
                      before=before, limit=limit, page_token=page_token or None,
                      pending_writes=True if pending_writes else None)
-        return self._call_cp("GET", path, _cp_page)
+        return self._call_cp("GET", path, _cp_page, stale=stale)
 
     def iter_checkpoints(self, thread: str, *, ns: str | None = None, filter: dict[str, Any] | None = None,
                                before: str | None = None, limit: int | None = None,
@@ -1402,6 +1432,7 @@ class Client:
         page_token: str | None = None,
         pending_writes: bool = False,
         tenant: str | None = None,
+        stale: bool = False,
     ) -> Page[Checkpoint]:
         """One page of checkpoints across threads and namespaces (LangGraph's list with no thread or no
         namespace): ``thread`` None is every thread the caller may read, ``ns`` None every namespace
@@ -1411,7 +1442,7 @@ class Client:
                      filter=None if filter is None else json.dumps(filter, separators=(",", ":")),
                      before_id=before_id, limit=limit, page_token=page_token or None,
                      pending_writes=True if pending_writes else None)
-        return self._call_cp("GET", path, _cp_page)
+        return self._call_cp("GET", path, _cp_page, stale=stale)
 
     def iter_tenant_checkpoints(self, *, thread: str | None = None, ns: str | None = None,
                                       filter: dict[str, Any] | None = None, before_id: str | None = None,
@@ -1487,10 +1518,11 @@ class Client:
         return self._call("PUT", self._tp(tenant) + "/checkpoint-policies",
                                 lambda a: CheckpointPolicy.from_json(a.json()), body, idempotency_key=idempotency_key)
 
-    def list_checkpoint_policies(self, *, tenant: str | None = None) -> list[CheckpointPolicy]:
+    def list_checkpoint_policies(self, *, tenant: str | None = None,
+                                       stale: bool = False) -> list[CheckpointPolicy]:
         return self._call("GET", self._tp(tenant) + "/checkpoint-policies",
                                 lambda a: [CheckpointPolicy.from_json(p)
-                                           for p in (a.json() or {}).get("policies") or []])
+                                           for p in (a.json() or {}).get("policies") or []], stale=stale)
 
     def delete_thread(self, thread: str, *, fence: Fence | None = None, tenant: str | None = None,
                             idempotency_key: str | None = None) -> None:
@@ -1520,10 +1552,10 @@ class Client:
         self._call("DELETE", path, lambda a: None, idempotency_key=idempotency_key, want_value=False)
 
     def kv_list(self, namespace: str, *, prefix: str | None = None, limit: int | None = None,
-                      page_token: str | None = None, tenant: str | None = None) -> Page[KVEntry]:
+                      page_token: str | None = None, tenant: str | None = None, stale: bool = False) -> Page[KVEntry]:
         path = query(self._tp(tenant) + "/kv/" + seg(namespace), prefix=prefix, limit=limit,
                      page_token=page_token or None)
-        return self._call("GET", path, _page(KVEntry, "entries"))
+        return self._call("GET", path, _page(KVEntry, "entries"), stale=stale)
 
     def iter_kv(self, namespace: str, *, prefix: str | None = None, page_size: int | None = None,
                       tenant: str | None = None) -> Iterator[KVEntry]:
@@ -1611,8 +1643,9 @@ class Client:
         return self._call("POST", self._tp(tenant) + "/ops/" + seg(op_id) + "/finish",
                                 lambda a: Op.from_json(a.json()), body, idempotency_key=idempotency_key)
 
-    def get_op(self, op_id: str, *, tenant: str | None = None) -> Op:
-        return self._call("GET", self._tp(tenant) + "/ops/" + seg(op_id), lambda a: Op.from_json(a.json()))
+    def get_op(self, op_id: str, *, tenant: str | None = None, stale: bool = False) -> Op:
+        return self._call("GET", self._tp(tenant) + "/ops/" + seg(op_id), lambda a: Op.from_json(a.json()),
+                                stale=stale)
 
     # Watch.
 
