@@ -278,7 +278,9 @@ export class BatonClient {
   async claim(queue: string, c: { owner: string; leaseMs: number; statuses?: string[]; setStatus?: string; waitMs?: number }, o: CallOptions = {}): Promise<Task | undefined> {
     const r = await this.call<Task>("POST", this.tp(o) + "/queues/" + seg(queue) + "/claim", compact({
       owner: c.owner, lease_ms: c.leaseMs, statuses: c.statuses, set_status: c.setStatus, wait_ms: c.waitMs,
-    }), { ...o, wantValue: false, extraTimeoutMs: c.waitMs ?? 0 });
+    }), { ...o, extraTimeoutMs: c.waitMs ?? 0 });
+    // 204: nothing was claimable. A 200 without its body was cut on the
+    // way (it may have claimed): wantValue sends it again, same place.
     return r.meta.status === 204 ? undefined : r.value;
   }
   async renewTask(id: string, r: { fencingToken: number; leaseMs: number }, o: CallOptions = {}): Promise<Task> {

@@ -153,14 +153,29 @@ export class RateLimited extends BatonError {
 export class Internal extends BatonError {
   static override readonly defaultCode = "internal";
 }
-/** 503, or no endpoint reachable within the retry budget. Nothing was done. */
+/**
+ * 503, or no endpoint reachable within the retry budget. Nothing was done,
+ * unless it is an UnavailableInDoubt (also an instanceof OutcomeUnknown).
+ */
 export class Unavailable extends BatonError {
   static override readonly defaultCode = "unavailable";
 }
-/** 504: a write was proposed but its outcome is not known; it may yet be applied. */
+/**
+ * 504: a write was proposed but its outcome is not known; it may yet be
+ * applied. An UnavailableInDoubt is an instanceof it too.
+ */
 export class OutcomeUnknown extends BatonError {
   static override readonly defaultCode = "outcome_unknown";
+  static override [Symbol.hasInstance](x: unknown): boolean {
+    return Function.prototype[Symbol.hasInstance].call(this, x) || (this === OutcomeUnknown && x instanceof UnavailableInDoubt);
+  }
 }
+/**
+ * A write whose attempts ran out with no node answering (Unavailable) after
+ * an attempt that got no answer (sent, then cut or timed out), so that it
+ * may have been applied: an instanceof Unavailable and of OutcomeUnknown.
+ */
+export class UnavailableInDoubt extends Unavailable {}
 /** 507: the write would grow the data past a quota; nothing was applied. */
 export class ResourceExhausted extends BatonError {
   static override readonly defaultCode = "resource_exhausted";

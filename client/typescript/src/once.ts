@@ -4,7 +4,7 @@
 
 import { createHash } from "node:crypto";
 import type { BatonClient } from "./client.js";
-import { BatonError, Unavailable, VersionMismatch } from "./errors.js";
+import { BatonError, OutcomeUnknown, Unavailable, VersionMismatch } from "./errors.js";
 import type { Fence, Op } from "./models.js";
 import { newIdempotencyKey } from "./transport.js";
 
@@ -85,18 +85,21 @@ export async function once<T>(client: BatonClient, opId: string, fn: () => Promi
   const key = newIdempotencyKey();
   let rec: Op | undefined;
   let last: unknown;
+  let inDoubt = false; // a finish got no answer and may have been recorded
   for (let i = 0; i < 2 && !rec; i++) {
     try {
       rec = await client.finishOp(opId, { state, result: result ?? null, fence: o.fence }, { tenant, idempotencyKey: key });
     } catch (e) {
-      if (!(e instanceof Unavailable)) {
+      if (!(e instanceof Unavailable) && !(e instanceof OutcomeUnknown)) {
         throw new OpUnrecorded(`op ${opId} ran (outcome ${state}) but the ledger refused the outcome: ${(e as Error).message}`, { details: { state, result }, cause: e });
       }
       last = e;
+      inDoubt ||= e instanceof OutcomeUnknown;
     }
   }
   if (!rec) {
-    let recordedAs = "started";
+    // Still started, unless a finish got no answer and may have been recorded: then unknown to us ("").
+    let recordedAs = inDoubt ? "" : "started";
     try {
       rec = await client.finishOp(opId, { state: "unknown", result: result ?? null, fence: o.fence }, { tenant, idempotencyKey: newIdempotencyKey() });
       recordedAs = "unknown";
@@ -107,7 +110,8 @@ export async function once<T>(client: BatonClient, opId: string, fn: () => Promi
       }
     }
     if (!rec || rec.state === "unknown") {
-      throw new OpUnrecorded(`op ${opId} ran (outcome ${state}) but its outcome is recorded as ${recordedAs}: ${(last as Error | undefined)?.message ?? ""}`, { details: { state, result } });
+      const as = recordedAs ? `is recorded as ${recordedAs}` : "may or may not be recorded";
+      throw new OpUnrecorded(`op ${opId} ran (outcome ${state}) but its outcome ${as}: ${(last as Error | undefined)?.message ?? ""}`, { details: { state, result } });
     }
   }
   if (rec.state === "failed") throw new OpFailed(`op ${opId} failed: ${fnErr instanceof Error ? fnErr.message : JSON.stringify(rec.result)}`, { details: { op: rec }, cause: fnErr });

@@ -12,7 +12,7 @@ import * as https from "node:https";
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import { Pool } from "undici";
-import { BatonError, IdempotencyExpired, InvalidArgument, Unavailable, errorFromAnswer } from "./errors.js";
+import { BatonError, IdempotencyExpired, InvalidArgument, OutcomeUnknown, Unavailable, UnavailableInDoubt, errorFromAnswer } from "./errors.js";
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
 export const DEFAULT_MAX_RETRY_MS = 15_000;
@@ -80,6 +80,30 @@ interface Result {
   retryAfterMs: number;
   leader: string;
   rateLimited: boolean;
+  /**
+   * The request may have reached a node and been applied: sent, then no
+   * (whole) answer, or a 504 outcome_unknown. A 503, a 429 or a connection
+   * never made applied nothing.
+   */
+  maybeApplied?: boolean;
+}
+
+/** err as an UnavailableInDoubt when doubt, an earlier attempt's failure, may have applied. */
+function inDoubt(err: BatonError | undefined, doubt: BatonError): BatonError | undefined {
+  if (!(err instanceof Unavailable) || err instanceof OutcomeUnknown) return err;
+  return new UnavailableInDoubt(`${err.message}; an earlier attempt got no answer and may have been applied (${doubt.message})`,
+    { code: err.code, status: err.status, details: err.details, index: err.index, cause: err });
+}
+
+/** Error codes of a connection never made (nothing was sent). */
+const NOT_SENT = new Set(["ECONNREFUSED", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN", "UND_ERR_CONNECT_TIMEOUT"]);
+
+function notSent(e: unknown): boolean {
+  for (let x: unknown = e, depth = 0; x && depth < 8; x = (x as { cause?: unknown }).cause, depth++) {
+    const code = (x as { code?: unknown }).code;
+    if (typeof code === "string" && NOT_SENT.has(code)) return true;
+  }
+  return false;
 }
 
 export function isWrite(method: string): boolean {
@@ -421,7 +445,7 @@ export class Transport {
     const { status, body } = res;
     if (call.wantValue && body.length === 0 && (status === 200 || status === 201)) {
       // Cut on the way: the retry carries the same key or session number.
-      return { retry: true, answered: false, retryAfterMs: 0, leader: "", rateLimited: false,
+      return { retry: true, answered: false, retryAfterMs: 0, leader: "", rateLimited: false, maybeApplied: true,
         error: new Unavailable(`${status} answer without a body`) };
     }
     return classifyFor(call, status, res.headers, body);
@@ -439,7 +463,7 @@ export class Transport {
       return { retry: false, answered: false, retryAfterMs: 0, leader: "", rateLimited: false,
         error: new BatonError(`${where}: ${tls.message} ${certHint(tls.message)}`, { code: "tls", cause: e }) };
     }
-    return { retry: true, answered: false, retryAfterMs: 0, leader: "", rateLimited: false,
+    return { retry: true, answered: false, retryAfterMs: 0, leader: "", rateLimited: false, maybeApplied: !notSent(e),
       error: new Unavailable(`${where}: ${msg}`, { cause: e }) };
   }
 
@@ -457,9 +481,19 @@ export class Transport {
   /**
    * Tries the endpoints in turn, from the one that last answered, backing
    * off after each round of failures, until one answers or the retry budget
-   * is spent.
+   * is spent. A write that ends without an answer after an attempt that may
+   * have applied fails with an UnavailableInDoubt.
    */
   async failover(call: Call): Promise<Result> {
+    const doubts: BatonError[] = []; // the failures of attempts that may have applied
+    const res = await this.failoverAttempts(call, doubts);
+    const doubt = doubts.at(-1);
+    if (doubt && (!res.answered || res.rateLimited)) res.error = inDoubt(res.error, doubt);
+    return res;
+  }
+
+  private async failoverAttempts(call: Call, doubts: BatonError[]): Promise<Result> {
+    const keyed = call.key !== undefined || call.place !== undefined;
     const deadline = Date.now() + this.maxRetryMs;
     const n = this.endpoints.length;
     const start = this.preferred;
@@ -469,6 +503,7 @@ export class Transport {
       const idx = (start + i) % n;
       const res = await this.attempt(idx, call);
       if (res.answered) this.prefer(idx, res.leader);
+      if (res.retry && res.maybeApplied && keyed && res.error) doubts.push(res.error);
       if (!res.retry) return res;
       const remaining = deadline - Date.now();
       if (res.rateLimited) {
@@ -511,8 +546,9 @@ export class Transport {
             this.sess.off = true;
             continue;
           }
-          throw new BatonError(`open a client session: ${res.error.message}`, {
-            code: res.error.code, status: res.error.status, details: res.error.details, cause: res.error });
+          // The error as it came (Unavailable stays Unavailable: a Worker backs off and tries again).
+          res.error.message = `open a client session: ${res.error.message}`;
+          throw res.error;
         }
         const obj = JSON.parse(res.answer!.body.toString("utf8")) as { session_id?: unknown };
         const sid = typeof obj.session_id === "string" || typeof obj.session_id === "number" ? String(obj.session_id) : "";
@@ -589,7 +625,7 @@ export class Transport {
  */
 export function classifyFor(call: Pick<Call, "key" | "place">, status: number, h: http.IncomingHttpHeaders, body: Buffer): Result {
   const r = classify(status, h, body);
-  if (r.error?.code === "outcome_unknown" && (call.key || call.place)) r.retry = true;
+  if (r.error?.code === "outcome_unknown" && (call.key || call.place)) r.retry = r.maybeApplied = true;
   return r;
 }
 

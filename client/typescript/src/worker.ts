@@ -147,7 +147,9 @@ export class TaskContext {
   }
 
   private async renewLoop(): Promise<void> {
-    let next = Date.now() + this.o.renewEveryMs;
+    // Counted from when the claim was sent, as the deadline is: a claim
+    // that waited longer than renewEveryMs (a long poll) renews at once.
+    let next = this.o.sentAt + this.o.renewEveryMs;
     let bo = new Backoff();
     while (!this.check()) {
       try {

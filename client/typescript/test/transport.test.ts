@@ -5,8 +5,9 @@
 import http from "node:http";
 import net from "node:net";
 import { describe, expect, it } from "vitest";
-import { BatonClient, InvalidArgument } from "@baton-dev/client";
-import { cluster, tenantClient, uid } from "./helpers.js";
+import { BatonClient, InvalidArgument, OutcomeUnknown, Unavailable, UnavailableInDoubt, Worker } from "@baton-dev/client";
+import { waitFor } from "./cluster.js";
+import { admin, cluster, tenantClient, uid } from "./helpers.js";
 
 describe("the call transport", () => {
   it("lets calls in flight at close() finish, and calls after it still go", async () => {
@@ -54,6 +55,92 @@ describe("the call transport", () => {
     } finally {
       c.close();
       srv.close();
+    }
+  });
+
+  it("sends a claim whose answer was cut again, not taking it for no task", async () => {
+    // A 200 without its body: the claim may have applied. Before, claim() answered undefined ("no
+    // task") while the task stayed leased to the caller, its attempt counted.
+    const c = await tenantClient();
+    try {
+      const q = uid("q");
+      const t = await c.createTask({ queue: q, task_id: uid("t") });
+      type Exchange = (i: number, call: { path: string }) => Promise<{ status: number; body: Buffer }>;
+      const tr = c.transport as unknown as { exchange: Exchange };
+      const real = tr.exchange.bind(tr);
+      let cut = 0;
+      tr.exchange = async (i, call) => {
+        const r = await real(i, call);
+        return call.path.endsWith("/claim") && cut++ === 0 ? { ...r, body: Buffer.alloc(0) } : r;
+      };
+      const got = await c.claim(q, { owner: "w", leaseMs: 30_000 });
+      expect(cut).toBeGreaterThan(1);
+      expect(got?.task_id).toBe(t.task_id);
+      expect(got?.attempt).toBe(1);
+    } finally {
+      c.close();
+    }
+  });
+
+  it("keeps a Worker trying while no node can open its session", async () => {
+    // Before, a session opening that ran out of its budget was rethrown as a plain BatonError, not
+    // Unavailable, and the Worker stopped for good on it.
+    const c = new BatonClient({ endpoints: ["http://127.0.0.1:1"], token: "x", tenant: "t", maxRetryMs: 0 });
+    type Exchange = (i: number, call: { path: string }) => Promise<unknown>;
+    const tr = c.transport as unknown as { exchange: Exchange };
+    const real = tr.exchange.bind(tr);
+    let opens = 0;
+    tr.exchange = async (i, call) => {
+      if (call.path === "/v1/sessions") opens++;
+      return real(i, call);
+    };
+    const w = new Worker(c, "q", () => Promise.resolve("done"), { waitMs: 0 });
+    let settled = false;
+    const run = w.run().finally(() => (settled = true));
+    try {
+      await waitFor(() => opens >= 3 || settled, "three session openings", 20_000);
+      expect(settled).toBe(false);
+    } finally {
+      w.stop();
+      await run.catch(() => undefined);
+      c.close();
+    }
+  }, 30_000);
+
+  it("does not report a write in doubt as nothing done", async () => {
+    // The first attempt reaches the node (applied) and its connection is cut before the answer; the next
+    // ones find no node until the budget runs out. Before, the call failed with a plain Unavailable
+    // ("nothing was done"), which invites a new call that applies the write again.
+    const c = await tenantClient({ maxRetryMs: 300 });
+    const reader = admin({ tenant: c.tenant! });
+    try {
+      type Exchange = (i: number, call: { method: string; path: string }) => Promise<unknown>;
+      const tr = c.transport as unknown as { exchange: Exchange };
+      const real = tr.exchange.bind(tr);
+      let puts = 0;
+      tr.exchange = async (i, call) => {
+        if (call.method !== "PUT") return real(i, call);
+        if (++puts === 1) {
+          await real(i, call);
+          throw Object.assign(new Error("socket hang up"), { code: "ECONNRESET" });
+        }
+        throw Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });
+      };
+      const key = uid("k");
+      const err = await c.kvPut("doubt", key, 1).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(Unavailable);
+      expect(err).toBeInstanceOf(OutcomeUnknown);
+      expect(err).toBeInstanceOf(UnavailableInDoubt);
+      expect(String((err as Error).message)).toContain("may have been applied");
+      expect(puts).toBeGreaterThan(1);
+      expect((await reader.kvGet("doubt", key)).value).toBe(1);
+      // A write none of whose attempts went anywhere stays a plain Unavailable.
+      const plain = await c.kvPut("doubt", uid("k"), 1).catch((e: unknown) => e);
+      expect(plain).toBeInstanceOf(Unavailable);
+      expect(plain).not.toBeInstanceOf(OutcomeUnknown);
+    } finally {
+      c.close();
+      reader.close();
     }
   });
 

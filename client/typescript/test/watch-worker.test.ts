@@ -116,6 +116,26 @@ describe("worker", () => {
     expect([done.status, done.result, done.fencing_token]).toEqual(["done", "ok", tokens[0]]);
   });
 
+  it("renews at once a task won at the end of a long poll", async () => {
+    // The lease counts from when the claim was sent. Before, the first renewal came renewEveryMs after
+    // the claim returned: with a 3 s lease, a claim that waited 2 s had its deadline (2.7 s after it
+    // was sent) pass before that, and the task was given up as lost.
+    const q = uid("q");
+    let sent = 0;
+    const w = new Worker(c, q, async (ctx) => {
+      await waitFor(() => Date.now() - sent >= 2_900, "the claim's own deadline to pass", 20_000, 50);
+      if (ctx.lost) throw new Error("the lease was given up");
+      return "ok";
+    }, { leaseMs: 3_000, waitMs: 10_000 });
+    sent = Date.now();
+    const run = w.runOnce();
+    await waitFor(() => Date.now() - sent >= 2_000, "2 s of the claim's wait", 20_000, 50);
+    const t = await c.createTask({ queue: q });
+    expect(await run).toBe(true);
+    const done = await c.getTask(t.task_id);
+    expect([done.status, done.result]).toEqual(["done", "ok"]);
+  }, 30_000);
+
   it("carries the fence into the handler's writes: a lease taken over refuses them", async () => {
     const q = uid("q");
     const t = await c.createTask({ queue: q });
