@@ -38,6 +38,25 @@ func mcpCall(t *testing.T, cs *mcp.ClientSession, name string, args map[string]a
 	return res.StructuredContent.(map[string]any)
 }
 
+// mcpSession opens an MCP session on node i, as the admin in tenant acme;
+// it is closed when the test ends, and ctx (a minute) bounds the test's
+// calls.
+func mcpSession(t *testing.T, c *testCluster, i int) (*mcp.ClientSession, context.Context) {
+	t.Helper()
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: "http://" + c.nodes[i].httpAddr + "/mcp?tenant=acme",
+			HTTPClient: &http.Client{Transport: mcpToken{tr}}, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs, ctx
+}
+
 // TestMCPSessionOnFollower runs /mcp in-process (under -race in make
 // unit): a follower serves the session, its tool calls go through the
 // node's own handler (forwarded to the leader, a watch streamed), the
@@ -55,17 +74,7 @@ func TestMCPSessionOnFollower(t *testing.T) {
 			t.Fatalf("create task: %d %s", st, b)
 		}
 	}
-	tr := &http.Transport{}
-	defer tr.CloseIdleConnections()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx,
-		&mcp.StreamableClientTransport{Endpoint: "http://" + c.nodes[f].httpAddr + "/mcp?tenant=acme",
-			HTTPClient: &http.Client{Transport: mcpToken{tr}}, MaxRetries: -1}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs, ctx := mcpSession(t, c, f)
 
 	task := func(id string) map[string]any {
 		_, _, b := c.do(t, leader, http.MethodGet, "/v1/tenants/acme/tasks/"+id, nil, adminAuth())
@@ -149,17 +158,7 @@ func TestMCPConcurrentClaimsHoldOne(t *testing.T) {
 			t.Fatalf("create task: %d %s", st, b)
 		}
 	}
-	tr := &http.Transport{}
-	defer tr.CloseIdleConnections()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx,
-		&mcp.StreamableClientTransport{Endpoint: "http://" + c.nodes[leader].httpAddr + "/mcp?tenant=acme",
-			HTTPClient: &http.Client{Transport: mcpToken{tr}}, MaxRetries: -1}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs, ctx := mcpSession(t, c, leader)
 
 	var wg sync.WaitGroup
 	held, refused := atomic.Int32{}, atomic.Int32{}
